@@ -1,0 +1,3 @@
+from kxtx.cli.app import main
+
+main()

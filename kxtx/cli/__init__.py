@@ -1,0 +1,1 @@
+"""The command-line layer: parses options, calls library modules, renders what they return."""

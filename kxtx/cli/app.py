@@ -1,0 +1,45 @@
+"""The root command: a table of contents. Each command lives in its own module under kxtx.cli."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kxtx import __version__
+from kxtx.cli import sandbox
+from kxtx.cli.common import STATE
+
+app = typer.Typer(
+    name="kxtx",
+    help="Operate Apache Kafka transactions: exactly-once produce and pipe, decode the internal "
+    "topics, find and abort hanging transactions.",
+    no_args_is_help=True,
+    # Locals can hold SASL passwords: never print them in tracebacks.
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+app.add_typer(sandbox.app, name="sandbox")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kxtx {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    debug: Annotated[
+        bool, typer.Option("--debug", envvar="KXTX_DEBUG", help="Show tracebacks and debug logs.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    STATE.debug = debug
+
+
+def main() -> None:
+    app(prog_name="kxtx")

@@ -1,0 +1,161 @@
+"""Shared options (declared once, as Annotated aliases), the error boundary, and run state."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import traceback
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from kxtx.errors import KxtxError
+from kxtx.exitcodes import ExitCode
+
+
+class _State:
+    debug: bool = False
+
+
+STATE = _State()
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+# --- connection options, one definition for every command -----------------------------------------
+BootstrapOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "-b", "--bootstrap-servers", metavar="HOST:PORT",
+        help="Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS.",
+        rich_help_panel="Connection",
+    ),
+]
+ConfigOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "-X", "--config", metavar="KEY=VALUE",
+        help="librdkafka client property, as in kcat (repeatable); wins over file and env.",
+        rich_help_panel="Connection",
+    ),
+]
+CommandConfigOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--command-config", metavar="FILE",
+        help="Java client .properties file (as for Kafka's tools). Env: KXTX_COMMAND_CONFIG.",
+        rich_help_panel="Connection",
+    ),
+]
+TimeoutOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--timeout", metavar="SECONDS",
+        help="Bound for each network operation [default: 30]. Env: KXTX_TIMEOUT.",
+        rich_help_panel="Connection",
+    ),
+]
+FormatOpt = Annotated[
+    Optional[OutputFormat],
+    typer.Option(
+        "--format", "-o",
+        help="Output format [default: table on a terminal, jsonl otherwise].",
+        rich_help_panel="Output",
+    ),
+]
+YesOpt = Annotated[
+    bool, typer.Option("--yes", "-y", help="Act without asking (required when not on a terminal).")
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the plan and change nothing.")]
+
+
+def connection(bootstrap=None, config=None, command_config=None, timeout=None):
+    """Build the one Settings object from the shared connection options."""
+    from kxtx.parsers import parse_kv_list
+    from kxtx.settings import resolve
+
+    return resolve(bootstrap, parse_kv_list(config), command_config, timeout)
+
+
+# --- the error boundary -----------------------------------------------------------------------------
+def fail(message: str, code: int) -> None:
+    typer.echo(f"kxtx: error: {message}", err=True)
+    raise typer.Exit(int(code))
+
+
+def boundary(fn):
+    """Wrap a command: library exceptions become one stderr line and an exit code.
+
+    Tracebacks only with --debug; never with locals (they may hold SASL passwords)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from kxtx import signals
+
+        signals.install()
+        _setup_logging()
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except KxtxError as exc:
+            _debug_traceback()
+            fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _debug_traceback()
+            fail("interrupted", ExitCode.INTERRUPTED)
+        except signals.Terminated:
+            _debug_traceback()
+            fail("terminated", ExitCode.TERMINATED)
+        except Exception as exc:  # noqa: BLE001 - the one boundary
+            from kxtx.clients import translate
+
+            _debug_traceback()
+            err = translate(exc)
+            hint = "" if STATE.debug else " (run with --debug for the traceback)"
+            fail(f"{err}{hint if type(exc).__module__.startswith('kxtx') else ''}", err.exit_code)
+
+    return wrapper
+
+
+def _debug_traceback() -> None:
+    if STATE.debug:
+        traceback.print_exc(file=sys.stderr)
+
+
+class _StderrHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "warning" if record.levelno >= logging.WARNING else "info"
+        sys.stderr.write(f"kxtx: {level}: {record.getMessage()}\n")
+        sys.stderr.flush()
+
+
+def _setup_logging() -> None:
+    log = logging.getLogger("kxtx")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+    log.setLevel(logging.DEBUG if STATE.debug else logging.WARNING)
+    log.propagate = False
+
+
+def is_tty(stream=None) -> bool:
+    stream = stream or sys.stdout
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def confirm_or_refuse(yes: bool, question: str) -> None:
+    """Destructive actions: --yes acts; a TTY asks; otherwise refuse with exit 2."""
+    from kxtx.errors import Refused
+
+    if yes:
+        return
+    if not (is_tty(sys.stdin) and is_tty(sys.stderr)):
+        raise Refused("refusing to act without --yes when not on a terminal; nothing was changed")
+    if not typer.confirm(question, default=False, err=True):
+        raise Refused("not confirmed; nothing was changed")

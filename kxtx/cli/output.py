@@ -1,0 +1,137 @@
+"""The one output layer: commands hand over data, this renders table / json / jsonl on stdout.
+
+Rows are dicts. `columns` picks and orders the table columns (json keeps every field). Streaming
+commands pass an iterator: jsonl rows are written and flushed one by one.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import sys
+from typing import Any, Iterable, Mapping
+
+from kxtx.cli.common import OutputFormat, is_tty
+
+
+def choose(fmt: OutputFormat | None) -> OutputFormat:
+    if fmt is not None:
+        return fmt
+    return OutputFormat.table if is_tty(sys.stdout) else OutputFormat.jsonl
+
+
+def jsonable(value: Any) -> Any:
+    """Convert library values to JSON types: bytes -> base64 string, enums -> names, times -> ISO."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return value
+
+
+def _dumps(obj: Any, indent: int | None = None) -> str:
+    return json.dumps(jsonable(obj), ensure_ascii=False, indent=indent, default=str)
+
+
+def emit(data: Any, fmt: OutputFormat | None, columns: list[str] | None = None,
+         title: str | None = None) -> None:
+    """Render a whole result: a list of rows, one object, or an iterator of rows (streamed)."""
+    fmt = choose(fmt)
+    if isinstance(data, Mapping):
+        _emit_object(data, fmt, title)
+    else:
+        emit_rows(data, fmt, columns, title)
+
+
+def emit_rows(rows: Iterable[Mapping], fmt: OutputFormat | None, columns: list[str] | None = None,
+              title: str | None = None) -> int:
+    fmt = choose(fmt)
+    count = 0
+    out = sys.stdout
+    if fmt is OutputFormat.jsonl:
+        for row in rows:
+            out.write(_dumps(row) + "\n")
+            out.flush()
+            count += 1
+        return count
+    rows = list(rows)
+    if fmt is OutputFormat.json:
+        out.write(_dumps(rows, indent=2) + "\n")
+    else:
+        _print_table(rows, columns, title)
+    return len(rows)
+
+
+def _emit_object(obj: Mapping, fmt: OutputFormat, title: str | None) -> None:
+    if fmt is OutputFormat.json:
+        sys.stdout.write(_dumps(obj, indent=2) + "\n")
+    elif fmt is OutputFormat.jsonl:
+        sys.stdout.write(_dumps(obj) + "\n")
+    else:
+        _print_object(obj, title)
+    sys.stdout.flush()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(jsonable(value), ensure_ascii=False, default=str)
+    if isinstance(value, enum.Enum):
+        return value.name
+    return str(jsonable(value))
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(soft_wrap=False)
+
+
+def _print_table(rows: list[Mapping], columns: list[str] | None, title: str | None) -> None:
+    from rich.table import Table
+
+    console = _console()
+    if not rows:
+        console.print(f"[dim]{title + ': ' if title else ''}no rows[/dim]")
+        return
+    cols = columns or list(dict.fromkeys(k for r in rows for k in r))
+    table = Table(title=title, show_lines=False, header_style="bold")
+    for c in cols:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        table.add_row(*(_cell(r.get(c)) for c in cols))
+    console.print(table)
+
+
+def _print_object(obj: Mapping, title: str | None) -> None:
+    """A key/value table for scalars; lists of rows become their own tables below it."""
+    from rich.table import Table
+
+    console = _console()
+    table = Table(title=title, show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    nested: list[tuple[str, list]] = []
+    for key, value in obj.items():
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            nested.append((key, value))
+        elif isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+            nested.append((key, [{"name": k, **v} for k, v in value.items()]))
+        else:
+            table.add_row(key, _cell(value))
+    console.print(table)
+    for key, rows in nested:
+        console.print()
+        _print_table(rows, None, key)

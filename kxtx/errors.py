@@ -1,0 +1,55 @@
+"""Exceptions that the CLI boundary turns into one-line messages and exit codes.
+
+Library modules raise these (never print, never exit). Anything else that escapes is a bug or an
+unexpected library error; the boundary still prints it on one line, with the traceback under --debug.
+"""
+
+from __future__ import annotations
+
+from kxtx.exitcodes import ExitCode
+
+
+class KxtxError(Exception):
+    """An error with a message meant for the user."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+
+class UsageError(KxtxError):
+    """Options that do not fit together, or a setting that cannot be honoured. Exit 2."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(KxtxError):
+    """A connection setting or properties file that is wrong (names the setting / file:line)."""
+
+
+class InputError(KxtxError):
+    """Bad input data (names the file and line)."""
+
+
+class KafkaOperationError(KxtxError):
+    """A Kafka request failed, timed out, or the cluster could not be reached."""
+
+
+class AuthorizationError(KafkaOperationError):
+    """The principal lacks a permission; the message names the operation and resource."""
+
+
+class FencedError(KafkaOperationError):
+    """Another instance with the same transactional id took over (this one is a zombie)."""
+
+
+class Refused(KxtxError):
+    """A destructive action refused because it was not confirmed. Nothing changed. Exit 2."""
+
+    exit_code = ExitCode.USAGE
+
+
+class Interrupted(KxtxError):
+    """Stopped by a signal after cleaning up (the open transaction was aborted)."""
+
+    def __init__(self, message: str, signum: int = 2):
+        super().__init__(message)
+        self.exit_code = ExitCode.TERMINATED if signum == 15 else ExitCode.INTERRUPTED

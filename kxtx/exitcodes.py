@@ -1,0 +1,26 @@
+"""Process exit codes. The README documents this table; keep them in sync (a test checks)."""
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1
+    #: Bad command line, or a destructive command refused without --yes. Nothing was changed.
+    USAGE = 2
+    #: The command worked and found a problem (find-hanging: something hangs).
+    PROBLEM_FOUND = 3
+    #: Stopped by SIGINT (128 + 2); the open transaction was aborted.
+    INTERRUPTED = 130
+    #: Stopped by SIGTERM (128 + 15); the open transaction was aborted.
+    TERMINATED = 143
+
+
+DESCRIPTIONS = {
+    ExitCode.OK: "success; nothing to report",
+    ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",
+    ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
+    ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
+    ExitCode.INTERRUPTED: "interrupted (SIGINT / Ctrl-C); open transaction aborted",
+    ExitCode.TERMINATED: "terminated (SIGTERM); open transaction aborted",
+}

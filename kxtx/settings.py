@@ -1,0 +1,212 @@
+"""One connection-settings object for both client libraries.
+
+Sources, lowest precedence first: the `--command-config` properties file (Java client names accepted),
+then `KXTX_*` environment variables, then command-line flags (`-b`, `-X key=value`). The result is a
+dict of librdkafka property names (as kcat's `-X`), from which both the confluent-kafka config and the
+kafka-python `KafkaAdminClient` keyword arguments are derived.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kxtx.errors import ConfigError
+from kxtx.parsers import parse_properties, split_csv
+
+DEFAULT_TIMEOUT_S = 30.0
+
+#: Environment variables read as connection settings (documented in the README).
+ENV_SETTINGS = {
+    "KXTX_BOOTSTRAP_SERVERS": "bootstrap.servers",
+    "KXTX_SECURITY_PROTOCOL": "security.protocol",
+    "KXTX_SASL_MECHANISM": "sasl.mechanism",
+    "KXTX_SASL_USERNAME": "sasl.username",
+    "KXTX_SASL_PASSWORD": "sasl.password",
+    "KXTX_SSL_CA_LOCATION": "ssl.ca.location",
+    "KXTX_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
+    "KXTX_SSL_KEY_LOCATION": "ssl.key.location",
+    "KXTX_SSL_KEY_PASSWORD": "ssl.key.password",
+}
+
+#: Java client property names that librdkafka spells differently.
+JAVA_RENAMES = {
+    "sasl.mechanisms": "sasl.mechanism",
+}
+
+#: Java-only properties that have no meaning for kxtx's clients and are dropped without error
+#: (they tune the JVM client, e.g. serializers in a shared client.properties).
+JAVA_IGNORED = {
+    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
+    "ssl.truststore.type", "ssl.keystore.type", "default.api.timeout.ms",
+}
+
+#: librdkafka name -> kafka-python KafkaAdminClient keyword.
+KAFKA_PYTHON_MAP = {
+    "bootstrap.servers": "bootstrap_servers",
+    "client.id": "client_id",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.crl.location": "ssl_crlfile",
+    "ssl.cipher.suites": "ssl_ciphers",
+    "request.timeout.ms": "request_timeout_ms",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "socket.send.buffer.bytes": "send_buffer_bytes",
+    "socket.receive.buffer.bytes": "receive_buffer_bytes",
+}
+
+#: Properties that decide how to reach and authenticate to the cluster. If one of these cannot be
+#: carried to kafka-python, the admin calls would connect differently from the data path: an error.
+_CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.", "bootstrap.", "client.")
+
+#: Keys whose values are secrets: never printed (see `redacted`).
+SECRET_KEYS = ("sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.jaas.config",
+               "sasl.oauthbearer.client.secret", "ssl.truststore.password", "ssl.key.pem")
+
+
+@dataclass
+class Settings:
+    """Resolved connection settings (librdkafka names) plus the network timeout in seconds."""
+
+    props: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT_S
+    #: where each key came from ("file", "env", "flag"), for error messages
+    origin: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap(self) -> str:
+        value = self.props.get("bootstrap.servers", "")
+        if not value:
+            raise ConfigError(
+                "no bootstrap servers: pass -b HOST:PORT, set KXTX_BOOTSTRAP_SERVERS, "
+                "or put bootstrap.servers in --command-config"
+            )
+        return value
+
+    def confluent(self, **overrides: object) -> dict:
+        """Config dict for confluent-kafka clients, with kxtx's bounded-time defaults."""
+        timeout_ms = int(self.timeout * 1000)
+        conf: dict[str, object] = {
+            # Bounded so an unreachable cluster fails within --timeout instead of hanging.
+            "socket.connection.setup.timeout.ms": max(1000, timeout_ms),
+        }
+        conf.update(self.props)
+        conf["bootstrap.servers"] = self.bootstrap
+        conf.update(overrides)
+        return conf
+
+    def kafka_python(self, **overrides: object) -> dict:
+        """Keyword arguments for kafka-python's KafkaAdminClient (used for KIP-664 admin calls)."""
+        kwargs: dict[str, object] = {
+            "bootstrap_servers": self.bootstrap.split(","),
+            "request_timeout_ms": int(self.timeout * 1000),
+            "api_version_auto_timeout_ms": int(self.timeout * 1000),
+        }
+        for key, value in self.props.items():
+            if key in KAFKA_PYTHON_MAP:
+                name = KAFKA_PYTHON_MAP[key]
+                if name == "bootstrap_servers":
+                    continue
+                kwargs[name] = _kafka_python_value(name, value)
+            elif key == "ssl.endpoint.identification.algorithm":
+                kwargs["ssl_check_hostname"] = value.lower() == "https"
+            elif key == "enable.ssl.certificate.verification":
+                if value.lower() == "false":
+                    raise ConfigError(
+                        f"{key}=false ({self.origin.get(key, 'setting')}) cannot be carried to "
+                        "kafka-python, which kxtx uses for transaction admin calls"
+                    )
+            elif key.startswith(_CONNECTION_PREFIXES):
+                raise ConfigError(
+                    f"setting {key!r} ({self.origin.get(key, 'setting')}) cannot be carried to "
+                    "kafka-python, which kxtx uses for transaction admin calls; remove it or use "
+                    "an equivalent the README lists"
+                )
+        if "security_protocol" in kwargs:
+            kwargs["security_protocol"] = str(kwargs["security_protocol"]).upper()
+        kwargs.update(overrides)
+        return kwargs
+
+    def redacted(self) -> dict[str, str]:
+        return {k: ("***" if k in SECRET_KEYS else v) for k, v in self.props.items()}
+
+
+def _kafka_python_value(name: str, value: str) -> object:
+    if name.endswith("_ms") or name.endswith("_bytes"):
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{name}: expected a whole number, got {value!r}") from None
+    if name == "sasl_mechanism":
+        return value.upper()
+    return value
+
+
+def load_command_config(path: str | os.PathLike) -> dict[str, str]:
+    """Read a Java client `.properties` file and translate it to librdkafka names."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--command-config {path}: {exc.strerror or exc}") from None
+    raw = parse_properties(text, source=str(p))
+    return from_java_properties(raw, source=str(p))
+
+
+def from_java_properties(raw: dict[str, str], source: str) -> dict[str, str]:
+    """Java client names -> librdkafka names. JAAS and keystores are handled by `kxtx.security`."""
+    from kxtx import security  # local: only when a file is given
+
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if key in JAVA_IGNORED:
+            continue
+        out[JAVA_RENAMES.get(key, key)] = value
+    return security.translate_java_security(out, source)
+
+
+def resolve(
+    bootstrap: list[str] | None = None,
+    overrides: dict[str, str] | None = None,
+    command_config: str | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+) -> Settings:
+    """Merge the three sources: file < environment < flags."""
+    env = os.environ if env is None else env
+    s = Settings()
+    config_path = command_config or env.get("KXTX_COMMAND_CONFIG")
+    if config_path:
+        for k, v in load_command_config(config_path).items():
+            s.props[k], s.origin[k] = v, f"in {config_path}"
+    for var, key in ENV_SETTINGS.items():
+        if env.get(var):
+            s.props[key], s.origin[key] = env[var], f"from ${var}"
+    servers = split_csv(bootstrap)
+    if servers:
+        s.props["bootstrap.servers"], s.origin["bootstrap.servers"] = ",".join(servers), "from -b"
+    for k, v in (overrides or {}).items():
+        k = JAVA_RENAMES.get(k, k)
+        s.props[k], s.origin[k] = v, f"from -X {k}"
+    if timeout is not None:
+        if timeout <= 0:
+            raise ConfigError("--timeout must be positive")
+        s.timeout = timeout
+    elif env.get("KXTX_TIMEOUT"):
+        try:
+            s.timeout = float(env["KXTX_TIMEOUT"])
+        except ValueError:
+            raise ConfigError(f"$KXTX_TIMEOUT={env['KXTX_TIMEOUT']!r}: expected seconds") from None
+    return s
