@@ -1,0 +1,212 @@
+"""Input readers for `kxtx produce`: JSON lines, CSV with a header row, plain lines; gzip by extension.
+
+Every record comes with its line number and the byte offset just after it (in the uncompressed
+stream), so a later run can seek straight to the first record that was not committed. Readers yield
+`Line` tuples and never parse more than they must: the mapping decides what a line means.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import sys
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, NamedTuple
+
+from kxtx.errors import InputError, UsageError
+
+FORMATS = ("jsonl", "csv", "lines")
+
+#: extension (after stripping .gz) -> format
+_EXTENSIONS = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".csv": "csv",
+    ".txt": "lines", ".log": "lines",
+}
+
+
+class Line(NamedTuple):
+    """One input record. `row` is the parsed CSV row (list of str) or None for other formats; `error`
+    is set instead when the reader itself could not decode the record (e.g. bad UTF-8 in CSV)."""
+
+    lineno: int
+    start: int  # byte offset of this record (uncompressed stream)
+    end: int  # byte offset just after it, line terminator included
+    raw: bytes  # the record without its line terminator
+    row: list | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a path (or `-` for stdin), its format, and whether it is gzip-compressed."""
+
+    path: str
+    fmt: str
+    gz: bool = False
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path == "-"
+
+    @property
+    def name(self) -> str:
+        return "<stdin>" if self.is_stdin else self.path
+
+
+def detect(path: str, explicit: str | None = None) -> Source:
+    """Choose the format: the explicit option wins, else the extension (`.jsonl.gz` is gzip JSONL).
+    Unknown extensions and stdin are plain lines."""
+    if explicit is not None and explicit not in FORMATS:
+        raise UsageError(f"--input-format {explicit!r}: expected one of {', '.join(FORMATS)}")
+    lower = path.lower()
+    gz = lower.endswith(".gz")
+    if gz:
+        lower = lower[:-3]
+    fmt = explicit or _EXTENSIONS.get(os.path.splitext(lower)[1], "lines")
+    return Source(path, fmt, gz)
+
+
+def _open(source: Source) -> BinaryIO:
+    if source.is_stdin:
+        stream: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            stream = open(source.path, "rb")  # noqa: SIM115 - closed by read()
+        except OSError as exc:
+            raise InputError(f"{source.path}: {exc.strerror or exc}") from None
+    if source.gz:
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+    return stream
+
+
+def _strip(line: bytes) -> bytes:
+    if line.endswith(b"\n"):
+        line = line[:-1]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+    return line
+
+
+def read(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Line]:
+    """Yield the records of `source` starting at byte `offset`, which is line `lineno` + 1.
+
+    `offset` must be a record boundary written by an earlier run (a checkpoint)."""
+    stream = _open(source)
+    try:
+        yield from _READERS[source.fmt](source, stream, offset, lineno)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise InputError(f"{source.name}: cannot read: {exc}") from None
+    finally:
+        if not source.is_stdin:
+            stream.close()
+
+
+def _seek(source: Source, stream: BinaryIO, offset: int) -> None:
+    if offset == 0:
+        return
+    if source.is_stdin:
+        raise UsageError("stdin cannot be resumed from a checkpoint")
+    # GzipFile.seek decompresses forward; for plain files this is a real seek.
+    stream.seek(offset)
+
+
+def _read_lines(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Iterator[Line]:
+    _seek(source, stream, offset)
+    end = offset
+    for line in stream:
+        lineno += 1
+        start, end = end, end + len(line)
+        yield Line(lineno, start, end, _strip(line))
+
+
+def _read_jsonl(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Iterator[Line]:
+    # Blank lines carry no JSON value: they are skipped (counted in the line numbers).
+    for rec in _read_lines(source, stream, offset, lineno):
+        if rec.raw.strip():
+            yield rec
+
+
+class _Counted:
+    """Feeds csv.reader one decoded physical line at a time while remembering the raw bytes, so a
+    row that spans lines (quoted newlines) gets its exact byte range and first line number."""
+
+    def __init__(self, stream: BinaryIO, end: int, lineno: int):
+        self.stream, self.end, self.lineno = stream, end, lineno
+        self.raw: list[bytes] = []
+        self.bad: str | None = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.stream.readline()
+        if not line:
+            raise StopIteration
+        self.end += len(line)
+        self.lineno += 1
+        self.raw.append(line)
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.bad = f"not UTF-8 ({exc.reason} at byte {exc.start})"
+            return line.decode("utf-8", "replace")
+
+
+def read_csv_header(source: Source, stream: BinaryIO) -> tuple[list[str], int, int]:
+    """The header row, the byte offset after it and its last line number."""
+    counted = _Counted(stream, 0, 0)
+    try:
+        header = next(csv.reader(counted))
+    except StopIteration:
+        return [], counted.end, counted.lineno
+    except csv.Error as exc:
+        raise InputError(f"{source.name}:1: bad CSV header: {exc}") from None
+    if counted.bad:
+        raise InputError(f"{source.name}:1: bad CSV header: {counted.bad}")
+    if len(set(header)) != len(header):
+        raise InputError(f"{source.name}:1: CSV header has duplicate column names: {header}")
+    return header, counted.end, counted.lineno
+
+
+def _read_csv(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Iterator[Line]:
+    header, header_end, header_lines = read_csv_header(source, stream)
+    if not header:
+        return
+    # The first row yielded is the header itself (lineno 0 marks it), so the mapping learns the
+    # column names even when a resumed run starts in the middle of the file.
+    yield Line(0, 0, header_end, b"", header)
+    if offset > header_end:
+        _seek(source, stream, offset)
+        end = offset
+    else:
+        end, lineno = header_end, header_lines
+    counted = _Counted(stream, end, lineno)
+    reader = csv.reader(counted)
+    while True:
+        first, start = counted.lineno + 1, counted.end
+        counted.raw.clear()
+        counted.bad = None
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield Line(first, start, counted.end, _strip(b"".join(counted.raw)), None, f"bad CSV: {exc}")
+            continue
+        raw = _strip(b"".join(counted.raw))
+        if not row:  # an empty physical line
+            continue
+        yield Line(first, start, counted.end, raw, row, counted.bad and f"bad CSV: {counted.bad}")
+
+
+_READERS = {"lines": _read_lines, "jsonl": _read_jsonl, "csv": _read_csv}
+
+
+def read_range(path: str, gz: bool, start: int, end: int) -> bytes:
+    """Bytes [start, end) of the (uncompressed) file: used to verify a checkpoint's last record."""
+    with open(path, "rb") as raw:
+        stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore
+        stream.seek(start)
+        return stream.read(end - start)

@@ -1,0 +1,201 @@
+"""Record mapping for `kxtx produce`: which part of an input line becomes key, value, headers,
+partition and timestamp.
+
+JSON fields are top-level names or dotted paths (`customer.id`; a top-level key that itself contains
+dots wins). CSV fields are column names from the header row. Plain lines have no fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from kxtx.errors import UsageError
+from kxtx.produce.inputs import Line
+
+
+class BadRecord(Exception):
+    """A line that cannot become a record; the message is the reason (the caller adds file:line)."""
+
+
+class Record(NamedTuple):
+    key: bytes | None
+    value: bytes
+    headers: list[tuple[str, bytes]] | None
+    partition: int | None
+    timestamp: int | None  # epoch milliseconds
+
+
+@dataclass(frozen=True)
+class MappingSpec:
+    key_field: str | None = None
+    value_field: str | None = None
+    #: CSV only: the value is the row as a JSON object {column: text}
+    value_as_json: bool = False
+    #: constant headers (`--header k=v`)
+    headers: tuple[tuple[str, str], ...] = ()
+    #: (header name, field) pairs (`--header-field name=field` or `--header-field field`)
+    header_fields: tuple[tuple[str, str], ...] = ()
+    partition_field: str | None = None
+    timestamp_field: str | None = None
+
+    def fields(self) -> list[tuple[str, str]]:
+        """(option, field) for every field the mapping reads."""
+        out = [("--key-field", self.key_field), ("--value-field", self.value_field),
+               ("--partition-field", self.partition_field),
+               ("--timestamp-field", self.timestamp_field)]
+        out += [("--header-field", f) for _, f in self.header_fields]
+        return [(opt, f) for opt, f in out if f]
+
+
+def parse_header_options(constants: list[str] | None, fields: list[str] | None):
+    """`--header k=v` and `--header-field name=field|field` into MappingSpec tuples."""
+    consts = []
+    for item in constants or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--header {item!r}: expected NAME=VALUE")
+        consts.append((name, value))
+    from_fields = []
+    for item in fields or []:
+        name, sep, field = item.partition("=")
+        if not name or (sep and not field):
+            raise UsageError(f"--header-field {item!r}: expected FIELD or NAME=FIELD")
+        from_fields.append((name, field if sep else name))
+    return tuple(consts), tuple(from_fields)
+
+
+def _to_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(value).encode("ascii")  # numbers and booleans as JSON text
+
+
+def parse_timestamp(value: Any) -> int:
+    """Epoch milliseconds from an integer (or digit string) or an ISO-8601 string (naive = UTC)."""
+    if isinstance(value, bool):
+        raise BadRecord(f"timestamp {value!r} is not a time")
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BadRecord(f"timestamp {value!r} is neither epoch ms nor ISO-8601") from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return int(dt.timestamp() * 1000)
+    raise BadRecord(f"timestamp {value!r} is neither epoch ms nor ISO-8601")
+
+
+def parse_partition(value: Any) -> int:
+    if isinstance(value, bool):
+        raise BadRecord(f"partition {value!r} is not a number")
+    try:
+        p = int(value)
+    except (TypeError, ValueError):
+        raise BadRecord(f"partition {value!r} is not a number") from None
+    if p < 0:
+        raise BadRecord(f"partition {p} is negative")
+    return p
+
+
+class Mapper:
+    """Turns `Line`s of one input format into `Record`s. Raises BadRecord for a bad line."""
+
+    def __init__(self, spec: MappingSpec, fmt: str):
+        if fmt == "lines" and spec.fields():
+            opt, _ = spec.fields()[0]
+            raise UsageError(f"{opt} needs JSON or CSV input; plain lines have no fields")
+        if spec.value_as_json and fmt != "csv":
+            raise UsageError("--value-as-json needs CSV input (JSON lines are JSON already)")
+        if spec.value_as_json and spec.value_field:
+            raise UsageError("--value-field and --value-as-json exclude each other")
+        self.spec, self.fmt = spec, fmt
+        self.const_headers = [(k, v.encode("utf-8")) for k, v in spec.headers] or None
+        self.columns: list[str] = []
+        self._index: dict[str, int] = {}
+        self._paths = {f: f.split(".") for _, f in spec.fields()}
+
+    # --- CSV ------------------------------------------------------------------------------------
+    def set_header(self, columns: list[str]) -> None:
+        """CSV: learn the column names; every field the mapping reads must be one of them."""
+        self.columns = columns
+        self._index = {c: i for i, c in enumerate(columns)}
+        for opt, field in self.spec.fields():
+            if field not in self._index:
+                raise UsageError(f"{opt} {field!r}: no such CSV column (columns: {', '.join(columns)})")
+
+    def _csv_get(self, row: list, field: str):
+        return row[self._index[field]]
+
+    # --- JSON -----------------------------------------------------------------------------------
+    def _json_get(self, obj: Any, field: str):
+        if isinstance(obj, dict) and field in obj:
+            return obj[field]
+        for part in self._paths[field]:
+            if not isinstance(obj, dict) or part not in obj:
+                return None
+            obj = obj[part]
+        return obj
+
+    # --- the mapping ----------------------------------------------------------------------------
+    def map(self, line: Line) -> Record:
+        if line.error:
+            raise BadRecord(line.error)
+        if self.fmt == "lines":
+            return Record(None, line.raw, self.const_headers, None, None)
+        if self.fmt == "jsonl":
+            try:
+                doc = json.loads(line.raw)
+            except ValueError as exc:
+                raise BadRecord(f"bad JSON: {exc}") from None
+            get = self._json_get
+        else:
+            doc = line.row
+            if len(doc) != len(self.columns):
+                raise BadRecord(f"expected {len(self.columns)} CSV columns, got {len(doc)}")
+            get = self._csv_get
+        return self._record(line, doc, get)
+
+    def _record(self, line: Line, doc: Any, get) -> Record:
+        spec = self.spec
+        key = value = None
+        if spec.key_field:
+            k = get(doc, spec.key_field)
+            if k is None:
+                raise BadRecord(f"missing key field {spec.key_field!r}")
+            key = _to_bytes(k)
+        if spec.value_field:
+            v = get(doc, spec.value_field)
+            if v is None:
+                raise BadRecord(f"missing value field {spec.value_field!r}")
+            value = _to_bytes(v)
+        elif spec.value_as_json:
+            value = _to_bytes(dict(zip(self.columns, doc)))
+        else:
+            value = line.raw
+        headers = self.const_headers
+        if spec.header_fields:
+            headers = list(headers or [])
+            for name, field in spec.header_fields:
+                h = get(doc, field)
+                if h is not None:  # a missing header field leaves the header out
+                    headers.append((name, _to_bytes(h)))
+            headers = headers or None
+        partition = timestamp = None
+        if spec.partition_field:
+            p = get(doc, spec.partition_field)
+            if p is None or p == "":
+                raise BadRecord(f"missing partition field {spec.partition_field!r}")
+            partition = parse_partition(p)
+        if spec.timestamp_field:
+            t = get(doc, spec.timestamp_field)
+            if t is None or t == "":
+                raise BadRecord(f"missing timestamp field {spec.timestamp_field!r}")
+            timestamp = parse_timestamp(t)
+        return Record(key, value, headers, partition, timestamp)

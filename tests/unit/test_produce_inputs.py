@@ -1,0 +1,124 @@
+"""Input readers: formats, gzip, offsets and line numbers, resume from an offset."""
+
+import gzip
+
+import pytest
+
+from kxtx.errors import InputError, UsageError
+from kxtx.produce import inputs
+
+
+@pytest.mark.parametrize("path, explicit, fmt, gz", [
+    ("a.jsonl", None, "jsonl", False),
+    ("a.NDJSON", None, "jsonl", False),
+    ("a.json.gz", None, "jsonl", True),
+    ("a.csv", None, "csv", False),
+    ("dir.v2/a.csv.gz", None, "csv", True),
+    ("a.txt", None, "lines", False),
+    ("a.unknown", None, "lines", False),
+    ("-", None, "lines", False),
+    ("-", "jsonl", "jsonl", False),
+    ("a.csv", "lines", "lines", False),
+    ("a.log.gz", "csv", "csv", True),
+])
+def test_detect(path, explicit, fmt, gz):
+    assert inputs.detect(path, explicit) == inputs.Source(path, fmt, gz)
+
+
+def test_detect_rejects_unknown_format():
+    with pytest.raises(UsageError, match="--input-format 'xml'"):
+        inputs.detect("a.xml", "xml")
+
+
+def _write(tmp_path, name, data: bytes):
+    p = tmp_path / name
+    if name.endswith(".gz"):
+        p.write_bytes(gzip.compress(data))
+    else:
+        p.write_bytes(data)
+    return str(p)
+
+
+LINES = b'{"a":1}\n\n{"a":2}\r\n{"a":3}'
+
+
+@pytest.mark.parametrize("name, fmt, expected", [
+    # (lineno, start, end, raw)
+    ("x.txt", None, [(1, 0, 8, b'{"a":1}'), (2, 8, 9, b""), (3, 9, 18, b'{"a":2}'),
+                     (4, 18, 25, b'{"a":3}')]),
+    ("x.jsonl", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
+    ("x.jsonl.gz", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
+])
+def test_lines_and_offsets(tmp_path, name, fmt, expected):
+    src = inputs.detect(_write(tmp_path, name, LINES), fmt)
+    got = [(r.lineno, r.start, r.end, r.raw) for r in inputs.read(src)]
+    assert got == expected
+
+
+@pytest.mark.parametrize("name", ["x.jsonl", "x.jsonl.gz"])
+def test_resume_from_offset(tmp_path, name):
+    src = inputs.detect(_write(tmp_path, name, LINES), None)
+    got = [(r.lineno, r.raw) for r in inputs.read(src, offset=9, lineno=2)]
+    assert got == [(3, b'{"a":2}'), (4, b'{"a":3}')]
+
+
+CSV = b'id,name,note\n1,ann,"x, y"\n2,bob,"multi\nline"\n\n3,cy\n'
+
+
+def test_csv_rows_offsets_and_header_marker(tmp_path):
+    src = inputs.detect(_write(tmp_path, "p.csv", CSV), None)
+    got = [(r.lineno, r.start, r.end, r.raw, r.row) for r in inputs.read(src)]
+    assert got == [
+        (0, 0, 13, b"", ["id", "name", "note"]),
+        (2, 13, 26, b'1,ann,"x, y"', ["1", "ann", "x, y"]),
+        (3, 26, 45, b'2,bob,"multi\nline"', ["2", "bob", "multi\nline"]),
+        (6, 46, 51, b"3,cy", ["3", "cy"]),
+    ]
+
+
+@pytest.mark.parametrize("name", ["p.csv", "p.csv.gz"])
+def test_csv_resume_reads_header_then_seeks(tmp_path, name):
+    src = inputs.detect(_write(tmp_path, name, CSV), None)
+    got = [(r.lineno, r.row) for r in inputs.read(src, offset=26, lineno=2)]
+    assert got == [(0, ["id", "name", "note"]), (3, ["2", "bob", "multi\nline"]), (6, ["3", "cy"])]
+
+
+def test_csv_bad_utf8_is_a_line_error(tmp_path):
+    src = inputs.detect(_write(tmp_path, "p.csv", b"a,b\n1,\xff\n2,ok\n"), None)
+    got = [(r.lineno, r.error) for r in inputs.read(src)][1:]
+    assert got[0][0] == 2 and "not UTF-8" in got[0][1]
+    assert got[1] == (3, None)
+
+
+def test_csv_duplicate_header_refused(tmp_path):
+    src = inputs.detect(_write(tmp_path, "p.csv", b"a,a\n1,2\n"), None)
+    with pytest.raises(InputError, match="duplicate column"):
+        list(inputs.read(src))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="nope.jsonl"):
+        list(inputs.read(inputs.detect(str(tmp_path / "nope.jsonl"))))
+
+
+def test_bad_gzip(tmp_path):
+    p = tmp_path / "x.txt.gz"
+    p.write_bytes(b"not gzip\n")
+    with pytest.raises(InputError, match="cannot read"):
+        list(inputs.read(inputs.detect(str(p))))
+
+
+def test_stdin(monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a\nb\n")))
+    assert [r.raw for r in inputs.read(inputs.detect("-"))] == [b"a", b"b"]
+    with pytest.raises(UsageError, match="stdin cannot be resumed"):
+        list(inputs.read(inputs.detect("-"), offset=2, lineno=1))
+
+
+def test_read_range(tmp_path):
+    for name in ("r.txt", "r.txt.gz"):
+        path = _write(tmp_path, name, b"hello\nworld\n")
+        assert inputs.read_range(path, name.endswith(".gz"), 6, 12) == b"world\n"
