@@ -1,0 +1,135 @@
+"""Aborting open transactions on partitions with WriteTxnMarkers, safely.
+
+For each target: re-check on the leader that the same producer (id, epoch) still has the same open
+transaction start offset; write an ABORT marker with Kafka's coordinator-epoch rule (< 0 becomes 0);
+then wait until the LSO is past the transaction's start offset. Outcome per partition: aborted /
+already resolved / failed (reason). Nothing is printed here; the CLI renders the outcomes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from kxtx.errors import InputError, KxtxError
+from kxtx.txn import decide
+from kxtx.txn.cluster import Cluster
+from kxtx.txn.model import TP, AbortOutcome, HangingTxn, OpenTxn
+
+#: How long to wait for the LSO to move after a marker (the leader updates it once the marker is
+#: replicated to the high watermark).
+VERIFY_S = 10.0
+
+
+@dataclass
+class Target:
+    expected: OpenTxn
+    #: explicit values from `kxtx abort --producer-epoch/--coordinator-epoch`; None = the partition's
+    marker_epoch: int | None = None
+    coordinator_epoch: int | None = None
+    transactional_id: str | None = None
+
+    def plan_row(self) -> dict:
+        e = self.expected
+        return {
+            "topic": e.topic, "partition": e.partition, "producer_id": e.producer_id,
+            "producer_epoch": self.marker_epoch if self.marker_epoch is not None else e.producer_epoch,
+            "coordinator_epoch": decide.abort_coordinator_epoch(
+                self.coordinator_epoch if self.coordinator_epoch is not None else e.coordinator_epoch),
+            "start_offset": e.start_offset, "transactional_id": self.transactional_id,
+        }
+
+
+def targets_from_hanging(rows: list[HangingTxn]) -> list[Target]:
+    return [Target(OpenTxn(r.topic, r.partition, r.producer_id, r.producer_epoch, r.coordinator_epoch,
+                           r.last_timestamp, r.start_offset), transactional_id=r.transactional_id)
+            for r in rows]
+
+
+def manual_target(cluster: Cluster, tp: TP, start_offset: int | None = None,
+                  producer_id: int | None = None, producer_epoch: int | None = None,
+                  coordinator_epoch: int | None = None) -> Target:
+    """`kxtx abort`: find the open transaction by start offset (Kafka 3.0+ style) or producer id."""
+    states, errors = cluster.describe_producers([tp])
+    if tp in errors:
+        raise KxtxError(f"DescribeProducers {tp[0]}:{tp[1]}: {errors[tp]}")
+    open_ = [p for p in states.get(tp, []) if p.is_open]
+    if start_offset is not None:
+        match = [p for p in open_ if p.start_offset == start_offset]
+        if not match:
+            raise InputError(f"no open transaction starts at offset {start_offset} on {tp[0]}:{tp[1]}"
+                             f"{_listing(open_)}")
+        return Target(match[0])
+    match = [p for p in open_ if p.producer_id == producer_id]
+    if not match:
+        raise InputError(f"producer id {producer_id} has no open transaction on {tp[0]}:{tp[1]}"
+                         f"{_listing(open_)}")
+    return Target(match[0], marker_epoch=producer_epoch, coordinator_epoch=coordinator_epoch)
+
+
+def _listing(open_: list[OpenTxn]) -> str:
+    if not open_:
+        return " (it has none)"
+    return " (open: " + ", ".join(f"producer {p.producer_id} epoch {p.producer_epoch} at "
+                                  f"{p.start_offset}" for p in open_) + ")"
+
+
+def execute(cluster: Cluster, targets: list[Target], progress=None) -> list[AbortOutcome]:
+    out = []
+    for i, t in enumerate(targets, 1):
+        out.append(abort_one(cluster, t))
+        if progress:
+            progress(i, len(targets))
+    return out
+
+
+def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
+    e = t.expected
+    res = AbortOutcome(e.topic, e.partition, e.producer_id, e.producer_epoch, e.start_offset, "failed")
+    states, errors = cluster.describe_producers([e.tp])
+    if e.tp in errors:
+        res.detail = f"re-check failed: {errors[e.tp]}"
+        return res
+    current, why = decide.recheck(e, states.get(e.tp, []))
+    if current is None:
+        res.outcome, res.detail = "already resolved", why
+        _fill_offsets(cluster, res)
+        return res
+    epoch = t.marker_epoch if t.marker_epoch is not None else current.producer_epoch
+    res.producer_epoch = epoch
+    res.coordinator_epoch = decide.abort_coordinator_epoch(
+        t.coordinator_epoch if t.coordinator_epoch is not None else current.coordinator_epoch)
+    res.lso_before = cluster.offsets([e.tp])[e.tp].lso
+    try:
+        cluster.write_abort_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch)
+    except KxtxError as exc:
+        res.detail = str(exc)
+        return res
+    _verify(cluster, res, current)
+    return res
+
+
+def _verify(cluster: Cluster, res: AbortOutcome, before: OpenTxn) -> None:
+    deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
+    while True:
+        _fill_offsets(cluster, res)
+        if decide.lso_moved(res.start_offset, res.lso_after):
+            res.outcome, res.detail = "aborted", f"LSO moved to {res.lso_after}"
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    # The LSO can stay put because another, earlier transaction holds it: then this one is still
+    # gone from the partition's producer state.
+    states, _errors = cluster.describe_producers([(res.topic, res.partition)])
+    still, _why = decide.recheck(before, states.get(before.tp, []))
+    if still is None:
+        res.outcome = "aborted"
+        res.detail = f"marker written; LSO {res.lso_after} is held by another open transaction"
+    else:
+        res.detail = f"marker written but the LSO stayed at {res.lso_after}"
+
+
+def _fill_offsets(cluster: Cluster, res: AbortOutcome) -> None:
+    o = cluster.offsets([(res.topic, res.partition)])[(res.topic, res.partition)]
+    res.lso_after, res.high_watermark = o.lso, o.high_watermark

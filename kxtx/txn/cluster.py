@@ -1,0 +1,257 @@
+"""The Kafka calls behind the transaction tools, returning `kxtx.txn.model` values.
+
+KIP-664 calls go through kafka-python's KafkaAdminClient (librdkafka has none of them); metadata,
+offsets and consumer groups through confluent-kafka. Clients are created on first use and closed by
+`close()` (use `with Cluster(settings) as c:`).
+"""
+
+from __future__ import annotations
+
+from kxtx.clients import admin, error_name, translate, txn_admin
+from kxtx.errors import KafkaOperationError
+from kxtx.log import logger
+from kxtx.settings import Settings
+from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
+
+#: Kafka's find-hanging sends DescribeProducers for at most this many partitions at once.
+BATCH = 500
+
+
+class Cluster:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._admin = None
+        self._txn = None
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._txn is not None:
+            try:
+                self._txn.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+            self._txn = None
+
+    @property
+    def admin(self):
+        if self._admin is None:
+            self._admin = admin(self.settings)
+        return self._admin
+
+    @property
+    def txn(self):
+        if self._txn is None:
+            self._txn = txn_admin(self.settings)
+        return self._txn
+
+    # --- metadata ----------------------------------------------------------------------------------
+    def topics(self, topic: str | None = None):
+        """{topic: {partition: (leader, [replicas])}}, internal topics included."""
+        try:
+            md = self.admin.list_topics(topic=topic, timeout=self.settings.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, "reading metadata") from exc
+        out: dict[str, dict[int, tuple[int, list[int]]]] = {}
+        for name, t in md.topics.items():
+            if t.error is not None:
+                if topic is not None:
+                    raise KafkaOperationError(f"topic {name!r}: {t.error.str()}")
+                logger.warning(f"topic {name!r} skipped: {t.error.str()}")
+                continue
+            out[name] = {p.id: (p.leader, list(p.replicas)) for p in t.partitions.values()}
+        return out
+
+    def broker_ids(self) -> list[int]:
+        try:
+            md = self.admin.list_topics(timeout=self.settings.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, "reading metadata") from exc
+        return sorted(md.brokers)
+
+    # --- DescribeProducers ---------------------------------------------------------------------------
+    def describe_producers(self, tps: list[TP], broker_id: int | None = None,
+                           progress=None) -> tuple[dict[TP, list[OpenTxn]], dict[TP, str]]:
+        """Producer state per partition, in batches; a failing batch is retried partition by partition
+        so one bad partition costs only itself. Returns (states, errors)."""
+        states: dict[TP, list[OpenTxn]] = {}
+        errors: dict[TP, str] = {}
+        for i in range(0, len(tps), BATCH):
+            batch = tps[i:i + BATCH]
+            try:
+                states.update(self._describe_producers(batch, broker_id))
+            except Exception as exc:  # noqa: BLE001 - isolated below
+                if len(batch) == 1:
+                    errors[batch[0]] = _reason(exc)
+                else:
+                    for tp in batch:
+                        try:
+                            states.update(self._describe_producers([tp], broker_id))
+                        except Exception as exc1:  # noqa: BLE001
+                            errors[tp] = _reason(exc1)
+            if progress:
+                progress(min(i + BATCH, len(tps)), len(tps))
+        return states, errors
+
+    def _describe_producers(self, tps: list[TP], broker_id: int | None) -> dict[TP, list[OpenTxn]]:
+        from kafka.structs import TopicPartition
+
+        res = self.txn.describe_producers([TopicPartition(t, p) for t, p in tps], broker_id=broker_id)
+        return {
+            (tp.topic, tp.partition): [
+                OpenTxn(tp.topic, tp.partition, s.producer_id, s.producer_epoch, s.coordinator_epoch,
+                        s.last_timestamp, s.current_transaction_start_offset, s.last_sequence)
+                for s in st.active_producers
+            ]
+            for tp, st in res.items()
+        }
+
+    # --- transactional ids ---------------------------------------------------------------------------
+    def ids_for_producers(self, pids: set[int]) -> dict[int, tuple[str, str]]:
+        """ListTransactions filtered by producer id on every broker: {pid: (txn id, state)}.
+
+        Listings for producer ids we did not ask for are ignored (as Kafka does)."""
+        if not pids:
+            return {}
+        try:
+            by_broker = self.txn.list_transactions(producer_id_filters=sorted(pids))
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, "ListTransactions") from exc
+        out: dict[int, tuple[str, str]] = {}
+        for listings in by_broker.values():
+            for t in listings:
+                if t.producer_id in pids:
+                    out[t.producer_id] = (t.transactional_id, _state(t.state))
+        return out
+
+    def describe_txns(self, ids: list[str]) -> dict[str, CoordinatorTxn | str]:
+        """DescribeTransactions: {id: CoordinatorTxn or NOT_FOUND}. Other errors raise (as Kafka)."""
+        ids = sorted(set(ids))
+        if not ids:
+            return {}
+        try:
+            return self._describe_txns(ids)
+        except Exception as exc:  # noqa: BLE001 - kafka-python raises on the first bad id
+            if error_name(exc) != "TRANSACTIONAL_ID_NOT_FOUND":
+                raise translate(exc, f"DescribeTransactions {', '.join(ids)}") from exc
+            if len(ids) == 1:
+                return {ids[0]: NOT_FOUND}
+        out: dict[str, CoordinatorTxn | str] = {}
+        for one in ids:
+            out.update(self.describe_txns([one]))
+        return out
+
+    def _describe_txns(self, ids: list[str]) -> dict[str, CoordinatorTxn]:
+        res = self.txn.describe_transactions(ids)
+        return {
+            tid: CoordinatorTxn(
+                tid, d.coordinator_id, _state(d.state), d.producer_id, d.producer_epoch,
+                d.transaction_timeout_ms, d.transaction_start_time_ms,
+                frozenset((tp.topic, tp.partition) for tp in d.topic_partitions))
+            for tid, d in res.items()
+        }
+
+    def max_txn_timeout_ms(self) -> int | None:
+        """The broker's `transaction.max.timeout.ms` (DescribeConfigs), or None when not allowed."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        key = "transaction.max.timeout.ms"
+        try:
+            broker = self.broker_ids()[0]
+            res = self.txn.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")
+            return int(res["broker"][str(broker)][key]["value"])
+        except Exception as exc:  # noqa: BLE001 - a default applies; say why
+            logger.debug(f"cannot read {key}: {_reason(exc)}")
+            return None
+
+    def cluster_operations(self) -> set[str] | None:
+        """Operations the principal may perform on the Cluster, or None when unknown."""
+        try:
+            res = self.admin.describe_cluster(include_authorized_operations=True,
+                                              request_timeout=self.settings.timeout)
+            ops = res.result(timeout=self.settings.timeout).authorized_operations
+        except Exception as exc:  # noqa: BLE001
+            logger.debug(f"DescribeCluster failed: {_reason(exc)}")
+            return None
+        return None if ops is None else {o.name for o in ops}
+
+    # --- offsets and groups --------------------------------------------------------------------------
+    def offsets(self, tps: list[TP]) -> dict[TP, Offsets]:
+        """LSO (read_committed end offset) and high watermark (read_uncommitted) per partition."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        out = {tp: Offsets() for tp in tps}
+        if not tps:
+            return out
+        for level, attr in ((IsolationLevel.READ_COMMITTED, "lso"),
+                            (IsolationLevel.READ_UNCOMMITTED, "high_watermark")):
+            req = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
+            futs = self.admin.list_offsets(req, isolation_level=level,
+                                           request_timeout=self.settings.timeout)
+            for ctp, fut in futs.items():
+                try:
+                    setattr(out[(ctp.topic, ctp.partition)], attr,
+                            fut.result(timeout=self.settings.timeout).offset)
+                except Exception as exc:  # noqa: BLE001 - one partition; keep the others
+                    logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+        return out
+
+    def committed(self, tps: list[TP]) -> dict[TP, dict[str, int]]:
+        """{partition: {group: committed offset}} over every consumer group that committed there."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        out: dict[TP, dict[str, int]] = {tp: {} for tp in tps}
+        if not tps:
+            return out
+        t = self.settings.timeout
+        try:
+            groups = self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
+        except Exception as exc:  # noqa: BLE001 - groups are extra evidence, not the verdict
+            logger.warning(f"cannot list consumer groups (blocked groups not shown): {_reason(exc)}")
+            return out
+        futs = {}
+        for g in groups:
+            req = ConsumerGroupTopicPartitions(g.group_id, [TopicPartition(tp_[0], tp_[1]) for tp_ in tps])
+            futs.update(self.admin.list_consumer_group_offsets([req], request_timeout=t))
+        for gid, fut in futs.items():
+            try:
+                res = fut.result(timeout=t)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning(f"group {gid!r}: cannot read committed offsets: {_reason(exc)}")
+                continue
+            for ctp in res.topic_partitions:
+                if ctp.error is None and ctp.offset >= 0:
+                    out.setdefault((ctp.topic, ctp.partition), {})[gid] = ctp.offset
+        return out
+
+    # --- writes --------------------------------------------------------------------------------------
+    def write_abort_marker(self, tp: TP, producer_id: int, producer_epoch: int,
+                           coordinator_epoch: int) -> None:
+        """WriteTxnMarkers ABORT to the partition leader (raises translated errors)."""
+        from kafka.admin._transactions import AbortTransactionSpec
+        from kafka.structs import TopicPartition
+
+        spec = AbortTransactionSpec(TopicPartition(*tp), producer_id, producer_epoch, coordinator_epoch)
+        try:
+            self.txn.abort_transaction(spec)
+        except Exception as exc:  # noqa: BLE001
+            name = error_name(exc)
+            if name == "CLUSTER_AUTHORIZATION_FAILED":
+                raise translate(exc, "WriteTxnMarkers needs ALTER or CLUSTER_ACTION on the Cluster") from exc
+            raise KafkaOperationError(_reason(exc)) from exc
+
+
+def _state(s) -> str:
+    return getattr(s, "value", None) or str(s)
+
+
+def _reason(exc: BaseException) -> str:
+    name = error_name(exc)
+    text = str(translate(exc))
+    return f"{name}: {text}" if name and name not in text else text

@@ -1,0 +1,151 @@
+"""find-hanging: Kafka's algorithm exactly, plus the evidence Kafka's tool leaves out.
+
+Steps (as `FindHangingTransactionsCommand`): scope -> DescribeProducers in batches -> candidates
+(open transaction, last append strictly older than the max transaction timeout) -> ListTransactions
+filtered by producer id on all brokers -> DescribeTransactions -> hanging decision. kxtx adds, per
+hanging partition: the transactional id and coordinator state, LSO / high watermark / records held
+back, the age, blocked consumer groups, and a `__transaction_state` lookup for producer ids that
+ListTransactions cannot map (ids rotate under transactions v2).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from kxtx.errors import UsageError
+from kxtx.txn import decide, history
+from kxtx.txn.cluster import Cluster
+from kxtx.txn.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+
+#: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
+_ALL_CLUSTER_OPS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    topic: str | None = None
+    partition: int | None = None
+    broker_id: int | None = None
+
+    def __post_init__(self):
+        if self.partition is not None and self.topic is None:
+            raise UsageError("--partition needs --topic")
+
+
+@dataclass
+class Report:
+    hanging: list[HangingTxn] = field(default_factory=list)
+    partitions_checked: int = 0
+    candidates: int = 0
+    max_timeout_ms: int = decide.DEFAULT_MAX_TIMEOUT_MS
+    timeout_source: str = "default"
+    errors: dict[TP, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def partitions_in_scope(cluster: Cluster, scope: Scope) -> list[TP]:
+    """Kafka's `collectTopicPartitionsToSearch`, extended: no option means every partition."""
+    if scope.topic is not None and scope.partition is not None:
+        return [(scope.topic, scope.partition)]
+    topics = cluster.topics(scope.topic)
+    out = []
+    for name in sorted(topics):
+        for p, (_leader, replicas) in sorted(topics[name].items()):
+            if scope.broker_id is None or scope.broker_id in replicas:
+                out.append((name, p))
+    return out
+
+
+def resolve_max_timeout(cluster: Cluster, minutes: float | None) -> tuple[int, str]:
+    if minutes is not None:
+        return int(minutes * 60_000), "--max-transaction-timeout"
+    ms = cluster.max_txn_timeout_ms()
+    if ms is not None:
+        return ms, "broker transaction.max.timeout.ms"
+    return decide.DEFAULT_MAX_TIMEOUT_MS, "default 15 minutes (broker config not readable)"
+
+
+def find_hanging(cluster: Cluster, scope: Scope, max_timeout_minutes: float | None = None,
+                 extras: bool = True, now_ms: int | None = None, progress=None) -> Report:
+    report = Report()
+    report.max_timeout_ms, report.timeout_source = resolve_max_timeout(cluster, max_timeout_minutes)
+    tps = partitions_in_scope(cluster, scope)
+    report.partitions_checked = len(tps)
+    states, report.errors = cluster.describe_producers(tps, scope.broker_id, progress)
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    candidates = [p for rows in states.values() for p in rows
+                  if decide.is_candidate(p, now, report.max_timeout_ms)]
+    report.candidates = len(candidates)
+    if candidates:
+        report.hanging = classify(cluster, candidates, now, report.warnings)
+    if report.hanging and extras:
+        add_evidence(cluster, report.hanging)
+    if report.hanging:
+        acl_warning(cluster, report)
+    return report
+
+
+def classify(cluster: Cluster, candidates: list[OpenTxn], now_ms: int,
+             warnings: list[str]) -> list[HangingTxn]:
+    """Map producer ids to transactional ids, describe them, and keep what hangs."""
+    pids = {c.producer_id for c in candidates}
+    listed = cluster.ids_for_producers(pids)
+    ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in listed.items()}
+    missing = pids - set(ids)
+    if missing:
+        from_log = history.ids_for_producers(cluster.settings, missing)
+        if from_log is None:
+            warnings.append("cannot search __transaction_state for producer ids that "
+                            "ListTransactions did not map (decoder unavailable)")
+        else:
+            ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
+    descs = cluster.describe_txns([tid for tid, _src in ids.values()])
+    out = []
+    for c in sorted(candidates, key=lambda c: (c.topic, c.partition, c.producer_id)):
+        tid, src = ids.get(c.producer_id, (None, None))
+        desc = descs.get(tid) if tid else None
+        reason = decide.hanging_reason(c.tp, tid, desc)
+        if reason is None:
+            continue
+        row = HangingTxn(c.topic, c.partition, c.producer_id, c.producer_epoch, c.coordinator_epoch,
+                         c.start_offset, c.last_timestamp, now_ms - c.last_timestamp, reason,
+                         transactional_id=tid, id_source=src)
+        if isinstance(desc, CoordinatorTxn):
+            row.coordinator_state = desc.state
+            row.coordinator_producer_id = desc.producer_id
+            row.coordinator_producer_epoch = desc.producer_epoch
+        elif tid is not None:
+            row.coordinator_state = "unknown id"
+        out.append(row)
+    return out
+
+
+def add_evidence(cluster: Cluster, rows: list[HangingTxn]) -> None:
+    """LSO, high watermark, records held back and blocked groups for each hanging partition."""
+    tps = sorted({r.tp for r in rows})
+    offsets = cluster.offsets(tps)
+    committed = cluster.committed(tps)
+    for r in rows:
+        o = offsets.get(r.tp)
+        if o is None:
+            continue
+        r.lso, r.high_watermark, r.held_back = o.lso, o.high_watermark, o.held_back
+        r.blocked_groups = decide.blocked_groups(committed.get(r.tp, {}), o.lso, o.high_watermark)
+
+
+def acl_warning(cluster: Cluster, report: Report) -> None:
+    """The broker silently hides transactional ids and topics the principal may not DESCRIBE, which
+    turns live transactions into "hanging" ones. Warn unless the principal can do everything."""
+    ops = cluster.cluster_operations()
+    if ops is not None and _ALL_CLUSTER_OPS <= ops:
+        return
+    suspect = [r for r in report.hanging if r.reason != decide.REASON_ID_NOT_FOUND]
+    if not suspect:
+        return
+    why = ("cannot read the principal's permissions" if ops is None
+           else "the principal is not a super user")
+    report.warnings.append(
+        f"{why}: if it lacks DESCRIBE on some TransactionalId or Topic resources, the broker hides "
+        f"them from ListTransactions/DescribeTransactions and live transactions look hanging; "
+        f"{len(suspect)} row(s) may be false positives; check with a principal that has DESCRIBE")

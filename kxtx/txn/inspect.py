@@ -1,0 +1,143 @@
+"""`inspect txn` (coordinator view + each partition's view + history + verdict) and `inspect partition`."""
+
+from __future__ import annotations
+
+import time
+
+from kxtx.errors import KxtxError
+from kxtx.txn import decide, history
+from kxtx.txn.cluster import Cluster
+from kxtx.txn.hanging import resolve_max_timeout
+from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+
+
+def _now(now_ms: int | None) -> int:
+    return now_ms if now_ms is not None else int(time.time() * 1000)
+
+
+def _tp_text(tp: TP) -> str:
+    return f"{tp[0]}:{tp[1]}"
+
+
+def _parse_tp(text: str) -> TP:
+    topic, _sep, p = text.rpartition(":")
+    return (topic, int(p))
+
+
+def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = True,
+                max_timeout_minutes: float | None = None, now_ms: int | None = None) -> dict:
+    now = _now(now_ms)
+    desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
+    past = history.history(cluster.settings, transactional_id) if with_history else None
+    if desc == NOT_FOUND and not past:
+        raise KxtxError(f"transactional id {transactional_id!r} is unknown to its coordinator "
+                        "(never used, or expired after transactional.id.expiration.ms)")
+    coord = desc if isinstance(desc, CoordinatorTxn) else None
+    pids = {coord.producer_id} if coord else set()
+    tps: set[TP] = set(coord.partitions) if coord else set()
+    for h in past or []:
+        if h.get("producer_id") is not None:
+            pids.add(h["producer_id"])
+        tps.update(_parse_tp(x) for x in h.get("partitions", []))
+    parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, max_timeout_minutes, now)
+    out: dict = {"transactional_id": transactional_id,
+                 "verdict": decide.txn_verdict(coord, now, hanging_on)}
+    if coord:
+        out.update({
+            "coordinator": coord.coordinator_id, "state": coord.state,
+            "producer_id": coord.producer_id, "producer_epoch": coord.producer_epoch,
+            "timeout_ms": coord.timeout_ms,
+            "start_time_ms": coord.start_time_ms if coord.start_time_ms >= 0 else None,
+            "age": decide.fmt_age(now - coord.start_time_ms) if coord.start_time_ms >= 0 and
+            coord.state in ("Ongoing", "PrepareCommit", "PrepareAbort") else None,
+            "coordinator_partitions": sorted(_tp_text(tp) for tp in coord.partitions),
+        })
+    else:
+        out["state"] = "unknown to the coordinator"
+    out["partitions"] = parts
+    if with_history:
+        out["history"] = past if past is not None else "unavailable (no __transaction_state decoder)"
+    return out
+
+
+def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: CoordinatorTxn | None,
+                     max_timeout_minutes: float | None, now: int) -> tuple[list[dict], list[TP]]:
+    if not tps:
+        return [], []
+    states, errors = cluster.describe_producers(tps)
+    offsets = cluster.offsets(tps)
+    max_ms = None
+    rows, hanging_on = [], []
+    for tp in tps:
+        mine = [p for p in states.get(tp, []) if p.producer_id in pids and p.is_open]
+        o = offsets[tp]
+        row = {"topic": tp[0], "partition": tp[1],
+               "in_coordinator_transaction": bool(coord and tp in coord.partitions),
+               "open_start_offset": mine[0].start_offset if mine else None,
+               "producer_epoch": mine[0].producer_epoch if mine else None,
+               "last_timestamp": mine[0].last_timestamp if mine else None,
+               "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
+               "blocking": bool(mine) and o.lso is not None and o.lso <= mine[0].start_offset,
+               "error": errors.get(tp)}
+        if mine and not row["in_coordinator_transaction"]:
+            if max_ms is None:
+                max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
+            if decide.is_candidate(mine[0], now, max_ms):
+                hanging_on.append(tp)
+                row["hanging"] = True
+        rows.append(row)
+    return rows, hanging_on
+
+
+def inspect_partition(cluster: Cluster, tp: TP, max_timeout_minutes: float | None = None,
+                      now_ms: int | None = None) -> dict:
+    now = _now(now_ms)
+    meta = cluster.topics(tp[0]).get(tp[0], {})
+    if tp[1] not in meta:
+        raise KxtxError(f"{_tp_text(tp)}: no such partition")
+    states, errors = cluster.describe_producers([tp])
+    if tp in errors:
+        raise KxtxError(f"DescribeProducers {_tp_text(tp)}: {errors[tp]}")
+    open_ = sorted((p for p in states.get(tp, []) if p.is_open), key=lambda p: p.start_offset)
+    o = cluster.offsets([tp])[tp]
+    committed = cluster.committed([tp]).get(tp, {})
+    blocked = set(decide.blocked_groups(committed, o.lso, o.high_watermark))
+    return {
+        "topic": tp[0], "partition": tp[1], "leader": meta[tp[1]][0],
+        "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
+        "open_transactions": _open_rows(cluster, tp, open_, o.lso, max_timeout_minutes, now),
+        "groups": [{"group": g, "committed": off, "blocked": g in blocked}
+                   for g, off in sorted(committed.items())],
+    }
+
+
+def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
+               max_timeout_minutes: float | None, now: int) -> list[dict]:
+    if not open_:
+        return []
+    pids = {p.producer_id for p in open_}
+    ids = {pid: tid for pid, (tid, _s) in cluster.ids_for_producers(pids).items()}
+    if pids - set(ids):
+        ids.update(history.ids_for_producers(cluster.settings, pids - set(ids)) or {})
+    descs = cluster.describe_txns(list(ids.values()))
+    max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
+    rows = []
+    for p in open_:
+        tid = ids.get(p.producer_id)
+        desc = descs.get(tid) if tid else None
+        reason = decide.hanging_reason(tp, tid, desc)
+        if reason is None:
+            status = f"ongoing (coordinator: {desc.state})"
+        elif decide.is_candidate(p, now, max_ms):
+            status = f"hanging: {reason}"
+        else:
+            status = f"open, not yet past the max transaction timeout ({reason})"
+        rows.append({
+            "producer_id": p.producer_id, "producer_epoch": p.producer_epoch,
+            "coordinator_epoch": p.coordinator_epoch, "start_offset": p.start_offset,
+            "last_timestamp": p.last_timestamp, "age": decide.fmt_age(now - p.last_timestamp),
+            "transactional_id": tid,
+            "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
+            "blocking": lso is not None and lso <= p.start_offset, "status": status,
+        })
+    return rows
