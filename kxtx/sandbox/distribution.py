@@ -1,0 +1,172 @@
+"""Where the Kafka jars come from: an unpacked distribution, or Maven Central through `mvn`.
+
+Resolved jars are cached in `~/.cache/kxtx/kafka/<version>/libs` and reused. "Newest 4.x" is the
+newest version whose broker *and* tools artifacts resolve: Maven Central sometimes carries a release's
+broker jars before its tools jars (4.4.0 was such a case), so the version is chosen by resolving
+`kafka-tools` over a version range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kxtx.errors import KxtxError, UsageError
+
+#: How long a resolved "newest" version is trusted before asking Maven again.
+_LATEST_TTL_S = 24 * 3600
+_SLF4J_SIMPLE = ("org.slf4j", "slf4j-simple", "1.7.36")
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    version: str
+    libs: Path  # a folder of jars
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def java(self, main_class: str, *args: str, jvm: tuple[str, ...] = ()) -> list[str]:
+        """argv to run a Kafka main class (broker, tools, console clients) from these jars."""
+        return [require_tool("java"), *jvm, "-cp", self.classpath, main_class, *args]
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kxtx" / "kafka"
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path:
+        return path
+    hints = {
+        "java": "install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless)",
+        "mvn": "install Maven (Debian: apt-get install maven), or pass --kafka-home / set "
+        "KXTX_KAFKA_HOME to an unpacked Apache Kafka distribution",
+    }
+    raise KxtxError(f"{name} not found on PATH: {hints.get(name, 'install it')}")
+
+
+def resolve_distribution(version: str | None = None, kafka_home: str | None = None) -> KafkaDistribution:
+    """The Kafka to run: --kafka-home / $KXTX_KAFKA_HOME first, else Maven Central via mvn."""
+    home = kafka_home or os.environ.get("KXTX_KAFKA_HOME")
+    if home:
+        return _from_home(Path(home))
+    exact = _exact_version(version or "4")
+    libs = cache_root() / exact / "libs"
+    if not (libs / ".complete").exists():
+        _download(exact, libs)
+    return KafkaDistribution(exact, libs)
+
+
+def _from_home(home: Path) -> KafkaDistribution:
+    libs = home / "libs"
+    jars = sorted(libs.glob("kafka_2.1*-*.jar")) if libs.is_dir() else []
+    jars = [j for j in jars if not re.search(r"-(sources|javadoc|test)\.jar$", j.name)]
+    if not jars:
+        raise KxtxError(f"--kafka-home {home}: no libs/kafka_2.13-<version>.jar (not a Kafka distribution?)")
+    version = re.search(r"kafka_2\.1\d-(.+)\.jar$", jars[0].name).group(1)
+    return KafkaDistribution(version, libs)
+
+
+def _exact_version(spec: str) -> str:
+    """`4.3.1` stays; `4`, `4.x`, `latest` -> newest 4.x; `3.9`, `3.9.x` -> newest 3.9.x."""
+    spec = spec.strip().lower()
+    if spec == "latest":
+        spec = "4"
+    spec = spec.removesuffix(".x")
+    if re.fullmatch(r"\d+\.\d+\.\d+", spec):
+        return spec
+    m = re.fullmatch(r"(\d+)(?:\.(\d+))?", spec)
+    if not m:
+        raise UsageError(f"--kafka-version {spec!r}: expected e.g. 4.3.1, 3.9, 3.9.x or 4")
+    major, minor = int(m.group(1)), m.group(2)
+    lo, hi = (f"{major}.{minor}.0", f"{major}.{int(minor) + 1}.0") if minor else (f"{major}.0.0", f"{major + 1}.0.0")
+    memo = cache_root() / f"newest-{spec}.json"
+    try:
+        cached = json.loads(memo.read_text())
+        if time.time() - cached["at"] < _LATEST_TTL_S:
+            return cached["version"]
+    except (OSError, ValueError, KeyError):
+        pass
+    found = _newest_in_range(lo, hi)
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text(json.dumps({"version": found, "at": time.time()}))
+    return found
+
+
+def _pom(dependencies: list[tuple[str, str, str]]) -> str:
+    deps = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in dependencies
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>kxtx</groupId><artifactId>kafka-jars</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>"
+    )
+
+
+def _mvn(pom: str, goal_args: list[str], what: str) -> str:
+    mvn = require_tool("mvn")
+    with tempfile.TemporaryDirectory(prefix="kxtx-mvn-") as tmp:
+        Path(tmp, "pom.xml").write_text(pom)
+        proc = subprocess.run(
+            [mvn, "-B", "-q", *goal_args], cwd=tmp, capture_output=True, text=True, timeout=900
+        )
+        out = Path(tmp, "out.txt")
+        listing = out.read_text() if out.exists() else ""
+    if proc.returncode != 0:
+        errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "[ERROR]" in ln]
+        detail = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exit {proc.returncode}"
+        raise KxtxError(f"{what}: {detail[:300]}")
+    return listing
+
+
+def _newest_in_range(lo: str, hi: str) -> str:
+    listing = _mvn(
+        _pom([("org.apache.kafka", "kafka-tools", f"[{lo},{hi})")]),
+        ["dependency:list", "-DexcludeTransitive=true", "-DoutputFile=out.txt"],
+        f"finding the newest Kafka in [{lo},{hi}) on Maven Central",
+    )
+    m = re.search(r"org\.apache\.kafka:kafka-tools:jar:(\S+?):", listing)
+    if not m:
+        raise KxtxError(f"no Kafka release in [{lo},{hi}) found on Maven Central")
+    return m.group(1)
+
+
+def _download(version: str, libs: Path) -> None:
+    """Resolve the broker and tools jars (and their dependencies) into `libs`."""
+    staging = libs.with_name(f"libs.tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    deps = [
+        ("org.apache.kafka", "kafka_2.13", version),
+        ("org.apache.kafka", "kafka-tools", version),
+        _SLF4J_SIMPLE,
+    ]
+    _mvn(
+        _pom(deps),
+        ["dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+        f"resolving Kafka {version} jars with mvn",
+    )
+    # 3.x ships its own slf4j binding (reload4j); two bindings make slf4j pick one at random.
+    if any(p.name.startswith(("slf4j-reload4j", "log4j-slf4j")) for p in staging.iterdir()):
+        for p in staging.glob("slf4j-simple-*.jar"):
+            p.unlink()
+    (staging / ".complete").write_text(version)
+    shutil.rmtree(libs, ignore_errors=True)
+    staging.rename(libs)
