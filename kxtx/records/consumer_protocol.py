@@ -1,0 +1,80 @@
+"""ConsumerProtocolSubscription / ConsumerProtocolAssignment (spec section 5).
+
+The bytes classic "consumer" groups store in GroupMetadataValue members. Both are int16-version
+prefixed and never flexible; a version above 3 is read as v3 with trailing bytes ignored, as Kafka
+does ("new versions cannot remove or reorder any of the existing fields").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kxtx.records.wire import (
+    DecodeError,
+    read_int16,
+    read_int32,
+    read_nullable_bytes,
+    read_nullable_string,
+    read_string,
+)
+
+
+def _read_list(b: bytes, p: int, elem):
+    n, p = read_int32(b, p)
+    if n < 0:
+        return [], p
+    if n > len(b) - p:
+        raise DecodeError(f"array count {n} larger than the {len(b) - p} bytes left")
+    out = []
+    for _ in range(n):
+        v, p = elem(b, p)
+        out.append(v)
+    return out, p
+
+
+def _topic_partitions(b: bytes, p: int):
+    topic, p = read_string(b, p)
+    parts, p = _read_list(b, p, read_int32)
+    return {"topic": topic, "partitions": parts}, p
+
+
+def decode_subscription(raw: bytes) -> dict[str, Any] | None:
+    """Topics, user data size and (v1+) owned partitions, (v2+) generation, (v3+) rack.
+
+    Returns None for zero-length bytes ("none"); raises DecodeError when the bytes do not fit."""
+    if not raw:
+        return None
+    version, p = read_int16(raw, 0)
+    if version < 0:
+        raise DecodeError(f"negative subscription version {version}")
+    topics, p = _read_list(raw, p, read_string)
+    user_data, p = read_nullable_bytes(raw, p)
+    out: dict[str, Any] = {"version": version, "topics": topics,
+                           "userDataSize": None if user_data is None else len(user_data)}
+    if version >= 1:
+        out["ownedPartitions"], p = _read_list(raw, p, _topic_partitions)
+    if version >= 2:
+        out["generationId"], p = read_int32(raw, p)
+    if version >= 3:
+        out["rackId"], p = read_nullable_string(raw, p)
+    _check_end(raw, p, version, "subscription")
+    return out
+
+
+def decode_assignment(raw: bytes) -> dict[str, Any] | None:
+    """Assigned partitions per topic and user data size (same layout in v0-v3)."""
+    if not raw:
+        return None
+    version, p = read_int16(raw, 0)
+    if version < 0:
+        raise DecodeError(f"negative assignment version {version}")
+    assigned, p = _read_list(raw, p, _topic_partitions)
+    user_data, p = read_nullable_bytes(raw, p)
+    _check_end(raw, p, version, "assignment")
+    return {"version": version, "assignedPartitions": assigned,
+            "userDataSize": None if user_data is None else len(user_data)}
+
+
+def _check_end(raw: bytes, p: int, version: int, what: str) -> None:
+    if version <= 3 and p != len(raw):
+        raise DecodeError(f"{len(raw) - p} trailing bytes after {what} v{version}")

@@ -1,0 +1,137 @@
+"""`__consumer_offsets`: every record type 0-23 (spec section 4), dispatched on the key prefix."""
+
+from __future__ import annotations
+
+from kxtx.records import group_modern as m
+from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
+from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
+from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged
+
+TOPIC = "__consumer_offsets"
+
+# --- keys (always non-flexible, body version 0) -------------------------------------------------------
+OFFSET_KEY = Struct("OffsetCommitKey", (("group", "string"), ("topic", "string"), ("partition", "int32")))
+GROUP_KEY = Struct("GroupMetadataKey", (("group", "string"),))
+GROUP_ID_KEY = Struct("GroupIdKey", (("groupId", "string"),))
+MEMBER_KEY = Struct("MemberKey", (("groupId", "string"), ("memberId", "string")))
+REGEX_KEY = Struct("RegularExpressionKey", (("groupId", "string"), ("regularExpression", "string")))
+
+# --- classic values -----------------------------------------------------------------------------------
+_OFFSET_V0 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
+                                          ("commitTimestamp", "int64")))
+_OFFSET_V1 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
+                                          ("commitTimestamp", "int64"), ("expireTimestamp", "int64")))
+_OFFSET_V3 = Struct("OffsetCommitValue", (("offset", "int64"), ("leaderEpoch", "int32"),
+                                          ("metadata", "string"), ("commitTimestamp", "int64")),
+                    tags=(Tagged(0, "topicId", "uuid", ZERO_UUID),))
+OFFSET_LAYOUTS = (Layouts(flexible_from=4).add(0, _OFFSET_V0).add(1, _OFFSET_V1).add(2, _OFFSET_V0)
+                  .add(3, _OFFSET_V3).add(4, _OFFSET_V3))
+# Type 0 (0.8.2 commits): Kafka 4.1+ reads only value v0, older brokers any offset value version.
+LEGACY_OFFSET_LAYOUTS = OFFSET_LAYOUTS
+
+
+def _member(v: int) -> Struct:
+    fields = [("memberId", "string")]
+    if v >= 3:
+        fields.append(("groupInstanceId", "nstring"))
+    fields += [("clientId", "string"), ("clientHost", "string")]
+    if v >= 1:
+        fields.append(("rebalanceTimeout", "int32"))
+    fields += [("sessionTimeout", "int32"), ("subscription", "bytes"), ("assignment", "bytes")]
+    return Struct("MemberMetadata", tuple(fields))
+
+
+def _group(v: int) -> Struct:
+    fields = [("protocolType", "string"), ("generation", "int32"), ("protocol", "nstring"),
+              ("leader", "nstring")]
+    if v >= 2:
+        fields.append(("currentStateTimestamp", "int64"))
+    fields.append(("members", Array(_member(v))))
+    return Struct("GroupMetadataValue", tuple(fields))
+
+
+GROUP_LAYOUTS = Layouts(flexible_from=4)
+for _v in range(5):
+    GROUP_LAYOUTS.add(_v, _group(min(_v, 3)))
+
+# type -> (name, key struct, value layouts, category for --type)
+TYPES: dict[int, tuple[str, Struct, Layouts, str]] = {
+    0: ("LegacyOffsetCommit", OFFSET_KEY, LEGACY_OFFSET_LAYOUTS, "offset-commit"),
+    1: ("OffsetCommit", OFFSET_KEY, OFFSET_LAYOUTS, "offset-commit"),
+    2: ("GroupMetadata", GROUP_KEY, GROUP_LAYOUTS, "group-metadata"),
+    3: ("ConsumerGroupMetadata", GROUP_ID_KEY, m.CONSUMER_GROUP_METADATA, "consumer-group"),
+    4: ("ConsumerGroupPartitionMetadata", GROUP_ID_KEY, m.CONSUMER_GROUP_PARTITION_METADATA,
+        "consumer-group"),
+    5: ("ConsumerGroupMemberMetadata", MEMBER_KEY, m.CONSUMER_GROUP_MEMBER_METADATA, "consumer-group"),
+    6: ("ConsumerGroupTargetAssignmentMetadata", GROUP_ID_KEY,
+        m.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, "consumer-group"),
+    7: ("ConsumerGroupTargetAssignmentMember", MEMBER_KEY, m.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        "consumer-group"),
+    8: ("ConsumerGroupCurrentMemberAssignment", MEMBER_KEY,
+        m.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer-group"),
+    9: ("ShareGroupPartitionMetadata", GROUP_ID_KEY, m.SHARE_GROUP_PARTITION_METADATA, "share-group"),
+    10: ("ShareGroupMemberMetadata", MEMBER_KEY, m.SHARE_GROUP_MEMBER_METADATA, "share-group"),
+    11: ("ShareGroupMetadata", GROUP_ID_KEY, m.SHARE_GROUP_METADATA, "share-group"),
+    12: ("ShareGroupTargetAssignmentMetadata", GROUP_ID_KEY, m.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+         "share-group"),
+    13: ("ShareGroupTargetAssignmentMember", MEMBER_KEY, m.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+         "share-group"),
+    14: ("ShareGroupCurrentMemberAssignment", MEMBER_KEY, m.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+         "share-group"),
+    15: ("ShareGroupStatePartitionMetadata", GROUP_ID_KEY, m.SHARE_GROUP_STATE_PARTITION_METADATA,
+         "share-group"),
+    16: ("ConsumerGroupRegularExpression", REGEX_KEY, m.CONSUMER_GROUP_REGULAR_EXPRESSION,
+         "consumer-group"),
+    17: ("StreamsGroupMetadata", GROUP_ID_KEY, m.STREAMS_GROUP_METADATA, "streams-group"),
+    # 18 (StreamsGroupPartitionMetadata) existed only on trunk, never in a release: unknown.
+    19: ("StreamsGroupMemberMetadata", MEMBER_KEY, m.STREAMS_GROUP_MEMBER_METADATA, "streams-group"),
+    20: ("StreamsGroupTargetAssignmentMetadata", GROUP_ID_KEY,
+         m.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, "streams-group"),
+    21: ("StreamsGroupTargetAssignmentMember", MEMBER_KEY, m.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+         "streams-group"),
+    22: ("StreamsGroupCurrentMemberAssignment", MEMBER_KEY,
+         m.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, "streams-group"),
+    23: ("StreamsGroupTopology", GROUP_ID_KEY, m.STREAMS_GROUP_TOPOLOGY, "streams-group"),
+}
+CATEGORIES = ("offset-commit", "group-metadata", "consumer-group", "share-group", "streams-group")
+_MEMBER_STATE_TYPES = {8: m.MEMBER_STATES, 14: m.MEMBER_STATES, 22: m.STREAMS_MEMBER_STATES}
+
+
+def category(type_id: int | None) -> str | None:
+    entry = TYPES.get(type_id) if type_id is not None else None
+    return entry[3] if entry else None
+
+
+def decode(key: bytes | None, value: bytes | None) -> Record:
+    """Decode one `__consumer_offsets` record; never raises."""
+    t = key_type(key)
+    entry = TYPES.get(t) if t is not None else None
+    if entry is None:
+        return unknown_record(TOPIC, key, value)
+    name, key_struct, layouts, _ = entry
+    rec = decode_key(t, name, key_struct, key, value, TOPIC)
+    if rec.key is None:
+        return rec
+    decode_value(rec, layouts, value, TOPIC)
+    if rec.value is not None:
+        if t == 2:
+            _decode_members(rec)
+        elif t in _MEMBER_STATE_TYPES:
+            code = rec.value.get("state")
+            if code is not None:
+                rec.value["stateName"] = _MEMBER_STATE_TYPES[t].get(code, f"Unknown({code})")
+    return rec
+
+
+def _decode_members(rec: Record) -> None:
+    """Classic "consumer" groups: subscription/assignment bytes -> topics and partitions (spec 5)."""
+    if rec.value.get("protocolType") != "consumer":
+        return  # connect, schema registry, ...: their own formats, left as bytes
+    for member in rec.value["members"]:
+        for field, fn in (("subscription", decode_subscription), ("assignment", decode_assignment)):
+            raw = member[field]
+            try:
+                member[field] = fn(raw)
+            except DecodeError as exc:
+                rec.flag(f"{TOPIC}:consumer-protocol:{field}",
+                         f"member {member['memberId']}: {field} is not consumer-protocol bytes ({exc})")
