@@ -53,8 +53,13 @@ def txn_admin(settings: Settings, **kwargs):
 
 
 def _make(cls, conf: dict):
+    import logging
+
     from confluent_kafka import KafkaException
 
+    # librdkafka's own log lines (connection refused, retries) go to a logger the CLI shows only
+    # under --debug; the failure itself reaches the user as one error message.
+    conf.setdefault("logger", logging.getLogger("kxtx.librdkafka"))
     try:
         return cls(conf)
     except (KafkaException, ValueError, TypeError) as exc:

@@ -112,7 +112,6 @@ class Settings:
         kwargs: dict[str, object] = {
             "bootstrap_servers": self.bootstrap.split(","),
             "request_timeout_ms": int(self.timeout * 1000),
-            "api_version_auto_timeout_ms": int(self.timeout * 1000),
         }
         for key, value in self.props.items():
             if key in KAFKA_PYTHON_MAP:

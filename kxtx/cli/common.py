@@ -142,6 +142,11 @@ def _setup_logging() -> None:
         log.addHandler(_StderrHandler())
     log.setLevel(logging.DEBUG if STATE.debug else logging.WARNING)
     log.propagate = False
+    # Client-library chatter (librdkafka, kafka-python) only with --debug.
+    for name in ("kxtx.librdkafka", "kafka"):
+        logging.getLogger(name).setLevel(logging.DEBUG if STATE.debug else logging.CRITICAL)
+    if STATE.debug and not logging.getLogger("kafka").handlers:
+        logging.getLogger("kafka").addHandler(_StderrHandler())
 
 
 def is_tty(stream=None) -> bool:
