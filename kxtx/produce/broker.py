@@ -1,0 +1,127 @@
+"""Broker-side helpers for `kxtx produce`: topic checks, the checkpoint topic (created on demand,
+compacted), and reading the last committed checkpoint with a read_committed consumer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.produce.checkpoint import Checkpoint
+from kxtx.settings import Settings
+
+#: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
+CLIENT_MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    max_record_bytes: int
+
+
+def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
+    """Partition count and the record size limit; a missing topic is an error naming it."""
+    md = _metadata(admin, settings, topic)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        reason = t.error.str() if t is not None and t.error is not None else "not found"
+        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it first")
+    limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
+    topic_limit = _topic_max_bytes(admin, settings, topic)
+    if topic_limit:
+        limit = min(limit, topic_limit)
+    return TopicInfo(topic, len(t.partitions), limit)
+
+
+def _metadata(admin, settings: Settings, topic: str):
+    try:
+        return admin.list_topics(topic=topic, timeout=settings.timeout)
+    except Exception as exc:  # noqa: BLE001 - translated
+        raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
+
+
+def _topic_max_bytes(admin, settings: Settings, topic: str) -> int | None:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    try:
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        entries = admin.describe_configs([res])[res].result(timeout=settings.timeout)
+        return int(entries["max.message.bytes"].value)
+    except Exception:  # noqa: BLE001 - optional: without DescribeConfigs the client limit applies
+        return None
+
+
+def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
+    """Create the compacted checkpoint topic if missing. Returns True if it was created."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    md = _metadata(admin, settings, topic)
+    t = md.topics.get(topic)
+    if t is not None and t.error is None:
+        return False
+    # One partition is enough: one small record per transaction, compacted to one per id.
+    new = NewTopic(topic, num_partitions=1, replication_factor=-1,
+                   config={"cleanup.policy": "compact"})
+    try:
+        admin.create_topics([new], operation_timeout=settings.timeout)[topic].result(
+            timeout=settings.timeout)
+    except KafkaException as exc:
+        if clients.error_name(exc) != "TOPIC_ALREADY_EXISTS":  # created by a concurrent run
+            raise clients.translate(exc, f"creating checkpoint topic {topic!r}") from exc
+    return True
+
+
+def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Checkpoint | None:
+    """The last committed checkpoint of `transactional_id`, read up to the last stable offset.
+
+    Call after init_transactions(): that completes or aborts our own earlier transaction, so the
+    stable offset covers every checkpoint this id committed."""
+    from confluent_kafka import KafkaError, TopicPartition
+
+    consumer = clients.consumer(settings, **{
+        "group.id": "kxtx-produce-checkpoint-reader",  # never joined or committed (assign only)
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",
+    })
+    try:
+        md = consumer.list_topics(topic, timeout=settings.timeout)
+        parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
+        todo = []
+        for p in parts:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                       timeout=settings.timeout)
+            if high > low:
+                todo.append(TopicPartition(topic, p, low))
+        if not todo:
+            return None
+        consumer.assign(todo)
+        pending = {tp.partition for tp in todo}
+        found: bytes | None = None
+        where = ""
+        key = transactional_id.encode("utf-8")
+        deadline = time.monotonic() + settings.timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(
+                    f"reading checkpoint topic {topic!r} timed out after {settings.timeout:g}s "
+                    "(another producer's open transaction may hold its last stable offset)")
+            for msg in consumer.consume(1000, timeout=0.5):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                        continue
+                    raise clients.translate(Exception(err), f"reading checkpoint topic {topic!r}")
+                if msg.key() == key:
+                    found, where = msg.value(), f"{topic}/{msg.partition()}@{msg.offset()}"
+        if found is None:  # never written, or deleted with a tombstone
+            return None
+        return Checkpoint.from_bytes(found, where)
+    finally:
+        consumer.close()

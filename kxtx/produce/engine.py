@@ -1,0 +1,383 @@
+"""The transactional loop of `kxtx produce`.
+
+init_transactions() (fences a zombie with the same transactional id and aborts its open transaction)
+-> read the last committed checkpoint -> verify and seek each input -> repeat: begin, produce records
+plus one checkpoint record, commit. A crash at any point leaves the checkpoint and the records of the
+same transaction both visible or both invisible, so the next run continues exactly after the last
+committed record.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass, field
+
+from kxtx import clients
+from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, UsageError
+from kxtx.log import logger
+from kxtx.produce import broker, checkpoint as cpmod, inputs
+from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec
+from kxtx.produce.stats import Stats
+from kxtx.settings import Settings
+from kxtx.signals import Terminated
+
+#: Records per transaction. Commit cost is a few ms on a local broker (see bench/bench_produce.py),
+#: so 10k records keep the per-transaction overhead in the low percent at ~100k records/s.
+DEFAULT_RECORDS_PER_TXN = 10_000
+MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
+POLL_EVERY = 2048
+
+
+@dataclass
+class ProduceOptions:
+    topic: str
+    paths: list[str]
+    input_format: str | None = None
+    mapping: MappingSpec = field(default_factory=MappingSpec)
+    transactional_id: str | None = None
+    records_per_txn: int = DEFAULT_RECORDS_PER_TXN
+    bytes_per_txn: int | None = None
+    all_or_nothing: bool = False
+    checkpoint_topic: str = cpmod.DEFAULT_TOPIC
+    on_error: str = "fail"  # fail | skip | dlq:TOPIC
+    restart: bool = False
+
+
+class _Abortable(Exception):
+    """The open transaction must be aborted and the batch retried from the last checkpoint."""
+
+
+def error_policy(text: str) -> tuple[str, str | None]:
+    if text in ("fail", "skip"):
+        return text, None
+    if text.startswith("dlq:") and len(text) > 4:
+        return "dlq", text[4:]
+    raise UsageError(f"--on-error {text!r}: expected fail, skip or dlq:TOPIC")
+
+
+def sources_of(paths: list[str], explicit: str | None) -> list[inputs.Source]:
+    if not paths:
+        raise UsageError("no input: give one or more files, or - for stdin")
+    if paths.count("-") > 1:
+        raise UsageError("stdin (-) can be given only once")
+    return [inputs.detect(p, explicit) for p in paths]
+
+
+def dry_run(opts: ProduceOptions, progress=None) -> dict:
+    """Parse and map every record from the beginning of each input; connect to nothing."""
+    error_policy(opts.on_error)
+    stats = Stats(opts.topic, "", progress)
+    limit = broker.CLIENT_MAX_BYTES
+    files = []
+    for src in sources_of(opts.paths, opts.input_format):
+        mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records
+        for line in inputs.read(src):
+            if line.lineno == 0:
+                _set_header(mapper, src, line)
+                continue
+            try:
+                rec = mapper.map(line)
+                _check_size(rec, limit)
+            except BadRecord as exc:
+                stats.bad(f"{src.name}:{line.lineno}", str(exc))
+                continue
+            stats.pending_records += 1
+            stats.pending_bytes += len(rec.value)
+        files.append({"file": src.name, "format": src.fmt,
+                      "records": stats.pending_records - before})
+    out = stats.summary(files=files)
+    out.update(result="dry run: nothing written", records=stats.pending_records,
+               bytes=stats.pending_bytes, skipped=stats.pending_skipped, transactions=0)
+    out.pop("transactional_id")
+    return out
+
+
+def _set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
+    try:
+        mapper.set_header(line.row)
+    except UsageError as exc:
+        raise UsageError(f"{src.name}: {exc}") from None
+
+
+def _check_size(rec, limit: int) -> None:
+    size = len(rec.value) + (len(rec.key) if rec.key else 0)
+    if rec.headers:
+        size += sum(len(k) + len(v) for k, v in rec.headers)
+    if size > limit:
+        raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes "
+                        "(max.message.bytes)")
+
+
+class Run:
+    """One `kxtx produce` invocation against a cluster."""
+
+    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None):
+        self.settings, self.opts = settings, opts
+        self.policy, self.dlq = error_policy(opts.on_error)
+        self.sources = sources_of(opts.paths, opts.input_format)
+        self.mappers = [Mapper(opts.mapping, s.fmt) for s in self.sources]
+        self.txid = opts.transactional_id or cpmod.default_transactional_id(opts.topic, opts.paths)
+        self.stats = Stats(opts.topic, self.txid, progress)
+        self.resumable = any(not s.is_stdin for s in self.sources)
+        self.producer = None
+        self.in_txn = False
+        self.committed = cpmod.Checkpoint(self.txid, opts.topic)
+        self.files: list[dict] = []
+
+    # --- setup ----------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        s, o = self.settings, self.opts
+        admin = clients.admin(s)
+        self.topic = broker.describe_topic(admin, s, o.topic)
+        if self.dlq:
+            broker.describe_topic(admin, s, self.dlq, "dead-letter topic")
+        if self.resumable:
+            broker.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
+        defaults = {
+            # Keyed records land on the same partitions as with the Java client.
+            "partitioner": "murmur2_random",
+            "linger.ms": 20,
+            # Back-to-back transactions meet CONCURRENT_TRANSACTIONS while the coordinator still
+            # writes the previous markers; librdkafka then waits retry.backoff.ms (default 100).
+            "retry.backoff.ms": 10,
+        }
+        if o.all_or_nothing:
+            defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
+        conf = {k: v for k, v in defaults.items() if k not in s.props}
+        conf.update({"transactional.id": self.txid, "on_delivery": self.stats.delivered})
+        self.producer = clients.producer(s, **conf)
+        # Fences an older instance with this id and completes or aborts its open transaction.
+        self._call("initialising transactions", self.producer.init_transactions, s.timeout)
+
+    def _call(self, doing: str, fn, *args):
+        """A transactional API call: retriable errors retry, abortable ones abort the batch and
+        retry it from the checkpoint, anything else (fenced, authorization) stops the run."""
+        from confluent_kafka import KafkaException
+
+        for _ in range(MAX_RETRIES):
+            try:
+                return fn(*args)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.txn_requires_abort():
+                    why = self.stats.delivery_error
+                    raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else "")) from exc
+                if err.retriable() and not err.fatal():
+                    continue
+                raise self._fatal(exc, doing) from exc
+        raise KafkaOperationError(f"{doing}: still failing after {MAX_RETRIES} retries")
+
+    def _fatal(self, exc, doing: str):
+        err = clients.translate(exc, f"{doing} (transactional id {self.txid})")
+        if isinstance(err, FencedError):
+            return FencedError(
+                f"transactional id {self.txid!r} was taken over by another producer (fenced); this "
+                f"run stopped after committing {self.stats.records} records; its open transaction "
+                "is aborted")
+        return err
+
+    # --- the run --------------------------------------------------------------------------------
+    def execute(self) -> dict:
+        try:
+            self._connect()
+            self.committed = self._load_checkpoint()
+            plans = self._plans(restart=self.opts.restart)
+            if all(p.done for p in plans):
+                self.stats.nothing_to_do = True
+                return self._summary(plans)
+            for attempt in range(MAX_RETRIES + 1):
+                try:
+                    self._produce_all(plans)
+                    return self._summary(plans)
+                except _Abortable as exc:
+                    self._abort()
+                    if attempt == MAX_RETRIES:
+                        raise KafkaOperationError(
+                            f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
+                    logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
+                    plans = self._plans(restart=False)
+            raise AssertionError("unreachable")
+        except (KeyboardInterrupt, Terminated) as exc:
+            self._abort()
+            signum = 15 if isinstance(exc, Terminated) else 2
+            raise Interrupted(
+                f"{'terminated' if signum == 15 else 'interrupted'}: aborted the open transaction; "
+                f"{self.stats.records} records in {self.stats.transactions} transactions were "
+                f"committed (transactional id {self.txid}); run the same command again to continue",
+                signum) from None
+        except InputError as exc:
+            if self.in_txn:
+                self._abort()
+                raise InputError(f"{exc}; nothing of the open transaction was written "
+                                 f"({self.stats.records} records committed before)") from None
+            raise
+
+    def _abort(self) -> None:
+        if self.producer is None or not self.in_txn:
+            return
+        self.in_txn = False
+        try:
+            self.producer.abort_transaction(min(10.0, self.settings.timeout))
+        except Exception as exc:  # noqa: BLE001 - best effort: the next run fences and aborts it
+            if clients.error_name(exc) != "_STATE":  # e.g. the commit completed just before
+                logger.warning(f"could not abort the open transaction: {clients.translate(exc)}")
+        self.stats.aborted()
+
+    def _load_checkpoint(self) -> cpmod.Checkpoint:
+        cp = None
+        if self.resumable:
+            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid)
+        if cp is None:
+            return cpmod.Checkpoint(self.txid, self.opts.topic)
+        cpmod.check_topic(cp, self.opts.topic)
+        return cp
+
+    def _plans(self, restart: bool) -> list[cpmod.Resume]:
+        plans = []
+        for src in self.sources:
+            if src.is_stdin:
+                plans.append(cpmod.Resume(note="stdin (not resumable)"))
+                continue
+            prev = self.committed.files.get(os.path.abspath(src.path))
+            if restart and prev is not None:
+                plans.append(cpmod.Resume(note="restarted"))
+            else:
+                plans.append(cpmod.plan(prev, src.path, src.gz, inputs.read_range))
+        return plans
+
+    def _summary(self, plans: list[cpmod.Resume]) -> dict:
+        files = []
+        for src, plan in zip(self.sources, plans):
+            pos = None if src.is_stdin else self.committed.files.get(os.path.abspath(src.path))
+            files.append({"file": src.name, "format": src.fmt, "start": plan.note,
+                          "from_line": plan.line + 1, "committed_through_line": pos and pos.line})
+        out = self.stats.summary(files=files)
+        if self.stats.nothing_to_do:
+            out["message"] = (f"nothing to do: every input was already produced under "
+                              f"transactional id {self.txid}")
+        return out
+
+    # --- transactions ---------------------------------------------------------------------------
+    def _begin(self) -> None:
+        self._call("beginning a transaction", self.producer.begin_transaction)
+        self.in_txn = True
+
+    def _commit(self, state: cpmod.Checkpoint) -> None:
+        """Commit the open transaction together with `state`, which becomes the new checkpoint."""
+        if not self.in_txn:
+            self._begin()
+        state.records += self.stats.pending_records
+        state.transactions += 1
+        state.updated_ms = int(time.time() * 1000)
+        if self.resumable:
+            self._produce_other(self.opts.checkpoint_topic, state.to_bytes(),
+                                self.txid.encode("utf-8"), None)
+        self._call("committing", self.producer.commit_transaction, self.settings.timeout)
+        self.in_txn = False
+        self.committed = copy.deepcopy(state)
+        self.stats.committed()
+
+    def _produce_other(self, topic: str, value: bytes, key: bytes | None, headers) -> None:
+        """A checkpoint or dead-letter record in the open transaction."""
+        while True:
+            try:
+                self.producer.produce(topic, value, key, headers=headers,
+                                      on_delivery=self.stats.other_delivered)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _produce_all(self, plans: list[cpmod.Resume]) -> None:
+        state = copy.deepcopy(self.committed)
+        for i, (src, plan) in enumerate(zip(self.sources, plans)):
+            if plan.done:
+                continue
+            pos = None
+            if not src.is_stdin:
+                ident = cpmod.identify(src.path)
+                pos = state.files.get(ident.path)
+                if pos is None or plan.offset == 0:
+                    pos = state.files[ident.path] = cpmod.FilePosition(ident)
+                pos.eof = False
+            self._produce_file(src, self.mappers[i], plan, pos, state)
+            if pos is not None:
+                pos.eof = True
+                pos.identity = cpmod.identify(src.path)  # it may have grown while we read
+        if self.in_txn or state != self.committed:
+            self._commit(state)
+
+    def _produce_file(self, src, mapper, plan, pos, state) -> None:
+        from confluent_kafka import KafkaException
+
+        produce, poll = self.producer.produce, self.producer.poll
+        topic, stats, max_bytes = self.opts.topic, self.stats, self.topic.max_record_bytes
+        n_limit = float("inf") if self.opts.all_or_nothing else self.opts.records_per_txn
+        b_limit = float("inf") if self.opts.all_or_nothing else (self.opts.bytes_per_txn or float("inf"))
+        n = nb = 0
+        last = None
+        for line in inputs.read(src, plan.offset, plan.line):
+            if line.lineno == 0:
+                _set_header(mapper, src, line)
+                continue
+            if n >= n_limit or nb >= b_limit:
+                if pos is not None and last is not None:
+                    pos.advance(last.lineno, last.start, last.end, last.raw)
+                self._commit(state)
+                n = nb = 0
+            if not self.in_txn:
+                self._begin()
+            n += 1
+            last = line
+            try:
+                rec = mapper.map(line)
+                if len(rec.value) > max_bytes or rec.headers or rec.key:
+                    _check_size(rec, max_bytes)
+                if rec.partition is not None and rec.partition >= self.topic.partitions:
+                    raise BadRecord(f"partition {rec.partition} does not exist "
+                                    f"(topic has {self.topic.partitions})")
+                while True:
+                    try:
+                        if rec.headers is None and rec.partition is None and rec.timestamp is None:
+                            produce(topic, rec.value, rec.key)
+                        else:
+                            produce(topic, rec.value, rec.key, partition=-1 if rec.partition is None
+                                    else rec.partition, timestamp=rec.timestamp or 0,
+                                    headers=rec.headers)
+                        break
+                    except BufferError:
+                        poll(0.05)
+            except BadRecord as exc:
+                self._bad(src, line, str(exc))
+                continue
+            except KafkaException as exc:
+                self._produce_error(exc, src, line)
+                continue
+            stats.pending_records += 1
+            stats.pending_bytes += len(rec.value)
+            nb += len(rec.value)
+            if n % POLL_EVERY == 0:
+                poll(0)
+                stats.tick()
+        if pos is not None and last is not None:
+            pos.advance(last.lineno, last.start, last.end, last.raw)
+
+    def _produce_error(self, exc, src, line) -> None:
+        err = exc.args[0]
+        if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
+            self._bad(src, line, err.str())
+        elif err.txn_requires_abort():
+            raise _Abortable(f"producing: {err.str()}") from exc
+        else:
+            raise self._fatal(exc, "producing") from exc
+
+    def _bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
+        where = f"{src.name}:{line.lineno}"
+        if self.policy == "fail":
+            raise InputError(f"{where}: {reason}")
+        if self.policy == "dlq":
+            self._produce_other(self.dlq, line.raw, None, [
+                ("kxtx.error", reason.encode("utf-8")), ("kxtx.source", where.encode("utf-8")),
+                ("kxtx.topic", self.opts.topic.encode("utf-8"))])
+        self.stats.bad(where, reason, dlq=self.policy == "dlq")

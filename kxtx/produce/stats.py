@@ -1,0 +1,113 @@
+"""Counters, delivery reports and the final summary of a `kxtx produce` run."""
+
+from __future__ import annotations
+
+import time
+
+from kxtx.log import logger
+
+MAX_REPORTED_ERRORS = 10
+PROGRESS_EVERY_S = 0.5
+
+
+class Stats:
+    def __init__(self, topic: str, transactional_id: str, progress=None):
+        self.topic, self.transactional_id, self.progress = topic, transactional_id, progress
+        self.started = time.monotonic()
+        self.records = self.bytes = self.transactions = 0  # committed by this run
+        self.pending_records = self.pending_bytes = 0  # in the open transaction
+        self.skipped = self.dead_lettered = self.aborted_transactions = 0
+        self.pending_skipped = self.pending_dlq = 0
+        self.errors: list[str] = []
+        self.ranges: dict[int, list[int]] = {}  # partition -> [first, last, count], committed
+        self.txn_ranges: dict[int, list[int]] = {}
+        self.delivery_error = None
+        self.nothing_to_do = False
+        self._last_progress = 0.0
+
+    # --- delivery reports (called from poll/flush/commit in this thread) --------------------------
+    def delivered(self, err, msg) -> None:
+        if err is not None:
+            self.delivery_error = self.delivery_error or err
+            return
+        p, o = msg.partition(), msg.offset()
+        r = self.txn_ranges.get(p)
+        if r is None:
+            self.txn_ranges[p] = [o, o, 1]
+        else:
+            if o < r[0]:
+                r[0] = o
+            if o > r[1]:
+                r[1] = o
+            r[2] += 1
+
+    def other_delivered(self, err, msg) -> None:
+        """Checkpoint and dead-letter records: only their errors matter."""
+        if err is not None:
+            self.delivery_error = self.delivery_error or err
+
+    # --- transaction outcomes ---------------------------------------------------------------------
+    def committed(self) -> None:
+        self.records += self.pending_records
+        self.bytes += self.pending_bytes
+        self.skipped += self.pending_skipped
+        self.dead_lettered += self.pending_dlq
+        self.transactions += 1
+        for p, (first, last, n) in self.txn_ranges.items():
+            r = self.ranges.setdefault(p, [first, last, 0])
+            r[0], r[1], r[2] = min(r[0], first), max(r[1], last), r[2] + n
+        self._reset()
+        self.tick(force=True)
+
+    def aborted(self) -> None:
+        self.aborted_transactions += 1
+        self._reset()
+
+    def _reset(self) -> None:
+        self.pending_records = self.pending_bytes = self.pending_skipped = self.pending_dlq = 0
+        self.txn_ranges = {}
+        self.delivery_error = None
+
+    def bad(self, where: str, reason: str, dlq: bool = False) -> None:
+        if dlq:
+            self.pending_dlq += 1
+        else:
+            self.pending_skipped += 1
+        if len(self.errors) < MAX_REPORTED_ERRORS:
+            self.errors.append(f"{where}: {reason}")
+            logger.warning(f"{where}: {reason} ({'dead-lettered' if dlq else 'skipped'})")
+
+    # --- progress and summary ---------------------------------------------------------------------
+    def tick(self, force: bool = False) -> None:
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last_progress >= PROGRESS_EVERY_S:
+            self._last_progress = now
+            elapsed = max(now - self.started, 1e-9)
+            done = self.records + self.pending_records
+            self.progress({"records": done, "bytes": self.bytes + self.pending_bytes,
+                           "records_per_s": done / elapsed, "transactions": self.transactions,
+                           "elapsed_s": elapsed})
+
+    def summary(self, **extra) -> dict:
+        elapsed = time.monotonic() - self.started
+        out = {
+            "result": "nothing to do" if self.nothing_to_do else "produced",
+            "topic": self.topic,
+            "transactional_id": self.transactional_id,
+            "records": self.records,
+            "transactions": self.transactions,
+            "bytes": self.bytes,
+            "skipped": self.skipped,
+            "dead_lettered": self.dead_lettered,
+            "aborted_transactions": self.aborted_transactions,
+            "elapsed_s": round(elapsed, 3),
+            "records_per_s": round(self.records / elapsed) if elapsed > 0 else None,
+            "partitions": [{"partition": p, "first_offset": r[0], "last_offset": r[1], "records": r[2]}
+                           for p, r in sorted(self.ranges.items())],
+        }
+        if self.errors:
+            out["errors"] = self.errors
+        out.update(extra)
+        return out
