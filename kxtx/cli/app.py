@@ -8,6 +8,7 @@ import typer
 
 from kxtx import __version__
 from kxtx.cli import sandbox
+from kxtx.cli import fence, hanging, inspect
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -21,6 +22,11 @@ app = typer.Typer(
 )
 
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(inspect.app, name="inspect")
+app.command("find-hanging")(hanging.find_hanging)
+app.command("abort-hanging")(hanging.abort_hanging)
+app.command("abort")(hanging.abort_cmd)
+app.command("fence")(fence.fence)
 
 
 def _version(value: bool) -> None:

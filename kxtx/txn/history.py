@@ -16,16 +16,6 @@ from kxtx.settings import Settings
 TOPIC = "__transaction_state"
 
 
-def coordinator_partition(transactional_id: str, partitions: int) -> int:
-    """The `__transaction_state` partition of an id: Kafka's `Utils.abs(id.hashCode()) % n`."""
-    h = 0
-    data = transactional_id.encode("utf-16-be")
-    # Java's String.hashCode runs over UTF-16 code units.
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % partitions
-
-
 def _decoder():
     try:
         from kxtx.records import txn_log
@@ -34,13 +24,19 @@ def _decoder():
     return txn_log.decode
 
 
+def _partition_for(transactional_id: str, partitions: int) -> int:
+    from kxtx.records.partition import partition_for
+
+    return partition_for(transactional_id, partitions)
+
+
 def history(settings: Settings, transactional_id: str) -> list[dict] | None:
     """Every `__transaction_state` record of one id, oldest first; None when it cannot be read."""
     decode = _decoder()
     if decode is None:
         return None
     out = []
-    for part, offset, ts, rec in _records(settings, decode, lambda n: [coordinator_partition(transactional_id, n)]):
+    for part, offset, ts, rec in _records(settings, decode, lambda n: [_partition_for(transactional_id, n)]):
         if rec.key is None or rec.key.get("transactionalId") != transactional_id:
             continue
         row = {"partition": part, "offset": offset, "timestamp_ms": ts}

@@ -25,7 +25,10 @@ def _parse_tp(text: str) -> TP:
 
 
 def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = True,
-                max_timeout_minutes: float | None = None, now_ms: int | None = None) -> dict:
+                max_timeout_minutes: float | None = None, now_ms: int | None = None,
+                scan: bool = True) -> dict:
+    """`scan`: sweep DescribeProducers over every partition for this id's producer ids, the only way
+    to see partitions the coordinator never heard of (where it hangs)."""
     now = _now(now_ms)
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
     past = history.history(cluster.settings, transactional_id) if with_history else None
@@ -39,6 +42,8 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
         if h.get("producer_id") is not None:
             pids.add(h["producer_id"])
         tps.update(_parse_tp(x) for x in h.get("partitions", []))
+    if scan and pids:
+        tps.update(_open_anywhere(cluster, pids))
     parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, max_timeout_minutes, now)
     out: dict = {"transactional_id": transactional_id,
                  "verdict": decide.txn_verdict(coord, now, hanging_on)}
@@ -60,6 +65,13 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
     return out
 
 
+def _open_anywhere(cluster: Cluster, pids: set[int]) -> set[TP]:
+    from kxtx.txn.hanging import Scope, partitions_in_scope
+
+    states, _errors = cluster.describe_producers(partitions_in_scope(cluster, Scope()))
+    return {tp for tp, rows in states.items() for p in rows if p.producer_id in pids and p.is_open}
+
+
 def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: CoordinatorTxn | None,
                      max_timeout_minutes: float | None, now: int) -> tuple[list[dict], list[TP]]:
     if not tps:
@@ -75,10 +87,10 @@ def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: Coo
                "in_coordinator_transaction": bool(coord and tp in coord.partitions),
                "open_start_offset": mine[0].start_offset if mine else None,
                "producer_epoch": mine[0].producer_epoch if mine else None,
-               "last_timestamp": mine[0].last_timestamp if mine else None,
+               "idle_for": decide.fmt_age(now - mine[0].last_timestamp) if mine else None,
                "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
                "blocking": bool(mine) and o.lso is not None and o.lso <= mine[0].start_offset,
-               "error": errors.get(tp)}
+               "hanging": False, "error": errors.get(tp)}
         if mine and not row["in_coordinator_transaction"]:
             if max_ms is None:
                 max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)

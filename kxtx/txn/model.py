@@ -94,7 +94,6 @@ class HangingTxn:
     high_watermark: int | None = None
     held_back: int | None = None
     blocked_groups: list[str] = field(default_factory=list)
-    leader: int | None = None
 
     @property
     def tp(self) -> TP:

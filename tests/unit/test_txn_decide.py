@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from kxtx.txn import decide
-from kxtx.txn.history import coordinator_partition
 from kxtx.txn.model import NOT_FOUND, CoordinatorTxn, OpenTxn
 
 MAX = 15 * 60 * 1000
@@ -99,14 +98,3 @@ def test_verdict(desc, hanging_on, starts):
                                       (5 * 3600_000 + 180_000, "5h03m"), (52 * 3600_000, "2d04h")])
 def test_fmt_age(ms, text):
     assert decide.fmt_age(ms) == text
-
-
-@pytest.mark.parametrize("txn_id, n, expected", [
-    ("foo", 50, 101574 % 50),            # "foo".hashCode() == 101574
-    ("", 50, 0),
-    ("my-txn-1", 1, 0),
-    # "polygenelubricants".hashCode() == Integer.MIN_VALUE; Utils.abs maps it to 0
-    ("polygenelubricants", 50, 0),
-])
-def test_coordinator_partition_matches_java(txn_id, n, expected):
-    assert coordinator_partition(txn_id, n) == expected

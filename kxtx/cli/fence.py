@@ -1,0 +1,46 @@
+"""`kxtx fence TRANSACTIONAL_ID`: end a stuck application's open transaction (Kafka 4.1's
+forceTerminateTransaction): the coordinator bumps the epoch, aborts it and fences the live producer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kxtx.cli.common import (
+    BootstrapOpt, CommandConfigOpt, ConfigOpt, DryRunOpt, FormatOpt, OutputFormat, TimeoutOpt, YesOpt, boundary,
+    confirm_or_refuse, connection,
+)
+from kxtx.cli.output import choose, emit
+from kxtx.exitcodes import ExitCode
+
+
+@boundary
+def fence(
+    transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
+    dry_run: DryRunOpt = False, yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Fence a transactional id: abort its open transaction and fence the producer using it.
+
+    For an ongoing transaction of a dead or stuck application; a hanging partition the coordinator
+    no longer tracks needs `kxtx abort-hanging`. Needs WRITE on the TransactionalId. Shows the plan;
+    --dry-run stops there; without a terminal --yes is required. Exit 0 when the LSO of every
+    partition it held moved."""
+    from kxtx.txn import fence as lib
+    from kxtx.txn.cluster import Cluster
+
+    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+        desc = lib.describe(cluster, transactional_id)
+        # json is one document: the plan is the document only for --dry-run.
+        if dry_run or choose(fmt) is not OutputFormat.json:
+            emit(lib.plan(cluster, desc), fmt, title=f"plan: fence {transactional_id}")
+        if dry_run:
+            typer.echo("kxtx: dry run: nothing was changed", err=True)
+            return
+        confirm_or_refuse(yes, f"Fence {transactional_id!r} and abort its open transaction?")
+        result = lib.fence(cluster, desc)
+    emit(result, fmt, title=f"fenced {transactional_id}")
+    if not result["ok"]:
+        raise typer.Exit(ExitCode.ERROR)

@@ -1,0 +1,186 @@
+"""`kxtx find-hanging`, `kxtx abort-hanging`, `kxtx abort`: hanging transactions, found and aborted.
+
+They share the scope options, the rows and their rendering, hence one module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Optional
+
+import typer
+
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    OutputFormat,
+    TimeoutOpt,
+    YesOpt,
+    boundary,
+    confirm_or_refuse,
+    connection,
+)
+from kxtx.cli.output import choose, emit_rows
+from kxtx.exitcodes import ExitCode
+
+TopicOpt = Annotated[Optional[str], typer.Option("--topic", "-t", help="Only this topic.")]
+PartitionOpt = Annotated[Optional[int], typer.Option("--partition", "-p", help="Only this partition (needs --topic).")]
+BrokerIdOpt = Annotated[
+    Optional[int],
+    typer.Option("--broker-id", help="Partitions with a replica on this broker, asking it for its producer state."),
+]
+MaxTimeoutOpt = Annotated[
+    Optional[str],
+    typer.Option("--max-transaction-timeout", metavar="MINUTES",
+                 help="Open transactions idle longer than this are checked: minutes, or a duration "
+                 "such as 90s [default: the broker's transaction.max.timeout.ms, else 15]."),
+]
+
+COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset",
+           "age", "transactional_id", "coordinator_state", "lso", "high_watermark", "held_back",
+           "blocked_groups"]
+PLAN_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch",
+                "start_offset", "transactional_id", "lso", "high_watermark", "held_back"]
+RESULT_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset", "outcome",
+                  "detail", "lso_after", "high_watermark"]
+
+
+def _minutes(text: str | None) -> float | None:
+    from kxtx.parsers import parse_duration
+
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return parse_duration(text) / 60
+
+
+def _scan(settings, topic, partition, broker_id, max_timeout):
+    """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
+    from kxtx.log import logger
+    from kxtx.txn.cluster import Cluster
+    from kxtx.txn.hanging import Scope, find_hanging
+
+    cluster = Cluster(settings)
+    report = find_hanging(cluster, Scope(topic, partition, broker_id), _minutes(max_timeout))
+    for tp, why in sorted(report.errors.items()):
+        logger.warning(f"{tp[0]}:{tp[1]} not checked: {why}")
+    for w in report.warnings:
+        logger.warning(w)
+    return cluster, report
+
+
+def _row(h) -> dict:
+    from kxtx.txn.decide import fmt_age
+
+    return {**dataclasses.asdict(h), "age": fmt_age(h.age_ms)}
+
+
+@boundary
+def find_hanging(
+    topic: TopicOpt = None, partition: PartitionOpt = None, broker_id: BrokerIdOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
+
+    Exit 0 when nothing hangs, 3 when something does, 1 on error (including partitions that could
+    not be checked when nothing was found elsewhere)."""
+    settings = connection(bootstrap, config, command_config, timeout)
+    cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
+    cluster.close()
+    emit_rows([_row(h) for h in report.hanging], fmt, COLUMNS,
+              title=f"hanging transactions ({report.partitions_checked} partitions checked)")
+    if report.hanging:
+        raise typer.Exit(ExitCode.PROBLEM_FOUND)
+    if report.errors:
+        raise typer.Exit(ExitCode.ERROR)
+
+
+@boundary
+def abort_hanging(
+    topic: TopicOpt = None, partition: PartitionOpt = None, broker_id: BrokerIdOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Find hanging transactions, show the plan, then abort each one with a marker.
+
+    --dry-run stops after the plan (exit 3 when it is not empty). Without a terminal, --yes is
+    required (else exit 2, nothing changed). Exit 0 only when every targeted partition is no longer
+    hanging afterwards."""
+    from kxtx.txn import abort
+
+    settings = connection(bootstrap, config, command_config, timeout)
+    cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
+    with cluster:
+        if not report.hanging:
+            typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
+            raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
+        targets = abort.targets_from_hanging(report.hanging)
+        evidence = {h.tp: h for h in report.hanging}
+        plan = [{**t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
+                for t in targets]
+        _apply(cluster, targets, plan, dry_run, yes, fmt)
+
+
+def _offsets(h) -> dict:
+    if h is None:
+        return {}
+    return {"lso": h.lso, "high_watermark": h.high_watermark, "held_back": h.held_back}
+
+
+def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
+    """The shared preview -> confirm -> act -> report sequence of abort-hanging and abort."""
+    from kxtx.txn import abort
+
+    title = f"plan: abort {len(plan)} open transaction(s) with WriteTxnMarkers"
+    # json is one document: the plan is the document only for --dry-run.
+    if dry_run or choose(fmt) is not OutputFormat.json:
+        emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
+    if dry_run:
+        typer.echo("kxtx: dry run: nothing was changed", err=True)
+        raise typer.Exit(ExitCode.PROBLEM_FOUND)
+    confirm_or_refuse(yes, f"Abort these {len(plan)} transaction(s)?")
+    results = abort.execute(cluster, targets)
+    emit_rows([dataclasses.asdict(r) for r in results], fmt, RESULT_COLUMNS, title="abort results")
+    if not all(r.resolved for r in results):
+        raise typer.Exit(ExitCode.ERROR)
+
+
+@boundary
+def abort_cmd(
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic of the open transaction.")],
+    partition: Annotated[int, typer.Option("--partition", "-p", help="Partition of the open transaction.")],
+    start_offset: Annotated[Optional[int], typer.Option("--start-offset", help="First offset of the open transaction.")] = None,
+    producer_id: Annotated[Optional[int], typer.Option("--producer-id", help="Instead of --start-offset: its producer id.")] = None,
+    producer_epoch: Annotated[Optional[int], typer.Option("--producer-epoch", help="With --producer-id: the epoch for the marker.")] = None,
+    coordinator_epoch: Annotated[Optional[int], typer.Option("--coordinator-epoch", help="With --producer-id [default: the partition's; < 0 becomes 0].")] = None,
+    dry_run: DryRunOpt = False, yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on the Cluster).
+
+    Same preview, confirmation and checks as abort-hanging; exit 0 when it is no longer open."""
+    from kxtx.errors import UsageError
+    from kxtx.txn import abort
+    from kxtx.txn.cluster import Cluster
+
+    by_pid = producer_id is not None or producer_epoch is not None or coordinator_epoch is not None
+    if (start_offset is None) == (not by_pid) or (by_pid and (producer_id is None or producer_epoch is None)):
+        raise UsageError("give either --start-offset, or --producer-id with --producer-epoch "
+                         "(and optionally --coordinator-epoch)")
+    settings = connection(bootstrap, config, command_config, timeout)
+    with Cluster(settings) as cluster:
+        t = abort.manual_target(cluster, (topic, partition), start_offset, producer_id,
+                                producer_epoch, coordinator_epoch)
+        o = cluster.offsets([t.expected.tp])[t.expected.tp]
+        plan = [{**t.plan_row(), "lso": o.lso, "high_watermark": o.high_watermark,
+                 "held_back": o.held_back, "action": "abort"}]
+        _apply(cluster, [t], plan, dry_run, yes, fmt)
