@@ -1,0 +1,122 @@
+"""The frame every command shares: version, help, lazy imports, exit codes, error boundary."""
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kxtx import __version__
+from kxtx.exitcodes import DESCRIPTIONS, ExitCode
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kxtx(*args, env=None, timeout=60):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends
+
+
+def test_version():
+    r = kxtx("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"kxtx {__version__}"
+
+
+def test_help_lists_every_command():
+    from kxtx.cli import docs
+
+    r = kxtx("--help", env={"COLUMNS": "200"})
+    assert r.returncode == 0
+    for child in docs.tree().children:
+        assert re.search(rf"\b{re.escape(child.path[-1])}\b", r.stdout), child.path
+
+
+def test_help_does_not_import_heavy_libraries():
+    code = ("import sys, kxtx.cli.app; heavy = [m for m in ('confluent_kafka', 'kafka', 'pyspark', "
+            "'pandas', 'pyarrow') if m in sys.modules]; print(heavy)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_usage_error_is_exit_2_without_traceback():
+    r = kxtx("cluster", "-b", "127.0.0.1:1", "-X", "no-equals-sign")
+    assert r.returncode == ExitCode.USAGE
+    assert r.stderr.strip() == "kxtx: error: -X 'no-equals-sign': expected key=value"
+    r = kxtx("cluster", "--no-such-option")
+    assert r.returncode == ExitCode.USAGE and "Traceback" not in r.stderr
+
+
+def test_unreachable_cluster_fails_within_the_timeout_with_one_line():
+    # subprocess timeout guards against a hang; the command's own bound is --timeout 2
+    r = kxtx("cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "2", timeout=30)
+    assert r.returncode == ExitCode.ERROR
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kxtx: error:"), r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_debug_shows_the_traceback():
+    r = kxtx("--debug", "cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "1", timeout=30)
+    assert r.returncode == ExitCode.ERROR and "Traceback" in r.stderr
+
+
+def test_bad_client_property_names_the_property():
+    r = kxtx("cluster", "-b", "127.0.0.1:1", "-X", "no.such.property=1", "--timeout", "1")
+    assert r.returncode == ExitCode.ERROR
+    assert "no.such.property" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_bootstrap_is_explained():
+    r = kxtx("cluster", env={"KXTX_BOOTSTRAP_SERVERS": "", "KXTX_COMMAND_CONFIG": ""})
+    assert r.returncode == ExitCode.ERROR and "no bootstrap servers" in r.stderr
+
+
+def test_readme_exit_code_table_matches_the_enum():
+    text = (ROOT / "README.md").read_text()
+    table = dict(re.findall(r"^\| `(\d+)` \| ([^|]+) \|$", text, re.M))
+    assert {int(k) for k in table} == {int(c) for c in ExitCode}
+    for code in ExitCode:
+        assert table[str(int(code))].strip() == DESCRIPTIONS[code]
+
+
+def test_exit_codes_keep_their_meaning():
+    assert (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.PROBLEM_FOUND,
+            ExitCode.INTERRUPTED) == (0, 1, 2, 3, 130)
+
+
+def test_docs_and_completions_do_not_drift():
+    from kxtx.cli import docs
+
+    readme = (ROOT / "README.md").read_text()
+    assert docs.update_readme(readme) == readme, "README reference is stale: python scripts/gen_docs.py"
+    for name, make in docs.COMPLETIONS.items():
+        assert (ROOT / "completions" / name).read_text() == make(), f"completions/{name} is stale"
+
+
+def test_bash_completion_offers_subcommands_and_choices():
+    import shutil
+
+    if not shutil.which("bash"):
+        pytest.fail("bash is needed for this test")
+    script = (ROOT / "completions" / "kxtx.bash").read_text()
+
+    def complete(*words):
+        line = " ".join(["kxtx", *words])
+        prog = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; "
+                'printf "%s\\n" "${COMPREPLY[@]}"')
+        return subprocess.run(["bash", "-c", prog], capture_output=True, text=True).stdout.split()
+
+    assert "sandbox" in complete("") or "sandbox" in complete("s")
+    assert set(complete("sandbox", "st")) == {"start", "status", "stop"}
+    assert complete("cluster", "--format", "j") == ["json", "jsonl"]
