@@ -9,6 +9,7 @@ import typer
 from kxtx import __version__
 from kxtx.cli import sandbox
 from kxtx.cli import fence, hanging, inspect
+from kxtx.cli import dump
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.command("find-hanging")(hanging.find_hanging)
 app.command("abort-hanging")(hanging.abort_hanging)
 app.command("abort")(hanging.abort_cmd)
 app.command("fence")(fence.fence)
+app.add_typer(dump.app, name="dump")
 
 
 def _version(value: bool) -> None:

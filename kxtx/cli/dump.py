@@ -1,0 +1,198 @@
+"""`kxtx dump txn-state` and `kxtx dump offsets`: decode the internal topics (options and rendering)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    FormatOpt,
+    OutputFormat,
+    TimeoutOpt,
+    boundary,
+    connection,
+)
+from kxtx.cli.output import choose, emit_rows
+
+app = typer.Typer(help="Decode __transaction_state and __consumer_offsets, every record version.",
+                  no_args_is_help=True)
+
+_READ = "Reading"
+PartitionOpt = Annotated[Optional[list[int]], typer.Option(
+    "--partition", "-p", metavar="N", help="Only this partition of the internal topic (repeatable).",
+    rich_help_panel=_READ)]
+FromBeginningOpt = Annotated[bool, typer.Option(
+    "--from-beginning", help="Start at the beginning of each partition (the default).",
+    rich_help_panel=_READ)]
+FromOffsetOpt = Annotated[Optional[int], typer.Option(
+    "--from-offset", metavar="OFFSET", help="Start at this offset in each partition read.",
+    rich_help_panel=_READ)]
+SinceOpt = Annotated[Optional[str], typer.Option(
+    "--since", metavar="TIME", help="Start at the first record at/after TIME: ISO-8601, epoch ms, "
+    "or an age like 15m, 2h, 1d.", rich_help_panel=_READ)]
+FollowOpt = Annotated[bool, typer.Option(
+    "--follow", "-f", help="Keep reading new records (default: stop at the end offsets that existed "
+    "when the command started).", rich_help_panel=_READ)]
+LimitOpt = Annotated[Optional[int], typer.Option(
+    "--limit", "-n", metavar="N", help="Stop after N output rows.", rich_help_panel=_READ)]
+LatestOpt = Annotated[bool, typer.Option(
+    "--latest", help="Fold the log to the current value per key, tombstones applied (what the "
+    "coordinator loads), instead of every record.", rich_help_panel=_READ)]
+
+
+def _start(from_beginning: bool, from_offset: int | None, since: str | None):
+    from kxtx.dump import Start
+    from kxtx.errors import UsageError
+    from kxtx.parsers import parse_time
+
+    given = [n for n, v in (("--from-beginning", from_beginning), ("--from-offset", from_offset is not None),
+                            ("--since", since is not None)) if v]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} exclude each other: choose one start position")
+    if from_offset is not None:
+        if from_offset < 0:
+            raise UsageError("--from-offset must be zero or more")
+        return Start("offset", from_offset)
+    if since is not None:
+        return Start("time", parse_time(since))
+    return Start()
+
+
+@app.command("txn-state")
+@boundary
+def txn_state(
+    transactional_id: Annotated[Optional[list[str]], typer.Option(
+        "--transactional-id", "-t", metavar="ID",
+        help="Only this transactional id (repeatable); reads only the partition that holds it.")] = None,
+    state: Annotated[Optional[list[str]], typer.Option(
+        "--state", metavar="NAME", help="Only records in this state, e.g. Ongoing, PrepareAbort "
+        "(repeatable, any case).")] = None,
+    producer_id: Annotated[Optional[list[int]], typer.Option(
+        "--producer-id", metavar="N", help="Only records of this producer id (repeatable).")] = None,
+    partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
+    from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
+    limit: LimitOpt = None, latest: LatestOpt = False,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Decode __transaction_state: every state each transactional id went through (states by name,
+    the numeric code in json), expirations as explicit deletions."""
+    from kxtx.dump import TXN_TOPIC, DumpRequest, run
+
+    req = DumpRequest(
+        topic=TXN_TOPIC, partitions=partition, ids=transactional_id or [],
+        start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
+        states=state or [], producer_ids=producer_id or [])
+    _emit(run(connection(bootstrap, config, command_config, timeout), req), fmt, _txn_cell, TXN_COLUMNS)
+
+
+@app.command("offsets")
+@boundary
+def offsets(
+    group: Annotated[Optional[list[str]], typer.Option(
+        "--group", "-g", metavar="GROUP",
+        help="Only this group (repeatable); reads only the partition that holds it.")] = None,
+    topic: Annotated[Optional[list[str]], typer.Option(
+        "--topic", metavar="TOPIC", help="Only offset commits for this topic (repeatable).")] = None,
+    record_type: Annotated[Optional[list[str]], typer.Option(
+        "--type", metavar="KIND", help="Only these records (repeatable): offset-commit, "
+        "group-metadata (classic groups), consumer-group (KIP-848), share-group, streams-group.")] = None,
+    include_uncommitted: Annotated[bool, typer.Option(
+        "--include-uncommitted", help="Also show offset commits of open or aborted transactions, "
+        "marked pending / aborted in the txn column (reads the raw batches and their markers).")] = False,
+    partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
+    from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
+    limit: LimitOpt = None, latest: LatestOpt = False,
+    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+) -> None:
+    """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
+    subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
+    By default only what the coordinator materializes (transactional commits once committed)."""
+    from kxtx.dump import OFFSETS_TOPIC, DumpRequest, run
+
+    req = DumpRequest(
+        topic=OFFSETS_TOPIC, partitions=partition, ids=group or [],
+        start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
+        topics=topic or [], types=record_type or [], include_uncommitted=include_uncommitted)
+    _emit(run(connection(bootstrap, config, command_config, timeout), req), fmt, _offsets_cell,
+          OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []))
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+TXN_COLUMNS = ["partition", "offset", "time", "transactionalId", "state", "producerId", "epoch",
+               "timeoutMs", "partitions", "notes"]
+OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
+
+
+def _emit(rows, fmt, cell, columns) -> None:
+    fmt = choose(fmt)
+    if fmt is OutputFormat.table:
+        rows = (cell(r) for r in rows)
+    emit_rows(rows, fmt, columns)
+
+
+def _time(ms: int | None) -> str | None:
+    if ms is None or ms < 0:
+        return None
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _common(row: dict) -> dict:
+    out = {"partition": row["partition"], "offset": row["offset"], "time": _time(row["timestamp"]),
+           "txn": row.get("txn")}
+    if row.get("notes"):
+        out["notes"] = "; ".join(row["notes"])
+    return out
+
+
+def _txn_cell(row: dict) -> dict:
+    out = _common(row)
+    out["transactionalId"] = (row["key"] or {}).get("transactionalId", row.get("rawKey"))
+    v = row["value"]
+    if row["tombstone"]:
+        out["state"] = "(deleted: id expired)"
+    elif v is None:
+        out["state"] = f"raw {row.get('rawValue')}"
+    else:
+        parts = v["transactionPartitions"]
+        out.update(state=v["transactionStatus"], producerId=v["producerId"], epoch=v["producerEpoch"],
+                   timeoutMs=v["transactionTimeoutMs"],
+                   partitions=None if parts is None else " ".join(
+                       f"{p['topic']}:{','.join(map(str, p['partitionIds']))}" for p in parts))
+    return out
+
+
+def _offsets_cell(row: dict) -> dict:
+    out = _common(row)
+    out["type"] = row["type"]
+    key = row["key"]
+    out["key"] = "/".join(str(v) for v in key.values()) if key else row.get("rawKey")
+    out["version"] = row["version"]
+    v = row["value"]
+    if row["tombstone"]:
+        out["value"] = "(deleted)"
+    elif v is None:
+        out["value"] = f"raw {row.get('rawValue')}"
+    elif row["typeId"] in (0, 1):
+        out["value"] = " ".join(f"{k}={v[k]}" for k in ("offset", "leaderEpoch", "metadata") if k in v)
+    else:
+        out["value"] = json.dumps(_short(v), ensure_ascii=False, default=str)
+    return out
+
+
+def _short(value):
+    """Bytes in table cells: their size, not their content."""
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    return value

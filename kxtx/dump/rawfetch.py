@@ -1,0 +1,160 @@
+"""Reading `__consumer_offsets` with transaction markers, to mark pending and aborted offset commits.
+
+librdkafka never hands control records to applications and confluent-kafka exposes no producer id per
+record, so it cannot say which offset commit belongs to which transaction. This reader sends Fetch
+requests itself (kafka-python's protocol classes and connection manager, read_uncommitted) and reads
+the raw record batches: each transactional batch carries its producer id, and the COMMIT / ABORT
+control batch of that producer id later in the same partition decides its fate (spec sections 4.7, 7,
+8). Records are held back from the first undecided transactional record on, so rows stay in offset
+order; what is still undecided at the end bound is `pending` (memory grows with the span of open
+transactions, as the broker's last stable offset does).
+
+Uses kafka-python internals (`KafkaAdminClient._manager`); only this opt-in path depends on them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Iterator
+
+from kxtx import clients
+from kxtx.dump.source import RawRecord, Start
+from kxtx.errors import KafkaOperationError
+from kxtx.settings import Settings
+
+COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
+_FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
+_NONE = object()
+
+
+class _Partition:
+    """Per-partition hold-back queue and open transactions (producer id -> records awaiting a marker)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[list] = deque()  # [p, o, ts, key, value, status-or-None(undecided)]
+        self.open: dict[int, list[list]] = {}
+
+    def add(self, row: list, producer_id: int | None) -> None:
+        if producer_id is not None:
+            self.open.setdefault(producer_id, []).append(row)
+        self.queue.append(row)
+
+    def decide(self, producer_id: int, status: str) -> None:
+        for row in self.open.pop(producer_id, ()):
+            row[5] = status
+
+    def ready(self, flush: bool) -> Iterator[RawRecord]:
+        q = self.queue
+        while q and (q[0][5] is not _NONE or flush):
+            row = q.popleft()
+            if row[5] is _NONE:
+                row[5] = PENDING
+            yield tuple(row)
+
+
+class RawFetchSource:
+    def __init__(self, settings: Settings, topic: str):
+        self.settings, self.topic = settings, topic
+        self.admin = clients.txn_admin(settings)
+
+    def _run(self, coro_fn, *args):
+        try:
+            return self.admin._manager.run(coro_fn, *args)
+        except Exception as exc:  # noqa: BLE001 - translated
+            raise clients.translate(exc, f"fetching {self.topic}") from exc
+
+    def _leaders(self, partitions: list[int]) -> dict[int, int]:
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(self.topic, p) for p in partitions]
+        by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
+        return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
+
+    def _fetch(self, leader: int, offsets: dict[int, int]):
+        from kafka.protocol.consumer import FetchRequest
+
+        topic_cls = FetchRequest.FetchTopic
+        part_cls = topic_cls.FetchPartition
+        request = FetchRequest[_FETCH_VERSION](
+            replica_id=-1, max_wait_ms=200, min_bytes=1, max_bytes=52428800, isolation_level=0,
+            session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+            topics=[topic_cls(topic=self.topic, partitions=[
+                part_cls(partition=p, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
+                         log_start_offset=-1, partition_max_bytes=8388608)
+                for p, o in offsets.items()])])
+
+        async def send(req):
+            return await self.admin._manager.send(req, node_id=leader)
+
+        return self._run(send, request)
+
+    def records(self, partitions: list[int], start: Start, follow: bool) -> Iterator[RawRecord]:
+        if start.kind == "time" or follow:
+            from kxtx.errors import UsageError
+
+            raise UsageError("marking pending/aborted offset commits reads from an offset: use "
+                             "--from-beginning or --from-offset, without --follow")
+        leaders = self._leaders(partitions)
+        offsets = {p: (start.value if start.kind == "offset" else 0) for p in partitions}
+        ends: dict[int, int] = {}
+        state = {p: _Partition() for p in partitions}
+        last_progress = time.monotonic()
+        while offsets:
+            by_leader: dict[int, dict[int, int]] = {}
+            for p, o in offsets.items():
+                by_leader.setdefault(leaders[p], {})[p] = o
+            progressed = False
+            for leader, wanted in by_leader.items():
+                resp = self._fetch(leader, wanted)
+                for t in resp.responses:
+                    for part in t.partitions:
+                        p = part.partition_index
+                        if part.error_code:
+                            raise KafkaOperationError(
+                                f"fetching {self.topic}[{p}]: broker error code {part.error_code}")
+                        ends.setdefault(p, part.high_watermark)  # the end that existed at start
+                        before = offsets[p]
+                        offsets[p] = max(before, part.log_start_offset)
+                        yield from self._batches(p, part.records, offsets, ends[p], state[p])
+                        progressed |= offsets[p] != before
+                        if offsets[p] >= ends[p]:
+                            del offsets[p]
+                            yield from state[p].ready(flush=True)
+            if progressed:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > self.settings.timeout:
+                raise KafkaOperationError(
+                    f"fetching {self.topic}: no progress on partition(s) {sorted(offsets)} for "
+                    f"{self.settings.timeout:g}s")
+
+    def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition):
+        from kafka.record import MemoryRecords
+
+        if not raw:
+            return
+        records = MemoryRecords(raw)
+        batch = records.next_batch()
+        while batch is not None:
+            if batch.base_offset >= end:
+                offsets[p] = end
+                break
+            control = getattr(batch, "is_control_batch", False)
+            pid = batch.producer_id if getattr(batch, "is_transactional", False) else None
+            for r in batch:
+                if r.offset < offsets[p] or r.offset >= end:
+                    continue
+                offsets[p] = r.offset + 1
+                if control:
+                    if pid is not None:
+                        st.decide(pid, ABORTED if r.abort else COMMITTED)
+                    continue
+                st.add([p, r.offset, r.timestamp, r.key, r.value, _NONE if pid is not None else None],
+                       pid)
+            # next_offset covers records removed by compaction at the end of a batch.
+            offsets[p] = max(offsets[p], min(getattr(batch, "next_offset", offsets[p]), end))
+            yield from st.ready(flush=False)
+            batch = records.next_batch()
+
+    def close(self) -> None:
+        self.admin.close()

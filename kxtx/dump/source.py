@@ -1,0 +1,140 @@
+"""Reading an internal topic with confluent-kafka: assigned partitions, bounded by the end at start.
+
+Yields `(partition, offset, timestamp_ms, key, value, txn_status)` tuples; `txn_status` is always
+None here. The default isolation is read_committed, which is what the coordinators materialize: records
+of aborted transactions are filtered by librdkafka and open transactions are not read past (the last
+stable offset). librdkafka never returns control records (spec section 7), so the bound is checked with
+partition-EOF events and the consumer position, not with the offset of the last record seen.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError
+from kxtx.settings import Settings
+
+RawRecord = tuple  # (partition, offset, timestamp_ms, key, value, txn_status)
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where to start reading: every partition's beginning, one offset, or the first record at/after a time."""
+
+    kind: str = "beginning"  # "beginning" | "offset" | "time"
+    value: int | None = None
+
+
+class ConfluentSource:
+    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed"):
+        self.settings, self.topic = settings, topic
+        self.consumer = clients.consumer(settings, **{
+            # A throw-away group that never commits: dumping must not leave traces in the log it reads.
+            "group.id": f"kxtx-dump-{uuid.uuid4().hex[:12]}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 8388608,
+            "queued.min.messages": 200000,
+        })
+
+    def end_offsets(self, partitions: list[int]) -> dict[int, int]:
+        """High watermark (read_uncommitted) or last stable offset (read_committed) per partition."""
+        from confluent_kafka import TopicPartition
+
+        ends = {}
+        for p in partitions:
+            try:
+                _, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=self.settings.timeout, cached=False)
+            except Exception as exc:  # noqa: BLE001 - translated
+                raise clients.translate(exc, f"reading the end offset of {self.topic}[{p}]") from exc
+            ends[p] = high
+        return ends
+
+    def start_offsets(self, partitions: list[int], start: Start) -> dict[int, int]:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        if start.kind == "beginning":
+            return {p: OFFSET_BEGINNING for p in partitions}
+        if start.kind == "offset":
+            return {p: start.value for p in partitions}
+        query = [TopicPartition(self.topic, p, start.value) for p in partitions]
+        try:
+            found = self.consumer.offsets_for_times(query, timeout=self.settings.timeout)
+        except Exception as exc:  # noqa: BLE001 - translated
+            raise clients.translate(exc, f"looking up offsets by time in {self.topic}") from exc
+        # -1: no record at or after the time -> start at the end (nothing to show unless following).
+        return {tp.partition: tp.offset for tp in found}
+
+    def records(self, partitions: list[int], start: Start, follow: bool) -> Iterator[RawRecord]:
+        from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
+
+        ends = self.end_offsets(partitions)
+        starts = self.start_offsets(partitions, start)
+        assign, remaining = [], set()
+        for p in partitions:
+            first = starts[p] if starts[p] >= 0 or starts[p] == -2 else OFFSET_END
+            if not follow and (ends[p] == 0 or (first >= 0 and first >= ends[p]) or first == OFFSET_END):
+                continue  # nothing between the start and the end that existed when we started
+            assign.append(TopicPartition(self.topic, p, first))
+            remaining.add(p)
+        if not assign:
+            return
+        c = self.consumer
+        c.assign(assign)
+        idle_since = time.monotonic()
+        while follow or remaining:
+            msgs = c.consume(BATCH, 0.5)
+            if msgs:
+                idle_since = time.monotonic()
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if not follow:
+                            self._done(m.partition(), remaining)
+                        continue
+                    raise clients.translate(KafkaException(err), f"reading {self.topic}")
+                p, o = m.partition(), m.offset()
+                if not follow:
+                    end = ends[p]
+                    if o >= end:
+                        self._done(p, remaining)
+                        continue
+                    if o == end - 1:
+                        self._done(p, remaining)
+                yield (p, o, m.timestamp()[1], m.key(), m.value(), None)
+            if not msgs and not follow and remaining:
+                self._check_positions(ends, remaining, idle_since)
+
+    def _done(self, p: int, remaining: set[int]) -> None:
+        from confluent_kafka import TopicPartition
+
+        if p in remaining:
+            remaining.discard(p)
+            self.consumer.pause([TopicPartition(self.topic, p)])
+
+    def _check_positions(self, ends: dict[int, int], remaining: set[int], idle_since: float) -> None:
+        """Control records and aborted batches leave gaps: the position tells when the end is passed."""
+        from confluent_kafka import TopicPartition
+
+        positions = self.consumer.position([TopicPartition(self.topic, p) for p in remaining])
+        for tp in positions:
+            if tp.offset >= 0 and tp.offset >= ends[tp.partition]:
+                self._done(tp.partition, remaining)
+        if remaining and time.monotonic() - idle_since > self.settings.timeout:
+            raise KafkaOperationError(
+                f"reading {self.topic}: no progress on partition(s) {sorted(remaining)} for "
+                f"{self.settings.timeout:g}s before reaching the end offsets (raise --timeout?)")
+
+    def close(self) -> None:
+        self.consumer.close()
