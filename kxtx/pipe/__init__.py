@@ -1,0 +1,1 @@
+"""`kxtx pipe`: exactly-once consume → PySpark UDF → produce (see kxtx.pipe.engine)."""

@@ -1,0 +1,141 @@
+"""`kxtx pipe` settings, run statistics, and the interrupted-with-summary exception."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+from kxtx.errors import Interrupted, UsageError
+
+#: Chosen from bench/bench_pipe.py: the smallest batch where Spark's fixed cost per job and the
+#: transaction commit together stay under ~10 % of the batch time (see the CHANGELOG / README).
+DEFAULT_BATCH_RECORDS = 50_000
+DEFAULT_BATCH_MS = 5_000
+VALUE_FORMATS = ("raw", "string", "json")
+
+
+def default_transactional_id(group: str, inputs: list[str], out: str) -> str:
+    """Stable across restarts and hosts, so a restarted pipe fences the one it replaces."""
+    digest = hashlib.sha256("\0".join(sorted(inputs) + ["->", out]).encode()).hexdigest()[:10]
+    return f"kxtx-pipe-{group}-{digest}"
+
+
+def parse_on_udf_error(text: str) -> str | None:
+    """`fail` -> None; `dlq:TOPIC` -> TOPIC."""
+    if text == "fail":
+        return None
+    kind, sep, topic = text.partition(":")
+    if kind == "dlq" and sep and topic.strip():
+        return topic.strip()
+    raise UsageError(f"--on-udf-error {text!r}: expected fail or dlq:TOPIC")
+
+
+@dataclass
+class PipeConfig:
+    inputs: list[str]
+    out: str
+    group: str
+    udf: str
+    transactional_id: str | None = None
+    start: str = "earliest"
+    batch_max_records: int = DEFAULT_BATCH_RECORDS
+    batch_max_ms: int = DEFAULT_BATCH_MS
+    until_idle: float | None = None
+    max_records: int | None = None
+    dlq: str | None = None
+    value_format: str = "raw"
+    record_input: bool = False
+    master: str = "local[*]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_ui: bool = False
+    debug: bool = False
+
+    def validate(self) -> None:
+        if not self.inputs or not all(t.strip() for t in self.inputs):
+            raise UsageError("--in: give at least one topic (or a ^regex)")
+        if not self.out.strip():
+            raise UsageError("--out: give the output topic")
+        if not self.group.strip():
+            raise UsageError("--group: give the consumer group")
+        if self.batch_max_records < 1:
+            raise UsageError("--batch-max-records must be at least 1")
+        if self.batch_max_ms < 1:
+            raise UsageError("--batch-max-ms must be at least 1")
+        if self.until_idle is not None and self.until_idle <= 0:
+            raise UsageError("--until-idle must be positive")
+        if self.max_records is not None and self.max_records < 1:
+            raise UsageError("--max-records must be at least 1")
+        if self.start not in ("earliest", "latest"):
+            raise UsageError("--from must be earliest or latest")
+        if self.value_format not in VALUE_FORMATS:
+            raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
+        if self.dlq and self.dlq in self.inputs:
+            raise UsageError("the dead-letter topic cannot be an input topic")
+        if self.out in self.inputs:
+            raise UsageError("--out cannot be one of the --in topics (the pipe would feed itself)")
+        if not self.transactional_id:
+            self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
+
+
+@dataclass
+class Stats:
+    started: float = field(default_factory=time.monotonic)
+    records_in: int = 0
+    records_out: int = 0
+    dropped: int = 0
+    dlq: int = 0
+    transactions: int = 0
+    aborted: int = 0
+    consecutive_aborts: int = 0
+    consume_s: float = 0.0
+    spark_s: float = 0.0
+    produce_s: float = 0.0
+    commit_s: float = 0.0
+    stopped: str = ""
+
+    def add_batch(self, n_in: int, n_out: int, n_dlq: int, n_dropped: int) -> None:
+        self.records_in += n_in
+        self.records_out += n_out
+        self.dlq += n_dlq
+        self.dropped += n_dropped
+        self.transactions += 1
+
+    def progress(self) -> dict:
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        return {"records_in": self.records_in, "records_out": self.records_out, "dlq": self.dlq,
+                "transactions": self.transactions, "aborted": self.aborted,
+                "rate": round(self.records_in / elapsed, 1)}
+
+    def summary(self, cfg: PipeConfig) -> dict:
+        elapsed = time.monotonic() - self.started
+        txns = max(1, self.transactions)
+        return {
+            "group": cfg.group,
+            "transactional_id": cfg.transactional_id,
+            "input": ",".join(cfg.inputs),
+            "output": cfg.out,
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "dropped": self.dropped,
+            "dlq": self.dlq,
+            "transactions": self.transactions,
+            "aborted": self.aborted,
+            "elapsed_s": round(elapsed, 3),
+            "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
+            "spark_ms_per_batch": round(1000 * self.spark_s / txns, 1),
+            "commit_ms_per_batch": round(1000 * self.commit_s / txns, 1),
+            "produce_ms_per_batch": round(1000 * self.produce_s / txns, 1),
+            "consume_s": round(self.consume_s, 3),
+            "stopped": self.stopped or "error",
+        }
+
+
+class PipeInterrupted(Interrupted):
+    """SIGINT/SIGTERM: the open transaction was finished or aborted; carries the summary."""
+
+    def __init__(self, summary: dict, signum: int):
+        name = "SIGTERM" if signum == 15 else "SIGINT"
+        super().__init__(f"stopped by {name} after {summary['records_in']} records in "
+                         f"{summary['transactions']} transactions; no transaction left open", signum)
+        self.summary = summary

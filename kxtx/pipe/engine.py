@@ -1,0 +1,304 @@
+"""The exactly-once loop: consume (read_committed) → Spark UDF → produce, offsets in the same transaction.
+
+One Kafka transaction per batch: begin → transform → produce → send_offsets_to_transaction(offsets,
+consumer_group_metadata) → commit. The consumer's group metadata lets the broker fence a zombie that
+missed a rebalance (KIP-447); the transactional id fences an older instance with the same id.
+
+Rebalance safety: librdkafka only runs rebalance callbacks inside consume(), and a transaction is
+begun and ended entirely between two consume() calls, so no transaction is open when partitions are
+released. The callback only drops the records read but not yet transformed (they were not committed,
+so they are read again by whoever owns the partition next).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError, KxtxError, UsageError
+from kxtx.log import logger
+from kxtx.pipe import spark as sparkmod
+from kxtx.pipe import transform as tf
+from kxtx.pipe import udf as udfmod
+from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+from kxtx.pipe.txn import Abortable, TxnProducer
+
+#: Give up on a batch after this many aborts in a row (e.g. an output topic that does not exist).
+MAX_ATTEMPTS = 5
+
+
+class UdfFailed(KxtxError):
+    """The UDF raised (or returned something unusable) on a record, and --on-udf-error is fail."""
+
+
+class Pipe:
+    def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
+                 session=None):
+        cfg.validate()
+        self.settings, self.cfg, self.progress = settings, cfg, progress
+        self.session, self._own_session = session, session is None
+        self.stats = Stats()
+        self.consumer = None
+        self.txn: TxnProducer | None = None
+        self.pending: list = []
+        self._dropped: list = []  # records read but dropped by a rebalance, for the rewind
+        self._rebalanced = False
+        self._last_data = 0.0
+        self._assignment: set[tuple[str, int]] = set()
+        self._next_progress = 0.0
+
+    # --- setup -----------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Everything that can fail before a record is consumed: UDF, Spark, output topics."""
+        target = udfmod.locate(self.cfg.udf)
+        sparkmod.require_pyspark()
+        if self.session is None:
+            self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
+                                          self.cfg.spark_ui)
+        loaded = udfmod.load(target, "record" if self.cfg.record_input else "value")
+        sparkmod.ship(self.session, loaded.source, loaded.module)
+        self.mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
+                                     self.cfg.record_input)
+        self.loaded = loaded
+        self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
+        self.txn.check_topics([self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []))
+        self.txn.init()
+
+    def _subscribe(self) -> None:
+        conf = {
+            "group.id": self.cfg.group,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": self.cfg.start,
+        }
+        self.consumer = clients.consumer(self.settings, **conf)
+        topics = self.cfg.inputs
+        self.consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_revoke)
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self._assignment |= {(p.topic, p.partition) for p in partitions}
+        self._last_data = time.monotonic()
+        logger.info("assigned %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        # No transaction is open here (see the module docstring); drop what was read but not
+        # transformed so it is neither produced by this instance nor skipped.
+        self._assignment -= {(p.topic, p.partition) for p in partitions}
+        self._dropped.extend(self.pending)
+        self.pending = []
+        self._rebalanced = True
+        logger.info("revoked %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
+
+    # --- the loop --------------------------------------------------------------------------------
+    def run(self) -> dict:
+        """Run until a stop condition; return the summary. Signals abort and raise PipeInterrupted."""
+        try:
+            self.prepare()
+            self._subscribe()
+            self._loop()
+            return self.stats.summary(self.cfg)
+        except BaseException as exc:
+            self._abort_quietly()
+            signum = _signal_number(exc)
+            if signum is None:
+                raise
+            self.stats.stopped = "SIGTERM" if signum == 15 else "SIGINT"
+            raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+        finally:
+            self.close()
+
+    def _loop(self) -> None:
+        cfg = self.cfg
+        # The idle clock starts with the first assignment (joining a group takes a few seconds);
+        # with no assignment at all it runs out after --until-idle plus a grace of 30 s.
+        self._last_data = time.monotonic() + 30.0
+        batch_deadline = None
+        while True:
+            limit = cfg.batch_max_records
+            if cfg.max_records is not None:
+                limit = min(limit, cfg.max_records - self.stats.records_in)
+                if limit <= 0:
+                    self.stats.stopped = "max-records"
+                    return
+            now = time.monotonic()
+            wait = 0.5 if batch_deadline is None else max(0.0, batch_deadline - now)
+            t0 = time.perf_counter()
+            want = max(1, min(limit - len(self.pending), 10000))
+            msgs = self.consumer.consume(num_messages=want, timeout=wait)
+            self.stats.consume_s += time.perf_counter() - t0
+            got = self._accept(msgs)
+            now = time.monotonic()
+            if got:
+                self._last_data = now
+                if batch_deadline is None:
+                    batch_deadline = now + cfg.batch_max_ms / 1000
+            due = batch_deadline is not None and now >= batch_deadline
+            if self.pending and (len(self.pending) >= limit or due):
+                self._process_batch()
+                batch_deadline = None
+            elif not self.pending:
+                batch_deadline = None
+                if cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
+                    self.stats.stopped = "idle"
+                    return
+            self._report()
+
+    def _accept(self, msgs: list) -> int:
+        got = 0
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                got += 1
+                continue
+            if err.fatal():
+                raise clients.translate(KafkaOperationError(err.str()), "consuming")
+            logger.warning("consumer: %s", err.str())
+        if self._rebalanced:
+            self._rewind_dropped(msgs)
+            return 0
+        self.pending.extend(m for m in msgs if m.error() is None)
+        return got
+
+    def _rewind_dropped(self, msgs: list) -> None:
+        """After a rebalance inside consume(): forget this call's records too, and put the
+        positions of partitions we still own back to the first dropped record."""
+        dropped = self._dropped + [m for m in msgs if m.error() is None]
+        self._dropped, self._rebalanced = [], False
+        self._seek_to_first(dropped, only_owned=True)
+
+    def _seek_to_first(self, records: list, only_owned: bool = False) -> None:
+        from confluent_kafka import TopicPartition
+
+        first: dict[tuple[str, int], int] = {}
+        for m in records:
+            tp = (m.topic(), m.partition())
+            first[tp] = min(first.get(tp, m.offset()), m.offset())
+        for (topic, part), offset in first.items():
+            if only_owned and (topic, part) not in self._assignment:
+                continue
+            try:
+                self.consumer.seek(TopicPartition(topic, part, offset))
+            except Exception as exc:  # noqa: BLE001 - partition moved meanwhile: its owner re-reads
+                logger.info("seek %s[%d] to %d: %s", topic, part, offset, exc)
+
+    # --- one transaction -------------------------------------------------------------------------
+    def _process_batch(self) -> None:
+        batch, self.pending = self.pending, []
+        try:
+            self._transact(batch)
+            self.stats.consecutive_aborts = 0
+        except Abortable as exc:
+            # Abort, rewind to the last committed offsets (= the first record of this batch in
+            # each partition) and read again: a rebalance that caused it is served on the way.
+            self.stats.aborted += 1
+            self.stats.consecutive_aborts += 1
+            self.txn.abort()
+            self._seek_to_first(batch)
+            n = self.stats.consecutive_aborts
+            if n >= MAX_ATTEMPTS:
+                raise KafkaOperationError(
+                    f"gave up after {n} aborted transactions in a row; last error: {exc}"
+                ) from None
+            logger.warning("transaction aborted (%s); rewound %d records, retrying (%d/%d)",
+                           exc, len(batch), n, MAX_ATTEMPTS)
+            time.sleep(min(2.0, 0.05 * 2 ** n))
+
+    def _transact(self, batch: list) -> None:
+        stats = self.stats
+        self.txn.begin()
+        t0 = time.perf_counter()
+        out = sparkmod.transform(self.session, tf.input_table(batch, self.cfg.record_input),
+                                 self.mapper, tf.output_ddl())
+        t1 = time.perf_counter()
+        stats.spark_s += t1 - t0
+        rows = out.to_pydict()
+        errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
+        if errors and not self.cfg.dlq:
+            self.txn.abort()
+            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors))
+        produced = self.txn.produce_outputs(batch, rows, self.cfg.out)
+        dlq = self.txn.produce_dlq(batch, errors, self.cfg.dlq, self.loaded.name) if errors else 0
+        t2 = time.perf_counter()
+        stats.produce_s += t2 - t1
+        self.txn.commit(_next_offsets(batch), self.consumer.consumer_group_metadata())
+        stats.commit_s += time.perf_counter() - t2
+        stats.add_batch(len(batch), produced, dlq, len(batch) - len(set(rows["idx"])))
+
+    # --- progress and shutdown -------------------------------------------------------------------
+    def _report(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.progress is None or (now < self._next_progress and not force):
+            return
+        self._next_progress = now + 1.0
+        self.progress({**self.stats.progress(), "lag": self._lag()})
+
+    def _lag(self) -> int | None:
+        from confluent_kafka import TopicPartition
+
+        try:
+            parts = [TopicPartition(t, p) for t, p in self._assignment]
+            total = 0
+            for tp in self.consumer.position(parts):
+                _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+                if high >= 0 and tp.offset >= 0:
+                    total += max(0, high - tp.offset)
+            return total + len(self.pending)
+        except Exception:  # noqa: BLE001 - progress is best effort
+            return None
+
+    def _abort_quietly(self) -> None:
+        if self.txn is not None:
+            self.txn.end_for_shutdown()
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except Exception as exc:  # noqa: BLE001 - closing anyway
+                logger.info("closing the consumer: %s", exc)
+            self.consumer = None
+        if self.txn is not None:
+            self.txn.close()
+        if self._own_session and self.session is not None:
+            sparkmod.stop(self.session)
+            self.session = None
+
+
+def run(settings, cfg: PipeConfig, progress=None, session=None) -> dict:
+    """Run `kxtx pipe`; returns the summary. See `Pipe`."""
+    return Pipe(settings, cfg, progress, session).run()
+
+
+def _next_offsets(batch: list) -> list:
+    from confluent_kafka import TopicPartition
+
+    nxt: dict[tuple[str, int], int] = {}
+    for m in batch:
+        tp = (m.topic(), m.partition())
+        nxt[tp] = max(nxt.get(tp, 0), m.offset() + 1)
+    return [TopicPartition(t, p, o) for (t, p), o in nxt.items()]
+
+
+def _udf_failure(name: str, batch: list, errors: list) -> str:
+    idx, text = errors[0]
+    m = batch[idx]
+    more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
+    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{more}; the "
+            "transaction was aborted: nothing of this batch was written and the group's offsets "
+            "did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
+
+
+def _signal_number(exc: BaseException) -> int | None:
+    from kxtx.signals import Terminated
+
+    if isinstance(exc, KeyboardInterrupt):
+        return 2
+    if isinstance(exc, Terminated):
+        return 15
+    return None
+
+
+__all__ = ["Pipe", "PipeConfig", "PipeInterrupted", "UdfFailed", "UsageError", "run"]

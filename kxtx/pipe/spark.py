@@ -1,0 +1,133 @@
+"""One SparkSession per `kxtx pipe` run, and the per-batch Spark job.
+
+Local mode (`local[*]`) by default; `--master` for a cluster, where the UDF's source file is shipped
+to the executors. Python workers run the interpreter kxtx runs in. Spark's own logging is limited to
+errors and the web UI is off unless asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from kxtx.errors import KxtxError, UsageError
+from kxtx.log import logger
+
+_QUIET_LOG4J2 = """\
+name = kxtx-quiet
+rootLogger.level = error
+# Shell loggers at the root level, so Spark does not announce "Setting default log level".
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex
+"""
+
+
+class SparkError(KxtxError):
+    """Spark could not start, or a batch job failed for a reason outside the UDF."""
+
+
+def require_pyspark() -> None:
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"kxtx pipe needs PySpark and pyarrow ({exc.name or exc} is missing): "
+            "pip install 'kxtx[spark]'"
+        ) from None
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: bool = False,
+          ui: bool = False, app_name: str = "kxtx-pipe"):
+    """Start (or join) the SparkSession for this run."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    if is_local(master) or not os.environ.get("PYSPARK_PYTHON"):
+        # Workers must unpickle the UDF with the same interpreter and packages as the driver. On a
+        # cluster a PYSPARK_PYTHON the user set is kept (the path can differ on the executors).
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master).appName(app_name)
+    settings = {
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # Small local batches: the default 200 shuffle partitions would only add scheduling cost.
+        "spark.sql.shuffle.partitions": "2",
+    }
+    if not debug:
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_quiet_log4j()}"
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - JVM launch problems surface as many types
+        raise SparkError(
+            f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
+            f"{_first_line(exc)}"
+        ) from exc
+    session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
+    logger.info("Spark %s started, master %s", session.version, master)
+    return session
+
+
+def ship(session, source: Path | None, module) -> None:
+    """Make the UDF importable on the workers.
+
+    Functions from the user's own file are pickled by value (workers need not find the file); on a
+    cluster the file is also added to the job so imports inside it resolve."""
+    from pyspark import cloudpickle
+
+    if source is None:
+        return
+    try:
+        cloudpickle.register_pickle_by_value(module)
+    except ValueError:
+        pass  # already registered
+    if not is_local(session.sparkContext.master):
+        session.sparkContext.addPyFile(str(source))
+
+
+def transform(session, table, mapper, ddl: str):
+    """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job)."""
+    try:
+        df = session.createDataFrame(table)
+        return df.mapInArrow(mapper, ddl).toArrow()
+    except Exception as exc:  # noqa: BLE001 - worker crashes, OOM, lost executors
+        raise SparkError(f"Spark job failed: {_first_line(exc)}") from exc
+
+
+def stop(session) -> None:
+    try:
+        session.stop()
+    except Exception:  # noqa: BLE001 - shutting down anyway
+        pass
+
+
+def _quiet_log4j() -> str:
+    path = Path(tempfile.gettempdir()) / f"kxtx-log4j2-{os.getuid()}.properties"
+    if not path.exists() or path.read_text() != _QUIET_LOG4J2:
+        path.write_text(_QUIET_LOG4J2)
+    return str(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[0][:500] if lines else text

@@ -1,0 +1,155 @@
+"""The transactional producer side of `kxtx pipe`, with librdkafka's error model applied.
+
+Retriable errors: the same call again (until --timeout). Abortable (`txn_requires_abort`): raise
+`Abortable`; the engine aborts, rewinds and re-reads. Everything else (fenced, authorization, other
+fatal errors) becomes a KxtxError with a one-line message via `clients.translate`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.log import logger
+
+#: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
+#: CONCURRENT_TRANSACTIONS because the previous commit's markers are still being written: with
+#: back-to-back transactions every send_offsets_to_transaction then waits >= 100 ms. 10 ms keeps
+#: that stall small (measured in bench/bench_pipe.py); -X retry.backoff.ms=... overrides it.
+DEFAULT_RETRY_BACKOFF_MS = "10"
+
+
+class Abortable(Exception):
+    """The transaction must be aborted; the batch can be re-read and retried."""
+
+
+class TxnProducer:
+    def __init__(self, settings, transactional_id: str, timeout: float):
+        conf = {"transactional.id": transactional_id}
+        if "retry.backoff.ms" not in settings.props:
+            conf["retry.backoff.ms"] = DEFAULT_RETRY_BACKOFF_MS
+        self.producer = clients.producer(settings, **conf)
+        self.transactional_id = transactional_id
+        self.timeout = timeout
+        self.open = False
+        self.offsets_sent = False
+
+    def check_topics(self, topics: list[str]) -> None:
+        """Fail before consuming if an output topic is missing (produce would only time out)."""
+        try:
+            md = self.producer.list_topics(timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise clients.translate(exc, "reading cluster metadata") from exc
+        for topic in dict.fromkeys(topics):
+            if topic not in md.topics or md.topics[topic].error is not None:
+                raise UsageError(f"output topic {topic!r} does not exist (create it first)")
+
+    def init(self) -> None:
+        self._call(self.producer.init_transactions, "initialising transactions "
+                   f"(transactional id {self.transactional_id!r})", self.timeout)
+
+    def begin(self) -> None:
+        self._call(self.producer.begin_transaction, "beginning a transaction")
+        self.open, self.offsets_sent = True, False
+
+    def produce_outputs(self, batch: list, rows: dict, default_topic: str) -> int:
+        n = 0
+        cols = (rows["idx"], rows["key_set"], rows["key"], rows["value"], rows["headers_set"],
+                rows["headers"], rows["topic"], rows["error"])
+        for idx, key_set, key, value, headers_set, headers, topic, error in zip(*cols):
+            if error is not None:
+                continue
+            m = batch[idx]
+            if not key_set:
+                key = m.key()
+            headers = [(h["key"], h["value"]) for h in headers] if headers_set else m.headers()
+            self._produce(topic or default_topic, value, key, headers)
+            n += 1
+        return n
+
+    def produce_dlq(self, batch: list, errors: list, dlq: str, udf_name: str) -> int:
+        for idx, text in errors:
+            m = batch[idx]
+            headers = list(m.headers() or []) + [
+                ("kxtx.error", text.encode("utf-8")),
+                ("kxtx.udf", udf_name.encode("utf-8")),
+                ("kxtx.source.topic", m.topic().encode("utf-8")),
+                ("kxtx.source.partition", str(m.partition()).encode()),
+                ("kxtx.source.offset", str(m.offset()).encode()),
+            ]
+            self._produce(dlq, m.value(), m.key(), headers)
+        return len(errors)
+
+    def _produce(self, topic, value, key, headers) -> None:
+        from confluent_kafka import KafkaException
+
+        while True:
+            try:
+                if headers:
+                    self.producer.produce(topic, value, key, headers=headers)
+                else:
+                    self.producer.produce(topic, value, key)
+                return
+            except BufferError:
+                # The local queue is full: let librdkafka send some, then go on.
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                self._raise(exc, f"producing to {topic}")
+
+    def commit(self, offsets: list, group_metadata) -> None:
+        self._call(self.producer.send_offsets_to_transaction, "sending offsets to the transaction",
+                   offsets, group_metadata, self.timeout)
+        self.offsets_sent = True
+        self._call(self.producer.commit_transaction, "committing the transaction", self.timeout)
+        self.open = self.offsets_sent = False
+
+    def abort(self) -> None:
+        if not self.open:
+            return
+        self._call(self.producer.abort_transaction, "aborting the transaction", self.timeout)
+        self.open = self.offsets_sent = False
+
+    def end_for_shutdown(self) -> None:
+        """On a signal or error: finish a transaction whose offsets are in, abort any other."""
+        if not self.open:
+            return
+        try:
+            if self.offsets_sent:
+                self.producer.commit_transaction(self.timeout)
+                logger.info("finished the open transaction before stopping")
+            else:
+                self.producer.abort_transaction(self.timeout)
+                logger.info("aborted the open transaction before stopping")
+        except Exception as exc:  # noqa: BLE001 - e.g. fenced: the broker aborts it for us
+            logger.info("ending the open transaction: %s", exc)
+        self.open = self.offsets_sent = False
+
+    def close(self) -> None:
+        self.producer = None
+
+    def _call(self, fn, doing: str, *args):
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return fn(*args)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if err is not None and err.retriable() and not err.txn_requires_abort() \
+                        and time.monotonic() < deadline:
+                    logger.info("%s: %s (retrying)", doing, err.str())
+                    time.sleep(0.05)
+                    continue
+                self._raise(exc, doing)
+
+    @staticmethod
+    def _raise(exc, doing: str):
+        err = exc.args[0] if exc.args else None
+        if err is not None and err.txn_requires_abort() and not err.fatal():
+            raise Abortable(f"{doing}: {err.str()}") from None
+        raise clients.translate(exc, doing) from None
+
+
+__all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]

@@ -1,0 +1,196 @@
+"""Loading and validating `--udf` targets (kxtx.pipe.udf), and the worker-side mapper logic."""
+
+import textwrap
+
+import pytest
+
+from kxtx.errors import UsageError
+from kxtx.pipe import transform as tf
+from kxtx.pipe import udf
+from kxtx.pipe.config import default_transactional_id, parse_on_udf_error, PipeConfig
+
+
+@pytest.fixture
+def udf_file(tmp_path):
+    def write(body: str, name: str = "myudf.py"):
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(body))
+        return path
+
+    return write
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nocolon", "expected MODULE:FUNCTION"),
+    (":fn", "expected MODULE:FUNCTION"),
+    ("mod:", "expected MODULE:FUNCTION"),
+    ("mod:1fn", "is not a Python function name"),
+    ("mod:fn-x", "is not a Python function name"),
+])
+def test_parse_spec_errors(spec, message):
+    with pytest.raises(UsageError, match=message):
+        udf.parse_spec(spec)
+
+
+@pytest.mark.parametrize("spec, module, path, function", [
+    ("pkg.mod:fn", "pkg.mod", None, "fn"),
+    ("udfs.py:fn", None, "udfs.py", "fn"),
+    ("./a/b.py:Cls.method", None, "a/b.py", "Cls.method"),
+])
+def test_parse_spec(spec, module, path, function):
+    t = udf.parse_spec(spec)
+    assert (t.module, str(t.path) if t.path else None, t.function) == (module, path, function)
+
+
+def test_locate_missing_file_and_module():
+    with pytest.raises(UsageError, match="file 'nope/x.py' not found"):
+        udf.locate("nope/x.py:fn")
+    with pytest.raises(UsageError, match="no module named 'kxtx_no_such_module'"):
+        udf.locate("kxtx_no_such_module:fn")
+
+
+def test_load_plain_function(udf_file):
+    path = udf_file("def f(v):\n    return v\n")
+    loaded = udf.load(udf.locate(f"{path}:f"))
+    assert loaded.kind == udf.ROW and loaded.func(b"x") == b"x" and loaded.source == path
+
+
+@pytest.mark.parametrize("body, spec_fn, message", [
+    ("def f(v):\n    return v\n", "g", "has no attribute 'g'"),
+    ("x = 3\n", "x", "is a int, not a function"),
+    ("def f():\n    return 1\n", "f", r"f\(\) cannot be called with one argument; kxtx calls it with the value"),
+    ("def f(a, b):\n    return 1\n", "f", r"f\(a, b\) cannot be called with one argument"),
+    ("def f(v:\n", "f", "syntax error in .*myudf.py:1"),
+    ("import kxtx_not_installed_mod\n", "f", "importing .* failed: ModuleNotFoundError"),
+    ("raise RuntimeError('boom')\n", "f", r"RuntimeError: boom \(at .*myudf.py:1\)"),
+])
+def test_load_errors(udf_file, body, spec_fn, message):
+    path = udf_file(body)
+    with pytest.raises(UsageError, match=message):
+        udf.load(udf.locate(f"{path}:{spec_fn}"))
+
+
+def test_record_mode_message(udf_file):
+    path = udf_file("def f():\n    return 1\n")
+    with pytest.raises(UsageError, match="with the record dict"):
+        udf.load(udf.locate(f"{path}:f"), "record")
+
+
+def test_extra_defaulted_args_are_fine(udf_file):
+    path = udf_file("def f(v, suffix=b'!'):\n    return v + suffix\n")
+    assert udf.load(udf.locate(f"{path}:f")).func(b"a") == b"a!"
+
+
+def test_pandas_annotation_means_vectorised(udf_file):
+    path = udf_file("import pandas as pd\ndef f(s: pd.Series) -> pd.Series:\n    return s\n")
+    assert udf.load(udf.locate(f"{path}:f")).kind == udf.PANDAS
+
+
+class FakeSparkUdf:
+    def __init__(self, eval_type, func=lambda v: v):
+        self.evalType, self.func, self.returnType = eval_type, func, "string"
+
+    def __call__(self, *cols):
+        raise AssertionError("kxtx calls .func, not the column wrapper")
+
+
+@pytest.mark.parametrize("eval_type, kind", [(100, udf.ROW), (101, udf.ROW), (200, udf.PANDAS),
+                                             (204, udf.PANDAS_ITER), (250, udf.ARROW)])
+def test_classify_spark_udfs(eval_type, kind):
+    func, got = udf.classify(FakeSparkUdf(eval_type))
+    assert got == kind and func(1) == 1
+
+
+@pytest.mark.parametrize("eval_type, name", [(201, "grouped-map pandas UDF"), (207, "mapInArrow"),
+                                             (999, "eval type 999")])
+def test_classify_rejects_other_udfs(eval_type, name):
+    with pytest.raises(UsageError, match=name):
+        udf.classify(FakeSparkUdf(eval_type), "m:f")
+
+
+def test_eval_types_match_pyspark():
+    util = pytest.importorskip("pyspark.util")
+    P = util.PythonEvalType
+    assert (P.SQL_BATCHED_UDF, P.SQL_ARROW_BATCHED_UDF, P.SQL_SCALAR_PANDAS_UDF,
+            P.SQL_SCALAR_PANDAS_ITER_UDF) == (100, 101, 200, 204)
+    assert getattr(P, "SQL_SCALAR_ARROW_UDF", 250) == 250
+
+
+# --- the worker-side logic, run directly (no Spark) ---------------------------------------------
+def run_rows(func, kind, values, value_format="raw"):
+    rows = {"idx": list(range(len(values))), "value": values}
+    return tf._run(func, kind, rows, value_format, False, value_format == "json")
+
+
+def test_run_row_function_errors_are_per_record():
+    def f(v):
+        if v == b"bad":
+            raise ValueError("poison")
+        return [v, v] if v == b"fan" else (None if v == b"drop" else v)
+
+    out = run_rows(f, udf.ROW, [b"a", b"bad", b"fan", b"drop"])
+    assert [(r[0], r[3], r[7]) for r in out] == [
+        (0, b"a", None), (1, None, "ValueError: poison"), (2, b"fan", None), (2, b"fan", None)]
+
+
+def test_run_json_decoding_error_names_the_input():
+    out = run_rows(lambda v: v, udf.ROW, [b'{"a":1}', b"{nope"], "json")
+    assert out[0][3] == b'{"a":1}'
+    assert out[1][7].startswith("decoding the input: JSONDecodeError")
+
+
+def test_run_contract_error_is_the_records_error():
+    out = run_rows(lambda v: {"value": "x", "topic": 5}, udf.ROW, [b"a"])
+    assert out[0][7].startswith("the UDF result: 'topic' must be")
+
+
+def test_run_pandas_finds_the_poison_record():
+    pd = pytest.importorskip("pandas")
+
+    def f(s: pd.Series) -> pd.Series:
+        if (s == b"bad").any():
+            raise ValueError("poison in batch")
+        return s.map(lambda v: v.upper())
+
+    out = run_rows(f, udf.PANDAS, [b"a", b"bad", b"c"])
+    assert [(r[0], r[3], r[7]) for r in out] == [
+        (0, b"A", None), (1, None, "ValueError: poison in batch"), (2, b"C", None)]
+
+
+def test_mapper_builds_arrow_batches():
+    pa = pytest.importorskip("pyarrow")
+    mapper = tf.make_mapper(lambda v: {"value": v, "key": "k", "headers": {"h": "1"}}, udf.ROW, "raw", False)
+    batch = pa.RecordBatch.from_pydict({"idx": [0], "value": [b"v"]}, schema=tf.input_schema(False))
+    (out,) = list(mapper(iter([batch])))
+    assert out.schema == tf.output_schema()
+    assert out.to_pylist() == [{"idx": 0, "key_set": True, "key": b"k", "value": b"v", "headers_set": True,
+                                "headers": [{"key": "h", "value": b"1"}], "topic": None, "error": None}]
+
+
+# --- config --------------------------------------------------------------------------------------
+def test_on_udf_error():
+    assert parse_on_udf_error("fail") is None
+    assert parse_on_udf_error("dlq:dead") == "dead"
+    for bad in ("dlq:", "dlq", "skip", "dlq: "):
+        with pytest.raises(UsageError):
+            parse_on_udf_error(bad)
+
+
+def test_default_transactional_id_is_stable():
+    a = default_transactional_id("g", ["b", "a"], "out")
+    assert a == default_transactional_id("g", ["a", "b"], "out")
+    assert a != default_transactional_id("g", ["a", "b"], "out2")
+    assert a.startswith("kxtx-pipe-g-")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"out": "a"}, "--out cannot be one of the --in topics"),
+    ({"batch_max_records": 0}, "--batch-max-records"),
+    ({"dlq": "a"}, "dead-letter topic cannot be an input"),
+    ({"value_format": "avro"}, "--value-format"),
+    ({"until_idle": 0}, "--until-idle"),
+])
+def test_config_validation(kwargs, message):
+    cfg = PipeConfig(**{"inputs": ["a"], "out": "b", "group": "g", "udf": "m:f", **kwargs})
+    with pytest.raises(UsageError, match=message):
+        cfg.validate()
