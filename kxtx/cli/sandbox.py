@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -10,6 +12,14 @@ import typer
 from kxtx.cli.common import FormatOpt, boundary
 from kxtx.cli.output import emit
 from kxtx.exitcodes import ExitCode
+
+
+class Security(str, Enum):
+    plaintext = "plaintext"
+    sasl_ssl = "sasl_ssl"
+    sasl_plaintext = "sasl_plaintext"
+    ssl = "ssl"
+
 
 app = typer.Typer(help="Run a real single-node Apache Kafka (KRaft) broker on loopback.",
                   no_args_is_help=True)
@@ -52,18 +62,34 @@ def start(
                      help="Use an unpacked Apache Kafka distribution instead of jars from Maven Central."),
     ] = None,
     state_dir: StateDirOpt = None,
+    security: Annotated[
+        Security,
+        typer.Option("--security", help="Client listener: plaintext, sasl_ssl / sasl_plaintext (SCRAM "
+                     "users admin and limited, authorizer on) or ssl (mutual TLS). Prints a Java "
+                     "client.properties per user."),
+    ] = Security.plaintext,
     fmt: FormatOpt = None,
 ) -> None:
     """Start the broker (jars from Maven Central, cached), wait until it answers, print the bootstrap."""
     from kxtx.parsers import parse_kv_list
     from kxtx.sandbox import Sandbox
 
+    listeners = None
+    if security is not Security.plaintext:
+        from kxtx.sandbox.security import SecureListeners
+
+        listeners = SecureListeners(security.value)
     typer.echo("kxtx: starting the sandbox broker...", err=True)
     info = Sandbox(state_dir).start(
         kafka_version=kafka_version, port=port,
         broker_config=parse_kv_list(broker_config, "--broker-config"), kafka_home=kafka_home,
+        listeners=listeners,
     )
-    emit(_row(info), fmt, title="sandbox")
+    row = _row(info)
+    # The one place credentials are printed on purpose: throwaway users of a loopback broker.
+    for user, path in (info.extra or {}).get("client_properties", {}).items():
+        row[f"{user}.properties"] = Path(path).read_text()
+    emit(row, fmt, title="sandbox")
 
 
 @app.command()

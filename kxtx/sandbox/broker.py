@@ -128,7 +128,7 @@ class Sandbox:
         props = self._properties(port, cport, broker_config or {}, listeners)
         config = self.dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        self._format_storage(dist, config)
+        self._format_storage(dist, config, getattr(listeners, "format_args", lambda: [])())
         log = open(self.dir / "broker.log", "ab")
         jvm = (f"-Xmx{heap}", "-Xms256m", "-Djava.awt.headless=true",
                f"-Dkafka.logs.dir={self.dir / 'logs'}",
@@ -149,6 +149,12 @@ class Sandbox:
         )
         (self.dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2))
         self._wait_ready(proc, port, wait_s)
+        if hasattr(listeners, "after_start"):
+            try:
+                listeners.after_start(info)  # e.g. ACLs, which need a running broker
+            except BaseException:
+                self.stop()
+                raise
         return info
 
     def _reset_dir(self) -> None:
@@ -193,11 +199,11 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path) -> None:
+    def _format_storage(self, dist: KafkaDistribution, config: Path, extra_args=()) -> None:
         cluster_id = _cluster_id()
         proc = subprocess.run(
             dist.java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
-                      "--ignore-formatted", jvm=(f"-Dlog4j.configuration=file:{self._log4j1()}",)),
+                      "--ignore-formatted", *extra_args, jvm=(f"-Dlog4j.configuration=file:{self._log4j1()}",)),
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode != 0:
@@ -267,4 +273,8 @@ def _reap(pid: int) -> None:
 def _cluster_id() -> str:
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        # Like Kafka's Uuid.randomUuid: an id starting with "-" would be read as an option.
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
