@@ -35,14 +35,14 @@ def produce(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to produce to (must exist).")],
     input_format: Annotated[Optional[str], typer.Option(
         "--input-format", "-I", metavar="jsonl|csv|lines",
-        help="Input format [default: by extension: .jsonl/.ndjson/.json, .csv, else lines; "
-             ".gz is decompressed].")] = None,
+        help="Input format (default: by extension: .jsonl/.ndjson/.json, .csv, else lines; "
+             ".gz is decompressed).")] = None,
     key_field: Annotated[Optional[str], typer.Option(
         "--key-field", "-k", metavar="FIELD", rich_help_panel=_MAP,
-        help="Key from a JSON field (dotted path ok: customer.id) or CSV column [default: no key].")] = None,
+        help="Key from a JSON field (dotted path ok: customer.id) or CSV column (default: no key).")] = None,
     value_field: Annotated[Optional[str], typer.Option(
         "--value-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Value = this field only [default: the line as it is].")] = None,
+        help="Value = this field only (default: the line as it is).")] = None,
     value_as_json: Annotated[bool, typer.Option(
         "--value-as-json", rich_help_panel=_MAP, help="CSV: value = the row as a JSON object.")] = False,
     header: Annotated[Optional[list[str]], typer.Option(
@@ -53,14 +53,14 @@ def produce(
         help="Record header from a field; left out when the field is missing (repeatable).")] = None,
     partition_field: Annotated[Optional[str], typer.Option(
         "--partition-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Partition from a field [default: murmur2_random, the Java client's partitioning "
-             "of keys; -X partitioner=... to change].")] = None,
+        help="Partition from a field (default: murmur2_random, the Java client's partitioning "
+             "of keys; -X partitioner=... to change).")] = None,
     timestamp_field: Annotated[Optional[str], typer.Option(
         "--timestamp-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Timestamp from a field: epoch ms or ISO-8601 [default: produce time].")] = None,
+        help="Timestamp from a field: epoch ms or ISO-8601 (default: produce time).")] = None,
     transactional_id: Annotated[Optional[str], typer.Option(
         "--transactional-id", metavar="ID", rich_help_panel=_TXN,
-        help="[default: kxtx-produce-TOPIC-HASH of the input paths; shown in the summary]. "
+        help="Default: kxtx-produce-TOPIC-HASH of the input paths, shown in the summary. "
              "Re-running with the same id continues after the last committed transaction.")] = None,
     records_per_txn: Annotated[int, typer.Option(
         "--records-per-txn", "-n", min=1, rich_help_panel=_TXN,
@@ -124,6 +124,11 @@ def produce(
     if summary.get("message"):
         typer.echo(f"kxtx: {summary['message']}", err=True)
     emit(summary, fmt, title="kxtx produce")
+    if dry_run and summary["bad_lines"] and on_error == "fail":
+        from kxtx.errors import InputError
+
+        raise InputError(f"{summary['bad_lines']} bad lines (first: {summary['errors'][0]}); "
+                         "use --on-error skip or dlq:TOPIC to load the others")
 
 
 

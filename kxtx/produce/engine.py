@@ -87,10 +87,12 @@ def dry_run(opts: ProduceOptions, progress=None) -> dict:
             stats.pending_bytes += len(rec.value)
         files.append({"file": src.name, "format": src.fmt,
                       "records": stats.pending_records - before})
-    out = stats.summary(files=files)
-    out.update(result="dry run: nothing written", records=stats.pending_records,
-               bytes=stats.pending_bytes, skipped=stats.pending_skipped, transactions=0)
-    out.pop("transactional_id")
+    elapsed = time.monotonic() - stats.started
+    out = {"result": "dry run: nothing written", "topic": opts.topic,
+           "records": stats.pending_records, "bytes": stats.pending_bytes,
+           "bad_lines": stats.pending_skipped, "elapsed_s": round(elapsed, 3), "files": files}
+    if stats.errors:
+        out["errors"] = stats.errors
     return out
 
 
