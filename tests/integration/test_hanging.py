@@ -1,0 +1,248 @@
+"""Hanging transactions on a real broker: find-hanging, abort-hanging, abort, inspect, fence.
+
+The broker runs with `transaction.partition.verification.enable=false`, so a transactional Produce to
+a partition never added to the transaction is accepted (see txn_helpers): a truly hanging
+transaction. A dedicated broker per module, because the session broker keeps verification on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT, Kafka, start_sandbox
+from tests.integration.txn_helpers import LowLevel, make_hanging
+
+pytestmark = pytest.mark.kafka
+
+BROKER_CONFIG = {
+    "transaction.partition.verification.enable": "false",
+    # A short maximum keeps "ongoing" transactions from outliving the tests.
+    "transaction.max.timeout.ms": "600000",
+}
+
+
+@pytest.fixture(scope="module")
+def broker():
+    external = os.environ.get("KXTX_TEST_BOOTSTRAP")
+    if external:  # must run with the BROKER_CONFIG above
+        yield Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
+        return
+    k = start_sandbox(BROKER_CONFIG)
+    try:
+        yield k
+    finally:
+        k.sandbox.stop()
+
+
+def kxtx(broker, *args, timeout=120):
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
+    return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+
+
+def rows(result):
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def offsets(broker, topic, partition):
+    """(LSO, high watermark)"""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    out = []
+    for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+        tp = TopicPartition(topic, partition)
+        out.append(a.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp].result(30).offset)
+    return tuple(out)
+
+
+def produce_plain(broker, topic, partition, n):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(n):
+        p.produce(topic, value=f"before-{i}".encode(), partition=partition)
+    assert p.flush(30) == 0
+
+
+def consume_committed(broker, topic, partition, group=None, commit=False, wait_s=8.0):
+    """Values a read_committed consumer gets from the start (or the group's offset), bounded in time."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group or f"g-{uuid.uuid4().hex[:6]}",
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    values, deadline = [], time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            values.append(m.value().decode())
+    if commit:
+        pos = c.position([TopicPartition(topic, partition)])[0].offset
+        c.commit(offsets=[TopicPartition(topic, partition, pos)], asynchronous=False)
+    c.close()
+    return values
+
+
+@pytest.fixture(scope="module")
+def hanging(broker):
+    """Hanging transactions on a:0 and a:2 (the producer commits normally on b:1) and on b:1 after a
+    committed marker there (so its coordinator epoch is 0, where kafka-python's -1 is rejected).
+    a:0 has 4 committed records first, and group `blocked` sits at the stuck LSO."""
+    a = broker.create_topic(f"hang-a-{uuid.uuid4().hex[:6]}", partitions=3)
+    b = broker.create_topic(f"hang-b-{uuid.uuid4().hex[:6]}", partitions=2)
+    produce_plain(broker, a, 0, 4)
+    tid = f"tx-hang-{uuid.uuid4().hex[:6]}"
+    p, starts = make_hanging(broker.bootstrap, tid, [(a, 0), (a, 2)], commit_on=(b, 1))
+    # The COMMIT marker is written asynchronously: until it is, a new batch would join that transaction.
+    deadline = time.monotonic() + 30
+    while offsets(broker, b, 1)[0] != offsets(broker, b, 1)[1] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ll = LowLevel(broker.bootstrap)
+    try:
+        starts[(b, 1)] = ll.produce(p, b, 1, [b"hanging-b"], timestamp_ms=int(time.time() * 1000) - 3_600_000)
+    finally:
+        ll.close()
+    group = f"blocked-{uuid.uuid4().hex[:6]}"
+    assert consume_committed(broker, a, 0, group=group, commit=True, wait_s=4) == [f"before-{i}" for i in range(4)]
+    return {"a": a, "b": b, "tid": tid, "pid": p.producer_id, "epoch": p.producer_epoch,
+            "starts": starts, "group": group}
+
+
+def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
+    r = kxtx(broker, "find-hanging", "-o", "jsonl")
+    assert r.returncode == 3, r.stderr
+    got = {(x["topic"], x["partition"]): x for x in rows(r)}
+    assert set(got) == set(hanging["starts"])
+    for tp, x in got.items():
+        assert (x["producer_id"], x["producer_epoch"]) == (hanging["pid"], hanging["epoch"])
+        assert x["start_offset"] == hanging["starts"][tp]
+        assert x["transactional_id"] == hanging["tid"]
+        assert x["coordinator_state"] == "CompleteCommit"
+        assert x["lso"] == hanging["starts"][tp] and x["held_back"] == x["high_watermark"] - x["lso"] > 0
+    assert got[(hanging["a"], 0)]["start_offset"] == 4
+    assert got[(hanging["a"], 0)]["blocked_groups"] == [hanging["group"]]
+    assert got[(hanging["b"], 1)]["coordinator_epoch"] == 0  # a marker was written there before
+    # the same, scoped to one broker and to one partition
+    r = kxtx(broker, "find-hanging", "--broker-id", "1", "-o", "jsonl")
+    assert r.returncode == 3 and {(x["topic"], x["partition"]) for x in rows(r)} == set(got)
+    r = kxtx(broker, "find-hanging", "--topic", hanging["a"], "--partition", "1", "-o", "jsonl")
+    assert r.returncode == 0 and rows(r) == []
+
+
+def test_inspect_names_the_hanging_partitions(broker, hanging):
+    r = kxtx(broker, "inspect", "txn", hanging["tid"], "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    want = ", ".join(f"{t}:{p}" for t, p in sorted(hanging["starts"]))
+    assert out["verdict"] == f"hanging on {want}"
+    assert [h["state"] for h in out["history"]][-1] == "CompleteCommit"
+    r = kxtx(broker, "inspect", "partition", f"{hanging['a']}:0", "-o", "json")
+    out = json.loads(r.stdout)
+    assert out["lso"] == 4 and out["open_transactions"][0]["transactional_id"] == hanging["tid"]
+    assert out["open_transactions"][0]["status"].startswith("hanging")
+    assert out["groups"] == [{"group": hanging["group"], "committed": 4, "blocked": True}]
+
+
+def test_dry_run_and_refusal_change_nothing(broker, hanging):
+    before = {tp: offsets(broker, *tp) for tp in hanging["starts"]}
+    r = kxtx(broker, "abort-hanging", "--dry-run", "-o", "jsonl")
+    assert r.returncode == 3, r.stderr
+    assert {(x["topic"], x["partition"]) for x in rows(r)} == set(hanging["starts"])
+    assert all(x["action"] == "abort" for x in rows(r))
+    r = kxtx(broker, "abort-hanging", "-o", "jsonl")  # no TTY, no --yes
+    assert r.returncode == 2
+    assert "without --yes" in r.stderr
+    assert {tp: offsets(broker, *tp) for tp in hanging["starts"]} == before
+    assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 3
+
+
+def test_abort_hanging_yes_releases_the_lso(broker, hanging):
+    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    results = [x for x in rows(r) if "outcome" in x]
+    assert {(x["topic"], x["partition"]): x["outcome"] for x in results} == {
+        tp: "aborted" for tp in hanging["starts"]}
+    for tp in hanging["starts"]:
+        lso, hw = offsets(broker, *tp)
+        assert lso == hw
+    # A read_committed consumer now gets past the stuck point; the aborted records stay invisible.
+    produce_plain(broker, hanging["a"], 0, 1)
+    seen = consume_committed(broker, hanging["a"], 0, wait_s=4)
+    assert seen == [f"before-{i}" for i in range(4)] + ["before-0"]
+    assert not any(v.startswith("hanging") for v in seen)
+    assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 0
+    # abort-hanging again: nothing to do
+    assert kxtx(broker, "abort-hanging", "--yes").returncode == 0
+
+
+def test_manual_abort_by_start_offset(broker):
+    t = broker.create_topic(f"hang-m-{uuid.uuid4().hex[:6]}", partitions=1)
+    _p, starts = make_hanging(broker.bootstrap, f"tx-m-{uuid.uuid4().hex[:6]}", [(t, 0)])
+    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "7", "--yes")
+    assert r.returncode == 1 and "no open transaction starts at offset 7" in r.stderr
+    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0")
+    assert r.returncode == 2
+    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0", "--yes", "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert rows(r)[-1]["outcome"] == "aborted"
+    lso, hw = offsets(broker, t, 0)
+    assert lso == hw == 4  # 3 records + the abort marker
+
+
+def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
+    from confluent_kafka import Producer
+
+    t = broker.create_topic(f"long-{uuid.uuid4().hex[:6]}", partitions=1)
+    tid = f"tx-long-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid,
+                  "transaction.timeout.ms": 300_000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(t, value=b"open-%d" % i, partition=0)
+    assert p.flush(30) == 0
+    time.sleep(1.5)  # past the 1s max below: a candidate, yet the coordinator tracks it
+    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "1s", "-o", "jsonl")
+    assert r.returncode == 0 and rows(r) == [], r.stderr
+    out = json.loads(kxtx(broker, "inspect", "txn", tid, "-o", "json").stdout)
+    assert out["state"] == "Ongoing" and out["verdict"].startswith("ongoing for")
+    assert out["partitions"][0]["blocking"] is True and out["partitions"][0]["hanging"] is False
+    out = json.loads(kxtx(broker, "inspect", "partition", f"{t}:0", "-o", "json").stdout)
+    assert out["open_transactions"][0]["status"] == "ongoing (coordinator: Ongoing)"
+    assert out["open_transactions"][0]["blocking"] is True and out["held_back"] == 3
+    assert kxtx(broker, "fence", tid).returncode == 2  # no TTY, no --yes
+    r = kxtx(broker, "fence", tid, "--yes", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["after"]["producer_epoch"] > res["before"]["producer_epoch"]
+    lso, hw = offsets(broker, t, 0)
+    assert lso == hw
+    with pytest.raises(Exception):
+        p.commit_transaction(10)  # the old producer is fenced
+
+
+def test_committed_and_aborted_only_is_clean(broker):
+    from confluent_kafka import Producer
+
+    t = broker.create_topic(f"clean-{uuid.uuid4().hex[:6]}", partitions=2)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-c-{uuid.uuid4().hex[:6]}"})
+    p.init_transactions(30)
+    for commit in (True, False):
+        p.begin_transaction()
+        p.produce(t, value=b"x", partition=0)
+        p.produce(t, value=b"y", partition=1)
+        p.commit_transaction(30) if commit else p.abort_transaction(30)
+    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "0", "-o", "jsonl")
+    assert r.returncode == 0 and rows(r) == [], r.stderr
+    r = kxtx(broker, "inspect", "txn", "no-such-transactional-id")
+    assert r.returncode == 1 and "unknown to its coordinator" in r.stderr

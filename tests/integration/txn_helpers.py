@@ -1,0 +1,144 @@
+"""Build truly hanging transactions with kafka-python's low-level protocol (tests and bench only).
+
+A hanging transaction: InitProducerId for a transactional id, then a transactional Produce to a
+partition that was never added to the transaction. The broker must run with
+`transaction.partition.verification.enable=false` (else it refuses the write), and Produce is capped at
+v9 / EndTxn at v4 so transactions v2 (which adds partitions implicitly) stays out of the way.
+The coordinator never learns about the partition, so no marker ever comes: the LSO stops there.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import kafka.errors as Errors
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.metadata import CoordinatorType
+from kafka.protocol.producer.produce import ProduceRequest
+from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.structs import TopicPartition
+
+_RETRY = (Errors.ConcurrentTransactionsError, Errors.CoordinatorLoadInProgressError,
+          Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
+
+
+@dataclass
+class Producer:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    coordinator: int
+    sequences: dict
+
+
+class LowLevel:
+    def __init__(self, bootstrap: str):
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        self.m = self.admin._manager
+
+    def close(self):
+        self.admin.close()
+
+    def _send(self, request, node_id):
+        async def go():
+            return await self.m.send(request, node_id=node_id)
+        return self.m.run(go)
+
+    def _leader(self, topic: str, partition: int) -> int:
+        tp = TopicPartition(topic, partition)
+        leaders = self.m.run(self.admin._async_get_leader_for_partitions, [tp])
+        return next(iter(leaders))
+
+    def _coordinator(self, tid: str) -> int:
+        # The first FindCoordinator creates __transaction_state: retry until it has a leader.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self.m.run(self.admin._find_coordinator_id, tid, CoordinatorType.TRANSACTION)
+            except _RETRY:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    def _retry(self, build, node, check):
+        deadline = time.monotonic() + 60
+        while True:
+            resp = self._send(build(), node)
+            err = Errors.for_code(check(resp))
+            if err is Errors.NoError:
+                return resp
+            if not issubclass(err, _RETRY) or time.monotonic() > deadline:
+                raise err(str(resp))
+            time.sleep(0.2)
+
+    def init(self, tid: str, timeout_ms: int = 300_000) -> Producer:
+        coord = self._coordinator(tid)
+        resp = self._retry(lambda: InitProducerIdRequest(
+            transactional_id=tid, transaction_timeout_ms=timeout_ms, max_version=4), coord,
+            lambda r: r.error_code)
+        return Producer(tid, resp.producer_id, resp.producer_epoch, coord, {})
+
+    def produce(self, p: Producer, topic: str, partition: int, values: list[bytes],
+                timestamp_ms: int | None = None) -> int:
+        """A transactional batch; returns its base offset."""
+        seq = p.sequences.get((topic, partition), 0)
+        b = DefaultRecordBatchBuilder(2, 0, True, p.producer_id, p.producer_epoch, seq, 1 << 20)
+        ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        for i, v in enumerate(values):
+            b.append(i, timestamp=ts, key=None, value=v, headers=[])
+        Topic = ProduceRequest.TopicProduceData
+        req = ProduceRequest(
+            transactional_id=p.transactional_id, acks=-1, timeout_ms=10_000,
+            topic_data=[Topic(name=topic, partition_data=[
+                Topic.PartitionProduceData(index=partition, records=bytes(b.build()))])],
+            min_version=3, max_version=9)
+        resp = self._send(req, self._leader(topic, partition))
+        part = resp.responses[0].partition_responses[0]
+        err = Errors.for_code(part.error_code)
+        if err is not Errors.NoError:
+            raise err(f"produce to {topic}:{partition}: {part.error_message}")
+        p.sequences[(topic, partition)] = seq + len(values)
+        return part.base_offset
+
+    def add_partitions(self, p: Producer, topic: str, partitions: list[int]) -> None:
+        T = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+
+        def check(r):
+            codes = [x.partition_error_code for t in r.results_by_topic_v3_and_below
+                     for x in t.results_by_partition]
+            return next((c for c in codes if c), r.error_code)
+
+        self._retry(lambda: AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=p.transactional_id, v3_and_below_producer_id=p.producer_id,
+            v3_and_below_producer_epoch=p.producer_epoch,
+            v3_and_below_topics=[T(name=topic, partitions=partitions)], max_version=3),
+            p.coordinator, check)
+
+    def end(self, p: Producer, commit: bool = True) -> None:
+        self._retry(lambda: EndTxnRequest(
+            transactional_id=p.transactional_id, producer_id=p.producer_id,
+            producer_epoch=p.producer_epoch, committed=commit, max_version=4),
+            p.coordinator, lambda r: r.error_code)
+
+
+def make_hanging(bootstrap: str, tid: str, hang_on: list[tuple[str, int]], commit_on: tuple[str, int] | None = None,
+                 age_ms: int = 3_600_000, records: int = 3) -> tuple[Producer, dict]:
+    """Open transactions on `hang_on` that the coordinator never hears of; optionally a normal
+    committed transaction on `commit_on` by the same producer. Returns (producer, {tp: start offset})."""
+    ll = LowLevel(bootstrap)
+    try:
+        p = ll.init(tid)
+        starts = {}
+        if commit_on:
+            ll.add_partitions(p, commit_on[0], [commit_on[1]])
+        for t, part in hang_on:
+            starts[(t, part)] = ll.produce(p, t, part, [f"hanging-{i}".encode() for i in range(records)],
+                                           timestamp_ms=int(time.time() * 1000) - age_ms)
+        if commit_on:
+            ll.produce(p, commit_on[0], commit_on[1], [b"committed"])
+            ll.end(p, commit=True)
+        return p, starts
+    finally:
+        ll.close()
