@@ -10,6 +10,7 @@ from kxtx import __version__
 from kxtx.cli import sandbox
 from kxtx.cli import fence, hanging, inspect
 from kxtx.cli import dump
+from kxtx.cli import produce
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ app.command("abort-hanging")(hanging.abort_hanging)
 app.command("abort")(hanging.abort_cmd)
 app.command("fence")(fence.fence)
 app.add_typer(dump.app, name="dump")
+app.command("produce")(produce.produce)
 
 
 def _version(value: bool) -> None:
