@@ -8,19 +8,13 @@ WriteTxnMarkers).
 from __future__ import annotations
 
 from kxtx.errors import (
-    AuthorizationError,
     FencedError,
     KafkaOperationError,
     KxtxError,
 )
 from kxtx.settings import Settings
 
-_AUTHZ_RESOURCE = {
-    "TOPIC_AUTHORIZATION_FAILED": "on a Topic",
-    "GROUP_AUTHORIZATION_FAILED": "on a Group",
-    "CLUSTER_AUTHORIZATION_FAILED": "on the Cluster",
-    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": "on a TransactionalId",
-}
+_AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
 _FENCED = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED", "FENCED_INSTANCE_ID"}
 
 
@@ -46,6 +40,9 @@ def txn_admin(settings: Settings, **kwargs):
     """kafka-python admin client for the KIP-664 calls."""
     from kafka.admin import KafkaAdminClient
 
+    from kxtx.security import remember_secrets
+
+    remember_secrets(settings.props)
     try:
         return KafkaAdminClient(**settings.kafka_python(**kwargs))
     except Exception as exc:  # noqa: BLE001 - translated
@@ -54,6 +51,10 @@ def txn_admin(settings: Settings, **kwargs):
 
 def _make(cls, conf: dict):
     import logging
+
+    from kxtx.security import remember_secrets, scrub
+
+    remember_secrets(conf)
 
     from confluent_kafka import KafkaException
 
@@ -64,7 +65,7 @@ def _make(cls, conf: dict):
         return cls(conf)
     except (KafkaException, ValueError, TypeError) as exc:
         # librdkafka names the bad property in its message ("No such configuration property: ...").
-        raise KafkaOperationError(f"client configuration: {_text(exc)}") from exc
+        raise KafkaOperationError(f"client configuration: {scrub(_text(exc))}") from exc
 
 
 def _text(exc: BaseException) -> str:
@@ -83,19 +84,34 @@ def error_name(exc: BaseException) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def translate(exc: BaseException, doing: str = "") -> KxtxError:
-    """Map a client exception to a KxtxError with a one-line message; already-KxtxError passes."""
+def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
+    """Map a client exception to a KxtxError with a one-line message; already-KxtxError passes.
+
+    Authorization errors name the missing operation and resource: pass `need` (a `kxtx.authz.Need`
+    or several) when the caller knows it, else it is inferred from `doing` (see `kxtx.authz`).
+    Remembered secrets are blanked out of the message."""
+    from kxtx import authz
+    from kxtx.security import scrub
+
     if isinstance(exc, KxtxError):
         return exc
     where = f"{doing}: " if doing else ""
     name = error_name(exc) or ""
-    text = _text(exc)
-    if name in _AUTHZ_RESOURCE:
-        return AuthorizationError(f"{where}not authorized {_AUTHZ_RESOURCE[name]} ({name}): {text}")
+    text = scrub(_text(exc))
+    if name in authz.AUTHZ_ERRORS:
+        needs = [need] if isinstance(need, authz.Need) else list(need or [])
+        return authz.explain(name, doing, needs, text)
     if name in _FENCED:
         return FencedError(
             f"{where}fenced: another instance with the same transactional id took over ({name})"
         )
+    if name in _AUTHENTICATION or "Authentication" in type(exc).__name__:
+        return KafkaOperationError(
+            f"{where}authentication failed ({text}); check sasl.mechanism, sasl.username and "
+            "sasl.password (or the client certificate)")
+    if name == "_SSL":
+        return KafkaOperationError(f"{where}TLS handshake failed ({text}); check ssl.ca.location "
+                                   "(the CA that signed the broker certificate) and the client certificate")
     if type(exc).__name__ == "NoBrokersAvailable":
         return KafkaOperationError(f"{where}no broker reachable (check -b / bootstrap.servers)")
     if "Timeout" in type(exc).__name__ or name in ("_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"):

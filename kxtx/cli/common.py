@@ -85,7 +85,9 @@ def connection(bootstrap=None, config=None, command_config=None, timeout=None):
 
 # --- the error boundary -----------------------------------------------------------------------------
 def fail(message: str, code: int) -> None:
-    typer.echo(f"kxtx: error: {message}", err=True)
+    from kxtx.security import scrub
+
+    typer.echo(f"kxtx: error: {scrub(message)}", err=True)
     raise typer.Exit(int(code))
 
 
@@ -126,13 +128,17 @@ def boundary(fn):
 
 def _debug_traceback() -> None:
     if STATE.debug:
-        traceback.print_exc(file=sys.stderr)
+        from kxtx.security import scrub
+
+        sys.stderr.write(scrub(traceback.format_exc()))
 
 
 class _StderrHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         level = "warning" if record.levelno >= logging.WARNING else "info"
-        sys.stderr.write(f"kxtx: {level}: {record.getMessage()}\n")
+        from kxtx.security import scrub
+
+        sys.stderr.write(f"kxtx: {level}: {scrub(record.getMessage())}\n")
         sys.stderr.flush()
 
 
