@@ -11,6 +11,7 @@ from kxtx.cli import sandbox
 from kxtx.cli import fence, hanging, inspect
 from kxtx.cli import dump
 from kxtx.cli import produce
+from kxtx.cli import pipe
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.command("abort")(hanging.abort_cmd)
 app.command("fence")(fence.fence)
 app.add_typer(dump.app, name="dump")
 app.command("produce")(produce.produce)
+app.command("pipe")(pipe.pipe)
 
 
 def _version(value: bool) -> None:

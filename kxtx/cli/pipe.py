@@ -1,0 +1,155 @@
+"""`kxtx pipe`: exactly-once consume → PySpark UDF → produce."""
+
+from __future__ import annotations
+
+import sys
+import time
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from kxtx.cli.common import (
+    STATE, BootstrapOpt, CommandConfigOpt, ConfigOpt, FormatOpt, TimeoutOpt, boundary, connection,
+    is_tty,
+)
+from kxtx.cli.output import emit
+from kxtx.pipe.config import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS
+
+_BATCH = "Batching and stopping"
+_UDF = "UDF"
+_SPARK = "Spark"
+
+
+class ValueFormat(str, Enum):
+    raw = "raw"
+    string = "string"
+    json = "json"
+
+
+class InputMode(str, Enum):
+    value = "value"
+    record = "record"
+
+
+class StartFrom(str, Enum):
+    earliest = "earliest"
+    latest = "latest"
+
+
+@boundary
+def pipe(
+    inputs: Annotated[list[str], typer.Option(
+        "--in", "-i", metavar="TOPIC",
+        help="Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern.")],
+    out: Annotated[str, typer.Option(
+        "--out", "-t", metavar="TOPIC", help="Default output topic (must exist).")],
+    udf: Annotated[str, typer.Option(
+        "--udf", metavar="MODULE:FUNCTION", rich_help_panel=_UDF,
+        help="The transform: module:function or path/to/file.py:function; a plain function, "
+             "or a pyspark udf / pandas_udf / arrow_udf object.")],
+    group: Annotated[str, typer.Option(
+        "--group", "-g", metavar="GROUP", help="Consumer group; its committed offsets are the progress.")],
+    transactional_id: Annotated[Optional[str], typer.Option(
+        "--transactional-id", metavar="ID",
+        help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
+             "fences the older one; give each of several parallel instances its own id.")] = None,
+    start: Annotated[StartFrom, typer.Option(
+        "--from", help="Where a new group starts.")] = StartFrom.earliest,
+    value_format: Annotated[ValueFormat, typer.Option(
+        "--value-format", rich_help_panel=_UDF,
+        help="What the UDF gets as the value: raw bytes, a UTF-8 string, or parsed JSON (then "
+             "returned values are JSON-encoded).")] = ValueFormat.raw,
+    input_mode: Annotated[InputMode, typer.Option(
+        "--input", rich_help_panel=_UDF,
+        help="value: the UDF gets the value; record: a dict with key, value, headers, topic, "
+             "partition, offset, timestamp.")] = InputMode.value,
+    on_udf_error: Annotated[str, typer.Option(
+        "--on-udf-error", metavar="fail|dlq:TOPIC", rich_help_panel=_UDF,
+        help="fail: abort the transaction and exit 1 naming the record; dlq:TOPIC: write the "
+             "input record with kxtx.error headers to TOPIC in the same transaction.")] = "fail",
+    batch_max_records: Annotated[int, typer.Option(
+        "--batch-max-records", min=1, rich_help_panel=_BATCH,
+        help="Records per transaction (one Spark job each).")] = DEFAULT_BATCH_RECORDS,
+    batch_max_ms: Annotated[int, typer.Option(
+        "--batch-max-ms", min=1, rich_help_panel=_BATCH,
+        help="Commit a partial batch this long after its first record.")] = DEFAULT_BATCH_MS,
+    until_idle: Annotated[Optional[str], typer.Option(
+        "--until-idle", metavar="SECONDS", rich_help_panel=_BATCH,
+        help="Stop after no records arrived for this long (e.g. 30, 30s, 5m).")] = None,
+    max_records: Annotated[Optional[int], typer.Option(
+        "--max-records", min=1, rich_help_panel=_BATCH, help="Stop after this many input records.")] = None,
+    master: Annotated[str, typer.Option(
+        "--master", metavar="URL", rich_help_panel=_SPARK,
+        help="Spark master; on a cluster the UDF's file is shipped to the executors.")] = "local[*]",
+    spark_conf: Annotated[Optional[list[str]], typer.Option(
+        "--spark-conf", metavar="KEY=VALUE", rich_help_panel=_SPARK,
+        help="Spark setting (repeatable).")] = None,
+    spark_ui: Annotated[bool, typer.Option(
+        "--spark-ui", rich_help_panel=_SPARK, help="Start Spark's web UI (off by default).")] = False,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Transform records between topics with a PySpark UDF, exactly once.
+
+    Each batch is one Kafka transaction holding the outputs and the input offsets (KIP-447), so a
+    read_committed consumer of the outputs sees every input's output exactly once across crashes,
+    restarts, rebalances and zombie instances. Instances with the same --group share the input
+    partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
+
+    Example: kxtx pipe --in orders --out orders-enriched --udf enrich.py:enrich --group enricher
+    """
+    from kxtx.parsers import parse_duration, parse_kv_list, split_csv
+    from kxtx.pipe.config import PipeConfig, PipeInterrupted, parse_on_udf_error
+    from kxtx.pipe.engine import run
+
+    cfg = PipeConfig(
+        inputs=split_csv(inputs), out=out, group=group, udf=udf, transactional_id=transactional_id,
+        start=start.value,
+        batch_max_records=batch_max_records, batch_max_ms=batch_max_ms,
+        until_idle=parse_duration(until_idle) if until_idle else None,
+        max_records=max_records, dlq=parse_on_udf_error(on_udf_error),
+        value_format=value_format.value, record_input=input_mode is InputMode.record,
+        master=master, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
+        debug=STATE.debug,
+    )
+    cfg.validate()
+    settings = connection(bootstrap, config, command_config, timeout)
+    progress = _Progress(is_tty(sys.stderr))
+    try:
+        summary = run(settings, cfg, progress)
+    except PipeInterrupted as exc:
+        progress.done()
+        emit(exc.summary, fmt, title="kxtx pipe")
+        raise
+    progress.done()
+    emit(summary, fmt, title="kxtx pipe")
+
+
+class _Progress:
+    """A rewritten status line on a terminal; otherwise a plain line every 30 s (for logs)."""
+
+    def __init__(self, tty: bool):
+        self.tty, self.shown, self.next_line = tty, False, time.monotonic() + 30
+
+    def __call__(self, p: dict) -> None:
+        lag = "?" if p.get("lag") is None else f"{p['lag']:,}"
+        text = (f"{p['records_in']:,} in  {p['records_out']:,} out  {p['dlq']:,} dlq  "
+                f"{p['transactions']:,} txns  {p['aborted']:,} aborted  "
+                f"{p['rate']:,.0f} rec/s  lag {lag}")
+        if self.tty:
+            sys.stderr.write(f"\r{text}  ")
+            self.shown = True
+        elif time.monotonic() >= self.next_line:
+            self.next_line = time.monotonic() + 30
+            sys.stderr.write(f"kxtx: progress: {text}\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.shown = False
