@@ -8,7 +8,9 @@ errors and the web UI is off unless asked for.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import tempfile
 from pathlib import Path
 
@@ -75,6 +77,7 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    previous_sigint = signal.getsignal(signal.SIGINT)
     try:
         session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - JVM launch problems surface as many types
@@ -82,6 +85,11 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
             f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
             f"{_first_line(exc)}"
         ) from exc
+    if threading.current_thread() is threading.main_thread():
+        # SparkContext's SIGINT handler cancels jobs through py4j, re-entering a py4j call the
+        # main thread may be in (tracebacks on Ctrl-C). kxtx's own handling aborts the
+        # transaction and stops the session, which cancels the jobs.
+        signal.signal(signal.SIGINT, previous_sigint)
     session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
     logger.info("Spark %s started, master %s", session.version, master)
     return session
@@ -114,6 +122,11 @@ def transform(session, table, mapper, ddl: str):
 
 
 def stop(session) -> None:
+    server = getattr(session.sparkContext, "_accumulatorServer", None)
+    if server is not None:
+        # The JVM closing the accumulator connection on stop can race the reader thread, which
+        # then prints an EOFError traceback that means nothing to the user.
+        server.handle_error = lambda *args: None
     try:
         session.stop()
     except Exception:  # noqa: BLE001 - shutting down anyway
