@@ -1,0 +1,94 @@
+"""Helpers for the `kxtx dump` integration tests: run the CLI, run Kafka's own formatters, compare."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+
+from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
+
+FORMATTERS = "org.apache.kafka.tools.consumer."
+
+
+def dump(run_kxtx, *args: str) -> list[dict]:
+    """`kxtx dump ... -o jsonl` in a subprocess; every row parsed. Fails on a non-zero exit."""
+    r = run_kxtx("dump", *args, "-o", "jsonl", "--timeout", "30", timeout=120)
+    assert r.returncode == 0, f"kxtx dump {' '.join(args)} exited {r.returncode}: {r.stderr}"
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def kafka_formatter(kafka, topic: str, formatter: str, isolation: str = "read_uncommitted") -> list[dict]:
+    """Kafka's console consumer with one of its coordinator-record formatters, over all partitions.
+
+    The formatters print one JSON object per record ({"key": {"type", "data"}, "value": {"version",
+    "data"} or null}), not always newline-separated: parsed as a stream."""
+    argv = kafka.java_tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", kafka.bootstrap,
+        "--topic", topic, "--from-beginning", "--formatter", FORMATTERS + formatter,
+        "--timeout-ms", "8000", "--isolation-level", isolation,
+        "--consumer-property", "exclude.internal.topics=false")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    assert "Processed a total of" in r.stderr, r.stderr[-3000:]
+    out, decoder, i, text = [], json.JSONDecoder(), 0, r.stdout
+    while i < len(text):
+        if text[i] != "{":  # whitespace, or a notice such as a deprecated-option warning
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl + 1
+            continue
+        obj, i = decoder.raw_decode(text, i)
+        out.append(obj)
+    return out
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def states(rows: list[dict]) -> list[str]:
+    """The state sequence with consecutive repeats collapsed (Ongoing repeats per added partition)."""
+    out: list[str] = []
+    for r in rows:
+        s = "(deleted)" if r["tombstone"] else r["value"]["transactionStatus"]
+        if not out or out[-1] != s:
+            out.append(s)
+    return out
+
+
+#: Tagged fields kxtx fills with their defaults; Kafka's JSON omits a tag at its default.
+TAG_DEFAULTS = {"previousProducerId": -1, "nextProducerId": -1, "clientTransactionVersion": 0,
+                "nextProducerEpoch": -1, "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+
+
+def assert_agrees(theirs, mine, path: str = "value") -> None:
+    """Every field Kafka printed equals kxtx's; fields only kxtx has are tag defaults or extras."""
+    if isinstance(theirs, list):
+        assert isinstance(mine, list) and len(theirs) == len(mine), f"{path}: {theirs} != {mine}"
+        for i, (t, m) in enumerate(zip(theirs, mine)):
+            assert_agrees(t, m, f"{path}[{i}]")
+        return
+    if not isinstance(theirs, dict):
+        assert theirs == mine, f"{path}: Kafka {theirs!r} != kxtx {mine!r}"
+        return
+    for k, v in theirs.items():
+        where = f"{path}.{k}"
+        if k == "transactionStatus":
+            assert mine["transactionStatusCode"] == v, f"{where}: {v} != {mine}"
+        elif k in ("subscription", "assignment") and isinstance(v, str):
+            raw = base64.b64decode(v)
+            fn = decode_subscription if k == "subscription" else decode_assignment
+            expected = fn(raw) if isinstance(mine[k], dict) or mine[k] is None else raw
+            assert mine[k] == expected, f"{where}: {mine[k]} != {expected}"
+        else:
+            assert k in mine, f"{where}: missing in kxtx output {mine}"
+            assert_agrees(v, mine[k], where)
+    for k, v in mine.items():
+        if k not in theirs and k in TAG_DEFAULTS:
+            assert v == TAG_DEFAULTS[k], f"{path}.{k}: Kafka omitted it (default) but kxtx has {v}"

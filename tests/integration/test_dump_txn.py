@@ -1,0 +1,145 @@
+"""`kxtx dump txn-state` against a real broker: committed, aborted, timed-out and fenced transactions.
+
+Truth comes from DescribeTransactions (kafka-python) and from Kafka's own
+TransactionLogMessageFormatter run from the broker's jars."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+
+import pytest
+
+from kxtx.records.partition import partition_for
+from tests.integration.dump_helpers import assert_agrees, dump, kafka_formatter, states, wait_for
+
+#: Java's String.hashCode of this id is Integer.MIN_VALUE (checked with Java): Kafka puts it in
+#: partition Utils.abs(MIN_VALUE) % 50 = 0, where a naive abs() would give 48.
+MIN_HASH_ID = "kxtx-txn-71970-a8k"
+
+
+def _producer(kafka, tid: str, **conf):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid,
+                  "transaction.timeout.ms": 60000, **conf})
+    p.init_transactions(30)
+    return p
+
+
+def _one(p, topic: str, end: str | None) -> None:
+    p.begin_transaction()
+    p.produce(topic, b"v")
+    p.flush(30)
+    if end == "commit":
+        p.commit_transaction(30)
+    elif end == "abort":
+        p.abort_transaction(30)
+
+
+@pytest.fixture(scope="module")
+def txns(kafka):
+    from confluent_kafka import KafkaException
+    from kafka.admin import KafkaAdminClient
+
+    topic = kafka.create_topic()
+    sfx = uuid.uuid4().hex[:8]
+    ids = {k: f"dump-{k}-{sfx}" for k in ("commit", "abort", "timeout", "fenced")}
+    ids["minhash"] = MIN_HASH_ID
+    _one(_producer(kafka, ids["commit"]), topic, "commit")
+    _one(_producer(kafka, ids["abort"]), topic, "abort")
+    _one(_producer(kafka, ids["minhash"]), topic, "commit")
+    # Never ended: the coordinator aborts it after transaction.timeout.ms (checked every 10 s).
+    timed_out = _producer(kafka, ids["timeout"], **{"transaction.timeout.ms": 1000})
+    _one(timed_out, topic, None)
+    zombie = _producer(kafka, ids["fenced"])
+    _one(zombie, topic, None)
+    _producer(kafka, ids["fenced"])  # same id again: fences the zombie and aborts its transaction
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(10)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        wait_for(lambda: admin.describe_transactions([ids["timeout"]])[ids["timeout"]].state.value
+                 == "CompleteAbort", "the timed-out transaction to be aborted", timeout=90)
+        truth = admin.describe_transactions(list(ids.values()))
+    finally:
+        admin.close()
+    return ids, truth
+
+
+def _by_id(rows):
+    out = defaultdict(list)
+    for r in rows:
+        out[r["key"]["transactionalId"]].append(r)
+    return out
+
+
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("commit", ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]),
+        ("abort", ["Empty", "Ongoing", "PrepareAbort", "CompleteAbort"]),
+        ("minhash", ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]),
+        ("timeout", ["Empty", "Ongoing", "PrepareAbort", "CompleteAbort"]),
+        ("fenced", ["Empty", "Ongoing", "PrepareAbort", "CompleteAbort", "Empty"]),
+    ],
+)
+def test_state_sequence_and_producer_match_describe_transactions(run_kxtx, txns, case, expected):
+    ids, truth = txns
+    tid = ids[case]
+    rows = dump(run_kxtx, "txn-state", "--transactional-id", tid)
+    assert states(rows) == expected
+    t = truth[tid]
+    last = rows[-1]["value"]
+    assert (last["producerId"], last["producerEpoch"]) == (t.producer_id, t.producer_epoch)
+    assert last["transactionStatus"] == t.state.value
+    assert all(r["value"]["producerId"] == t.producer_id for r in rows)
+    assert {r["partition"] for r in rows} == {partition_for(tid, 50)}
+    ongoing = [r for r in rows if r["value"]["transactionStatus"] == "Ongoing"]
+    assert ongoing[-1]["value"]["transactionPartitions"], "Ongoing lists the partitions written"
+    assert ongoing[-1]["value"]["transactionTimeoutMs"] == (1000 if case == "timeout" else 60000)
+    if case in ("timeout", "fenced"):
+        # Kafka bumps the epoch when it aborts a transaction the producer did not end itself.
+        aborted = next(r for r in rows if r["value"]["transactionStatus"] == "PrepareAbort")
+        assert aborted["value"]["producerEpoch"] > ongoing[-1]["value"]["producerEpoch"]
+
+
+def test_ids_live_in_the_partition_kafka_uses(run_kxtx, txns):
+    """Read every partition without a filter: each id is where kxtx's formula says (MIN_VALUE -> 0)."""
+    ids, _ = txns
+    found = _by_id(r for r in dump(run_kxtx, "txn-state") if r["key"])
+    for tid in ids.values():
+        assert {r["partition"] for r in found[tid]} == {partition_for(tid, 50)}, tid
+    assert {r["partition"] for r in found[MIN_HASH_ID]} == {0}
+
+
+def test_latest_and_filters(run_kxtx, txns):
+    ids, truth = txns
+    args = [a for tid in ids.values() for a in ("-t", tid)]
+    latest = dump(run_kxtx, "txn-state", *args, "--latest")
+    assert {r["key"]["transactionalId"]: r["value"]["transactionStatus"] for r in latest} == {
+        tid: truth[tid].state.value for tid in ids.values()}
+    aborted = dump(run_kxtx, "txn-state", *args, "--latest", "--state", "completeabort")
+    assert {r["key"]["transactionalId"] for r in aborted} == {ids["abort"], ids["timeout"]}
+    pid = truth[ids["commit"]].producer_id
+    only = dump(run_kxtx, "txn-state", *args, "--producer-id", str(pid))
+    assert {r["key"]["transactionalId"] for r in only} == {ids["commit"]}
+    assert len(dump(run_kxtx, "txn-state", *args, "--limit", "3")) == 3
+    assert all(r["value"]["transactionStatusCode"] in range(8) for r in latest)
+
+
+def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
+    ids, _ = txns
+    theirs = defaultdict(list)
+    for rec in kafka_formatter(kafka, "__transaction_state", "TransactionLogMessageFormatter"):
+        theirs[rec["key"]["data"]["transactionalId"]].append(rec)
+    mine = _by_id(r for r in dump(run_kxtx, "txn-state") if r["key"])
+    for tid in ids.values():
+        assert len(theirs[tid]) == len(mine[tid]) > 0, tid
+        for t, m in zip(theirs[tid], mine[tid]):
+            assert t["key"]["type"] == m["typeId"] == 0
+            if t["value"] is None:
+                assert m["tombstone"]
+                continue
+            assert t["value"]["version"] == m["version"]
+            assert_agrees(t["value"]["data"], m["value"], f"{tid}@{m['offset']}")
