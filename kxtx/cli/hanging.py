@@ -137,12 +137,20 @@ def _offsets(h) -> dict:
 
 def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     """The shared preview -> confirm -> act -> report sequence of abort-hanging and abort."""
+    from kxtx.errors import KxtxError
+    from kxtx.log import logger
     from kxtx.txn import abort
 
     title = f"plan: abort {len(plan)} open transaction(s) with WriteTxnMarkers"
     # json is one document: the plan is the document only for --dry-run.
     if dry_run or choose(fmt) is not OutputFormat.json:
         emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
+    try:
+        abort.preflight(cluster)
+    except KxtxError as exc:
+        if not dry_run:
+            raise
+        logger.warning(str(exc))
     if dry_run:
         typer.echo("kxtx: dry run: nothing was changed", err=True)
         raise typer.Exit(ExitCode.PROBLEM_FOUND)

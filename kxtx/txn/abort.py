@@ -40,6 +40,15 @@ class Target:
         }
 
 
+def preflight(cluster: Cluster) -> None:
+    """Before asking anything: WriteTxnMarkers needs ALTER (Kafka 3.8+) or CLUSTER_ACTION on the
+    Cluster. Raises when the broker says the principal has neither; unknown passes."""
+    from kxtx.authz import check_cluster_ops
+
+    check_cluster_ops(cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"],
+                      "abort transactions (WriteTxnMarkers)")
+
+
 def targets_from_hanging(rows: list[HangingTxn]) -> list[Target]:
     return [Target(OpenTxn(r.topic, r.partition, r.producer_id, r.producer_epoch, r.coordinator_epoch,
                            r.last_timestamp, r.start_offset), transactional_id=r.transactional_id)

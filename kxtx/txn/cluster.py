@@ -7,6 +7,7 @@ offsets and consumer groups through confluent-kafka. Clients are created on firs
 
 from __future__ import annotations
 
+from kxtx.authz import Need
 from kxtx.clients import admin, error_name, translate, txn_admin
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
@@ -241,17 +242,15 @@ class Cluster:
         try:
             self.txn.abort_transaction(spec)
         except Exception as exc:  # noqa: BLE001
-            name = error_name(exc)
-            if name == "CLUSTER_AUTHORIZATION_FAILED":
-                raise translate(exc, "WriteTxnMarkers needs ALTER or CLUSTER_ACTION on the Cluster") from exc
-            raise KafkaOperationError(_reason(exc)) from exc
+            raise translate(exc, f"WriteTxnMarkers ABORT on {tp[0]}:{tp[1]}",
+                            need=Need("ALTER", "Cluster")) from exc
 
 
 def _state(s) -> str:
     return getattr(s, "value", None) or str(s)
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, doing: str = "DescribeProducers") -> str:
     name = error_name(exc)
-    text = str(translate(exc))
+    text = str(translate(exc, doing))
     return f"{name}: {text}" if name and name not in text else text

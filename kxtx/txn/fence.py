@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from kxtx.authz import Need
 from kxtx.clients import producer, translate
 from kxtx.errors import KxtxError
 from kxtx.txn import decide
@@ -52,7 +53,8 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     try:
         p.init_transactions(cluster.settings.timeout)
     except Exception as exc:  # noqa: BLE001
-        raise translate(exc, f"fencing {desc.transactional_id!r} (needs WRITE on the TransactionalId)") from exc
+        raise translate(exc, f"fencing transactional id {desc.transactional_id!r}",
+                        need=Need("WRITE", "TransactionalId", desc.transactional_id)) from exc
     finally:
         p.flush(0)
     after = describe(cluster, desc.transactional_id)

@@ -89,7 +89,8 @@ def _records(settings: Settings, decode, choose) -> Iterator[tuple[int, int, int
     from kxtx.clients import consumer, translate
 
     c = consumer(settings, **{"group.id": "kxtx-txn-history", "enable.auto.commit": False,
-                              "enable.partition.eof": True, "isolation.level": "read_uncommitted"})
+                              "enable.partition.eof": True, "isolation.level": "read_uncommitted",
+                              "fetch.wait.max.ms": 50})
     try:
         md = c.list_topics(TOPIC, timeout=settings.timeout).topics.get(TOPIC)
         if md is None or md.error is not None or not md.partitions:
@@ -106,7 +107,8 @@ def _records(settings: Settings, decode, choose) -> Iterator[tuple[int, int, int
         c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in ends])
         deadline = time.monotonic() + settings.timeout
         while ends and time.monotonic() < deadline:
-            for m in c.consume(500, timeout=0.5):
+            # consume() waits the whole timeout unless 500 messages come: keep it short.
+            for m in c.consume(500, timeout=0.05):
                 p = m.partition()
                 if m.error() is not None:
                     if m.error().code() == -191:  # _PARTITION_EOF

@@ -154,3 +154,21 @@ def test_manual_abort_by_start_offset_and_unknown_offset():
     assert t.plan_row()["coordinator_epoch"] == 4
     with pytest.raises(InputError, match="no open transaction starts at offset 6"):
         abort.manual_target(c, ("a", 0), start_offset=6)
+
+
+@pytest.mark.parametrize("ops, allowed", [
+    (None, True),                                   # unknown: the marker request decides
+    ({"ALTER"}, True),                              # Kafka 3.8+ (KIP-1037)
+    ({"CLUSTER_ACTION"}, True),
+    ({"ALL"}, True),
+    ({"DESCRIBE", "IDEMPOTENT_WRITE"}, False),
+])
+def test_abort_preflight_names_the_missing_cluster_permission(ops, allowed):
+    from kxtx.errors import AuthorizationError
+
+    c = FakeCluster(producers={}, ops=ops)
+    if allowed:
+        abort.preflight(c)
+    else:
+        with pytest.raises(AuthorizationError, match="ALTER on Cluster is required .*CLUSTER_ACTION"):
+            abort.preflight(c)
