@@ -53,10 +53,19 @@ class Pipe:
         """Everything that can fail before a record is consumed: UDF, Spark, output topics."""
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
+        mode = "record" if self.cfg.record_input else "value"
+        loaded = None
+        try:
+            # Import before Spark starts, so a wrong UDF fails in a second, not after a JVM start.
+            loaded = udfmod.load(target, mode)
+        except KxtxError as exc:
+            if not sparkmod.needs_session(exc):
+                raise
         if self.session is None:
             self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
                                           self.cfg.spark_ui)
-        loaded = udfmod.load(target, "record" if self.cfg.record_input else "value")
+        if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
+            loaded = udfmod.load(target, mode)
         sparkmod.ship(self.session, loaded.source, loaded.module)
         self.mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
                                      self.cfg.record_input)

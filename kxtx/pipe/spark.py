@@ -49,6 +49,12 @@ def require_pyspark() -> None:
         ) from None
 
 
+def needs_session(exc: BaseException) -> bool:
+    """Did importing the UDF fail only because no SparkContext was running yet?"""
+    text = str(exc)
+    return "SESSION_OR_CONTEXT_NOT_EXISTS" in text or "should be created first" in text
+
+
 def is_local(master: str) -> bool:
     return master.startswith("local")
 

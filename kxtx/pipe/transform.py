@@ -67,24 +67,26 @@ def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool)
 
 
 def _run(func, kind, rows: dict, value_format: str, record_mode: bool, json_values: bool) -> list:
-    """Output rows for one Arrow batch, in input order."""
-    decoded: list[tuple[int, bool, Any]] = []  # (idx, decoded ok, value or exception)
-    for i, idx in enumerate(rows["idx"]):
-        try:
-            decoded.append((idx, True, _input(rows, i, value_format, record_mode)))
-        except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
-            decoded.append((idx, False, exc))
-    inputs = [v for _, ok, v in decoded if ok]
+    """Output rows for one Arrow batch, in input order (a list of OUTPUT_FIELDS tuples, or the
+    `_Plain` fast form when every result is a plain bytes value)."""
+    idxs = rows["idx"]
+    decoded = _decode_all(rows, value_format, record_mode)
+    inputs = [v for ok, v in decoded if ok]
     if kind in (PANDAS, PANDAS_ITER, ARROW):
-        results = iter(_vectorised(func, kind, inputs, record_mode))
+        results = _vectorised(func, kind, inputs, record_mode)
     else:
-        results = iter([_call(func, value) for value in inputs])
+        results = _call_each(func, inputs)
+    if len(inputs) == len(idxs) and results and all(ok for ok, _ in results):
+        plain = _plain_values([r for _, r in results], json_values)
+        if plain is not None:
+            return _Plain(idxs, plain)
+    results_iter = iter(results)
     out = []
-    for idx, ok, value in decoded:
+    for idx, (ok, value) in zip(idxs, decoded):
         if not ok:
             out.append(_error(idx, value, "decoding the input"))
             continue
-        called, result = next(results)
+        called, result = next(results_iter)
         if not called:
             out.append(_error(idx, result))
             continue
@@ -95,6 +97,44 @@ def _run(func, kind, rows: dict, value_format: str, record_mode: bool, json_valu
             continue
         out.extend((idx,) + tuple(o) + (None,) for o in outs)
     return out
+
+
+class _Plain:
+    """One bytes value per input, the input's key and headers, the default topic (the common case,
+    built column-wise without per-record tuples)."""
+
+    def __init__(self, idxs: list, values: list):
+        self.idxs, self.values = idxs, values
+
+
+def _plain_values(results: list, json_values: bool) -> list | None:
+    if all(type(r) is bytes for r in results):
+        return results
+    if not json_values and all(type(r) is str for r in results):
+        return [r.encode("utf-8") for r in results]
+    return None
+
+
+def _decode_all(rows: dict, value_format: str, record_mode: bool) -> list[tuple[bool, Any]]:
+    if not record_mode:
+        try:  # the whole batch at once; record by record only when something does not decode
+            return [(True, decode(v, value_format)) for v in rows["value"]]
+        except Exception:  # noqa: BLE001
+            pass
+    out = []
+    for i in range(len(rows["idx"])):
+        try:
+            out.append((True, _input(rows, i, value_format, record_mode)))
+        except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
+            out.append((False, exc))
+    return out
+
+
+def _call_each(func, inputs: list) -> list[tuple[bool, Any]]:
+    try:
+        return [(True, func(v)) for v in inputs]
+    except Exception:  # noqa: BLE001 - again one by one, to pin the error on its record
+        return [_call(func, v) for v in inputs]
 
 
 def _call(func, value) -> tuple[bool, Any]:
@@ -181,10 +221,17 @@ def _error(idx: int, exc: BaseException, doing: str = "") -> tuple:
     return (idx, False, None, None, False, None, None, text[:1000])
 
 
-def _to_batch(rows: list):
+def _to_batch(rows):
     import pyarrow as pa
 
     schema = output_schema()
+    if isinstance(rows, _Plain):
+        n = len(rows.idxs)
+        false = pa.array([False] * n, pa.bool_())
+        arrays = [pa.array(rows.idxs, pa.int64()), false, pa.nulls(n, pa.binary()),
+                  pa.array(rows.values, pa.binary()), false, pa.nulls(n, schema.field("headers").type),
+                  pa.nulls(n, pa.string()), pa.nulls(n, pa.string())]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
     cols = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
