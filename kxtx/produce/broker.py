@@ -88,6 +88,8 @@ def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Ch
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
         "auto.offset.reset": "earliest",
+        # End of partition is reported by a fetch that finds nothing new: do not let it wait.
+        "fetch.wait.max.ms": 10,
     })
     try:
         md = consumer.list_topics(topic, timeout=settings.timeout)
@@ -111,7 +113,8 @@ def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Ch
                 raise KafkaOperationError(
                     f"reading checkpoint topic {topic!r} timed out after {settings.timeout:g}s "
                     "(another producer's open transaction may hold its last stable offset)")
-            for msg in consumer.consume(1000, timeout=0.5):
+            # consume() waits for the whole timeout unless the batch fills: keep it short
+            for msg in consumer.consume(1000, timeout=0.05):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:

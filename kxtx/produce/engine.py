@@ -104,9 +104,13 @@ def _set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
 
 
 def _check_size(rec, limit: int) -> None:
-    size = len(rec.value) + (len(rec.key) if rec.key else 0)
-    if rec.headers:
-        size += sum(len(k) + len(v) for k, v in rec.headers)
+    _check_size_of(rec.key, rec.value, rec.headers, limit)
+
+
+def _check_size_of(key, value, headers, limit: int) -> None:
+    size = len(value) + (len(key) if key else 0)
+    if headers:
+        size += sum(len(k) + len(v) for k, v in headers)
     if size > limit:
         raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes "
                         "(max.message.bytes)")
@@ -125,6 +129,7 @@ class Run:
         self.resumable = any(not s.is_stdin for s in self.sources)
         self.producer = None
         self.in_txn = False
+        self._txn_lines = 0  # input records (bad ones included) in the open transaction
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
 
@@ -217,6 +222,7 @@ class Run:
             raise
 
     def _abort(self) -> None:
+        self._txn_lines = 0
         if self.producer is None or not self.in_txn:
             return
         self.in_txn = False
@@ -278,6 +284,7 @@ class Run:
                                 self.txid.encode("utf-8"), None)
         self._call("committing", self.producer.commit_transaction, self.settings.timeout)
         self.in_txn = False
+        self._txn_lines = 0
         self.committed = copy.deepcopy(state)
         self.stats.committed()
 
@@ -311,59 +318,71 @@ class Run:
             self._commit(state)
 
     def _produce_file(self, src, mapper, plan, pos, state) -> None:
+        """The per-record hot path: keep attribute lookups and calls out of the common case."""
         from confluent_kafka import KafkaException
 
-        produce, poll = self.producer.produce, self.producer.poll
-        topic, stats, max_bytes = self.opts.topic, self.stats, self.topic.max_record_bytes
-        n_limit = float("inf") if self.opts.all_or_nothing else self.opts.records_per_txn
-        b_limit = float("inf") if self.opts.all_or_nothing else (self.opts.bytes_per_txn or float("inf"))
-        n = nb = 0
-        last = None
-        for line in inputs.read(src, plan.offset, plan.line):
-            if line.lineno == 0:
-                _set_header(mapper, src, line)
-                continue
-            if n >= n_limit or nb >= b_limit:
-                if pos is not None and last is not None:
-                    pos.advance(last.lineno, last.start, last.end, last.raw)
-                self._commit(state)
-                n = nb = 0
-            if not self.in_txn:
-                self._begin()
+        produce, poll, stats, topic = self.producer.produce, self.producer.poll, self.stats, self.opts.topic
+        simple_max = self.topic.max_record_bytes - 4096  # below this no size check is needed
+        unlimited = float("inf")
+        n_limit = unlimited if self.opts.all_or_nothing else self.opts.records_per_txn
+        b_limit = unlimited if self.opts.all_or_nothing else (self.opts.bytes_per_txn or unlimited)
+        map_record = mapper.map
+        n, nb, last = self._txn_lines, stats.pending_bytes, None
+        lines = inputs.read(src, plan.offset, plan.line)
+        if src.fmt == "csv":
+            header = next(lines, None)  # the reader yields the header row first, as line 0
+            if header is not None:
+                _set_header(mapper, src, header)
+        for line in lines:
+            if n >= n_limit or nb >= b_limit or n == 0:
+                if n:
+                    if pos is not None and last is not None:
+                        pos.advance(last.lineno, last.start, last.end, last.raw)
+                    self._commit(state)
+                    n = nb = 0
+                if not self.in_txn:
+                    self._begin()
             n += 1
             last = line
             try:
-                rec = mapper.map(line)
-                if len(rec.value) > max_bytes or rec.headers or rec.key:
-                    _check_size(rec, max_bytes)
-                if rec.partition is not None and rec.partition >= self.topic.partitions:
-                    raise BadRecord(f"partition {rec.partition} does not exist "
-                                    f"(topic has {self.topic.partitions})")
-                while True:
+                key, value, headers, partition, timestamp = map_record(line)
+                if headers is None and partition is None and timestamp is None and len(value) < simple_max:
                     try:
-                        if rec.headers is None and rec.partition is None and rec.timestamp is None:
-                            produce(topic, rec.value, rec.key)
-                        else:
-                            produce(topic, rec.value, rec.key, partition=-1 if rec.partition is None
-                                    else rec.partition, timestamp=rec.timestamp or 0,
-                                    headers=rec.headers)
-                        break
+                        produce(topic, value, key)
                     except BufferError:
-                        poll(0.05)
+                        self._produce_record(key, value, None, None, None)
+                else:
+                    self._produce_record(key, value, headers, partition, timestamp)
             except BadRecord as exc:
                 self._bad(src, line, str(exc))
                 continue
             except KafkaException as exc:
                 self._produce_error(exc, src, line)
                 continue
+            nb += len(value)
+            stats.pending_bytes = nb
             stats.pending_records += 1
-            stats.pending_bytes += len(rec.value)
-            nb += len(rec.value)
-            if n % POLL_EVERY == 0:
+            if not n % POLL_EVERY:
                 poll(0)
                 stats.tick()
+        self._txn_lines = n
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)
+
+    def _produce_record(self, key, value, headers, partition, timestamp) -> None:
+        """Checks and produce for records with headers, partition, timestamp or a large size."""
+        _check_size_of(key, value, headers, self.topic.max_record_bytes)
+        if partition is not None and partition >= self.topic.partitions:
+            raise BadRecord(f"partition {partition} does not exist "
+                            f"(topic has {self.topic.partitions})")
+        while True:
+            try:
+                self.producer.produce(self.opts.topic, value, key,
+                                      partition=-1 if partition is None else partition,
+                                      timestamp=timestamp or 0, headers=headers)
+                return
+            except BufferError:  # the local queue is full: serve delivery reports, then retry
+                self.producer.poll(0.05)
 
     def _produce_error(self, exc, src, line) -> None:
         err = exc.args[0]

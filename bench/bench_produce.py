@@ -1,0 +1,204 @@
+"""Benchmark for `kxtx produce` (issue 3). Not a timed test: run it by hand.
+
+    python bench/bench_produce.py [--records 1000000] [--rss 1000000,5000000] [--bootstrap HOST:PORT]
+
+Side by side, on the same input (JSON lines of ~100 bytes) and a fresh 1-partition topic each:
+  (a) a minimal hand-written confluent-kafka transactional loop over pre-read lines (the in-process
+      limit: no file reading, no parsing, no checkpoint), same records per transaction as kxtx;
+  (b) `kxtx produce` with its defaults (a subprocess; throughput from its own summary, which counts
+      connecting, init_transactions and reading the checkpoint, and from the process wall time);
+  (c) `kafka-console-producer` from the broker's jars (non-transactional JVM reference, wall time
+      including JVM start-up, its defaults).
+Then the commit cost against records per transaction (1, 100, 10k, 100k; retry.backoff.ms 100 vs
+10), and the peak RSS of kxtx for the --rss input sizes.
+
+Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def make_input(path: Path, n: int) -> None:
+    if path.exists() and path.stat().st_size > 0:
+        return
+    with open(path, "w") as f:
+        for i in range(n):
+            # ~100 bytes per line
+            f.write(f'{{"id":{i},"user":"u{i % 100000:05d}","ts":{1700000000000 + i},'
+                    f'"event":"click","page":"/p/{i % 997:03d}","pad":"xxxxxxxxxxxxxxxx"}}\n')
+
+
+def new_topic(bootstrap: str, partitions: int = 1) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the future
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    time.sleep(0.5)  # leader election
+    return name
+
+
+def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | None = None) -> dict:
+    """(a) The in-process limit: produce pre-read lines in transactions of `per_txn`."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(bootstrap)
+    t0 = time.perf_counter()
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4().hex}",
+                  "linger.ms": 20, "retry.backoff.ms": 10, **(extra or {})})
+    p.init_transactions(30)
+    produce = p.produce
+    commits = []
+    for start in range(0, len(lines), per_txn):
+        p.begin_transaction()
+        for line in lines[start:start + per_txn]:
+            while True:
+                try:
+                    produce(topic, line)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        c0 = time.perf_counter()
+        p.commit_transaction(30)
+        commits.append(time.perf_counter() - c0)
+    elapsed = time.perf_counter() - t0
+    return {"records": len(lines), "elapsed_s": elapsed, "records_per_s": len(lines) / elapsed,
+            "transactions": len(commits), "commit_ms_median": 1000 * statistics.median(commits),
+            "commit_ms_p90": 1000 * sorted(commits)[int(0.9 * (len(commits) - 1))]}
+
+
+def run_kxtx(bootstrap: str, path: Path, *args: str) -> dict:
+    """(b) kxtx produce as a user runs it; returns its summary plus wall time and peak RSS."""
+    topic = new_topic(bootstrap)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(path), "-t", topic,
+                             "-b", bootstrap, "-o", "jsonl", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # wait4 gives this child's own rusage (ru_maxrss in KiB on Linux)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
+    summary = json.loads(out.decode().strip().splitlines()[-1])
+    summary.update(wall_s=wall, wall_records_per_s=summary["records"] / wall,
+                   peak_rss_mb=usage.ru_maxrss / 1024, cpu_s=usage.ru_utime + usage.ru_stime)
+    return summary
+
+
+def console_producer(bootstrap: str, path: Path, libs: str, version: str) -> dict:
+    """(c) Kafka's own console producer, non-transactional, its defaults; wall time."""
+    from kxtx.sandbox.distribution import KafkaDistribution
+
+    topic = new_topic(bootstrap)
+    argv = KafkaDistribution(version, Path(libs)).java(
+        "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap, "--topic", topic)
+    n = sum(1 for _ in open(path, "rb"))
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        subprocess.run(argv, stdin=f, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    return {"records": n, "wall_s": wall, "records_per_s": n / wall}
+
+
+def commit_cost(bootstrap: str, line: bytes) -> list[dict]:
+    rows = []
+    for per_txn, txns in ((1, 200), (100, 100), (10_000, 20), (100_000, 5)):
+        for backoff in (100, 10):
+            r = hand_loop(bootstrap, [line] * (per_txn * txns), per_txn, {"retry.backoff.ms": backoff})
+            rows.append({"records_per_txn": per_txn, "retry.backoff.ms": backoff,
+                         "transactions": txns, "commit_ms_median": round(r["commit_ms_median"], 2),
+                         "commit_ms_p90": round(r["commit_ms_p90"], 2),
+                         "records_per_s": round(r["records_per_s"])})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--rss", default="1000000,5000000", help="input sizes for the peak-RSS runs")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--bootstrap", help="use this broker (then --libs/--version for (c))")
+    ap.add_argument("--libs", help="Kafka jars folder for the console producer")
+    ap.add_argument("--version", default="4.3.1")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: side,commit,rss")
+    ap.add_argument("--workdir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+
+    sandbox = None
+    bootstrap, libs, version = args.bootstrap, args.libs, args.version
+    if not bootstrap:
+        from kxtx.sandbox import Sandbox
+
+        sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-"))
+        info = sandbox.start(kafka_version=version, port=0, heap="1g")
+        bootstrap, libs, version = info.bootstrap, info.libs, info.kafka_version
+    work = Path(args.workdir)
+    try:
+        path = work / f"kxtx-bench-{args.records}.jsonl"
+        make_input(path, args.records)
+        result: dict = {"records": args.records, "bootstrap": bootstrap, "kafka": version,
+                        "cpus": os.cpu_count()}
+        if "side" not in skip:
+            from kxtx.produce.engine import DEFAULT_RECORDS_PER_TXN
+
+            lines = path.read_bytes().splitlines()
+            a, b, c = [], [], []
+            for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits all
+                a.append(hand_loop(bootstrap, lines, DEFAULT_RECORDS_PER_TXN)["records_per_s"])
+                kx = run_kxtx(bootstrap, path)
+                b.append(kx["records_per_s"])
+                if libs:
+                    c.append(console_producer(bootstrap, path, libs, version)["records_per_s"])
+                print(json.dumps({"a": a[-1], "b": b[-1], "b_wall": kx["wall_records_per_s"],
+                                  "c": c[-1] if c else None}), flush=True)
+            del lines
+            ma, mb = statistics.median(a), statistics.median(b)
+            result["side_by_side"] = {
+                "a_hand_loop_rps": round(ma), "b_kxtx_rps": round(mb),
+                "b_kxtx_wall_rps": round(kx["wall_records_per_s"]),
+                "c_console_producer_rps": round(statistics.median(c)) if c else None,
+                "b/a": round(mb / ma, 3), "b/c": round(mb / statistics.median(c), 3) if c else None,
+                "runs": {"a": [round(x) for x in a], "b": [round(x) for x in b],
+                         "c": [round(x) for x in c]},
+            }
+            print(json.dumps(result["side_by_side"]), flush=True)
+        if "commit" not in skip:
+            result["commit_cost"] = commit_cost(bootstrap, path.open("rb").readline().rstrip(b"\n"))
+        if "rss" not in skip:
+            result["peak_rss"] = []
+            for n in [int(x) for x in args.rss.split(",") if x]:
+                p = work / f"kxtx-bench-{n}.jsonl"
+                make_input(p, n)
+                kx = run_kxtx(bootstrap, p)
+                result["peak_rss"].append({"lines": n, "peak_rss_mb": round(kx["peak_rss_mb"], 1),
+                                           "records_per_s": kx["records_per_s"]})
+                print(json.dumps(result["peak_rss"][-1]), flush=True)
+                if p != path:
+                    p.unlink()
+        print(json.dumps(result, indent=2))
+    finally:
+        if sandbox is not None:
+            sandbox.stop()
+
+
+if __name__ == "__main__":
+    main()
