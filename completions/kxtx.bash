@@ -3,24 +3,32 @@ _kxtx() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" w words=""
     case "$prev" in
         --format) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
+        --from) COMPREPLY=($(compgen -W "earliest latest" -- "$cur")); return ;;
+        --input) COMPREPLY=($(compgen -W "value record" -- "$cur")); return ;;
+        --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
+        --value-format) COMPREPLY=($(compgen -W "raw string json" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging cluster fence find-hanging inspect partition produce sandbox start status stop txn " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging cluster dump fence find-hanging inspect offsets partition pipe produce sandbox start status stop txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
-        "") words="abort abort-hanging cluster fence find-hanging inspect produce sandbox --debug --version" ;;
+        "") words="abort abort-hanging cluster dump fence find-hanging inspect pipe produce sandbox --debug --version" ;;
         "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump") words="offsets txn-state" ;;
+        "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect") words="partition txn" ;;
         "inspect partition") words="--max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "inspect txn") words="--no-history --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "inspect txn") words="--no-history --no-scan --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "sandbox") words="start status stop" ;;
-        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --format -o" ;;
+        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --format -o" ;;
         "sandbox status") words="--state-dir --format -o" ;;
         "sandbox stop") words="--state-dir --format -o" ;;
     esac

@@ -7,11 +7,7 @@ from typing import Annotated
 import typer
 
 from kxtx import __version__
-from kxtx.cli import sandbox
-from kxtx.cli import fence, hanging, inspect
-from kxtx.cli import dump
-from kxtx.cli import produce
-from kxtx.cli import pipe
+from kxtx.cli import cluster, dump, fence, hanging, inspect, pipe, produce, sandbox
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -24,15 +20,21 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-app.add_typer(sandbox.app, name="sandbox")
-app.add_typer(inspect.app, name="inspect")
-app.command("find-hanging")(hanging.find_hanging)
-app.command("abort-hanging")(hanging.abort_hanging)
-app.command("abort")(hanging.abort_cmd)
-app.command("fence")(fence.fence)
-app.add_typer(dump.app, name="dump")
-app.command("produce")(produce.produce)
-app.command("pipe")(pipe.pipe)
+DATA, LOOK, HANG, SETUP = "Exactly-once data", "Look inside", "Hanging transactions", "Setup"
+
+app.command("produce", rich_help_panel=DATA)(produce.produce)
+app.command("pipe", rich_help_panel=DATA)(pipe.pipe)
+
+app.add_typer(dump.app, name="dump", rich_help_panel=LOOK)
+app.add_typer(inspect.app, name="inspect", rich_help_panel=LOOK)
+
+app.command("find-hanging", rich_help_panel=HANG)(hanging.find_hanging)
+app.command("abort-hanging", rich_help_panel=HANG)(hanging.abort_hanging)
+app.command("abort", rich_help_panel=HANG)(hanging.abort_cmd)
+app.command("fence", rich_help_panel=HANG)(fence.fence)
+
+app.command("cluster", rich_help_panel=SETUP)(cluster.cluster)
+app.add_typer(sandbox.app, name="sandbox", rich_help_panel=SETUP)
 
 
 def _version(value: bool) -> None:
