@@ -81,6 +81,12 @@ def partition_count(settings: Settings, topic: str) -> int | None:
     except Exception as exc:  # noqa: BLE001 - translated
         raise clients.translate(exc, f"reading metadata of {topic}") from exc
     t = md.topics.get(topic)
+    if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
+        # The broker hides a topic the principal may not DESCRIBE: not the same as "missing".
+        from kxtx.authz import Need, explain
+
+        raise explain(t.error.name(), f"reading {topic}",
+                      [Need("DESCRIBE", "Topic", topic), Need("READ", "Topic", topic)])
     if t is None or t.error is not None or not t.partitions:
         return None
     return len(t.partitions)

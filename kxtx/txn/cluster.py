@@ -179,7 +179,8 @@ class Cluster:
         except Exception as exc:  # noqa: BLE001
             logger.debug(f"DescribeCluster failed: {_reason(exc)}")
             return None
-        return None if ops is None else {o.name for o in ops}
+        # The request succeeded: no list means the broker granted no operation (bitfield 0).
+        return set() if ops is None else {o.name for o in ops}
 
     # --- offsets and groups --------------------------------------------------------------------------
     def offsets(self, tps: list[TP]) -> dict[TP, Offsets]:

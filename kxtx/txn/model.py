@@ -94,6 +94,9 @@ class HangingTxn:
     high_watermark: int | None = None
     held_back: int | None = None
     blocked_groups: list[str] = field(default_factory=list)
+    #: the principal may lack DESCRIBE on the transactional id or topic, so the broker may have hidden
+    #: the live transaction that owns this (set by hanging.acl_warning)
+    maybe_false_positive: bool = False
 
     @property
     def tp(self) -> TP:
