@@ -1,0 +1,47 @@
+"""UDFs used by the `kxtx pipe` integration tests (loaded as tests/integration/pipe_udfs.py:NAME)."""
+
+import time
+
+import pandas as pd
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import StringType
+
+
+def identity(v):
+    return v
+
+
+def keep_even(v):
+    return v if int(v.split(b"-")[1]) % 2 == 0 else None
+
+
+def fan_out(v):
+    return [v, v + b"/copy", {"value": v + b"/keyed", "key": b"k2", "headers": {"from": "fan"}}]
+
+
+def enrich(doc):
+    return {**doc, "total": round(doc["price"] * doc["qty"], 2), "enriched": True}
+
+
+def route(doc):
+    return {"topic": doc["to"], "value": doc, "key": str(doc["n"])}
+
+
+def poison(v):
+    if v == b"poison":
+        raise ValueError("cannot handle the poison record")
+    return v.upper()
+
+
+def slow_identity(v):
+    time.sleep(0.0005)
+    return v
+
+
+def two_args(a, b):
+    return a
+
+
+@pandas_udf(StringType())
+def upper_series(s: pd.Series) -> pd.Series:
+    return s.str.upper()

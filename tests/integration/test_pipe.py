@@ -1,0 +1,181 @@
+"""`kxtx pipe` against a real broker and Spark local mode: the output contract, end to end.
+
+The contract cases run the engine in-process with one SparkSession for the module (a JVM start is
+most of a run's cost); one case runs the CLI in a subprocess. Outputs are read read_committed and
+compared as exact multisets.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, read_committed, values
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+N = 2000
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    from kxtx.pipe import spark
+
+    session = spark.start("local[2]")
+    yield session
+    spark.stop(session)
+
+
+@pytest.fixture
+def pipe(kafka, spark_session):
+    """Run the engine in-process until idle; returns the summary."""
+    from kxtx.pipe.config import PipeConfig
+    from kxtx.pipe.engine import run
+
+    def go(inputs, out, udf, **kw):
+        cfg = PipeConfig(inputs=inputs, out=out, group=kw.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
+                         udf=f"{UDFS}:{udf}", until_idle=kw.pop("until_idle", 2.0),
+                         batch_max_ms=kw.pop("batch_max_ms", 500), **kw)
+        return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=spark_session)
+
+    return go
+
+
+def inputs(kafka, n=N, partitions=2):
+    topic = kafka.create_topic(partitions=partitions)
+    vals = [b"rec-%d" % i for i in range(n)]
+    produce(kafka.bootstrap, topic, vals, [b"k%d" % (i % 50) for i in range(n)])
+    return topic, vals
+
+
+def test_identity_keeps_keys(kafka, pipe):
+    src, vals = inputs(kafka)
+    out = kafka.create_topic(partitions=2)
+    summary = pipe([src], out, "identity", batch_max_records=700)
+    got = read_committed(kafka.bootstrap, out)
+    assert values(got) == Counter(vals)
+    assert Counter((m.key(), m.value()) for m in got) == Counter(
+        (b"k%d" % (i % 50), v) for i, v in enumerate(vals))
+    assert summary["records_in"] == summary["records_out"] == N
+    assert summary["transactions"] >= 3 and summary["stopped"] == "idle"
+
+
+def test_filter_drops_none(kafka, pipe):
+    src, vals = inputs(kafka)
+    out = kafka.create_topic()
+    summary = pipe([src], out, "keep_even")
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals[::2])
+    assert summary["dropped"] == N // 2
+
+
+def test_fan_out_list(kafka, pipe):
+    src, vals = inputs(kafka, n=500)
+    out = kafka.create_topic()
+    pipe([src], out, "fan_out")
+    got = read_committed(kafka.bootstrap, out)
+    expected = Counter()
+    for v in vals:
+        expected.update([v, v + b"/copy", v + b"/keyed"])
+    assert values(got) == expected
+    keyed = [m for m in got if m.value().endswith(b"/keyed")]
+    assert all(m.key() == b"k2" and m.headers() == [("from", b"fan")] for m in keyed)
+
+
+def test_json_enrichment(kafka, pipe):
+    src = kafka.create_topic(partitions=2)
+    docs = [{"id": i, "price": i * 0.5, "qty": i % 7} for i in range(N)]
+    produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in docs])
+    out = kafka.create_topic()
+    pipe([src], out, "enrich", value_format="json")
+    got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
+                  for m in read_committed(kafka.bootstrap, out))
+    want = Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True},
+                              sort_keys=True) for d in docs)
+    assert got == want
+
+
+def test_routing_to_two_topics(kafka, pipe):
+    src = kafka.create_topic()
+    even, odd = kafka.create_topic(), kafka.create_topic()
+    docs = [{"n": i, "to": even if i % 2 == 0 else odd} for i in range(N)]
+    produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in docs])
+    pipe([src], even, "route", value_format="json")
+    for topic, rem in ((even, 0), (odd, 1)):
+        got = read_committed(kafka.bootstrap, topic)
+        assert Counter(json.loads(m.value())["n"] for m in got) == Counter(range(rem, N, 2))
+        assert all(m.key() == str(json.loads(m.value())["n"]).encode() for m in got)
+
+
+def test_pandas_udf_object(kafka, pipe):
+    src, vals = inputs(kafka)
+    out = kafka.create_topic()
+    pipe([src], out, "upper_series", value_format="string")
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(v.upper() for v in vals)
+
+
+def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
+    src = kafka.create_topic()
+    vals = [b"ok-%d" % i for i in range(300)]
+    vals[123] = b"poison"
+    produce(kafka.bootstrap, src, vals)
+    out, dlq = kafka.create_topic(), kafka.create_topic()
+    summary = pipe([src], out, "poison", dlq=dlq)
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(
+        v.upper() for v in vals if v != b"poison")
+    (dead,) = read_committed(kafka.bootstrap, dlq)
+    headers = dict(dead.headers())
+    assert dead.value() == b"poison"
+    assert b"ValueError: cannot handle the poison record" in headers["kxtx.error"]
+    assert (headers["kxtx.source.topic"], headers["kxtx.source.offset"]) == (src.encode(), b"123")
+    assert summary["dlq"] == 1
+
+
+def test_poison_record_fails_the_batch_cli(kafka, run_kxtx):
+    """Default --on-udf-error fail: exit 1 naming the record, nothing visible, offsets unchanged."""
+    src = kafka.create_topic()
+    vals = [b"ok-%d" % i for i in range(300)]
+    vals[200] = b"poison"
+    produce(kafka.bootstrap, src, vals)
+    out = kafka.create_topic()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:poison",
+                 "--until-idle", "3", "--batch-max-ms", "3000", "-o", "json")
+    assert r.returncode == 1, r.stderr
+    assert f"failed on {src}[0]@200: ValueError: cannot handle the poison record" in r.stderr
+    assert "nothing of this batch was written" in r.stderr
+    assert read_committed(kafka.bootstrap, out) == []
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]
+
+
+def test_cli_identity_summary(kafka, run_kxtx):
+    src, vals = inputs(kafka, n=1000)
+    out = kafka.create_topic(partitions=2)
+    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+                 "--udf", f"{UDFS}:identity", "--until-idle", "3", "--batch-max-ms", "500",
+                 "-o", "json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr
+
+
+@pytest.mark.parametrize("udf, message", [
+    ("no/such/file.py:f", "file 'no/such/file.py' not found"),
+    ("kxtx_no_such_module:f", "no module named 'kxtx_no_such_module'"),
+    (f"{UDFS}:missing", "has no attribute 'missing'"),
+    (f"{UDFS}:two_args", "two_args(a, b) cannot be called with one argument"),
+])
+def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message):
+    src, _ = inputs(kafka, n=10, partitions=1)
+    out = kafka.create_topic()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", udf,
+                 "--until-idle", "2", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]
+    assert read_committed(kafka.bootstrap, out) == []
