@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kxtx.errors import UsageError
+from kxtx.errors import KxtxError, UsageError
 from kxtx.txn import decide, history
 from kxtx.txn.cluster import Cluster
 from kxtx.txn.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
@@ -94,12 +94,8 @@ def classify(cluster: Cluster, candidates: list[OpenTxn], now_ms: int,
     ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in listed.items()}
     missing = pids - set(ids)
     if missing:
-        from_log = history.ids_for_producers(cluster.settings, missing)
-        if from_log is None:
-            warnings.append("cannot search __transaction_state for producer ids that "
-                            "ListTransactions did not map (decoder unavailable)")
-        else:
-            ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
+        from_log = lookup_in_log(cluster, missing, warnings)
+        ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
     descs = cluster.describe_txns([tid for tid, _src in ids.values()])
     out = []
     for c in sorted(candidates, key=lambda c: (c.topic, c.partition, c.producer_id)):
@@ -119,6 +115,17 @@ def classify(cluster: Cluster, candidates: list[OpenTxn], now_ms: int,
             row.coordinator_state = "unknown id"
         out.append(row)
     return out
+
+
+def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict[int, str]:
+    """producer id -> transactional id from `__transaction_state`; a failure (e.g. no READ on that
+    topic) costs only this lookup, with a warning."""
+    try:
+        return history.ids_for_producers(cluster.settings, pids) or {}
+    except KxtxError as exc:
+        warnings.append(f"cannot search __transaction_state for producer id(s) "
+                        f"{', '.join(map(str, sorted(pids)))} that ListTransactions did not map: {exc}")
+        return {}
 
 
 def add_evidence(cluster: Cluster, rows: list[HangingTxn]) -> None:

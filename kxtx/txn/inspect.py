@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from kxtx.errors import KxtxError
+from kxtx.log import logger
 from kxtx.txn import decide, history
 from kxtx.txn.cluster import Cluster
-from kxtx.txn.hanging import resolve_max_timeout
+from kxtx.txn.hanging import lookup_in_log, resolve_max_timeout
 from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 
 
@@ -31,7 +32,13 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
     to see partitions the coordinator never heard of (where it hangs)."""
     now = _now(now_ms)
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
-    past = history.history(cluster.settings, transactional_id) if with_history else None
+    past, unavailable = None, ""
+    if with_history:
+        try:
+            past = history.history(cluster.settings, transactional_id)
+        except KxtxError as exc:  # e.g. no READ on __transaction_state: the live views still help
+            unavailable = f"unavailable: {exc}"
+            logger.warning(f"history of {transactional_id!r} {unavailable}")
     if desc == NOT_FOUND and not past:
         raise KxtxError(f"transactional id {transactional_id!r} is unknown to its coordinator "
                         "(never used, or expired after transactional.id.expiration.ms)")
@@ -61,7 +68,7 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
         out["state"] = "unknown to the coordinator"
     out["partitions"] = parts
     if with_history:
-        out["history"] = past if past is not None else "unavailable (no __transaction_state decoder)"
+        out["history"] = past if past is not None else unavailable
     return out
 
 
@@ -130,7 +137,10 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
     pids = {p.producer_id for p in open_}
     ids = {pid: tid for pid, (tid, _s) in cluster.ids_for_producers(pids).items()}
     if pids - set(ids):
-        ids.update(history.ids_for_producers(cluster.settings, pids - set(ids)) or {})
+        warnings: list[str] = []
+        ids.update(lookup_in_log(cluster, pids - set(ids), warnings))
+        for w in warnings:
+            logger.warning(w)
     descs = cluster.describe_txns(list(ids.values()))
     max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
     rows = []
