@@ -150,6 +150,8 @@ def acl_warning(cluster: Cluster, report: Report) -> None:
     suspect = [r for r in report.hanging if r.reason != decide.REASON_ID_NOT_FOUND]
     if not suspect:
         return
+    for r in suspect:
+        r.maybe_false_positive = True
     why = ("cannot read the principal's permissions" if ops is None
            else "the principal is not a super user")
     report.warnings.append(
