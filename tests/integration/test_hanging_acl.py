@@ -1,0 +1,81 @@
+"""Hanging transactions seen by a principal with limited ACLs (SASL/SCRAM sandbox, StandardAuthorizer).
+
+`limited` may do anything on resources prefixed `limited.` only: it can READ the topic, but the broker
+silently hides the transactional id `other-...` from it, so find-hanging must warn that its rows may
+be false positives; and it has no ALTER/CLUSTER_ACTION on the Cluster, so abort must say exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.txn_helpers import make_hanging
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="module")
+def secure():
+    from kxtx.sandbox import Sandbox
+    from kxtx.sandbox.security import SecureListeners
+
+    listeners = SecureListeners("sasl_plaintext")
+    sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-test-hanging-acl-"))
+    info = sandbox.start(kafka_version=os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"), port=0, heap="768m",
+                         listeners=listeners,
+                         broker_config={"transaction.partition.verification.enable": "false"})
+    try:
+        yield info.bootstrap, listeners
+    finally:
+        sandbox.stop()
+
+
+def kxtx_as(secure, user, *args):
+    bootstrap, listeners = secure
+    xs = [a for k, v in listeners.client_config(user).items() for a in ("-X", f"{k}={v}")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
+    return subprocess.run([sys.executable, "-m", "kxtx", *args, "-b", bootstrap, *xs], capture_output=True,
+                          text=True, timeout=180, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+
+
+def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    _bootstrap, listeners = secure
+    # The internal listener is PLAINTEXT with a super-user principal: set-up only.
+    internal = f"127.0.0.1:{listeners.internal_port}"
+    topic = f"limited.hang-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": internal})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    time.sleep(1)  # leader election
+    _p, starts = make_hanging(internal, f"other-{uuid.uuid4().hex[:6]}", [(topic, 0)])
+
+    r = kxtx_as(secure, "limited", "find-hanging", "--topic", topic, "--max-transaction-timeout", "15",
+                "-o", "jsonl")
+    assert r.returncode == 3, r.stderr
+    (row,) = [json.loads(x) for x in r.stdout.splitlines()]
+    assert row["start_offset"] == starts[(topic, 0)]
+    assert row["transactional_id"] is None  # hidden from this principal
+    assert row["maybe_false_positive"] is True
+    assert "false positives" in r.stderr
+
+    r = kxtx_as(secure, "limited", "abort-hanging", "--topic", topic, "--max-transaction-timeout", "15",
+                "--yes", "-o", "jsonl")
+    assert r.returncode == 1
+    assert "ALTER on Cluster is required" in r.stderr and "nothing was changed" in r.stderr
+
+    r = kxtx_as(secure, "admin", "abort-hanging", "--topic", topic, "--max-transaction-timeout", "15",
+                "--yes", "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    assert out[-1]["outcome"] == "aborted"
+    assert kxtx_as(secure, "admin", "find-hanging", "--topic", topic, "-o", "jsonl").returncode == 0
