@@ -24,6 +24,9 @@ from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
 from kxtx.pipe.txn import Abortable, TxnProducer
 
+#: Consumer errors that mean a missing READ permission on this kind of resource.
+_AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAILED": "Topic"}
+
 #: Give up on a batch after this many aborts in a row (e.g. an output topic that does not exist).
 MAX_ATTEMPTS = 5
 
@@ -164,6 +167,17 @@ class Pipe:
                 continue
             if err.fatal():
                 raise clients.translate(KafkaOperationError(err.str()), "consuming")
+            if err.name() in _AUTHZ_NEEDS:
+                # A missing ACL does not heal by waiting: stop, naming the permission (nothing of
+                # an open batch is committed).
+                from confluent_kafka import KafkaException
+
+                from kxtx.authz import Need
+
+                kind = _AUTHZ_NEEDS[err.name()]
+                name = self.cfg.group if kind == "Group" else (m.topic() or None)
+                raise clients.translate(KafkaException(err), "consuming",
+                                        need=Need("READ", kind, name))
             logger.warning("consumer: %s", err.str())
         if self._rebalanced:
             self._rewind_dropped(msgs)

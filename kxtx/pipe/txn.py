@@ -43,6 +43,7 @@ class TxnProducer:
             raise clients.translate(exc, "reading cluster metadata") from exc
         for topic in dict.fromkeys(topics):
             if topic not in md.topics or md.topics[topic].error is not None:
+                _hidden_by_acl(self.producer, topic, self.timeout)
                 raise UsageError(f"output topic {topic!r} does not exist (create it first)")
 
     def init(self) -> None:
@@ -153,3 +154,17 @@ class TxnProducer:
 
 
 __all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
+
+
+def _hidden_by_acl(producer, topic: str, timeout: float) -> None:
+    """A topic the principal may not DESCRIBE is left out of the full metadata: ask for it by name,
+    and name the missing permission instead of calling it absent."""
+    from kxtx.authz import Need, explain
+
+    try:
+        t = producer.list_topics(topic, timeout=timeout).topics.get(topic)
+    except Exception:  # noqa: BLE001 - then "does not exist" stands
+        return
+    if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
+        raise explain(t.error.name(), f"output topic {topic!r}",
+                      [Need("DESCRIBE", "Topic", topic), Need("WRITE", "Topic", topic)])
