@@ -56,7 +56,10 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
         raise translate(exc, f"fencing transactional id {desc.transactional_id!r}",
                         need=Need("WRITE", "TransactionalId", desc.transactional_id)) from exc
     finally:
-        p.flush(0)
+        try:
+            p.flush(0)
+        except Exception:  # noqa: BLE001 - after a fatal error flush raises it again; keep the first
+            pass
     after = describe(cluster, desc.transactional_id)
     rows = _wait_for_lso(cluster, tps, before)
     return {
