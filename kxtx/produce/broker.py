@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.settings import Settings
 
@@ -75,54 +76,79 @@ def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
     return True
 
 
-def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Checkpoint | None:
-    """The last committed checkpoint of `transactional_id`, read up to the last stable offset.
+#: How long to wait for another producer's open transaction on the checkpoint topic to end (a
+#: crashed producer's transaction ends after its transaction.timeout.ms, 60 s by default).
+LSO_WAIT_S = 75.0
 
-    Call after init_transactions(): that completes or aborts our own earlier transaction, so the
-    stable offset covers every checkpoint this id committed."""
+
+def _high_watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
+    """(low, high) per partition, where high counts open transactions too: a read_committed
+    consumer would report the last stable offset instead, which another producer's open
+    transaction can hold below our own last committed checkpoint."""
+    from confluent_kafka import TopicPartition
+
+    c = clients.consumer(settings, **{"group.id": "kxtx-produce-checkpoint-reader",
+                                      "isolation.level": "read_uncommitted"})
+    try:
+        md = c.list_topics(topic, timeout=settings.timeout)
+        parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=settings.timeout)
+                for p in parts}
+    finally:
+        c.close()
+
+
+def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Checkpoint | None:
+    """The last committed checkpoint of `transactional_id`: read_committed, up to the high
+    watermark as it is now.
+
+    Call after init_transactions(): that completes or aborts our own earlier transaction, so every
+    checkpoint this id committed is below the high watermark and becomes readable once other
+    producers' open transactions before it end."""
     from confluent_kafka import KafkaError, TopicPartition
 
+    todo = {p: hl for p, hl in _high_watermarks(settings, topic).items() if hl[1] > hl[0]}
+    if not todo:
+        return None
     consumer = clients.consumer(settings, **{
         "group.id": "kxtx-produce-checkpoint-reader",  # never joined or committed (assign only)
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
         # End of partition is reported by a fetch that finds nothing new: do not let it wait.
         "fetch.wait.max.ms": 10,
     })
     try:
-        md = consumer.list_topics(topic, timeout=settings.timeout)
-        parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
-        todo = []
-        for p in parts:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=settings.timeout)
-            if high > low:
-                todo.append(TopicPartition(topic, p, low))
-        if not todo:
-            return None
-        consumer.assign(todo)
-        pending = {tp.partition for tp in todo}
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in todo.items()])
         found: bytes | None = None
         where = ""
         key = transactional_id.encode("utf-8")
-        deadline = time.monotonic() + settings.timeout
-        while pending:
-            if time.monotonic() > deadline:
+        started = time.monotonic()
+        warned = False
+        while todo:
+            waited = time.monotonic() - started
+            if waited > max(LSO_WAIT_S, settings.timeout):
                 raise KafkaOperationError(
-                    f"reading checkpoint topic {topic!r} timed out after {settings.timeout:g}s "
-                    "(another producer's open transaction may hold its last stable offset)")
+                    f"checkpoint topic {topic!r} partitions {sorted(todo)}: an open transaction of "
+                    f"another producer kept them unreadable for {waited:.0f}s (read_committed); "
+                    "try again later, or look for it with kxtx find-hanging")
+            if waited > 3 and not warned:
+                warned = True
+                logger.warning(f"waiting for another producer's open transaction on checkpoint "
+                               f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)")
             # consume() waits for the whole timeout unless the batch fills: keep it short
             for msg in consumer.consume(1000, timeout=0.05):
                 err = msg.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                        continue
-                    raise clients.translate(Exception(err), f"reading checkpoint topic {topic!r}")
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        raise clients.translate(Exception(err), f"reading checkpoint topic {topic!r}")
+                    if msg.offset() >= todo.get(msg.partition(), (0, 0))[1]:
+                        todo.pop(msg.partition(), None)
+                    continue
                 if msg.key() == key:
                     found, where = msg.value(), f"{topic}/{msg.partition()}@{msg.offset()}"
+                if msg.offset() + 1 >= todo.get(msg.partition(), (0, 0))[1]:
+                    todo.pop(msg.partition(), None)
         if found is None:  # never written, or deleted with a tombstone
             return None
         return Checkpoint.from_bytes(found, where)

@@ -18,7 +18,8 @@ from kxtx import clients
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.produce import broker, checkpoint as cpmod, inputs
-from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec
+from kxtx.produce.interrupts import Deferred
+from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import Terminated
@@ -130,6 +131,7 @@ class Run:
         self.producer = None
         self.in_txn = False
         self._txn_lines = 0  # input records (bad ones included) in the open transaction
+        self.signals = Deferred()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
 
@@ -187,9 +189,14 @@ class Run:
 
     # --- the run --------------------------------------------------------------------------------
     def execute(self) -> dict:
+        with self.signals:
+            return self._execute()
+
+    def _execute(self) -> dict:
         try:
             self._connect()
             self.committed = self._load_checkpoint()
+            self.signals.check()
             plans = self._plans(restart=self.opts.restart)
             if all(p.done for p in plans):
                 self.stats.nothing_to_do = True
@@ -327,7 +334,10 @@ class Run:
         n_limit = unlimited if self.opts.all_or_nothing else self.opts.records_per_txn
         b_limit = unlimited if self.opts.all_or_nothing else (self.opts.bytes_per_txn or unlimited)
         map_record = mapper.map
-        n, nb, last = self._txn_lines, stats.pending_bytes, None
+        # value = the line as it is, no key/headers/fields: skip the mapping call and the Record
+        plain = mapper.plain
+        validate = parse_json if src.fmt == "jsonl" else None
+        n, ok, nb, last = self._txn_lines, stats.pending_records, stats.pending_bytes, None
         lines = inputs.read(src, plan.offset, plan.line)
         if src.fmt == "csv":
             header = next(lines, None)  # the reader yields the header row first, as line 0
@@ -338,21 +348,35 @@ class Run:
                 if n:
                     if pos is not None and last is not None:
                         pos.advance(last.lineno, last.start, last.end, last.raw)
+                    stats.pending_records, stats.pending_bytes = ok, nb
                     self._commit(state)
-                    n = nb = 0
+                    n = ok = nb = 0
+                self.signals.check()
                 if not self.in_txn:
                     self._begin()
             n += 1
             last = line
             try:
-                key, value, headers, partition, timestamp = map_record(line)
-                if headers is None and partition is None and timestamp is None and len(value) < simple_max:
-                    try:
-                        produce(topic, value, key)
-                    except BufferError:
-                        self._produce_record(key, value, None, None, None)
+                if plain:
+                    value = line[3]
+                    if validate is not None:
+                        validate(value)
+                    if len(value) < simple_max:
+                        try:
+                            produce(topic, value)
+                        except BufferError:
+                            self._produce_record(None, value, None, None, None)
+                    else:
+                        self._produce_record(None, value, None, None, None)
                 else:
-                    self._produce_record(key, value, headers, partition, timestamp)
+                    key, value, headers, partition, timestamp = map_record(line)
+                    if headers is None and partition is None and timestamp is None and len(value) < simple_max:
+                        try:
+                            produce(topic, value, key)
+                        except BufferError:
+                            self._produce_record(key, value, None, None, None)
+                    else:
+                        self._produce_record(key, value, headers, partition, timestamp)
             except BadRecord as exc:
                 self._bad(src, line, str(exc))
                 continue
@@ -360,11 +384,13 @@ class Run:
                 self._produce_error(exc, src, line)
                 continue
             nb += len(value)
-            stats.pending_bytes = nb
-            stats.pending_records += 1
+            ok += 1
             if not n % POLL_EVERY:
                 poll(0)
+                stats.pending_records, stats.pending_bytes = ok, nb
                 stats.tick()
+                self.signals.check()
+        stats.pending_records, stats.pending_bytes = ok, nb
         self._txn_lines = n
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)

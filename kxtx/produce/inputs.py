@@ -118,7 +118,7 @@ def _read_lines(source: Source, stream: BinaryIO, offset: int, lineno: int) -> I
     for line in stream:
         lineno += 1
         start, end = end, end + len(line)
-        yield Line(lineno, start, end, _strip(line))
+        yield _new(Line, (lineno, start, end, _strip(line), None, None))
 
 
 def _read_jsonl(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Iterator[Line]:
@@ -132,7 +132,7 @@ def _read_jsonl(source: Source, stream: BinaryIO, offset: int, lineno: int) -> I
         if line[-1:] == b"\n":
             line = line[:-2] if line[-2:-1] == b"\r" else line[:-1]
         if line and not line.isspace():
-            yield Line(lineno, start, end, line)
+            yield _new(Line, (lineno, start, end, line, None, None))
 
 
 class _Counted:
@@ -207,6 +207,9 @@ def _read_csv(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Ite
             continue
         yield Line(first, start, counted.end, raw, row, counted.bad and f"bad CSV: {counted.bad}")
 
+
+#: NamedTuple's own __new__ is a Python function; calling tuple.__new__ saves a frame per record.
+_new = tuple.__new__
 
 _READERS = {"lines": _read_lines, "jsonl": _read_jsonl, "csv": _read_csv}
 

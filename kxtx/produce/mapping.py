@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but the stdlib
     _fast_loads = json.loads
 
 
-def _loads(raw: bytes):
+def parse_json(raw: bytes):
     try:
         return _fast_loads(raw)
     except ValueError:
@@ -137,8 +137,9 @@ class Mapper:
         self.columns: list[str] = []
         self._index: dict[str, int] = {}
         self._paths = {f: f.split(".") for _, f in spec.fields()}
-        #: value = the line as it is, no key, headers or fields: only validation remains
-        self._plain = not spec.fields() and not spec.value_as_json
+        #: value = the line as it is, no key, headers or fields: only validation remains (the
+        #: engine then skips map() on its hot path)
+        self.plain = not spec.fields() and not spec.value_as_json and not spec.headers
 
     # --- CSV ------------------------------------------------------------------------------------
     def set_header(self, columns: list[str]) -> None:
@@ -169,8 +170,8 @@ class Mapper:
         if self.fmt == "lines":
             return Record(None, line.raw, self.const_headers, None, None)
         if self.fmt == "jsonl":
-            doc = _loads(line.raw)
-            if self._plain:
+            doc = parse_json(line.raw)
+            if self.plain:
                 return Record(None, line.raw, self.const_headers, None, None)
             get = self._json_get
         else:

@@ -20,17 +20,20 @@ def _start(kafka, *args) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_records(kafka, topic: str, at_least: int, proc, timeout: float = 60) -> None:
-    """Until the topic holds some records (committed or not): the run is past its start-up."""
+def _wait_for_records(kafka, topic: str, at_least: int, proc, timeout: float = 60) -> bool:
+    """Until the topic's high watermark (committed or not) reaches `at_least`; False if the run
+    ended first."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "watermarks"})
     try:
         deadline = time.monotonic() + timeout
         while c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] < at_least:
-            assert proc.poll() is None, f"run ended early: {proc.communicate()}"
+            if proc.poll() is not None:
+                return False
             assert time.monotonic() < deadline, "the run produced nothing"
-            time.sleep(0.05)
+            time.sleep(0.01)
+        return True
     finally:
         c.close()
 
@@ -40,12 +43,19 @@ def test_sigkill_at_random_moments_then_resume(kafka, topic, tmp_path):
     lines = write_jsonl(path, 200_000)
     seed = int(os.environ.get("KXTX_TEST_SEED", time.time_ns() % 10**6))
     rnd = random.Random(seed)
+    # one kill during start-up, then kills when the log (uncommitted records included) reaches
+    # random sizes, so they land inside transactions, between them and during commits
+    moments = [("startup", rnd.uniform(0.1, 0.8))] + [
+        ("offset", o) for o in sorted(rnd.sample(range(1, 195_000), 5))]
     killed_while_running = 0
-    for _ in range(5):
+    for kind, at in moments:
         proc = _start(kafka, str(path), "-t", topic, "-n", "5000", "-k", "c.k")
-        # start-up (connect, init_transactions, read the checkpoint) takes about a second
-        time.sleep(rnd.uniform(0.5, 4.0))
-        if proc.poll() is None:
+        if kind == "startup":
+            time.sleep(at)
+            running = proc.poll() is None
+        else:
+            running = _wait_for_records(kafka, topic, at, proc)
+        if running:
             proc.send_signal(signal.SIGKILL)
             killed_while_running += 1
         proc.communicate(timeout=60)
@@ -67,9 +77,8 @@ def test_sigterm_and_sigint_abort_and_resume(kafka, topic, tmp_path):
     lines = write_jsonl(path, 30_000)
     for sig, code, word in ((signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")):
         proc = _start(kafka, str(path), "-t", topic, "-n", "200")
-        _wait_for_records(kafka, topic, 1 if sig == signal.SIGTERM else len(values(
-            consume(kafka.bootstrap, topic))) + 1, proc)
-        time.sleep(0.3)
+        assert _wait_for_records(kafka, topic, 1 if sig == signal.SIGTERM else len(values(
+            consume(kafka.bootstrap, topic))) + 1000, proc), "the run ended before the signal"
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == code, err
@@ -88,7 +97,7 @@ def test_zombie_is_fenced(kafka, topic, tmp_path):
     lines = write_jsonl(path, 50_000)
     # the older run commits small transactions, so it is still running when the newer one starts
     old = _start(kafka, str(path), "-t", topic, "-n", "100")
-    _wait_for_records(kafka, topic, 1000, old)
+    assert _wait_for_records(kafka, topic, 1000, old), "the older run ended too early"
     new = _start(kafka, str(path), "-t", topic, "-n", "10000")
     out, err = new.communicate(timeout=120)
     assert new.returncode == 0, err
@@ -97,3 +106,33 @@ def test_zombie_is_fenced(kafka, topic, tmp_path):
     assert "was taken over by another producer (fenced)" in err_old
     assert summary(subprocess.CompletedProcess([], 0, out, err))["transactional_id"] in err_old
     assert values(consume(kafka.bootstrap, topic)) == lines
+
+
+def test_resume_waits_for_another_producers_open_transaction(kafka, topic, tmp_path):
+    """A read_committed reader stops at the last stable offset: an open transaction of another
+    producer on the checkpoint topic must delay the resume, not hide our checkpoint."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    path = tmp_path / "in.jsonl"
+    first = write_jsonl(path, 1000)
+    done = _start(kafka, str(path), "-t", topic, "-n", "300")
+    assert done.wait(120) == 0, done.communicate()
+    other = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"other-{topic}"})
+    other.init_transactions(30)
+    other.begin_transaction()
+    other.produce("kxtx-checkpoints", b"{}", key=f"other-{topic}".encode())
+    other.flush(30)
+    more = write_jsonl(path, 10, start=1000)
+    timer = threading.Timer(5, lambda: other.abort_transaction(30))
+    timer.start()
+    try:
+        resumed = _start(kafka, str(path), "-t", topic, "-n", "300")
+        out, err = resumed.communicate(timeout=120)
+    finally:
+        timer.join()
+    assert resumed.returncode == 0, err
+    assert "waiting for another producer's open transaction" in err
+    assert summary(subprocess.CompletedProcess([], 0, out, err))["records"] == 10
+    assert values(consume(kafka.bootstrap, topic)) == first + more
