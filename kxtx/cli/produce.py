@@ -13,6 +13,7 @@ from kxtx.cli.common import (
     connection, is_tty,
 )
 from kxtx.cli.output import emit
+from kxtx.produce import DEFAULT_RECORDS_PER_TXN
 
 _MAP = "Record mapping"
 _TXN = "Transactions"
@@ -64,7 +65,7 @@ def produce(
              "Re-running with the same id continues after the last committed transaction.")] = None,
     records_per_txn: Annotated[int, typer.Option(
         "--records-per-txn", "-n", min=1, rich_help_panel=_TXN,
-        help="Records per transaction.")] = 10_000,
+        help="Records per transaction.")] = DEFAULT_RECORDS_PER_TXN,
     bytes_per_txn: Annotated[Optional[str], typer.Option(
         "--bytes-per-txn", metavar="SIZE", rich_help_panel=_TXN,
         help="Also commit once the values reach this size (e.g. 64MiB).")] = None,

@@ -17,16 +17,13 @@ from dataclasses import dataclass, field
 from kxtx import clients
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, UsageError
 from kxtx.log import logger
-from kxtx.produce import broker, checkpoint as cpmod, inputs
+from kxtx.produce import DEFAULT_RECORDS_PER_TXN, broker, checkpoint as cpmod, inputs
 from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import Terminated
 
-#: Records per transaction. Commit cost is a few ms on a local broker (see bench/bench_produce.py),
-#: so 10k records keep the per-transaction overhead in the low percent at ~100k records/s.
-DEFAULT_RECORDS_PER_TXN = 10_000
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
 
