@@ -7,6 +7,7 @@ errors and the web UI is off unless asked for.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -120,11 +121,39 @@ def ship(session, source: Path | None, module) -> None:
 
 def transform(session, table, mapper, ddl: str):
     """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job)."""
+    with _deferred_signals() as received:
+        try:
+            df = session.createDataFrame(table)
+            result, error = df.mapInArrow(mapper, ddl).toArrow(), None
+        except Exception as exc:  # noqa: BLE001 - worker crashes, OOM, lost executors
+            result, error = None, exc
+    if received:
+        from kxtx.signals import Terminated
+
+        raise Terminated() if received[-1] == signal.SIGTERM else KeyboardInterrupt()
+    if error is not None:
+        raise SparkError(f"Spark job failed: {_first_line(error)}") from error
+    return result
+
+
+@contextlib.contextmanager
+def _deferred_signals():
+    """Hold SIGINT/SIGTERM until the Spark call returns.
+
+    Raised inside a py4j call, the exception would be turned into a Py4JError (and the gateway
+    connection left mid-answer); held, it is raised right after the job, and the engine aborts."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: received.append(signum))
     try:
-        df = session.createDataFrame(table)
-        return df.mapInArrow(mapper, ddl).toArrow()
-    except Exception as exc:  # noqa: BLE001 - worker crashes, OOM, lost executors
-        raise SparkError(f"Spark job failed: {_first_line(exc)}") from exc
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def stop(session) -> None:

@@ -26,7 +26,8 @@ class Abortable(Exception):
 
 class TxnProducer:
     def __init__(self, settings, transactional_id: str, timeout: float):
-        conf = {"transactional.id": transactional_id}
+        self._fatal = None
+        conf = {"transactional.id": transactional_id, "error_cb": self._on_error}
         if "retry.backoff.ms" not in settings.props:
             conf["retry.backoff.ms"] = DEFAULT_RETRY_BACKOFF_MS
         self.producer = clients.producer(settings, **conf)
@@ -145,11 +146,25 @@ class TxnProducer:
                     continue
                 self._raise(exc, doing)
 
-    @staticmethod
-    def _raise(exc, doing: str):
+    def _on_error(self, err) -> None:
+        if err.fatal():
+            self._fatal = err
+
+    def _raise(self, exc, doing: str):
+        from confluent_kafka import KafkaError, KafkaException
+
         err = exc.args[0] if exc.args else None
         if err is not None and err.txn_requires_abort() and not err.fatal():
             raise Abortable(f"{doing}: {err.str()}") from None
+        if err is not None and err.code() == KafkaError._FATAL:
+            # produce() only says "Fatal error"; the cause (e.g. fenced) reaches error_cb.
+            if self._fatal is None and self.producer is not None:
+                try:
+                    self.producer.poll(0)
+                except KafkaException as served:
+                    self._fatal = served.args[0] if served.args else None
+            if self._fatal is not None:
+                exc = KafkaException(self._fatal)
         raise clients.translate(exc, doing) from None
 
 
