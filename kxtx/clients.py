@@ -43,6 +43,7 @@ def txn_admin(settings: Settings, **kwargs):
     from kxtx.security import remember_secrets
 
     remember_secrets(settings.props)
+    _note_protocol(settings.props)
     try:
         return KafkaAdminClient(**settings.kafka_python(**kwargs))
     except Exception as exc:  # noqa: BLE001 - translated
@@ -55,6 +56,7 @@ def _make(cls, conf: dict):
     from kxtx.security import remember_secrets, scrub
 
     remember_secrets(conf)
+    _note_protocol(conf)
 
     from confluent_kafka import KafkaException
 
@@ -112,8 +114,28 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
     if name == "_SSL":
         return KafkaOperationError(f"{where}TLS handshake failed ({text}); check ssl.ca.location "
                                    "(the CA that signed the broker certificate) and the client certificate")
-    if type(exc).__name__ == "NoBrokersAvailable":
-        return KafkaOperationError(f"{where}no broker reachable (check -b / bootstrap.servers)")
+    if type(exc).__name__ == "NoBrokersAvailable" or "Unable to bootstrap" in text:
+        return KafkaOperationError(f"{where}no broker reachable (check -b / bootstrap.servers)"
+                                   f"{_security_hint()}")
     if "Timeout" in type(exc).__name__ or name in ("_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"):
-        return KafkaOperationError(f"{where}timed out ({text}); is the cluster reachable?")
+        return KafkaOperationError(f"{where}timed out ({text}); is the cluster reachable?"
+                                   f"{_security_hint()}")
     return KafkaOperationError(f"{where}{text}")
+
+
+#: The security.protocol of the clients this process made (librdkafka reports a failed SASL login or
+#: TLS handshake only in its log, and the call then just times out).
+_protocols: set[str] = set()
+
+
+def _note_protocol(props: dict) -> None:
+    _protocols.add(str(props.get("security.protocol", "PLAINTEXT")).upper())
+
+
+def _security_hint() -> str:
+    hints = []
+    if any(p.startswith("SASL") for p in _protocols):
+        hints.append("sasl.mechanism, sasl.username and sasl.password")
+    if any(p.endswith("SSL") for p in _protocols):
+        hints.append("ssl.ca.location and the client certificate")
+    return f" If it is, the login or TLS handshake may have failed: check {' and '.join(hints)}" if hints else ""
