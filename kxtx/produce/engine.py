@@ -167,6 +167,7 @@ class Run:
                 return fn(*args)
             except KafkaException as exc:
                 err = exc.args[0]
+                self._stop_if_denied(err, doing)
                 if err.txn_requires_abort():
                     why = self.stats.delivery_error
                     raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else "")) from exc
@@ -174,6 +175,22 @@ class Run:
                     continue
                 raise self._fatal(exc, doing) from exc
         raise KafkaOperationError(f"{doing}: still failing after {MAX_RETRIES} retries")
+
+    def _stop_if_denied(self, err, doing: str) -> None:
+        """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
+        visible) and stop, naming the permission (WRITE on the topic or on the transactional id)."""
+        from confluent_kafka import KafkaException
+
+        from kxtx.authz import AUTHZ_ERRORS, Need
+
+        why = self.stats.delivery_error
+        denied = next((e for e in (err, why) if e is not None and e.name() in AUTHZ_ERRORS), None)
+        if denied is None:
+            return
+        self._abort()
+        raise clients.translate(KafkaException(denied), f"{doing} (transactional id {self.txid})",
+                                need=[Need("WRITE", "Topic", self.opts.topic),
+                                      Need("WRITE", "TransactionalId", self.txid)])
 
     def _fatal(self, exc, doing: str):
         err = clients.translate(exc, f"{doing} (transactional id {self.txid})")
@@ -412,6 +429,7 @@ class Run:
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
             self._bad(src, line, err.str())
         elif err.txn_requires_abort():
+            self._stop_if_denied(err, "producing")
             raise _Abortable(f"producing: {err.str()}") from exc
         else:
             raise self._fatal(exc, "producing") from exc
