@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -91,17 +92,30 @@ def run_kxtx(bootstrap: str, path: Path, *args: str) -> dict:
     proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(path), "-t", topic,
                              "-b", bootstrap, "-o", "jsonl", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # wait4 gives this child's own rusage (ru_maxrss in KiB on Linux)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    # Peak RSS from /proc/PID/status VmHWM, polled: the kernel resets it at exec, whereas
+    # wait4()'s ru_maxrss also counts the pre-exec copy of this (large) bench process.
+    peak = [0]
+
+    def watch():
+        while proc.poll() is None:
+            try:
+                for row in open(f"/proc/{proc.pid}/status"):
+                    if row.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(row.split()[1]))
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    out, err = proc.communicate()
+    watcher.join()
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
     summary = json.loads(out.decode().strip().splitlines()[-1])
     summary.update(wall_s=wall, wall_records_per_s=summary["records"] / wall,
-                   peak_rss_mb=usage.ru_maxrss / 1024, cpu_s=usage.ru_utime + usage.ru_stime)
+                   peak_rss_mb=peak[0] / 1024)
     return summary
 
 

@@ -177,3 +177,17 @@ def test_usage_errors(kafka, topic, run_kxtx, tmp_path):
     assert p.returncode == 2 and "--key-field needs JSON or CSV input" in p.stderr
     p = run_kxtx("produce", path, "-t", "no-such-topic-x")
     assert p.returncode == 2 and "'no-such-topic-x' does not exist" in p.stderr
+
+
+def test_bytes_per_transaction_and_multiple_files(kafka, topic, run_kxtx, tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.txt"
+    first = write_jsonl(a, 100)  # ~70 bytes per line
+    b.write_bytes(b"x\ny\n")
+    p = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
+    assert p.returncode == 0, p.stderr
+    s = summary(p)
+    assert s["records"] == 102 and 6 <= s["transactions"] <= 9
+    assert [f["start"] for f in s["files"]] == ["new", "new"]
+    assert values(consume(kafka.bootstrap, topic)) == first + [b"x", b"y"]
+    again = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
+    assert again.returncode == 0 and summary(again)["result"] == "nothing to do"

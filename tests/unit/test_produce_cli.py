@@ -1,0 +1,38 @@
+"""`kxtx produce` option parsing that needs no broker."""
+
+import pytest
+import typer
+
+from kxtx.cli.produce import _bytes
+from kxtx.produce.engine import error_policy, sources_of
+from kxtx.errors import UsageError
+
+
+@pytest.mark.parametrize("text, n", [("1048576", 1048576), ("512k", 512 << 10), ("16MiB", 16 << 20),
+                                     ("2g", 2 << 30), ("10 MB", 10 << 20), ("7b", 7)])
+def test_sizes(text, n):
+    assert _bytes(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "1.5M", "lots", "-1"])
+def test_bad_sizes(text):
+    with pytest.raises(typer.BadParameter):
+        _bytes(text)
+
+
+@pytest.mark.parametrize("text, policy", [("fail", ("fail", None)), ("skip", ("skip", None)),
+                                          ("dlq:bad-orders", ("dlq", "bad-orders"))])
+def test_error_policy(text, policy):
+    assert error_policy(text) == policy
+
+
+@pytest.mark.parametrize("text", ["dlq:", "ignore", "DLQ:x"])
+def test_bad_error_policy(text):
+    with pytest.raises(UsageError, match="--on-error"):
+        error_policy(text)
+
+
+@pytest.mark.parametrize("paths, message", [([], "no input"), (["-", "-"], "only once")])
+def test_bad_sources(paths, message):
+    with pytest.raises(UsageError, match=message):
+        sources_of(paths, None)
