@@ -42,6 +42,12 @@ def kafka_formatter(kafka, topic: str, formatter: str, isolation: str = "read_un
     return out
 
 
+def key_type(formatted: dict) -> int:
+    """The record type of a formatter record: `key.type` (4.x) or `key.version` (3.9's name)."""
+    key = formatted["key"]
+    return key["type"] if "type" in key else key["version"]
+
+
 def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

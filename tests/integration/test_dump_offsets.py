@@ -12,7 +12,9 @@ import uuid
 import pytest
 
 from kxtx.records.partition import partition_for
-from tests.integration.dump_helpers import assert_agrees, dump, kafka_formatter, wait_for
+from tests.integration.dump_helpers import (
+    assert_agrees, dump, kafka_formatter, key_type, wait_for,
+)
 
 #: Java hashCode Integer.MIN_VALUE: Kafka's coordinator partition is 0.
 MIN_HASH_GROUP = "polygenelubricants"
@@ -72,7 +74,9 @@ def test_classic_group_metadata_and_offsets(kafka, run_kxtx):
     finally:
         c.close()
     assert {r["partition"] for r in rows} == {partition_for(MIN_HASH_GROUP, 50)} == {0}
-    assert _latest_offsets(rows) == _committed(kafka, MIN_HASH_GROUP) == {(topic, 0): 5, (topic, 1): 5}
+    mine = {k: v for k, v in _latest_offsets(rows).items() if k[0] == topic}  # the group may be reused
+    truth = {k: v for k, v in _committed(kafka, MIN_HASH_GROUP).items() if k[0] == topic}
+    assert mine == truth == {(topic, 0): 5, (topic, 1): 5}
     group = next(r for r in rows if r["type"] == "GroupMetadata")["value"]
     assert group["protocolType"] == "consumer" and group["leader"] == member_id
     (member,) = group["members"]
@@ -88,6 +92,7 @@ def test_classic_group_metadata_and_offsets(kafka, run_kxtx):
 def test_consumer_protocol_group_records(kafka, run_kxtx):
     if kafka.major < 4:
         pytest.skip("KIP-848 consumer groups are GA from Kafka 4.0; the 3.9 run covers classic groups")
+    from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
     topic = kafka.create_topic(partitions=2)
@@ -102,8 +107,9 @@ def test_consumer_protocol_group_records(kafka, run_kxtx):
         rows = dump(run_kxtx, "offsets", "--group", group, "--latest")
         admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
         desc = admin.describe_consumer_groups([group])[group].result(30)
-        topic_id = str(admin.describe_topics(
-            __import__("confluent_kafka").TopicCollection([topic]))[topic].result(30).topic_id)
+        topic_id = str(admin.describe_topics(TopicCollection([topic]))[topic].result(30).topic_id)
+        # confluent-kafka prints standard base64; Kafka (and kxtx) the URL-safe alphabet.
+        topic_id = topic_id.replace("+", "-").replace("/", "_")
     finally:
         c.close()
     by_type = {r["type"]: r for r in rows}
@@ -173,9 +179,10 @@ def test_transactional_offset_commits(kafka, run_kxtx, eos):
 
 
 def test_agrees_with_kafkas_offset_and_group_formatters(kafka, run_kxtx, eos):
-    eos["producer"].abort_transaction(30) if _has_open(kafka, eos) else None
+    if _has_open(kafka, eos):  # when run alone, without test_transactional_offset_commits
+        eos["producer"].abort_transaction(30)
     mine = [r for r in dump(run_kxtx, "offsets", "--include-uncommitted") if r["key"]]
-    checked = 0
+    checked = {}
     for formatter, type_ids in (("OffsetsMessageFormatter", {0, 1}), ("GroupMetadataMessageFormatter", {2})):
         # The console consumer's own groups appear only in its later runs: left out on both sides.
         theirs = [t for t in kafka_formatter(kafka, "__consumer_offsets", formatter)
@@ -189,14 +196,15 @@ def test_agrees_with_kafkas_offset_and_group_formatters(kafka, run_kxtx, eos):
             remaining.setdefault(key(r["key"]), []).append(r)
         for t in theirs:
             m = remaining[key(t["key"]["data"])].pop(0)  # per key, log order is kept by both
-            assert t["key"]["type"] == m["typeId"]
+            assert key_type(t) == m["typeId"]
             if t["value"] is None:
                 assert m["tombstone"]
             else:
                 assert t["value"]["version"] == m["version"]
                 assert_agrees(t["value"]["data"], m["value"], f"{formatter} {m['key']}")
-            checked += 1
-    assert checked >= 5
+            checked[formatter] = checked.get(formatter, 0) + 1
+    # at least the eos group's three offset commits and its group records
+    assert checked["OffsetsMessageFormatter"] >= 3 and checked["GroupMetadataMessageFormatter"] >= 1
 
 
 def _has_open(kafka, eos) -> bool:

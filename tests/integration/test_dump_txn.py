@@ -11,7 +11,9 @@ from collections import defaultdict
 import pytest
 
 from kxtx.records.partition import partition_for
-from tests.integration.dump_helpers import assert_agrees, dump, kafka_formatter, states, wait_for
+from tests.integration.dump_helpers import (
+    assert_agrees, dump, kafka_formatter, key_type, states, wait_for,
+)
 
 #: Java's String.hashCode of this id is Integer.MIN_VALUE (checked with Java): Kafka puts it in
 #: partition Utils.abs(MIN_VALUE) % 50 = 0, where a naive abs() would give 48.
@@ -137,7 +139,7 @@ def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
     for tid in ids.values():
         assert len(theirs[tid]) == len(mine[tid]) > 0, tid
         for t, m in zip(theirs[tid], mine[tid]):
-            assert t["key"]["type"] == m["typeId"] == 0
+            assert key_type(t) == m["typeId"] == 0
             if t["value"] is None:
                 assert m["tombstone"]
                 continue
