@@ -143,7 +143,7 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
             logger.warning(w)
     descs = cluster.describe_txns(list(ids.values()))
     max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
-    rows = []
+    rows, suspects = [], []
     for p in open_:
         tid = ids.get(p.producer_id)
         desc = descs.get(tid) if tid else None
@@ -162,4 +162,23 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
             "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
             "blocking": lso is not None and lso <= p.start_offset, "status": status,
         })
+        if status.startswith("hanging") and reason != decide.REASON_ID_NOT_FOUND:
+            suspects.append(rows[-1])
+    if suspects:
+        _mark_false_positives(cluster, suspects)
     return rows
+
+
+def _mark_false_positives(cluster: Cluster, suspects: list[dict]) -> None:
+    """As find-hanging's acl_warning: without every Cluster operation the principal may lack DESCRIBE
+    on ids or topics the broker then hides, so a live transaction can look hanging."""
+    from kxtx.txn.hanging import _ALL_CLUSTER_OPS
+
+    ops = cluster.cluster_operations()
+    if ops is not None and _ALL_CLUSTER_OPS <= ops:
+        return
+    for row in suspects:
+        row["maybe_false_positive"] = True
+    logger.warning(f"the principal is not a super user: if it lacks DESCRIBE on some TransactionalId or "
+                   f"Topic, the broker hides them and live transactions look hanging; {len(suspects)} "
+                   "open transaction(s) marked maybe_false_positive; check with a principal that has DESCRIBE")

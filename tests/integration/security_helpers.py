@@ -1,0 +1,188 @@
+"""A sandbox broker with a secured client listener (`kxtx sandbox start --security ...`), its users'
+client.properties, ACL and topic helpers as admin, and hanging transactions made over that listener."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+#: As in test_hanging: lets a transactional Produce reach a partition never added to the transaction.
+BROKER_CONFIG = {
+    "transaction.partition.verification.enable": "false",
+    "transaction.max.timeout.ms": "600000",
+}
+
+
+@dataclass
+class SecureBroker:
+    mode: str
+    bootstrap: str
+    listeners: object
+    sandbox: object
+    version: str
+
+    # --- the users ------------------------------------------------------------------------------------
+    def properties(self, user: str) -> str:
+        return str(self.listeners.dir / f"{user}.properties")
+
+    def password(self, user: str) -> str:
+        return self.listeners.passwords[user]
+
+    def secrets(self, user: str) -> list[str]:
+        """Strings that must never appear in kxtx's output for this user."""
+        out = [self.listeners.passwords[user]] if self.listeners.sasl else []
+        if self.mode == "ssl":
+            out.append(self.listeners.store_password)
+        return out
+
+    def conf(self, user: str = "admin") -> dict:
+        return {"bootstrap.servers": self.bootstrap, **self.listeners.client_config(user)}
+
+    def settings(self, user: str = "admin"):
+        from kxtx.settings import Settings
+
+        return Settings(props=self.conf(user), timeout=30)
+
+    def kxtx(self, user: str, *args: str, debug: bool = False, input: str | None = None,
+             timeout: float = 180) -> subprocess.CompletedProcess:
+        """The CLI as `user`, configured only by that user's Java client.properties."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
+        env["KXTX_COMMAND_CONFIG"] = self.properties(user)
+        argv = [sys.executable, "-m", "kxtx", *(["--debug"] if debug else []), *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
+                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+
+    # --- admin helpers -----------------------------------------------------------------------------------
+    def admin(self):
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({**self.conf("admin"), "log_level": 3})
+
+    def create_topic(self, name: str | None = None, partitions: int = 1) -> str:
+        from confluent_kafka.admin import NewTopic
+
+        from tests.conftest import _wait_for_leaders
+
+        name = name or f"t-{uuid.uuid4().hex[:10]}"
+        admin = self.admin()
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
+        _wait_for_leaders(admin, name, partitions)
+        return name
+
+    def grant(self, principal_user: str, resource: str, name: str, *operations: str,
+              prefixed: bool = False) -> None:
+        from confluent_kafka.admin import (
+            AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType,
+        )
+
+        pattern = ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL
+        bindings = [AclBinding(ResourceType[resource.upper()], name, pattern, f"User:{principal_user}", "*",
+                               AclOperation[op], AclPermissionType.ALLOW) for op in operations]
+        admin = self.admin()  # kept alive until the futures resolve
+        for fut in admin.create_acls(bindings, request_timeout=30).values():
+            fut.result(timeout=30)
+        time.sleep(0.5)  # ACLs reach the broker's authorizer through the metadata log
+
+    def offsets(self, topic: str, partition: int = 0) -> tuple[int, int]:
+        """(LSO, high watermark) as admin."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        admin, out = self.admin(), []
+        for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+            tp = TopicPartition(topic, partition)
+            out.append(admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp]
+                       .result(30).offset)
+        return tuple(out)
+
+    def low_level(self):
+        """tests' LowLevel protocol helper over this broker's secured listener, as admin."""
+        from kafka.admin import KafkaAdminClient
+
+        from tests.integration.txn_helpers import LowLevel
+
+        ll = LowLevel.__new__(LowLevel)
+        ll.admin = KafkaAdminClient(**self.settings("admin").kafka_python())
+        ll.m = ll.admin._manager
+        return ll
+
+    def make_hanging(self, tid: str, topic: str, partition: int = 0, age_ms: int = 3_600_000) -> int:
+        """An open transaction the coordinator never hears of (truly hanging); returns its start offset."""
+        ll = self.low_level()
+        try:
+            p = ll.init(tid)
+            return ll.produce(p, topic, partition, [b"hanging-0", b"hanging-1"],
+                              timestamp_ms=int(time.time() * 1000) - age_ms)
+        finally:
+            ll.close()
+
+    def make_live(self, tid: str, topic: str, partition: int = 0, age_ms: int = 120_000) -> int:
+        """A live, coordinator-registered open transaction whose last write is `age_ms` old: a
+        principal that cannot DESCRIBE `tid` sees it as hanging once past the max timeout."""
+        ll = self.low_level()
+        try:
+            p = ll.init(tid, timeout_ms=600_000)
+            ll.add_partitions(p, topic, [partition])
+            return ll.produce(p, topic, partition, [b"live-0"],
+                              timestamp_ms=int(time.time() * 1000) - age_ms)
+        finally:
+            ll.close()
+
+
+def start_secure(mode: str, broker_config: dict | None = None) -> SecureBroker:
+    from kxtx.sandbox import Sandbox
+    from kxtx.sandbox.security import SecureListeners
+
+    state = tempfile.mkdtemp(prefix=f"kxtx-test-{mode}-")
+    version = os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
+    listeners = SecureListeners(mode)
+    sandbox = Sandbox(state)
+    info = sandbox.start(kafka_version=version, port=0, broker_config=dict(broker_config or BROKER_CONFIG),
+                         heap="768m", listeners=listeners)
+    return SecureBroker(mode, info.bootstrap, listeners, sandbox, info.kafka_version)
+
+
+def rows(result: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def assert_no_secret(broker: SecureBroker, user: str, result: subprocess.CompletedProcess) -> None:
+    text = result.stdout + result.stderr
+    for secret in broker.secrets(user):
+        assert secret not in text, f"a secret of {user} leaked into the output"
+
+
+def write_lines(n: int, prefix: str = "r") -> str:
+    fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="kxtx-sec-")
+    with os.fdopen(fd, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"{prefix}{i}", "n": i}) + "\n")
+    return path
+
+
+def read_committed(broker: SecureBroker, topic: str, user: str = "admin", wait_s: float = 6.0) -> list[bytes]:
+    """Values a read_committed consumer sees from the start, bounded in time."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({**broker.conf(user), "group.id": f"{'limited.' if user == 'limited' else ''}g-{uuid.uuid4().hex[:6]}",
+                  "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 3})
+    md = c.list_topics(topic, timeout=10).topics[topic]
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions])
+    out, deadline = [], time.monotonic() + wait_s
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.3)
+            if m is not None and not m.error():
+                out.append(m.value())
+    finally:
+        c.close()
+    return out

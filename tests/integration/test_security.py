@@ -1,0 +1,225 @@
+"""Every command over SASL_SSL/SCRAM (`kxtx sandbox start --security sasl_ssl`), configured only by the
+Java client.properties the sandbox prints: as admin (super user) each succeeds; as the limited user
+each fails cleanly where an ACL is missing, naming the operation and the resource, with exit 1 and
+nothing half-done; find-hanging marks possible false positives for the limited user only; no
+password ever appears in the output, even with --debug.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.security_helpers import (
+    assert_no_secret, read_committed, rows, start_secure, write_lines,
+)
+
+pytestmark = pytest.mark.kafka
+
+#: find-hanging looks at open transactions idle for longer than this (minutes)
+MAX_TIMEOUT = "1"
+
+
+@pytest.fixture(scope="module")
+def sec():
+    b = start_secure("sasl_ssl")
+    try:
+        yield b
+    finally:
+        b.sandbox.stop()
+
+
+@pytest.fixture(scope="module")
+def scene(sec):
+    """A topic with a truly hanging transaction and a live one; the limited user may READ/DESCRIBE
+    the topic but not DESCRIBE either transactional id."""
+    topic = sec.create_topic(f"h-{uuid.uuid4().hex[:6]}")
+    sec.grant("limited", "topic", topic, "READ", "DESCRIBE")
+    hang_id, live_id = f"tx-hang-{topic}", f"tx-live-{topic}"
+    hang_start = sec.make_hanging(hang_id, topic)
+    live_start = sec.make_live(live_id, topic)
+    return {"topic": topic, "hang_id": hang_id, "live_id": live_id,
+            "hang_start": hang_start, "live_start": live_start}
+
+
+def _fails_naming(sec, result, *phrases):
+    """Exit 1, one error line naming the permission, no traceback without --debug, no secret."""
+    assert result.returncode == 1, result.stderr
+    assert_no_secret(sec, "limited", result)
+    error = [line for line in result.stderr.splitlines() if line.startswith("kxtx: error:")]
+    assert error, result.stderr
+    for phrase in phrases:
+        assert phrase in error[-1], error[-1]
+
+
+# --- admin: every command succeeds ---------------------------------------------------------------------
+def test_admin_cluster_and_find_hanging_without_false_positive(sec, scene):
+    r = sec.kxtx("admin", "cluster", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("admin", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
+                 "-o", "jsonl")
+    assert r.returncode == 3, r.stderr
+    found = rows(r)
+    # only the truly hanging transaction: the live one is mapped to its (Ongoing) coordinator state
+    assert [(x["transactional_id"], x["start_offset"]) for x in found] == [(scene["hang_id"], scene["hang_start"])]
+    assert not any(x["maybe_false_positive"] for x in found)
+    assert "false positive" not in r.stderr
+    assert_no_secret(sec, "admin", r)
+
+
+def test_admin_inspect_and_dump(sec, scene):
+    r = sec.kxtx("admin", "inspect", "txn", scene["live_id"], "--max-transaction-timeout", MAX_TIMEOUT,
+                 "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["state"] == "Ongoing"
+    r = sec.kxtx("admin", "inspect", "partition", f"{scene['topic']}:0", "--max-transaction-timeout",
+                 MAX_TIMEOUT, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    statuses = {x["transactional_id"]: x["status"] for x in json.loads(r.stdout)["open_transactions"]}
+    assert statuses[scene["live_id"]].startswith("ongoing")
+    assert statuses[scene["hang_id"]].startswith("hanging")
+    r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert {x["key"]["transactionalId"] for x in rows(r)} == {scene["live_id"]}
+    assert_no_secret(sec, "admin", r)
+
+
+def test_admin_produce(sec):
+    topic = sec.create_topic()
+    r = sec.kxtx("admin", "produce", "-t", topic, write_lines(5), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert len(read_committed(sec, topic)) == 5
+    assert_no_secret(sec, "admin", r)
+
+
+def test_admin_pipe_short_run(sec, tmp_path):
+    src, dst = sec.create_topic(), sec.create_topic()
+    from confluent_kafka import Producer
+
+    p = Producer({**sec.conf("admin"), "log_level": 3})
+    for i in range(4):
+        p.produce(src, f"v{i}".encode())
+    assert p.flush(30) == 0
+    udf = tmp_path / "up.py"
+    udf.write_text("def upper(value):\n    return value.upper()\n")
+    r = sec.kxtx("admin", "pipe", "--in", src, "--out", dst, "--group", f"g-{src}", "--udf", f"{udf}:upper",
+                 "--value-format", "string", "--max-records", "4", "--until-idle", "5", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert sorted(read_committed(sec, dst)) == [b"V0", b"V1", b"V2", b"V3"]
+    assert_no_secret(sec, "admin", r)
+
+
+def test_admin_fence_and_abort_hanging(sec):
+    topic = sec.create_topic()
+    fence_id = f"tx-fence-{topic}"
+    sec.make_live(fence_id, topic)
+    start = sec.make_hanging(f"tx-abort-{topic}", topic)
+    r = sec.kxtx("admin", "fence", fence_id, "--yes", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", MAX_TIMEOUT, "--yes",
+                 "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    lso, _hw = sec.offsets(topic)
+    assert lso > start
+    assert_no_secret(sec, "admin", r)
+
+
+# --- limited: each fails cleanly where an ACL is missing --------------------------------------------
+def test_limited_find_hanging_marks_possible_false_positives(sec, scene):
+    r = sec.kxtx("limited", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
+                 "-o", "jsonl", debug=True)
+    assert r.returncode == 3, r.stderr
+    found = rows(r)
+    # the live transaction looks hanging to this principal (its id is hidden), and is marked
+    assert {x["start_offset"] for x in found} == {scene["hang_start"], scene["live_start"]}
+    assert all(x["maybe_false_positive"] for x in found)
+    assert "may be false positives" in r.stderr
+    assert_no_secret(sec, "limited", r)
+
+
+def test_inspect_partition_marks_false_positives_for_limited_only(sec, scene):
+    args = ("inspect", "partition", f"{scene['topic']}:0", "--max-transaction-timeout", MAX_TIMEOUT, "-o", "json")
+    admin = sec.kxtx("admin", *args)
+    assert admin.returncode == 0, admin.stderr
+    assert not any(x.get("maybe_false_positive") for x in json.loads(admin.stdout)["open_transactions"])
+    assert "maybe_false_positive" not in admin.stderr
+    limited = sec.kxtx("limited", *args, debug=True)
+    assert limited.returncode == 0, limited.stderr
+    opened = json.loads(limited.stdout)["open_transactions"]
+    live = next(x for x in opened if x["start_offset"] == scene["live_start"])
+    assert live["status"].startswith("hanging") and live["maybe_false_positive"]
+    assert "maybe_false_positive" in limited.stderr
+    assert_no_secret(sec, "limited", limited)
+
+
+def test_limited_inspect_txn_names_describe_on_the_id(sec, scene):
+    r = sec.kxtx("limited", "inspect", "txn", scene["live_id"], debug=True)
+    _fails_naming(sec, r, f"DESCRIBE on TransactionalId '{scene['live_id']}'")
+
+
+def test_limited_dump_names_the_internal_topic(sec, scene):
+    r = sec.kxtx("limited", "dump", "txn-state", debug=True)
+    _fails_naming(sec, r, "DESCRIBE on Topic '__transaction_state'")
+
+
+def test_limited_abort_hanging_aborts_nothing(sec, scene):
+    before = sec.offsets(scene["topic"])
+    r = sec.kxtx("limited", "abort-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
+                 "--yes", debug=True)
+    _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
+    assert sec.offsets(scene["topic"]) == before
+
+
+def test_limited_fence_names_write_on_the_id(sec):
+    topic = sec.create_topic()
+    tid = f"tx-other-{topic}"
+    sec.make_live(tid, topic)
+    sec.grant("limited", "transactional_id", tid, "DESCRIBE")
+    r = sec.kxtx("limited", "fence", tid, "--yes", debug=True)
+    _fails_naming(sec, r, f"WRITE on TransactionalId '{tid}'")
+
+
+def test_limited_produce_writes_nothing(sec):
+    topic = sec.create_topic()
+    sec.grant("limited", "topic", topic, "DESCRIBE")
+    path = write_lines(5)
+    # its own transactional id and checkpoint topic (allowed by the limited. prefix): WRITE is missing
+    r = sec.kxtx("limited", "produce", "-t", topic, path, "--transactional-id", f"limited.{topic}",
+                 "--checkpoint-topic", f"limited.ckpt-{topic}", debug=True)
+    _fails_naming(sec, r, f"WRITE on Topic '{topic}'")
+    assert sec.offsets(topic) == (0, 0)
+    # the default transactional id and checkpoint topic are outside its prefix
+    r = sec.kxtx("limited", "produce", "-t", topic, path, debug=True)
+    _fails_naming(sec, r, "CREATE on Topic 'kxtx-checkpoints'")
+    assert sec.offsets(topic) == (0, 0)
+
+
+def test_limited_pipe_names_the_group(sec, tmp_path):
+    src, dst = sec.create_topic(), sec.create_topic()
+    sec.grant("limited", "topic", src, "READ", "DESCRIBE")
+    sec.grant("limited", "topic", dst, "WRITE", "DESCRIBE")
+    udf = tmp_path / "ident.py"
+    udf.write_text("def ident(value):\n    return value\n")
+    group = f"g-{src}"
+    r = sec.kxtx("limited", "pipe", "--in", src, "--out", dst, "--group", group, "--transactional-id",
+                 f"limited.{src}", "--udf", f"{udf}:ident", "--until-idle", "20", debug=True)
+    _fails_naming(sec, r, f"READ on Group '{group}'")
+
+
+def test_wrong_password_fails_without_echoing_it(sec, tmp_path):
+    props = tmp_path / "bad.properties"
+    text = open(sec.properties("limited")).read().replace(sec.password("limited"), "not-the-Passw0rd")
+    props.write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
+    r = subprocess.run([sys.executable, "-m", "kxtx", "--debug", "find-hanging", "--command-config", str(props),
+                        "--timeout", "5"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1, r.stderr
+    assert "check sasl.mechanism, sasl.username and sasl.password" in r.stderr
+    assert "not-the-Passw0rd" not in r.stdout + r.stderr
