@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
 from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
@@ -102,9 +104,57 @@ def category(type_id: int | None) -> str | None:
     return entry[3] if entry else None
 
 
+_H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_EPOCH_META = struct.Struct(">qih")
+
+
+def _fast_offset_commit(key: bytes, value: bytes | None) -> Record | None:
+    """OffsetCommitKey + value v3/v4 without tags or tombstone: what 2.1+ brokers write by far the
+    most. Straight-line parsing for speed; anything unusual returns None (the generic path decides)."""
+    try:
+        glen = _H.unpack_from(key, 2)[0]
+        p = 4 + glen
+        tlen = _H.unpack_from(key, p)[0]
+        q = p + 2 + tlen
+        if glen < 0 or tlen < 0 or q + 4 != len(key) or value is None:
+            return None
+        version = _H.unpack_from(value, 0)[0]
+        if version == 3:
+            offset, epoch, mlen = _EPOCH_META.unpack_from(value, 2)
+            m = 16
+            end = m + mlen
+            if mlen < 0 or end + 8 != len(value):
+                return None
+            value_fields = {"offset": offset, "leaderEpoch": epoch,
+                            "metadata": value[m:end].decode("utf-8", errors="replace"),
+                            "commitTimestamp": _Q.unpack_from(value, end)[0]}
+        elif version == 4:
+            offset = _Q.unpack_from(value, 2)[0]
+            epoch = _I.unpack_from(value, 10)[0]
+            mlen = value[14] - 1  # a one-byte uvarint (metadata < 127 bytes), else the slow path
+            end = 15 + mlen
+            if value[14] & 0x80 or mlen < 0 or end + 9 != len(value) or value[-1] != 0:
+                return None
+            value_fields = {"offset": offset, "leaderEpoch": epoch,
+                            "metadata": value[15:end].decode("utf-8", errors="replace"),
+                            "commitTimestamp": _Q.unpack_from(value, end)[0], "topicId": ZERO_UUID}
+        else:
+            return None
+        key_fields = {"group": key[4:p].decode("utf-8", errors="replace"),
+                      "topic": key[p + 2:q].decode("utf-8", errors="replace"),
+                      "partition": _I.unpack_from(key, q)[0]}
+    except (struct.error, IndexError):
+        return None
+    return Record(1, "OffsetCommit", key_fields, version, value_fields)
+
+
 def decode(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
     t = key_type(key)
+    if t == 1:
+        fast = _fast_offset_commit(key, value)
+        if fast is not None:
+            return fast
     entry = TYPES.get(t) if t is not None else None
     if entry is None:
         return unknown_record(TOPIC, key, value)

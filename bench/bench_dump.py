@@ -1,0 +1,186 @@
+"""Benchmark for `kxtx dump` (issue 4). Not a timed test: run it by hand.
+
+    python bench/bench_dump.py [--offsets-records 1000000] [--txn-records 200000] [--bootstrap HOST:PORT]
+
+Fills `__consumer_offsets` with many small offset commits (standalone groups, 100 partitions per
+commit request, spread over many groups so most coordinator partitions get records) and
+`__transaction_state` with many small transactions (send_offsets_to_transaction + commit, 3 records
+each, several producers in threads). Then, per topic, side by side over the same partitions:
+  (a) a raw confluent-kafka consume (assign every partition, read_committed, count until the end
+      offsets, no decoding): the in-process limit;
+  (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up);
+  (c) Kafka's console consumer with OffsetsMessageFormatter / TransactionLogMessageFormatter from the
+      broker's jars, output to /dev/null, `--max-messages` = the record count (wall time incl. JVM).
+Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming vs `--latest`.
+
+Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+OFFSETS, TXN = "__consumer_offsets", "__transaction_state"
+
+
+def fill_offsets(bootstrap: str, records: int, groups: int = 20, partitions: int = 100) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"bench-dump-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    time.sleep(1)
+    rounds = max(1, records // groups // partitions)
+    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-g{g}-{topic}",
+                           "enable.auto.commit": False}) for g in range(groups)]
+    for i in range(rounds):
+        last = (i + 1) % 20 == 0 or i == rounds - 1  # a synchronous commit now and then bounds in-flight
+        for c in consumers:  # one record per partition per commit
+            c.commit(offsets=[TopicPartition(topic, p, i + 1) for p in range(partitions)],
+                     asynchronous=not last)
+    for c in consumers:
+        c.close()
+
+
+def fill_txn(bootstrap: str, records: int, threads: int = 8) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    per_thread = max(1, records // 3 // threads)
+    topic = f"bench-dump-src-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    time.sleep(1)
+    meta = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-txn-{topic}"}).consumer_group_metadata()
+
+    def work(n: int) -> None:
+        # Many transactional ids so the records spread over the coordinator partitions.
+        for j in range(0, per_thread, 50):
+            p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}-{n}-{j}"})
+            p.init_transactions(30)
+            for k in range(min(50, per_thread - j)):
+                p.begin_transaction()
+                p.send_offsets_to_transaction([TopicPartition(topic, 0, k + 1)], meta, 30)
+                p.commit_transaction(30)
+
+    ts = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
+    """(a) assign all partitions from the beginning, count records until the end offsets."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    t0 = time.perf_counter()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-raw-{uuid.uuid4().hex[:6]}",
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8388608,
+                  "queued.min.messages": 200000})
+    n_parts = len(c.list_topics(topic, timeout=30).topics[topic].partitions)
+    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(n_parts)}
+    live = {p for p, e in ends.items() if e > 0}
+    c.assign([TopicPartition(topic, p, -2) for p in live])
+    count = 0
+    while live:
+        for m in c.consume(2000, 1.0):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    live.discard(m.partition())
+                continue
+            count += 1
+            if m.offset() >= ends[m.partition()] - 1:
+                live.discard(m.partition())
+    c.close()
+    return count, time.perf_counter() - t0
+
+
+def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
+    """Wall time, peak RSS (KiB) and stderr tail of a subprocess writing stdout to /dev/null."""
+    t0 = time.perf_counter()
+    with open(os.devnull, "w") as null, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        tail = err.read().decode(errors="replace")[-400:]
+    if p.returncode != 0:
+        raise RuntimeError(f"{argv[:4]}... exited {p.returncode}: {tail}")
+    return time.perf_counter() - t0, usage.ru_maxrss, tail
+
+
+def kxtx_dump(bootstrap: str, command: str, *extra: str) -> tuple[float, int]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    wall, rss, _ = timed([sys.executable, "-m", "kxtx", "dump", command, "-b", bootstrap, "--format",
+                          "jsonl", "--timeout", "60", *extra], env)
+    return wall, rss
+
+
+def console(dist, bootstrap: str, topic: str, formatter: str, count: int) -> float:
+    argv = dist.java("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bootstrap,
+                     "--topic", topic, "--from-beginning", "--max-messages", str(count),
+                     "--timeout-ms", "20000", "--isolation-level", "read_committed",
+                     "--formatter", f"org.apache.kafka.tools.consumer.{formatter}",
+                     "--consumer-property", "exclude.internal.topics=false")
+    wall, _, tail = timed(argv)
+    assert f"Processed a total of {count} messages" in tail, tail
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--offsets-records", type=int, default=1_000_000)
+    ap.add_argument("--txn-records", type=int, default=200_000)
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--kafka-libs", help="Kafka jars for the console consumer (with --bootstrap)")
+    ap.add_argument("--kafka-version", default="4")
+    ap.add_argument("--no-fill", action="store_true", help="measure what the topics already hold")
+    args = ap.parse_args()
+    from kxtx.sandbox import KafkaDistribution, Sandbox
+
+    sandbox = None
+    if args.bootstrap:
+        bootstrap = args.bootstrap
+        dist = KafkaDistribution(args.kafka_version, Path(args.kafka_libs)) if args.kafka_libs else None
+    else:
+        sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-dump-"))
+        info = sandbox.start(kafka_version=args.kafka_version, port=0, heap="1g")
+        bootstrap, dist = info.bootstrap, info.distribution
+    try:
+        if not args.no_fill:
+            t0 = time.perf_counter()
+            fill_offsets(bootstrap, args.offsets_records)
+            fill_txn(bootstrap, args.txn_records)
+            print(f"fill: {time.perf_counter() - t0:.0f}s", flush=True)
+        for topic, command, formatter in ((OFFSETS, "offsets", "OffsetsMessageFormatter"),
+                                          (TXN, "txn-state", "TransactionLogMessageFormatter")):
+            count, a = raw_consume(bootstrap, topic)
+            b, rss_stream = kxtx_dump(bootstrap, command)
+            _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
+            c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
+            ra, rb, rc = count / a, count / b, count / c
+            print(f"{topic}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s) | "
+                  f"(b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) console+formatter {rc:,.0f} rec/s "
+                  f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx RSS stream "
+                  f"{rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
+    finally:
+        if sandbox is not None:
+            sandbox.stop()
+
+
+if __name__ == "__main__":
+    main()
