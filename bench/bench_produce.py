@@ -175,7 +175,7 @@ def main() -> None:
         result: dict = {"records": args.records, "bootstrap": bootstrap, "kafka": version,
                         "cpus": os.cpu_count()}
         if "side" not in skip:
-            from kxtx.produce.engine import DEFAULT_RECORDS_PER_TXN
+            from kxtx.produce import DEFAULT_RECORDS_PER_TXN
 
             lines = path.read_bytes().splitlines()
             a, b, c = [], [], []

@@ -99,7 +99,9 @@ def produce(
 
     Example: kxtx produce orders.jsonl.gz -t orders -k order.id -b localhost:9092
     """
-    from kxtx.produce.engine import ProduceOptions, Run, dry_run as run_dry
+    from kxtx.produce.dryrun import dry_run as run_dry
+    from kxtx.produce.engine import Run
+    from kxtx.produce.options import ProduceOptions
     from kxtx.produce.mapping import MappingSpec, parse_header_options
 
     consts, from_fields = parse_header_options(header, header_field)

@@ -12,14 +12,15 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import dataclass, field
 
 from kxtx import clients
-from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, UsageError
+from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError
 from kxtx.log import logger
-from kxtx.produce import DEFAULT_RECORDS_PER_TXN, broker, checkpoint as cpmod, inputs
+from kxtx.produce import broker, checkpoint as cpmod, inputs
+from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.interrupts import Deferred
-from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
+from kxtx.produce.mapping import BadRecord, Mapper, parse_json
+from kxtx.produce.options import ProduceOptions, error_policy, sources_of
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import Terminated
@@ -28,90 +29,8 @@ MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving 
 POLL_EVERY = 2048
 
 
-@dataclass
-class ProduceOptions:
-    topic: str
-    paths: list[str]
-    input_format: str | None = None
-    mapping: MappingSpec = field(default_factory=MappingSpec)
-    transactional_id: str | None = None
-    records_per_txn: int = DEFAULT_RECORDS_PER_TXN
-    bytes_per_txn: int | None = None
-    all_or_nothing: bool = False
-    checkpoint_topic: str = cpmod.DEFAULT_TOPIC
-    on_error: str = "fail"  # fail | skip | dlq:TOPIC
-    restart: bool = False
-
-
 class _Abortable(Exception):
     """The open transaction must be aborted and the batch retried from the last checkpoint."""
-
-
-def error_policy(text: str) -> tuple[str, str | None]:
-    if text in ("fail", "skip"):
-        return text, None
-    if text.startswith("dlq:") and len(text) > 4:
-        return "dlq", text[4:]
-    raise UsageError(f"--on-error {text!r}: expected fail, skip or dlq:TOPIC")
-
-
-def sources_of(paths: list[str], explicit: str | None) -> list[inputs.Source]:
-    if not paths:
-        raise UsageError("no input: give one or more files, or - for stdin")
-    if paths.count("-") > 1:
-        raise UsageError("stdin (-) can be given only once")
-    return [inputs.detect(p, explicit) for p in paths]
-
-
-def dry_run(opts: ProduceOptions, progress=None) -> dict:
-    """Parse and map every record from the beginning of each input; connect to nothing."""
-    error_policy(opts.on_error)
-    stats = Stats(opts.topic, "", progress)
-    limit = broker.CLIENT_MAX_BYTES
-    files = []
-    for src in sources_of(opts.paths, opts.input_format):
-        mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records
-        for line in inputs.read(src):
-            if line.lineno == 0:
-                _set_header(mapper, src, line)
-                continue
-            try:
-                rec = mapper.map(line)
-                _check_size(rec, limit)
-            except BadRecord as exc:
-                stats.bad(f"{src.name}:{line.lineno}", str(exc))
-                continue
-            stats.pending_records += 1
-            stats.pending_bytes += len(rec.value)
-        files.append({"file": src.name, "format": src.fmt,
-                      "records": stats.pending_records - before})
-    elapsed = time.monotonic() - stats.started
-    out = {"result": "dry run: nothing written", "topic": opts.topic,
-           "records": stats.pending_records, "bytes": stats.pending_bytes,
-           "bad_lines": stats.pending_skipped, "elapsed_s": round(elapsed, 3), "files": files}
-    if stats.errors:
-        out["errors"] = stats.errors
-    return out
-
-
-def _set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
-    try:
-        mapper.set_header(line.row)
-    except UsageError as exc:
-        raise UsageError(f"{src.name}: {exc}") from None
-
-
-def _check_size(rec, limit: int) -> None:
-    _check_size_of(rec.key, rec.value, rec.headers, limit)
-
-
-def _check_size_of(key, value, headers, limit: int) -> None:
-    size = len(value) + (len(key) if key else 0)
-    if headers:
-        size += sum(len(k) + len(v) for k, v in headers)
-    if size > limit:
-        raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes "
-                        "(max.message.bytes)")
 
 
 class Run:
@@ -129,6 +48,7 @@ class Run:
         self.in_txn = False
         self._txn_lines = 0  # input records (bad ones included) in the open transaction
         self.signals = Deferred()
+        self._restarted: set[str] = set()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
 
@@ -211,7 +131,11 @@ class Run:
             self._connect()
             self.committed = self._load_checkpoint()
             self.signals.check()
-            plans = self._plans(restart=self.opts.restart)
+            if self.opts.restart:  # forget the inputs' positions; retries then start over too
+                self._restarted = {os.path.abspath(x.path) for x in self.sources if not x.is_stdin}
+                for path in self._restarted:
+                    self.committed.files.pop(path, None)
+            plans = self._plans()
             if all(p.done for p in plans):
                 self.stats.nothing_to_do = True
                 return self._summary(plans)
@@ -225,7 +149,7 @@ class Run:
                         raise KafkaOperationError(
                             f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
-                    plans = self._plans(restart=False)
+                    plans = self._plans()
             raise AssertionError("unreachable")
         except (KeyboardInterrupt, Terminated) as exc:
             self._abort()
@@ -263,14 +187,15 @@ class Run:
         cpmod.check_topic(cp, self.opts.topic)
         return cp
 
-    def _plans(self, restart: bool) -> list[cpmod.Resume]:
+    def _plans(self) -> list[cpmod.Resume]:
         plans = []
         for src in self.sources:
             if src.is_stdin:
                 plans.append(cpmod.Resume(note="stdin (not resumable)"))
                 continue
-            prev = self.committed.files.get(os.path.abspath(src.path))
-            if restart and prev is not None:
+            path = os.path.abspath(src.path)
+            prev = self.committed.files.get(path)
+            if prev is None and path in self._restarted:
                 plans.append(cpmod.Resume(note="restarted"))
             else:
                 plans.append(cpmod.plan(prev, src.path, src.gz, inputs.read_range))
@@ -356,7 +281,7 @@ class Run:
         if src.fmt == "csv":
             header = next(lines, None)  # the reader yields the header row first, as line 0
             if header is not None:
-                _set_header(mapper, src, header)
+                set_header(mapper, src, header)
         for line in lines:
             if n >= n_limit or nb >= b_limit or n == 0:
                 if n:
@@ -411,7 +336,7 @@ class Run:
 
     def _produce_record(self, key, value, headers, partition, timestamp) -> None:
         """Checks and produce for records with headers, partition, timestamp or a large size."""
-        _check_size_of(key, value, headers, self.topic.max_record_bytes)
+        check_size(key, value, headers, self.topic.max_record_bytes)
         if partition is not None and partition >= self.topic.partitions:
             raise BadRecord(f"partition {partition} does not exist "
                             f"(topic has {self.topic.partitions})")

@@ -4,7 +4,7 @@ import pytest
 import typer
 
 from kxtx.cli.produce import _bytes
-from kxtx.produce.engine import error_policy, sources_of
+from kxtx.produce.options import error_policy, sources_of
 from kxtx.errors import UsageError
 
 

@@ -1,0 +1,59 @@
+"""`kxtx produce --dry-run`: parse and map every record, connect to nothing; and the record checks
+the engine shares with it."""
+
+from __future__ import annotations
+
+import time
+
+from kxtx.errors import UsageError
+from kxtx.produce import broker, inputs
+from kxtx.produce.mapping import BadRecord, Mapper
+from kxtx.produce.options import ProduceOptions, error_policy, sources_of
+from kxtx.produce.stats import Stats
+
+
+def dry_run(opts: ProduceOptions, progress=None) -> dict:
+    """Parse and map every record from the beginning of each input; connect to nothing."""
+    error_policy(opts.on_error)
+    stats = Stats(opts.topic, "", progress)
+    limit = broker.CLIENT_MAX_BYTES
+    files = []
+    for src in sources_of(opts.paths, opts.input_format):
+        mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records
+        for line in inputs.read(src):
+            if line.lineno == 0:
+                set_header(mapper, src, line)
+                continue
+            try:
+                rec = mapper.map(line)
+                check_size(rec.key, rec.value, rec.headers, limit)
+            except BadRecord as exc:
+                stats.bad(f"{src.name}:{line.lineno}", str(exc))
+                continue
+            stats.pending_records += 1
+            stats.pending_bytes += len(rec.value)
+        files.append({"file": src.name, "format": src.fmt,
+                      "records": stats.pending_records - before})
+    elapsed = time.monotonic() - stats.started
+    out = {"result": "dry run: nothing written", "topic": opts.topic,
+           "records": stats.pending_records, "bytes": stats.pending_bytes,
+           "bad_lines": stats.pending_skipped, "elapsed_s": round(elapsed, 3), "files": files}
+    if stats.errors:
+        out["errors"] = stats.errors
+    return out
+
+
+def set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
+    try:
+        mapper.set_header(line.row)
+    except UsageError as exc:
+        raise UsageError(f"{src.name}: {exc}") from None
+
+
+def check_size(key, value, headers, limit: int) -> None:
+    size = len(value) + (len(key) if key else 0)
+    if headers:
+        size += sum(len(k) + len(v) for k, v in headers)
+    if size > limit:
+        raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes "
+                        "(max.message.bytes)")
