@@ -191,3 +191,14 @@ def test_bytes_per_transaction_and_multiple_files(kafka, topic, run_kxtx, tmp_pa
     assert values(consume(kafka.bootstrap, topic)) == first + [b"x", b"y"]
     again = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
     assert again.returncode == 0 and summary(again)["result"] == "nothing to do"
+
+
+def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path):
+    topic = kafka.create_topic(config={"max.message.bytes": "2000"})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"small\n" + b"x" * 5000 + b"\nlast\n")
+    p = run_kxtx("produce", str(path), "-t", topic)
+    assert p.returncode == 1 and f"{path}:2: record of 5000 bytes is over the limit of 2000" in p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip")
+    assert p.returncode == 0 and summary(p)["skipped"] == 1
+    assert values(consume(kafka.bootstrap, topic)) == [b"small", b"last"]

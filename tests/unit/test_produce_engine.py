@@ -1,0 +1,144 @@
+"""The transactional loop against a fake producer: abortable errors retry from the checkpoint,
+fatal errors stop, the checkpoint travels in the same transaction as its records."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from kxtx.errors import FencedError, KafkaOperationError
+from kxtx.produce import broker, engine
+from kxtx.produce.checkpoint import Checkpoint
+from kxtx.produce.options import ProduceOptions
+from kxtx.settings import Settings
+
+
+class FakeProducer:
+    """Records what each transaction produced; `fail_commits` maps commit number -> KafkaError."""
+
+    def __init__(self, conf, fail_commits):
+        self.conf, self.fail_commits = conf, fail_commits
+        self.open: list | None = None
+        self.committed: list[list] = []
+        self.commits = 0
+        self.aborts = 0
+
+    def init_transactions(self, timeout):
+        pass
+
+    def begin_transaction(self):
+        assert self.open is None, "begin inside an open transaction"
+        self.open = []
+
+    def produce(self, topic, value=None, key=None, **kw):
+        assert self.open is not None, "produce outside a transaction"
+        self.open.append((topic, key, value))
+
+    def poll(self, timeout=0):
+        return 0
+
+    def commit_transaction(self, timeout):
+        self.commits += 1
+        err = self.fail_commits.get(self.commits)
+        if err is not None:
+            raise KafkaException(err)
+        self.committed.append(self.open)
+        self.open = None
+
+    def abort_transaction(self, timeout):
+        self.aborts += 1
+        self.open = None
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    made = {}
+
+    def install(fail_commits=None, checkpoint=None):
+        monkeypatch.setattr(engine.clients, "admin", lambda s: object())
+        monkeypatch.setattr(broker, "describe_topic",
+                            lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 1_000_000))
+        monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
+        monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid: checkpoint)
+
+        def producer(settings, **conf):
+            made["p"] = FakeProducer(conf, fail_commits or {})
+            return made["p"]
+
+        monkeypatch.setattr(engine.clients, "producer", producer)
+        return made
+
+    return install
+
+
+def _data(p: FakeProducer, topic="t"):
+    return [v for txn in p.committed for (t, _, v) in txn if t == topic]
+
+
+def _checkpoints(p: FakeProducer):
+    return [Checkpoint.from_bytes(v, "test") for txn in p.committed for (t, _, v) in txn
+            if t == "kxtx-checkpoints"]
+
+
+def _run(path, **opts):
+    return engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
+                      ProduceOptions(topic="t", paths=[str(path)], **opts)).execute()
+
+
+def test_every_transaction_carries_its_checkpoint(fake, tmp_path):
+    made = fake()
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"".join(b"line%d\n" % i for i in range(10)))
+    summary = _run(path, records_per_txn=4)
+    p = made["p"]
+    assert p.conf["partitioner"] == "murmur2_random" and p.conf["transactional.id"].startswith("kxtx-produce-t-")
+    assert [len(txn) for txn in p.committed] == [5, 5, 3]  # 4 + checkpoint, 4 + checkpoint, 2 + checkpoint
+    assert _data(p) == [b"line%d" % i for i in range(10)]
+    cps = _checkpoints(p)
+    assert [(c.records, list(c.files.values())[0].line, list(c.files.values())[0].eof) for c in cps] == [
+        (4, 4, False), (8, 8, False), (10, 10, True)]
+    assert summary["records"] == 10 and summary["transactions"] == 3
+
+
+def test_abortable_commit_retries_from_the_checkpoint(fake, tmp_path):
+    abortable = KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True)
+    made = fake({2: abortable})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"".join(b"line%d\n" % i for i in range(10)))
+    summary = _run(path, records_per_txn=4)
+    p = made["p"]
+    assert p.aborts == 1
+    assert _data(p) == [b"line%d" % i for i in range(10)]  # exactly once, in order
+    assert summary["aborted_transactions"] == 1 and summary["records"] == 10
+
+
+def test_repeated_abortable_errors_give_up(fake, tmp_path):
+    abortable = KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True)
+    fake({i: abortable for i in range(1, 20)})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\nb\n")
+    with pytest.raises(KafkaOperationError, match="giving up after 5 aborted attempts"):
+        _run(path)
+
+
+def test_fenced_stops_with_a_message(fake, tmp_path):
+    fake({1: KafkaError(KafkaError._FENCED, "fenced", fatal=True)})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\n")
+    with pytest.raises(FencedError, match="was taken over by another producer"):
+        _run(path)
+
+
+def test_resume_from_a_checkpoint_and_nothing_to_do(fake, tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\nb\nc\n")
+    made = fake()
+    _run(path, records_per_txn=2)
+    last = _checkpoints(made["p"])[-1]
+    made = fake(checkpoint=last)
+    summary = _run(path)
+    assert summary["result"] == "nothing to do" and made["p"].committed == []
+    path.write_bytes(b"a\nb\nc\nd\n")
+    made = fake(checkpoint=last)
+    summary = _run(path)
+    assert _data(made["p"]) == [b"d"] and summary["files"][0]["start"] == "appended"
