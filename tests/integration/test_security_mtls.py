@@ -1,0 +1,122 @@
+"""Mutual TLS (`kxtx sandbox start --security ssl`): the Java client.properties carries PKCS12 keystores,
+which kxtx converts for both client libraries; the certificate's CN is the principal (CN=limited ->
+User:limited). Also `sandbox start --security sasl_plaintext` end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.security_helpers import (
+    assert_no_secret, read_committed, rows, start_secure, write_lines,
+)
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="module")
+def tls():
+    b = start_secure("ssl")
+    try:
+        yield b
+    finally:
+        b.sandbox.stop()
+
+
+def test_client_properties_use_pkcs12_keystores(tls):
+    text = Path(tls.properties("admin")).read_text()
+    assert "security.protocol=SSL" in text and "ssl.keystore.type=PKCS12" in text
+    assert "sasl." not in text
+
+
+def test_admin_over_mtls(tls):
+    topic = tls.create_topic()
+    r = tls.kxtx("admin", "cluster", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    r = tls.kxtx("admin", "produce", "-t", topic, write_lines(4), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert len(read_committed(tls, topic)) == 4
+    start = tls.make_hanging(f"tx-hang-{topic}", topic)
+    # kafka-python (KIP-664 calls) over mutual TLS
+    r = tls.kxtx("admin", "find-hanging", "-t", topic, "--max-transaction-timeout", "1", "-o", "jsonl")
+    assert r.returncode == 3, r.stderr
+    assert [(x["start_offset"], x["maybe_false_positive"]) for x in rows(r)] == [(start, False)]
+    r = tls.kxtx("admin", "dump", "txn-state", "-t", f"tx-hang-{topic}", "-o", "jsonl")
+    assert r.returncode == 0 and rows(r), r.stderr
+    r = tls.kxtx("admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", "1", "--yes", "-o", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert tls.offsets(topic)[0] > start
+    assert_no_secret(tls, "admin", r)
+
+
+def test_limited_certificate_maps_to_user_limited(tls):
+    own = tls.create_topic(f"limited.t-{uuid.uuid4().hex[:6]}")
+    other = tls.create_topic()
+    tls.grant("limited", "topic", other, "DESCRIBE")
+    path = write_lines(3)
+    # the prefixed ACLs for User:limited apply: the CN became the principal
+    r = tls.kxtx("limited", "produce", "-t", own, path, "--transactional-id", f"limited.{own}",
+                 "--checkpoint-topic", "limited.ckpt", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    r = tls.kxtx("limited", "produce", "-t", other, path, "--transactional-id", f"limited.{other}",
+                 "--checkpoint-topic", "limited.ckpt", debug=True)
+    assert r.returncode == 1
+    assert f"WRITE on Topic '{other}'" in r.stderr.splitlines()[-1]
+    assert tls.offsets(other) == (0, 0)
+    assert_no_secret(tls, "limited", r)
+
+
+def test_without_client_certificate_fails_cleanly(tls, tmp_path):
+    props = tmp_path / "nocert.properties"
+    props.write_text(f"bootstrap.servers={tls.bootstrap}\nsecurity.protocol=SSL\n"
+                     f"ssl.truststore.location={tls.listeners.dir / 'ca.pem'}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
+    r = subprocess.run([sys.executable, "-m", "kxtx", "cluster", "--command-config", str(props), "--timeout", "5"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert r.returncode == 1
+    assert r.stderr.startswith("kxtx: error:") and "Traceback" not in r.stderr
+    assert "ssl.ca.location and the client certificate" in r.stderr
+
+
+def test_sandbox_cli_sasl_plaintext(tmp_path):
+    """`sandbox start --security` prints a client.properties per user; both work as printed; `stop`
+    removes the security material with the rest of the state."""
+    state = Path(tempfile.mkdtemp(prefix="kxtx-test-cli-sasl-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
+    env["KXTX_SANDBOX_DIR"] = str(state)
+
+    def kxtx(*args, config=None):
+        e = {**env, **({"KXTX_COMMAND_CONFIG": config} if config else {})}
+        return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
+                              timeout=240, env=e, cwd=ROOT, stdin=subprocess.DEVNULL)
+
+    r = kxtx("sandbox", "start", "--security", "sasl_plaintext", "--port", "0",
+             "--kafka-version", os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"), "-o", "json")
+    try:
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["security"] == "sasl_plaintext"
+        for user, mech in (("admin", "SCRAM-SHA-512"), ("limited", "SCRAM-SHA-256")):
+            text = out[f"{user}.properties"]
+            assert f"sasl.mechanism={mech}" in text and "ScramLoginModule required" in text
+            assert f"bootstrap.servers={out['bootstrap']}" in text
+            assert Path(out["client_properties"][user]).read_text() == text
+        admin_props, limited_props = out["client_properties"]["admin"], out["client_properties"]["limited"]
+        assert kxtx("cluster", "-o", "json", config=admin_props).returncode == 0
+        r = kxtx("find-hanging", "-o", "jsonl", config=admin_props)  # kafka-python over SASL_PLAINTEXT
+        assert r.returncode == 0, r.stderr
+        status = kxtx("sandbox", "status", "-o", "json")
+        assert "admin_client" not in status.stdout and "password" not in status.stdout
+        r = kxtx("find-hanging", "-o", "jsonl", config=limited_props)
+        assert r.returncode == 0, r.stderr
+    finally:
+        kxtx("sandbox", "stop")
+    assert not state.exists()
