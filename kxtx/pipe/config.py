@@ -81,6 +81,8 @@ class PipeConfig:
 @dataclass
 class Stats:
     started: float = field(default_factory=time.monotonic)
+    #: when the first record arrived: the rate after it leaves out Spark start-up and group join
+    first_record: float | None = None
     records_in: int = 0
     records_out: int = 0
     dropped: int = 0
@@ -108,7 +110,9 @@ class Stats:
                 "rate": round(self.records_in / elapsed, 1)}
 
     def summary(self, cfg: PipeConfig) -> dict:
-        elapsed = time.monotonic() - self.started
+        now = time.monotonic()
+        elapsed = now - self.started
+        busy = now - self.first_record if self.first_record is not None else 0.0
         txns = max(1, self.transactions)
         return {
             "group": cfg.group,
@@ -123,6 +127,8 @@ class Stats:
             "aborted": self.aborted,
             "elapsed_s": round(elapsed, 3),
             "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
+            "processing_s": round(busy, 3),
+            "processing_records_per_s": round(self.records_in / busy, 1) if busy > 0 else 0.0,
             "spark_ms_per_batch": round(1000 * self.spark_s / txns, 1),
             "commit_ms_per_batch": round(1000 * self.commit_s / txns, 1),
             "produce_ms_per_batch": round(1000 * self.produce_s / txns, 1),

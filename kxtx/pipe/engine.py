@@ -145,6 +145,8 @@ class Pipe:
             now = time.monotonic()
             if got:
                 self._last_data = now
+                if self.stats.first_record is None:
+                    self.stats.first_record = now
                 if batch_deadline is None:
                     batch_deadline = now + cfg.batch_max_ms / 1000
             due = batch_deadline is not None and now >= batch_deadline
