@@ -57,7 +57,7 @@ TimeoutOpt = Annotated[
     Optional[float],
     typer.Option(
         "--timeout", metavar="SECONDS",
-        help="Bound for each network operation [default: 30]. Env: KXTX_TIMEOUT.",
+        help="Bound for each network operation (default 30). Env: KXTX_TIMEOUT.",
         rich_help_panel="Connection",
     ),
 ]
@@ -65,7 +65,7 @@ FormatOpt = Annotated[
     Optional[OutputFormat],
     typer.Option(
         "--format", "-o",
-        help="Output format [default: table on a terminal, jsonl otherwise].",
+        help="Output format (default: table on a terminal, jsonl otherwise).",
         rich_help_panel="Output",
     ),
 ]

@@ -36,7 +36,7 @@ MaxTimeoutOpt = Annotated[
     Optional[str],
     typer.Option("--max-transaction-timeout", metavar="MINUTES",
                  help="Open transactions idle longer than this are checked: minutes, or a duration "
-                 "such as 90s [default: the broker's transaction.max.timeout.ms, else 15]."),
+                 "such as 90s (default: the broker's transaction.max.timeout.ms, else 15)."),
 ]
 
 COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset",
@@ -168,7 +168,7 @@ def abort_cmd(
     start_offset: Annotated[Optional[int], typer.Option("--start-offset", help="First offset of the open transaction.")] = None,
     producer_id: Annotated[Optional[int], typer.Option("--producer-id", help="Instead of --start-offset: its producer id.")] = None,
     producer_epoch: Annotated[Optional[int], typer.Option("--producer-epoch", help="With --producer-id: the epoch for the marker.")] = None,
-    coordinator_epoch: Annotated[Optional[int], typer.Option("--coordinator-epoch", help="With --producer-id [default: the partition's; < 0 becomes 0].")] = None,
+    coordinator_epoch: Annotated[Optional[int], typer.Option("--coordinator-epoch", help="With --producer-id (default: the partition's; < 0 becomes 0).")] = None,
     dry_run: DryRunOpt = False, yes: YesOpt = False,
     bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None, fmt: FormatOpt = None,

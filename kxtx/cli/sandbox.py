@@ -28,7 +28,7 @@ StateDirOpt = Annotated[
     Optional[str],
     typer.Option("--state-dir", metavar="DIR",
                  help="Where the broker keeps config, data and logs. Env: KXTX_SANDBOX_DIR "
-                 "[default: ~/.local/state/kxtx/sandbox]."),
+                 "(default: ~/.local/state/kxtx/sandbox)."),
 ]
 
 
