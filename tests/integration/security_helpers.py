@@ -3,6 +3,7 @@ client.properties, ACL and topic helpers as admin, and hanging transactions made
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -163,6 +164,7 @@ def assert_no_secret(broker: SecureBroker, user: str, result: subprocess.Complet
 
 def write_lines(n: int, prefix: str = "r") -> str:
     fd, path = tempfile.mkstemp(suffix=".jsonl", prefix="kxtx-sec-")
+    atexit.register(os.unlink, path)
     with os.fdopen(fd, "w") as f:
         for i in range(n):
             f.write(json.dumps({"id": f"{prefix}{i}", "n": i}) + "\n")
