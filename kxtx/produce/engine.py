@@ -10,6 +10,7 @@ committed record.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import time
 
@@ -255,11 +256,14 @@ class Run:
                 pos = state.files.get(ident.path)
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
-                pos.eof = False
+                pos.identity, pos.eof = ident, False
             self._produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:
                 pos.eof = True
-                pos.identity = cpmod.identify(src.path)  # it may have grown while we read
+                if not src.gz:
+                    # The size read, not the size now: lines appended meanwhile are for the next run.
+                    now = cpmod.identify(src.path, min(cpmod.PREFIX_BYTES, pos.offset))
+                    pos.identity = dataclasses.replace(now, size=pos.offset)
         if self.in_txn or state != self.committed:
             self._commit(state)
 
