@@ -232,6 +232,7 @@ def main() -> None:
     ap.add_argument("--batches", default="10000,50000,200000")
     ap.add_argument("--json-records", type=int, default=200_000)
     ap.add_argument("--rss-records", type=int, default=5_000_000, help="0 skips the RSS run")
+    ap.add_argument("--rss-only", action="store_true", help="only the RSS run")
     ap.add_argument("--bootstrap")
     args = ap.parse_args()
     UDF_FILE.write_text(UDF_SOURCE)
@@ -244,6 +245,13 @@ def main() -> None:
         bootstrap = sandbox.start(kafka_version="4", port=0, broker_config={}, heap="1g").bootstrap
     from kxtx.pipe import spark
 
+    if args.rss_only:
+        try:
+            print(json.dumps(rss_run(bootstrap, args.rss_records), indent=2))
+        finally:
+            if sandbox is not None:
+                sandbox.stop()
+        return
     results: dict = {"records": args.records}
     t0 = time.perf_counter()
     session = spark.start("local[*]")
