@@ -176,6 +176,16 @@ def test_limited_abort_hanging_aborts_nothing(sec, scene):
     assert sec.offsets(scene["topic"]) == before
 
 
+def test_limited_manual_abort_and_dump_offsets(sec, scene):
+    before = sec.offsets(scene["topic"])
+    r = sec.kxtx("limited", "abort", "--topic", scene["topic"], "--partition", "0", "--start-offset",
+                 str(scene["hang_start"]), "--yes", debug=True)
+    _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
+    assert sec.offsets(scene["topic"]) == before
+    r = sec.kxtx("limited", "dump", "offsets", debug=True)
+    _fails_naming(sec, r, "DESCRIBE on Topic '__consumer_offsets'")
+
+
 def test_limited_fence_names_write_on_the_id(sec):
     topic = sec.create_topic()
     tid = f"tx-other-{topic}"
