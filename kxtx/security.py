@@ -59,11 +59,17 @@ def remember_secrets(props: dict) -> None:
     """Note secret values so `scrub` can blank them out of any text kxtx writes."""
     for key, value in props.items():
         if key in SECRET_PROPERTIES and isinstance(value, str) and len(value) >= 4:
-            _secrets.add(value)
+            _remember(value)
             if key == "sasl.jaas.config":
                 for opt, q, b in _JAAS_OPT.findall(value):
                     if opt.lower() == "password" and len(q or b) >= 4:
-                        _secrets.add(q or b)
+                        _remember(q or b)
+
+
+def _remember(secret: str) -> None:
+    _secrets.add(secret)
+    # as it shows in a repr of the bytes on the wire (kafka-python's --debug protocol dumps)
+    _secrets.add(repr(secret.encode("utf-8"))[2:-1])
 
 
 def scrub(text: str) -> str:

@@ -188,3 +188,9 @@ def test_secrets_are_scrubbed_and_redacted(tmp_path):
     assert security.scrub("login failed for alice with Tr0ub4dor&3") == "login failed for alice with ***"
     security.remember_secrets({"sasl.password": "env-secret-9"})
     assert "env-secret-9" not in security.scrub("x env-secret-9 y")
+
+
+def test_scrub_catches_the_bytes_repr_of_a_secret():
+    security.remember_secrets({"sasl.password": "pässwörd-1"})
+    wire = repr(b"\x00user\x00" + "pässwörd-1".encode())
+    assert "w\\xc3\\xb6rd" not in security.scrub(f"Send: {wire}")
