@@ -145,3 +145,39 @@ def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
                 continue
             assert t["value"]["version"] == m["version"]
             assert_agrees(t["value"]["data"], m["value"], f"{tid}@{m['offset']}")
+
+
+def test_start_positions_partition_and_follow(kafka, run_kxtx):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    tid = f"dump-follow-{uuid.uuid4().hex[:8]}"  # its own id: the other tests' histories stay as they are
+    topic = kafka.create_topic()
+    _one(_producer(kafka, tid), topic, "commit")
+    rows = dump(run_kxtx, "txn-state", "-t", tid)
+    assert dump(run_kxtx, "txn-state", "-t", tid, "--from-offset", str(rows[1]["offset"])) == rows[1:]
+    since = rows[2]["timestamp"]
+    assert dump(run_kxtx, "txn-state", "-t", tid, "--since", str(since)) == [
+        r for r in rows if r["timestamp"] >= since]
+    p = partition_for(tid, 50)
+    assert [r for r in dump(run_kxtx, "txn-state", "--partition", str(p)) if r["key"] == rows[0]["key"]] == rows
+    wrong = run_kxtx("dump", "txn-state", "-t", tid, "--partition", str((p + 1) % 50))
+    assert wrong.returncode == 2 and "holds none" in wrong.stderr
+    # --follow: waits for new records; --limit ends it once the next transaction's records arrive.
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow",
+                             "--limit", str(len(rows) + 2), "-o", "jsonl"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        _one(_producer(kafka, tid), topic, "commit")
+        out, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    followed = [json.loads(line) for line in out.splitlines()]
+    assert followed[:len(rows)] == rows and len(followed) == len(rows) + 2
+    assert followed[-1]["offset"] > rows[-1]["offset"]
