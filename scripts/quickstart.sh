@@ -4,14 +4,37 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 "$PY" -m pip install -q --disable-pip-version-check -e '.[spark]'
-export KXTX_SANDBOX_DIR="${KXTX_SANDBOX_DIR:-$(mktemp -d)/sandbox}"
+work=$(mktemp -d)
+export KXTX_SANDBOX_DIR="${KXTX_SANDBOX_DIR:-$work/sandbox}"
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 kx() { say "kxtx $*"; "$PY" -m kxtx "$@"; }
 
-trap '"$PY" -m kxtx sandbox stop >/dev/null 2>&1 || true' EXIT
+trap '"$PY" -m kxtx sandbox stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 BOOTSTRAP=$("$PY" -m kxtx sandbox start --port 0 -o json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["bootstrap"])')
 export KXTX_BOOTSTRAP_SERVERS="$BOOTSTRAP"
 say "sandbox broker at $BOOTSTRAP"
 kx cluster
-kx sandbox status
+
+# Two topics and 10,000 JSON orders.
+"$PY" - "$BOOTSTRAP" "$work/orders.jsonl" <<'PY'
+import json, sys
+from confluent_kafka.admin import AdminClient, NewTopic
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in admin.create_topics([NewTopic(t, 2, 1) for t in ("orders", "orders-enriched")]).values():
+    f.result(30)
+with open(sys.argv[2], "w") as out:
+    for i in range(10_000):
+        status = "cancelled" if i % 10 == 0 else "paid"
+        out.write(json.dumps({"order": {"id": i}, "amount": i / 100, "status": status}) + "\n")
+PY
+
+kx produce "$work/orders.jsonl" -t orders -k order.id --transactional-id quickstart-orders -o table
+kx produce "$work/orders.jsonl" -t orders -k order.id --transactional-id quickstart-orders -o table  # nothing to do
+PYTHONPATH="$PWD/examples${PYTHONPATH:+:$PYTHONPATH}" \
+  kx pipe --in orders --out orders-enriched --group quickstart --udf enrich:enrich --value-format json --until-idle 5 -o table
+kx inspect txn quickstart-orders -o table
+kx dump txn-state --transactional-id quickstart-orders -o table
+kx dump offsets --group quickstart --latest -o table
+kx find-hanging --topic orders -o table
+say "the sandbox is stopped and removed on exit"
 echo "quickstart: done" >&2
