@@ -139,3 +139,27 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
                 p.kill()
                 p.wait()
     assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+
+
+def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
+    """Scale-out: two instances, one group, their own transactional ids; rebalances on join/leave."""
+    n = 30_000
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [b"s-%d" % i for i in range(n)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(n)])
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    procs = [start_pipe(kafka, tmp_path, f"p{i}", "--in", src, "--out", out, "--group", group,
+                        "--transactional-id", f"{group}-{i}", "--udf", f"{UDFS}:slow_identity",
+                        "--batch-max-records", "1000", "--batch-max-ms", "500", "--until-idle", "8")
+             for i in range(2)]
+    try:
+        rcs = [p.wait(300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert rcs == [0, 0], [text(tmp_path, f"p{i}", "err") for i in range(2)]
+    summaries = [json.loads(text(tmp_path, f"p{i}", "out")) for i in range(2)]
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert sum(s["records_in"] for s in summaries) >= n
