@@ -143,7 +143,7 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
 
 def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
     """Scale-out: two instances, one group, their own transactional ids; rebalances on join/leave."""
-    n = 30_000
+    n = 16_000
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [b"s-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(n)])
