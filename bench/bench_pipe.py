@@ -220,9 +220,11 @@ def rss_run(bootstrap: str, n: int) -> dict:
             pass
         time.sleep(0.5)
     summary = json.loads(proc.stdout.read())
-    q = [samples[int(len(samples) * f) - 1] for f in (0.25, 0.5, 0.75, 1.0)] if samples else []
+    # peak per tenth of the run: flat from the second tenth on = bounded by the batch, not the input
+    tenths = [max(samples[len(samples) * k // 10:max(len(samples) * (k + 1) // 10, 1)] or [0])
+              for k in range(10)] if samples else []
     return {"records": n, "rss_mb_peak": round(max(samples), 1) if samples else None,
-            "rss_mb_at_25_50_75_100pct_of_time": [round(x, 1) for x in q],
+            "rss_mb_peak_per_tenth_of_run": [round(x, 1) for x in tenths],
             "records_per_s": summary.get("processing_records_per_s")}
 
 
