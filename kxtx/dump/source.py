@@ -41,9 +41,11 @@ class ConfluentSource:
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
             "isolation.level": isolation,
-            "fetch.max.bytes": 52428800,
-            "max.partition.fetch.bytes": 8388608,
-            "queued.min.messages": 200000,
+            # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size.
+            "fetch.max.bytes": 16777216,
+            "max.partition.fetch.bytes": 4194304,
+            "queued.min.messages": 50000,
+            "queued.max.messages.kbytes": 16384,
         })
 
     def end_offsets(self, partitions: list[int]) -> dict[int, int]:
