@@ -103,19 +103,26 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
 
 
 def ship(session, source: Path | None, module) -> None:
-    """Make the UDF importable on the workers.
+    """Make the UDF and kxtx's worker-side code available on the workers.
 
     Functions from the user's own file are pickled by value (workers need not find the file); on a
-    cluster the file is also added to the job so imports inside it resolve."""
+    cluster the file is also added to the job so imports inside it resolve, and kxtx's worker code
+    (transform + contract) goes by value too, so executors need pyarrow (and pandas for pandas
+    UDFs) but not kxtx."""
     from pyspark import cloudpickle
 
-    if source is None:
-        return
-    try:
-        cloudpickle.register_pickle_by_value(module)
-    except ValueError:
-        pass  # already registered
-    if not is_local(session.sparkContext.master):
+    remote = not is_local(session.sparkContext.master)
+    modules = [module] if source is not None else []
+    if remote:
+        from kxtx.pipe import contract, transform as worker_code, udf
+
+        modules += [worker_code, contract, udf]
+    for mod in modules:
+        try:
+            cloudpickle.register_pickle_by_value(mod)
+        except ValueError:
+            pass  # already registered
+    if remote and source is not None:
         session.sparkContext.addPyFile(str(source))
 
 
