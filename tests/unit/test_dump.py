@@ -131,7 +131,14 @@ def test_offsets_filters_and_latest(fake):
 
 
 def test_unknown_type_row_carries_raw_bytes_and_warns_once(fake, caplog):
-    out = rows(topic=OFF)
+    from kxtx.log import warn_once
+
+    warn_once.__defaults__[0].clear()  # the once-per-process memo
+    FakeSource.records_by_topic[OFF] = FakeSource.records_by_topic[OFF] * 2  # the same kind twice
+    with caplog.at_level("WARNING", logger="kxtx"):
+        out = rows(topic=OFF)
+    warned = [r.getMessage() for r in caplog.records if "unknown record type 99" in r.getMessage()]
+    assert len(warned) == 1 and "raw bytes" in warned[0]
     unknown = [r for r in out if r["type"] == "Unknown"]
     assert unknown and unknown[0]["rawKey"] == "00633f3f" and unknown[0]["rawValue"] == "0000"
     assert unknown[0]["notes"] == ["unknown record type 99 in __consumer_offsets"]
