@@ -71,6 +71,19 @@ class RawFetchSource:
         by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
         return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
 
+    def _log_starts(self, partitions: list[int]) -> dict[int, int]:
+        from confluent_kafka import TopicPartition
+
+        c = clients.consumer(self.settings, **{"group.id": "kxtx-dump-log-start",
+                                               "isolation.level": "read_uncommitted"})
+        try:
+            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.settings.timeout,
+                                               cached=False)[0] for p in partitions}
+        except Exception as exc:  # noqa: BLE001 - translated
+            raise clients.translate(exc, f"reading the log start offsets of {self.topic}") from exc
+        finally:
+            c.close()
+
     def _fetch(self, leader: int, offsets: dict[int, int]):
         from kafka.protocol.consumer import FetchRequest
 
@@ -96,7 +109,9 @@ class RawFetchSource:
             raise UsageError("marking pending/aborted offset commits reads from an offset: use "
                              "--from-beginning or --from-offset, without --follow")
         leaders = self._leaders(partitions)
-        offsets = {p: (start.value if start.kind == "offset" else 0) for p in partitions}
+        # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
+        low = self._log_starts(partitions)
+        offsets = {p: max(low[p], start.value if start.kind == "offset" else 0) for p in partitions}
         ends: dict[int, int] = {}
         state = {p: _Partition() for p in partitions}
         last_progress = time.monotonic()
