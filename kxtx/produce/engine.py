@@ -17,7 +17,7 @@ import time
 from kxtx import clients
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError
 from kxtx.log import logger
-from kxtx.produce import broker, checkpoint as cpmod, inputs
+from kxtx.produce import broker, checkpoint as cpmod, inputs, plain
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
@@ -73,7 +73,9 @@ class Run:
         if o.all_or_nothing:
             defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
         conf = {k: v for k, v in defaults.items() if k not in s.props}
-        conf.update({"transactional.id": self.txid, "on_delivery": self.stats.delivered})
+        # No default delivery callback: each produce() names its own, and the fast path (plain)
+        # asks for reports on a few records only.
+        conf["transactional.id"] = self.txid
         self.producer = clients.producer(s, **conf)
         # Fences an older instance with this id and completes or aborts its open transaction.
         self._call("initialising transactions", self.producer.init_transactions, s.timeout)
@@ -257,7 +259,10 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
-            self._produce_file(src, self.mappers[i], plan, pos, state)
+            if plain.usable(self, src, self.mappers[i]):
+                plain.PlainFile(self, src, pos, state).produce_all(plan)
+            else:
+                self._produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:
                 pos.eof = True
                 if not src.gz:
@@ -272,13 +277,14 @@ class Run:
         from confluent_kafka import KafkaException
 
         produce, poll, stats, topic = self.producer.produce, self.producer.poll, self.stats, self.opts.topic
+        delivered = stats.delivered
         simple_max = self.topic.max_record_bytes - 4096  # below this no size check is needed
         unlimited = float("inf")
         n_limit = unlimited if self.opts.all_or_nothing else self.opts.records_per_txn
         b_limit = unlimited if self.opts.all_or_nothing else (self.opts.bytes_per_txn or unlimited)
         map_record = mapper.map
         # value = the line as it is, no key/headers/fields: skip the mapping call and the Record
-        plain = mapper.plain
+        as_is = mapper.plain
         validate = parse_json if src.fmt == "jsonl" else None
         n, ok, nb, last = self._txn_lines, stats.pending_records, stats.pending_bytes, None
         lines = inputs.read(src, plan.offset, plan.line)
@@ -300,13 +306,13 @@ class Run:
             n += 1
             last = line
             try:
-                if plain:
+                if as_is:
                     value = line[3]
                     if validate is not None:
                         validate(value)
                     if len(value) < simple_max:
                         try:
-                            produce(topic, value)
+                            produce(topic, value, None, -1, delivered)
                         except BufferError:
                             self._produce_record(None, value, None, None, None)
                     else:
@@ -315,7 +321,7 @@ class Run:
                     key, value, headers, partition, timestamp = map_record(line)
                     if headers is None and partition is None and timestamp is None and len(value) < simple_max:
                         try:
-                            produce(topic, value, key)
+                            produce(topic, value, key, -1, delivered)
                         except BufferError:
                             self._produce_record(key, value, None, None, None)
                     else:
@@ -348,7 +354,8 @@ class Run:
             try:
                 self.producer.produce(self.opts.topic, value, key,
                                       partition=-1 if partition is None else partition,
-                                      timestamp=timestamp or 0, headers=headers)
+                                      timestamp=timestamp or 0, headers=headers,
+                                      on_delivery=self.stats.delivered)
                 return
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.05)

@@ -30,7 +30,7 @@ class FakeProducer:
         assert self.open is None, "begin inside an open transaction"
         self.open = []
 
-    def produce(self, topic, value=None, key=None, **kw):
+    def produce(self, topic, value=None, key=None, *args, **kw):
         assert self.open is not None, "produce outside a transaction"
         self.open.append((topic, key, value))
 

@@ -1,0 +1,204 @@
+"""The fast path of `kxtx produce`: JSON lines or plain lines whose value is the line as it is (no
+key, headers or fields) into a topic of one partition. Same records, checks, transactions and
+checkpoints as the general path in `engine`, at a fraction of the Python work per record.
+
+Why it is faster (measured with cProfile on 1M lines of 100 bytes; the general path spends about as
+much time around each record as librdkafka's produce() itself):
+- lines come in `inputs.Block`s split in C, not as one `Line` tuple per record from a generator;
+- a transaction's records are produced in segments of a block, one tight loop per segment
+  (validate, produce); positions are computed only at commits and for bad lines;
+- no delivery report per record. Records go to partition 0, the only one, so counting them gives
+  that partition's record count; the offset range comes from the delivery reports of the first and
+  the last record produced in each segment. A transactional producer is idempotent, so a
+  partition's offsets follow the produce order: those two carry the segment's smallest and
+  largest offset, and the summary stays exact.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from itertools import accumulate
+
+from kxtx.produce import inputs
+from kxtx.produce.dryrun import check_size
+from kxtx.produce.mapping import BadRecord, parse_json
+
+try:
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency
+    from json import loads as _loads
+
+PARTITION = 0
+_PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
+
+
+def usable(run, src, mapper) -> bool:
+    """Whether this input can take the fast path under `run`'s options."""
+    return mapper.plain and src.fmt in ("jsonl", "lines") and run.topic.partitions == 1
+
+
+class PlainFile:
+    """Produces one input through the fast path inside `run`'s transactions."""
+
+    def __init__(self, run, src, pos, state):
+        self.run, self.src, self.pos, self.state = run, src, pos, state
+        self.jsonl = src.fmt == "jsonl"
+        self.produce, self.topic = run.producer.produce, run.opts.topic
+        self.sampled = run.stats.sampled
+        self.simple_max = run.topic.max_record_bytes - 4096  # below this no size check is needed
+        # per segment: lines that were not produced (bad or blank), their bytes, blank lines
+        self.lost = self.lost_bytes = self.blanks = 0
+
+    # --- the transaction loop -------------------------------------------------------------------
+    def produce_all(self, plan) -> None:
+        run, stats = self.run, self.run.stats
+        opts = run.opts
+        n_limit = None if opts.all_or_nothing else opts.records_per_txn
+        b_limit = None if opts.all_or_nothing else opts.bytes_per_txn
+        n, ok, nb = run._txn_lines, stats.pending_records, stats.pending_bytes
+        last = None  # (block, index) of the last record consumed: where the checkpoint points
+        for block in inputs.read_blocks(self.src, plan.offset, plan.line):
+            values, i, m = block.values, 0, len(block.values)
+            while i < m:
+                if self.jsonl:  # blank lines are no records: they start no transaction
+                    while i < m and (not values[i] or values[i].isspace()):
+                        i += 1
+                    if i == m:
+                        break
+                if n == 0 or (n_limit and n >= n_limit) or (b_limit and nb >= b_limit):
+                    if n:
+                        self._advance(last)
+                        stats.pending_records, stats.pending_bytes = ok, nb
+                        run._commit(self.state)
+                        n = ok = nb = 0
+                    run.signals.check()
+                    if not run.in_txn:
+                        run._begin()
+                j = self._segment_end(values, i, m, n, nb, n_limit, b_limit)
+                self.lost = self.lost_bytes = self.blanks = 0
+                self._segment(block, i, j)
+                n += j - i - self.blanks
+                ok += j - i - self.lost
+                nb += sum(map(len, values[i:j])) - self.lost_bytes
+                stats.txn_counted += j - i - self.lost
+                last = self._last_record(block, i, j) or last
+                i = j
+                # once per segment (~10k records): serve delivery reports, progress, signals
+                run.producer.poll(0)
+                stats.pending_records, stats.pending_bytes = ok, nb
+                stats.tick()
+                run.signals.check()
+        stats.pending_records, stats.pending_bytes = ok, nb
+        run._txn_lines = n
+        self._advance(last)
+
+    @staticmethod
+    def _segment_end(values, i, m, n, nb, n_limit, b_limit) -> int:
+        """Where the transaction would end if every line were a record: after the record that
+        reaches the record or byte limit. Blank or bad lines make it end earlier; the loop then
+        goes on in the same transaction, so the boundaries are those of the record-by-record
+        rule."""
+        j = m if not n_limit else min(m, i + n_limit - n)
+        if b_limit:
+            reach = bisect_left(list(accumulate(map(len, values[i:j]))), b_limit - nb)
+            j = min(j, i + reach + 1)
+        return j
+
+    def _last_record(self, block, i, j):
+        k = j - 1
+        if self.jsonl:
+            values = block.values
+            while k >= i and (not values[k] or values[k].isspace()):
+                k -= 1
+        return (block, k) if k >= i else None
+
+    def _advance(self, last) -> None:
+        if self.pos is not None and last is not None:
+            line = last[0].line(last[1])
+            self.pos.advance(line.lineno, line.start, line.end, line.raw)
+
+    # --- one segment ------------------------------------------------------------------------------
+    def _segment(self, block, i, j) -> None:
+        """Lines [i, j) of `block`: the first and the last record with a delivery report, the
+        ones between in the tight loop."""
+        k = i
+        while k < j:  # up to and including the first record produced
+            k += 1
+            if self._irregular(block, k - 1, self.sampled) == _PRODUCED:
+                break
+        last = j - 1  # the last line that will be a record: it gets the second report
+        while last >= k and not self._good(block.values[last]):
+            last -= 1
+        if last >= k:
+            self._tight(block, k, last)
+            self._irregular(block, last, self.sampled)
+            k = last + 1
+        for b in range(k, j):  # bad or blank lines after the last record
+            self._irregular(block, b, None)
+
+    def _good(self, value: bytes) -> bool:
+        """Whether `value` will be a record (checked once per segment, from its end)."""
+        if len(value) >= self.simple_max:
+            return False
+        if not self.jsonl:
+            return True
+        try:
+            parse_json(value)  # fails for blank lines too
+        except BadRecord:
+            return False
+        return True
+
+    def _tight(self, block, k: int, end: int) -> None:
+        """The per-record hot path: records k..end-1 without delivery reports. Anything unusual
+        (bad JSON, a blank line, a full queue) leaves the loop and is handled alone."""
+        from confluent_kafka import KafkaException
+
+        produce, topic, values = self.produce, self.topic, block.values
+        if max(map(len, values[k:end]), default=0) >= self.simple_max:
+            for b in range(k, end):  # large lines: size-checked one by one (rare)
+                self._irregular(block, b, None)
+            return
+        while k < end:
+            try:
+                if self.jsonl:
+                    for k, value in enumerate(values[k:end], k):
+                        _loads(value)  # every line is validated; the value is the line as is
+                        produce(topic, value, None, PARTITION)
+                else:
+                    for k, value in enumerate(values[k:end], k):
+                        produce(topic, value, None, PARTITION)
+                k = end
+            except BufferError:  # the local queue is full: serve delivery reports, then retry
+                self.run.producer.poll(0.05)
+            except (ValueError, KafkaException):  # not JSON for orjson, blank, or refused
+                self._irregular(block, k, None)
+                k += 1
+
+    def _irregular(self, block, k: int, report) -> int:
+        """One line the tight loop does not handle (or one that needs a delivery report)."""
+        from confluent_kafka import KafkaException
+
+        value = block.values[k]
+        if self.jsonl:
+            if not value or value.isspace():
+                self.blanks += 1
+                self.lost += 1
+                self.lost_bytes += len(value)
+                return _BLANK
+        try:
+            if self.jsonl:
+                parse_json(value)
+            check_size(None, value, None, self.run.topic.max_record_bytes)
+            while True:
+                try:
+                    self.produce(self.topic, value, None, PARTITION, report)
+                    return _PRODUCED
+                except BufferError:
+                    self.run.producer.poll(0.05)
+        except BadRecord as exc:
+            self.run._bad(self.src, block.line(k), str(exc))
+        except KafkaException as exc:
+            self.run._produce_error(exc, self.src, block.line(k))
+        self.lost += 1
+        self.lost_bytes += len(value)
+        return _BAD

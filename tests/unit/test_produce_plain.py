@@ -1,0 +1,139 @@
+"""The fast path (kxtx.produce.plain) against the general path: same records, transactions,
+checkpoints, bad-line handling and per-partition offset ranges; block reader positions equal the
+record-by-record reader's."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from kxtx.produce import broker, engine, inputs, plain
+from kxtx.produce.checkpoint import Checkpoint
+from kxtx.produce.options import ProduceOptions
+from kxtx.settings import Settings
+from tests.unit.test_produce_engine import FakeProducer
+
+DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 4300 + b'"}\n'
+        + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n' + b'{"huge":"' + b"y" * 6000 + b'"}\n'
+        + b"".join(b'{"i":%d}\n' % i for i in range(40)) + b"\n\n" + b'{"last":1}')
+
+
+def _write(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return str(p)
+
+
+@pytest.mark.parametrize("name, fmt", [("x.jsonl", None), ("x.txt", None), ("x.jsonl.gz", None),
+                                       ("x.jsonl", "lines")])
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+@pytest.mark.parametrize("start", [0, 2, 11])
+def test_blocks_give_the_readers_positions(tmp_path, monkeypatch, name, fmt, block, start):
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    src = inputs.detect(_write(tmp_path, name, DATA), fmt)
+    expected = list(inputs.read(src))
+    offset, lineno = (0, 0) if not start else (expected[start - 1].end, expected[start - 1].lineno)
+    expected = list(inputs.read(src, offset, lineno))
+    got = [b.line(i) for b in inputs.read_blocks(src, offset, lineno) for i in range(len(b.values))]
+    if src.fmt == "jsonl":
+        got = [x for x in got if x.raw.strip()]
+    assert got == expected
+
+
+class Reporting(FakeProducer):
+    """Also assigns offsets (with gaps: other producers' records) and sends delivery reports for
+    the records that asked for one when the transaction commits."""
+
+    def __init__(self, conf, fail_commits):
+        super().__init__(conf, fail_commits)
+        self.next_offset, self.reports = {}, []
+
+    def produce(self, topic, value=None, key=None, partition=-1, callback=None, **kw):
+        super().produce(topic, value, key)
+        callback = callback or kw.get("on_delivery")
+        part = max(partition if kw.get("partition") is None else kw["partition"], 0)
+        o = self.next_offset.get((topic, part), 5)
+        self.next_offset[(topic, part)] = o + 1 + (o % 3 == 0)
+        if callback is not None:
+            self.reports.append((callback, _Msg(part, o)))
+
+    def commit_transaction(self, timeout):
+        reports, self.reports = self.reports, []
+        for cb, msg in reports:
+            cb(None, msg)
+        super().commit_transaction(timeout)
+
+
+class _Msg:
+    def __init__(self, p, o):
+        self.p, self.o = p, o
+
+    def partition(self):
+        return self.p
+
+    def offset(self):
+        return self.o
+
+
+def _run(monkeypatch, paths, partitions, **opts):
+    """Run the engine on a fake producer; 1 partition takes the fast path, 2 the general one."""
+    made = {}
+    monkeypatch.setattr(engine.clients, "admin", lambda s: object())
+    monkeypatch.setattr(broker, "describe_topic",
+                        lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 6000))
+    monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
+    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid: None)
+
+    def producer(settings, **conf):
+        made["p"] = Reporting(conf, {})
+        return made["p"]
+
+    monkeypatch.setattr(engine.clients, "producer", producer)
+    calls = []
+    real = plain.PlainFile.produce_all
+    monkeypatch.setattr(plain.PlainFile, "produce_all", lambda self, plan: calls.append(1) or real(self, plan))
+    summary = engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
+                         ProduceOptions(topic="t", paths=paths, **opts)).execute()
+    assert bool(calls) == (partitions == 1)  # the path under test was taken
+    txns = []
+    for txn in made["p"].committed:
+        rows = []
+        for topic, key, value in txn:
+            if topic == "kxtx-checkpoints":
+                cp = json.loads(value)
+                cp.pop("updated_ms")
+                value = cp
+            rows.append((topic, key, value))
+        txns.append(rows)
+    summary.pop("elapsed_s"), summary.pop("records_per_s")
+    return txns, summary
+
+
+@pytest.mark.parametrize("opts", [
+    {}, {"records_per_txn": 1}, {"records_per_txn": 3}, {"records_per_txn": 7},
+    {"bytes_per_txn": 50}, {"bytes_per_txn": 5000, "records_per_txn": 4}, {"all_or_nothing": True},
+    {"on_error": "skip", "records_per_txn": 5}, {"on_error": "dlq:dead", "records_per_txn": 2},
+])
+@pytest.mark.parametrize("block", [7, 100, 1 << 20])
+def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block):
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
+             _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9)))]
+    opts.setdefault("on_error", "skip")
+    fast = _run(monkeypatch, paths, 1, **opts)
+    general = _run(monkeypatch, paths, 2, **opts)
+    assert fast == general
+    summary = fast[1]
+    assert summary["skipped"] + summary["dead_lettered"] == 2  # {bad and the line over 6000 bytes
+    assert summary["partitions"][0]["records"] == summary["records"]
+    assert summary["partitions"][0]["first_offset"] is not None
+
+
+def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
+    from kxtx.errors import InputError
+
+    path = _write(tmp_path, "a.jsonl", b'{"a":1}\n\n{"a":2}\n{bad\n{"a":3}\n')
+    with pytest.raises(InputError, match=r"a\.jsonl:4: bad JSON"):
+        _run(monkeypatch, [path], 1)
