@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 
 from kxtx.errors import Interrupted, UsageError
 
-#: From bench/bench_pipe.py (1M x 100 B, identity, 2 cores shared with other load): kxtx pipe ran
-#: at 40k/39k/77k/56k records/s with batches of 10k/50k/200k/500k (c/b 0.32/0.30/0.57/0.39 against
-#: a hand-written EOS loop). At 200k the commit is ~2 % of a batch; Spark's fixed cost per job
-#: (0.37-0.68 s measured) is still 14-26 % of it, but bigger batches did not run faster here and
-#: hold more records in memory. The time bound keeps Spark's fixed cost under 10 % of the batch time
-#: when input is slow.
+#: From bench/bench_pipe.py (1M x 100 B, identity, 2 cores shared with other load, two runs): kxtx
+#: pipe vs a hand-written EOS loop (c/b) was 0.32 / 0.30 / 0.57 / 0.39 at 10k / 50k / 200k / 500k
+#: records per batch, and 0.49 (50k) / 0.36 (200k) in a second run: noisy, no clear winner between
+#: 50k and 200k. 200k is chosen because the overheads are smaller there: the commit is ~2 % of a
+#: batch, and Spark's fixed cost per job (0.37-0.68 s) is 14-26 % of it instead of 30-50 % at 50k.
+#: Memory stays bounded (~440 MB RSS over 5M records). The time bound keeps Spark's fixed cost
+#: under ~10 % when input is slow.
 DEFAULT_BATCH_RECORDS = 200_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
