@@ -74,6 +74,7 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
             "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000", "--batch-max-ms", "1000"]
     hw = HighWatermarks(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "6")))
+    proc = None
     try:
         for i in range(5):
             proc = start_pipe(kafka, tmp_path, f"kill{i}", *args)
@@ -91,6 +92,9 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
         assert "stopped by SIGTERM" in text(tmp_path, "term", "err")
     finally:
         hw.close()
+        if proc is not None and proc.poll() is None:  # a failed assertion: leave no pipe behind
+            proc.kill()
+            proc.wait()
     proc = start_pipe(kafka, tmp_path, "final", *args, "--until-idle", "5")
     assert proc.wait(300) == 0, text(tmp_path, "final", "err")
     got = read_committed(kafka.bootstrap, out, timeout=120)
