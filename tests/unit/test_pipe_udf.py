@@ -194,3 +194,25 @@ def test_config_validation(kwargs, message):
     cfg = PipeConfig(**{"inputs": ["a"], "out": "b", "group": "g", "udf": "m:f", **kwargs})
     with pytest.raises(UsageError, match=message):
         cfg.validate()
+
+
+def test_record_mode_gives_the_whole_record():
+    rows = {"idx": [0], "value": [b'{"a":1}'], "key": [b"k1"], "headers": [[{"key": "h", "value": b"v"}]],
+            "topic": ["in"], "partition": [3], "offset": [42], "timestamp": [1700000000000]}
+    seen = []
+
+    def f(rec):
+        seen.append(rec)
+        return {"value": rec["value"], "key": rec["key"] + "-out", "topic": f"{rec['topic']}-{rec['partition']}"}
+
+    out = tf._run(f, udf.ROW, rows, "json", True, True)
+    assert seen == [{"key": "k1", "value": {"a": 1}, "headers": [("h", b"v")], "topic": "in",
+                     "partition": 3, "offset": 42, "timestamp": 1700000000000}]
+    assert out == [(0, True, b"k1-out", b'{"a":1}', False, None, "in-3", None)]
+
+
+def test_tombstone_is_dropped_unless_returned_as_a_record():
+    out = run_rows(lambda v: v, udf.ROW, [None, b"x"])
+    assert [r[3] for r in out] == [b"x"]
+    out = run_rows(lambda v: {"value": v}, udf.ROW, [None])
+    assert out == [(0, False, None, None, False, None, None, None)]
