@@ -7,7 +7,7 @@ import struct
 from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
 from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
-from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged
+from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged, uuid_text
 
 TOPIC = "__consumer_offsets"
 
@@ -108,16 +108,45 @@ _H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 _EPOCH_META = struct.Struct(">qih")
 
 
-def _fast_offset_commit(key: bytes, value: bytes | None) -> Record | None:
-    """OffsetCommitKey + value v3/v4 without tags or tombstone: what 2.1+ brokers write by far the
-    most. Straight-line parsing for speed; anything unusual returns None (the generic path decides)."""
+_TOPIC_IDS: dict[bytes, str] = {}  # raw uuid -> text: a log holds few topic ids, each many times
+
+
+def _v4_topic_id(value: bytes, t: int) -> str | None:
+    """The tag section ending an OffsetCommitValue v4 at `t`: none, or only topicId (tag 0, 16 bytes,
+    written by 4.x brokers); None for anything else."""
+    n = len(value)
+    if value[t] == 0 and t + 1 == n:
+        return ZERO_UUID
+    if value[t] != 1 or value[t + 1] != 0 or value[t + 2] != 16 or t + 19 != n:
+        return None
+    raw = value[t + 3:]
+    text = _TOPIC_IDS.get(raw)
+    if text is None:
+        if len(_TOPIC_IDS) > 4096:  # bounded: memory stays flat whatever the log holds
+            _TOPIC_IDS.clear()
+        text = _TOPIC_IDS[raw] = uuid_text(raw)
+    return text
+
+
+def fast(key: bytes | None, value: bytes | None):
+    """(key fields, version, value fields) of an OffsetCommit record with value v3, or v4 with no tag
+    but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing for speed (a dump
+    decodes millions); anything unusual returns None (the generic path decides). Same fields as the
+    generic path."""
     try:
+        if key is None or key[0] or key[1] != 1:
+            return None
         glen = _H.unpack_from(key, 2)[0]
         p = 4 + glen
         tlen = _H.unpack_from(key, p)[0]
         q = p + 2 + tlen
-        if glen < 0 or tlen < 0 or q + 4 != len(key) or value is None:
+        if glen < 0 or tlen < 0 or q + 4 != len(key):
             return None
+        key_fields = {"group": key[4:p].decode("utf-8", errors="replace"),
+                      "topic": key[p + 2:q].decode("utf-8", errors="replace"),
+                      "partition": _I.unpack_from(key, q)[0]}
+        if value is None:
+            return key_fields, None, None
         version = _H.unpack_from(value, 0)[0]
         if version == 3:
             offset, epoch, mlen = _EPOCH_META.unpack_from(value, 2)
@@ -133,28 +162,29 @@ def _fast_offset_commit(key: bytes, value: bytes | None) -> Record | None:
             epoch = _I.unpack_from(value, 10)[0]
             mlen = value[14] - 1  # a one-byte uvarint (metadata < 127 bytes), else the slow path
             end = 15 + mlen
-            if value[14] & 0x80 or mlen < 0 or end + 9 != len(value) or value[-1] != 0:
+            if value[14] & 0x80 or mlen < 0:
+                return None
+            topic_id = _v4_topic_id(value, end + 8)
+            if topic_id is None:
                 return None
             value_fields = {"offset": offset, "leaderEpoch": epoch,
                             "metadata": value[15:end].decode("utf-8", errors="replace"),
-                            "commitTimestamp": _Q.unpack_from(value, end)[0], "topicId": ZERO_UUID}
+                            "commitTimestamp": _Q.unpack_from(value, end)[0], "topicId": topic_id}
         else:
             return None
-        key_fields = {"group": key[4:p].decode("utf-8", errors="replace"),
-                      "topic": key[p + 2:q].decode("utf-8", errors="replace"),
-                      "partition": _I.unpack_from(key, q)[0]}
     except (struct.error, IndexError):
         return None
-    return Record(1, "OffsetCommit", key_fields, version, value_fields)
+    return key_fields, version, value_fields
 
 
 def decode(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
     t = key_type(key)
     if t == 1:
-        fast = _fast_offset_commit(key, value)
-        if fast is not None:
-            return fast
+        found = fast(key, value)
+        if found is not None:
+            key_fields, version, value_fields = found
+            return Record(1, "OffsetCommit", key_fields, version, value_fields, tombstone=value is None)
     entry = TYPES.get(t) if t is not None else None
     if entry is None:
         return unknown_record(TOPIC, key, value)

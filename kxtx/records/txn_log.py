@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import Array, Layouts, NullableArray, Struct, Tagged
 
@@ -49,6 +51,122 @@ VALUE_LAYOUTS = Layouts(flexible_from=1).add(0, TXN_VALUE).add(1, TXN_VALUE)
 
 def state_name(code: int) -> str:
     return STATES.get(code, f"Unknown({code})")
+
+
+_H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_HEAD = struct.Struct(">qhib")  # producerId, producerEpoch, transactionTimeoutMs, transactionStatus
+_TIMES = struct.Struct(">qq")  # transactionLastUpdateTimestampMs, transactionStartTimestampMs
+#: v1 tag-only fields the fast path reads: tag -> (name, unpacker, size); defaults as in TXN_VALUE.
+_FAST_TAGS = {0: ("previousProducerId", _Q, 8), 1: ("nextProducerId", _Q, 8),
+              2: ("clientTransactionVersion", _H, 2), 3: ("nextProducerEpoch", _H, 2)}
+
+
+def fast(key: bytes | None, value: bytes | None):
+    """(key fields, version, value fields) of a well-formed TransactionLog record (value v0/v1 or a
+    tombstone, known state): every record a broker writes. Straight-line parsing, one dict per part,
+    because a dump decodes hundreds of thousands of them; anything unusual (unknown tags, odd
+    lengths, long varints) returns None and `decode` handles it with notes. Same fields as `decode`."""
+    try:
+        if key is None or key[0] or key[1]:
+            return None
+        n = _H.unpack_from(key, 2)[0]
+        if n < 0 or 4 + n != len(key):
+            return None
+        key_fields = {"transactionalId": key[4:].decode("utf-8", errors="replace")}
+        if value is None:
+            return key_fields, None, None
+        version = _H.unpack_from(value, 0)[0]
+        pid, epoch, timeout, code = _HEAD.unpack_from(value, 2)
+        if code not in STATES:
+            return None
+        if version == 0:
+            parts, p = _partitions_v0(value, 17)
+        elif version == 1:
+            parts, p = _partitions_v1(value, 17)
+        else:
+            return None
+        last, started = _TIMES.unpack_from(value, p)
+        v = {"producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
+             "transactionStatus": STATES[code], "transactionPartitions": parts,
+             "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started}
+        p += 16
+        if version == 1 and not _tags_v1(value, p, v):
+            return None
+        if version == 0 and p != len(value):
+            return None
+        v["transactionStatusCode"] = code
+        return key_fields, version, v
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+def _partitions_v0(b: bytes, p: int):
+    """NullableArray(PartitionsSchema), non-flexible: int32 count, per topic int16 string + int32 array."""
+    n = _I.unpack_from(b, p)[0]
+    p += 4
+    if n < 0:
+        return None, p
+    out = []
+    for _ in range(n):
+        tlen = _H.unpack_from(b, p)[0]
+        if tlen < 0:
+            raise ValueError("negative length")
+        topic = b[p + 2:p + 2 + tlen].decode("utf-8", errors="replace")
+        p += 2 + tlen
+        count = _I.unpack_from(b, p)[0]
+        p += 4
+        if count < 0 or p + 4 * count > len(b):
+            raise ValueError("bad count")
+        out.append({"topic": topic, "partitionIds": list(struct.unpack_from(f">{count}i", b, p))})
+        p += 4 * count
+    return out, p
+
+
+def _partitions_v1(b: bytes, p: int):
+    """The same array, flexible (compact lengths, an empty tag section per element); one-byte varints
+    only (< 127 topics, partitions, name bytes), longer ones go to the generic reader."""
+    n = b[p] - 1
+    p += 1
+    if n < 0 or b[p - 1] & 0x80:
+        if n == -1:
+            return None, p
+        raise ValueError("long varint")
+    out = []
+    for _ in range(n):
+        tlen = b[p] - 1
+        if tlen < 0 or b[p] & 0x80:
+            raise ValueError("long varint")
+        topic = b[p + 1:p + 1 + tlen].decode("utf-8", errors="replace")
+        p += 1 + tlen
+        count = b[p] - 1
+        if count < 0 or b[p] & 0x80 or p + 1 + 4 * count > len(b):
+            raise ValueError("long varint")
+        ids = list(struct.unpack_from(f">{count}i", b, p + 1))
+        p += 1 + 4 * count
+        if b[p]:  # tagged fields of PartitionsSchema: none are defined
+            raise ValueError("element tags")
+        p += 1
+        out.append({"topic": topic, "partitionIds": ids})
+    return out, p
+
+
+def _tags_v1(b: bytes, p: int, v: dict) -> bool:
+    """The top-level tag section: defaults, then the known tags; False for anything else."""
+    v["previousProducerId"] = v["nextProducerId"] = -1
+    v["clientTransactionVersion"] = 0
+    v["nextProducerEpoch"] = -1
+    count = b[p]
+    p += 1
+    if count & 0x80:
+        return False
+    for _ in range(count):
+        tag, size = b[p], b[p + 1]
+        known = _FAST_TAGS.get(tag)
+        if known is None or size != known[2]:
+            return False
+        v[known[0]] = known[1].unpack_from(b, p + 2)[0]
+        p += 2 + size
+    return p == len(b)
 
 
 def decode(key: bytes | None, value: bytes | None) -> Record:
