@@ -18,7 +18,7 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.output import choose, emit_rows
+from kxtx.cli.output import choose, emit_row_batches
 
 app = typer.Typer(help="Decode __transaction_state and __consumer_offsets, every record version.",
                   no_args_is_help=True)
@@ -83,13 +83,14 @@ def txn_state(
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions."""
-    from kxtx.dump import TXN_TOPIC, DumpRequest, run
+    from kxtx.dump import TXN_TOPIC, DumpRequest, run_batches
 
     req = DumpRequest(
         topic=TXN_TOPIC, partitions=partition, ids=transactional_id or [],
         start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
         states=state or [], producer_ids=producer_id or [])
-    _emit(run(connection(bootstrap, config, command_config, timeout), req), fmt, _txn_cell, TXN_COLUMNS)
+    _emit(run_batches(connection(bootstrap, config, command_config, timeout), req), fmt, _txn_cell,
+          TXN_COLUMNS)
 
 
 @app.command("offsets")
@@ -115,13 +116,13 @@ def offsets(
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
     By default only what the coordinator materializes (transactional commits once committed)."""
-    from kxtx.dump import OFFSETS_TOPIC, DumpRequest, run
+    from kxtx.dump import OFFSETS_TOPIC, DumpRequest, run_batches
 
     req = DumpRequest(
         topic=OFFSETS_TOPIC, partitions=partition, ids=group or [],
         start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
         topics=topic or [], types=record_type or [], include_uncommitted=include_uncommitted)
-    _emit(run(connection(bootstrap, config, command_config, timeout), req), fmt, _offsets_cell,
+    _emit(run_batches(connection(bootstrap, config, command_config, timeout), req), fmt, _offsets_cell,
           OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []))
 
 
@@ -131,11 +132,11 @@ TXN_COLUMNS = ["partition", "offset", "time", "transactionalId", "state", "produ
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
-def _emit(rows, fmt, cell, columns) -> None:
+def _emit(batches, fmt, cell, columns) -> None:
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
-        rows = (cell(r) for r in rows)
-    emit_rows(rows, fmt, columns)
+        batches = ([cell(r) for r in batch] for batch in batches)
+    emit_row_batches(batches, fmt, columns)
 
 
 def _time(ms: int | None) -> str | None:

@@ -1,7 +1,7 @@
 """`kxtx dump`: read `__transaction_state` / `__consumer_offsets` and decode every record.
 
 `run(settings, request)` yields one row (a dict) per record, or with `latest=True` one row per key as a
-coordinator would load it (tombstones applied). Rows: partition, offset, timestamp (epoch ms), type,
+coordinator would load it (tombstones applied); `run_batches` yields the same rows in batches. Rows: partition, offset, timestamp (epoch ms), type,
 typeId, key (dict), version, value (dict, None for a tombstone), tombstone, and when relevant `txn`
 (committed / pending / aborted), `notes`, `rawKey` / `rawValue` (hex of what could not be decoded).
 """
@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from kxtx import clients
+from kxtx.dump.rows import builder
 from kxtx.dump.source import ConfluentSource, Start
 from kxtx.errors import UsageError
-from kxtx.log import logger, warn_once
-from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, decode, group_log, txn_log
+from kxtx.log import logger
+from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, group_log, txn_log
 from kxtx.records.partition import partition_for
 from kxtx.settings import Settings
 
-__all__ = ["DumpRequest", "Start", "run", "TXN_TOPIC", "OFFSETS_TOPIC"]
+__all__ = ["DumpRequest", "Start", "run", "run_batches", "TXN_TOPIC", "OFFSETS_TOPIC"]
 
 
 @dataclass
@@ -95,6 +96,14 @@ def partition_count(settings: Settings, topic: str) -> int | None:
 def run(settings: Settings, req: DumpRequest,
         progress: Callable[[int], None] | None = None) -> Iterator[dict]:
     """Yield decoded rows. Ends at the end offsets that existed at start, unless `req.follow`."""
+    for batch in run_batches(settings, req, progress):
+        yield from batch
+
+
+def run_batches(settings: Settings, req: DumpRequest,
+                progress: Callable[[int], None] | None = None) -> Iterator[list[dict]]:
+    """The rows of `run` in batches, one per read from the source (non-empty, in order): a consumer
+    can write and flush a batch at once and still stream, since a batch comes as soon as it is read."""
     validate(req)
     count = partition_count(settings, req.topic)
     if count is None:
@@ -108,27 +117,51 @@ def run(settings: Settings, req: DumpRequest,
     else:
         source = ConfluentSource(settings, req.topic)
     try:
-        pairs = _rows(req, source.records(partitions, req.start, req.follow), progress)
-        rows = iter(_fold(pairs)) if req.latest else (row for row, _ in pairs)
-        yield from _limited(_value_filtered(req, rows), req.limit)
+        raw = _counted(source.batches(partitions, req.start, req.follow), progress)
+        build = builder(req.topic, _key_filter(req), with_keys=req.latest)
+        built = (build(batch) for batch in raw)
+        if req.latest:
+            built = _chunks(_fold(built))
+        yield from _limited(_value_filtered(req, built), req.limit)
     finally:
         source.close()
 
 
-def _limited(rows: Iterator[dict], limit: int | None) -> Iterator[dict]:
+def _counted(batches, progress) -> Iterator[list]:
+    """Report progress every 50,000 records read."""
+    if progress is None:
+        yield from batches
+        return
+    seen = 0
+    for batch in batches:
+        before, seen = seen, seen + len(batch)
+        if seen // 50000 != before // 50000:
+            progress(seen)
+        yield batch
+
+
+def _chunks(rows: list[dict], size: int = 10000) -> Iterator[list[dict]]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+def _limited(batches: Iterator[list[dict]], limit: int | None) -> Iterator[list[dict]]:
     if limit is None:
-        yield from rows
+        yield from batches
         return
-    if limit == 0:
+    left = limit
+    if left <= 0:
         return
-    for n, row in enumerate(rows, 1):
-        yield row
-        if n >= limit:
+    for batch in batches:
+        if len(batch) >= left:
+            yield batch[:left]
             return
+        left -= len(batch)
+        yield batch
 
 
 def _key_filter(req: DumpRequest):
-    """Filters that depend only on the key (safe to apply before --latest folding)."""
+    """Filters that depend only on the key (safe to apply before --latest folding); on rows."""
     ids = set(req.ids)
     topics = set(req.topics)
     cats = set(req.types)
@@ -136,15 +169,15 @@ def _key_filter(req: DumpRequest):
         cats = (cats or {"offset-commit"}) & {"offset-commit"}
     txn = req.topic == TXN_TOPIC
 
-    def keep(rec) -> bool:
-        key = rec.key
+    def keep(row: dict) -> bool:
+        key = row["key"]
         if ids:
             if key is None:
                 return False
             owner = key.get("transactionalId") if txn else key.get("group", key.get("groupId"))
             if owner not in ids:
                 return False
-        if cats and group_log.category(rec.type_id if rec.key is not None else None) not in cats:
+        if cats and group_log.category(row["typeId"] if key is not None else None) not in cats:
             return False
         if topics and key.get("topic") not in topics:
             return False
@@ -153,57 +186,35 @@ def _key_filter(req: DumpRequest):
     return keep if (ids or cats or topics) else None
 
 
-def _value_filtered(req: DumpRequest, rows: Iterator[dict]) -> Iterator[dict]:
+def _value_filtered(req: DumpRequest, batches: Iterator[list[dict]]) -> Iterator[list[dict]]:
     states = {s.lower() for s in req.states}
     pids = set(req.producer_ids)
     if not (states or pids):
-        yield from rows
+        yield from batches
         return
-    for row in rows:
+
+    def keep(row: dict) -> bool:
         value = row["value"]
         if value is None or row["type"] != "TransactionLog":
-            continue
+            return False
         if states and value["transactionStatus"].lower() not in states:
-            continue
-        if pids and value["producerId"] not in pids:
-            continue
-        yield row
+            return False
+        return not pids or value["producerId"] in pids
+
+    for batch in batches:
+        kept = [row for row in batch if keep(row)]
+        if kept:
+            yield kept
 
 
-def _rows(req: DumpRequest, raw, progress) -> Iterator[dict]:
-    keep = _key_filter(req)
-    topic = req.topic
-    seen = 0
-    for p, o, ts, key, value, status in raw:
-        seen += 1
-        if progress is not None and seen % 50000 == 0:
-            progress(seen)
-        rec = decode(topic, key, value)
-        if keep is not None and not keep(rec):
-            continue
-        row = {"partition": p, "offset": o, "timestamp": ts, "type": rec.type, "typeId": rec.type_id,
-               "key": rec.key, "version": rec.version, "value": rec.value, "tombstone": rec.tombstone}
-        if status is not None:
-            row["txn"] = status
-        if rec.notes:
-            row["notes"] = rec.notes
-        if rec.raw_key is not None:
-            row["rawKey"] = rec.raw_key
-        if rec.raw_value is not None:
-            row["rawValue"] = rec.raw_value
-        if rec.problem:
-            warn_once(rec.problem, f"{topic}[{p}]@{o}: {rec.notes[-1]}; shown with raw bytes "
-                      "(warned once per kind)")
-        yield row, key
-
-
-def _fold(pairs) -> list[dict]:
+def _fold(batches) -> list[dict]:
     """The current value per key, tombstones applied: memory grows with keys, not records."""
     current: dict[tuple[int, bytes], dict] = {}
-    for row, key in pairs:
-        ident = (row["partition"], key if key is not None else b"")
-        if row["tombstone"]:
-            current.pop(ident, None)
-        else:
-            current[ident] = row
+    for batch in batches:
+        for row, key in batch:
+            ident = (row["partition"], key if key is not None else b"")
+            if row["tombstone"]:
+                current.pop(ident, None)
+            else:
+                current[ident] = row
     return sorted(current.values(), key=lambda r: (r["partition"], r["offset"]))

@@ -102,7 +102,8 @@ class RawFetchSource:
 
         return self._run(send, request)
 
-    def records(self, partitions: list[int], start: Start, follow: bool) -> Iterator[RawRecord]:
+    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:
+        """Records in batches: what one partition of one Fetch response released."""
         if start.kind == "time" or follow:
             from kxtx.errors import UsageError
 
@@ -131,11 +132,13 @@ class RawFetchSource:
                         ends.setdefault(p, part.high_watermark)  # the end that existed at start
                         before = offsets[p]
                         offsets[p] = max(before, part.log_start_offset)
-                        yield from self._batches(p, part.records, offsets, ends[p], state[p])
+                        released = list(self._batches(p, part.records, offsets, ends[p], state[p]))
                         progressed |= offsets[p] != before
                         if offsets[p] >= ends[p]:
                             del offsets[p]
-                            yield from state[p].ready(flush=True)
+                            released.extend(state[p].ready(flush=True))
+                        if released:
+                            yield released
             if progressed:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > self.settings.timeout:

@@ -1,7 +1,8 @@
 """Reading an internal topic with confluent-kafka: assigned partitions, bounded by the end at start.
 
-Yields `(partition, offset, timestamp_ms, key, value, txn_status)` tuples; `txn_status` is always
-None here. The default isolation is read_committed, which is what the coordinators materialize: records
+Yields batches (lists) of `(partition, offset, timestamp_ms, key, value, txn_status)` tuples, one per
+consume call, so the layers above pay their per-call costs (flush, generator hops) once per batch;
+`txn_status` is always None here. The default isolation is read_committed, which is what the coordinators materialize: records
 of aborted transactions are filtered by librdkafka and open transactions are not read past (the last
 stable offset). librdkafka never returns control records (spec section 7), so the bound is checked with
 partition-EOF events and the consumer position, not with the offset of the last record seen.
@@ -19,7 +20,25 @@ from kxtx.errors import KafkaOperationError
 from kxtx.settings import Settings
 
 RawRecord = tuple  # (partition, offset, timestamp_ms, key, value, txn_status)
-BATCH = 2000
+#: Messages per consume call: big enough that the per-call overhead vanishes, small enough that a
+#: batch of decoded rows stays a few MiB.
+BATCH = 10000
+#: consume() waits this long for a batch to fill. Short, so the tail of each partition and --follow
+#: hand over what is there without idling (a batch rarely fills at the end of a log).
+WAIT_S = 0.05
+#: The consumer settings of a dump (besides group and isolation); the benchmark's raw consume uses them
+#: too, so it measures the same client doing everything but decoding.
+CONSUMER_CONFIG = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "auto.offset.reset": "earliest",
+    # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size.
+    "fetch.max.bytes": 16777216,
+    "max.partition.fetch.bytes": 4194304,
+    "queued.min.messages": 50000,
+    "queued.max.messages.kbytes": 16384,
+}
 
 
 @dataclass(frozen=True)
@@ -36,16 +55,8 @@ class ConfluentSource:
         self.consumer = clients.consumer(settings, **{
             # A throw-away group that never commits: dumping must not leave traces in the log it reads.
             "group.id": f"kxtx-dump-{uuid.uuid4().hex[:12]}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
             "isolation.level": isolation,
-            # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size.
-            "fetch.max.bytes": 16777216,
-            "max.partition.fetch.bytes": 4194304,
-            "queued.min.messages": 50000,
-            "queued.max.messages.kbytes": 16384,
+            **CONSUMER_CONFIG,
         })
 
     def end_offsets(self, partitions: list[int]) -> dict[int, int]:
@@ -77,8 +88,8 @@ class ConfluentSource:
         # -1: no record at or after the time -> start at the end (nothing to show unless following).
         return {tp.partition: tp.offset for tp in found}
 
-    def records(self, partitions: list[int], start: Start, follow: bool) -> Iterator[RawRecord]:
-        from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
+    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:
+        from confluent_kafka import OFFSET_END, TopicPartition
 
         ends = self.end_offsets(partitions)
         starts = self.start_offsets(partitions, start)
@@ -95,28 +106,39 @@ class ConfluentSource:
         c.assign(assign)
         idle_since = time.monotonic()
         while follow or remaining:
-            msgs = c.consume(BATCH, 0.5)
+            msgs = c.consume(BATCH, WAIT_S)
             if msgs:
                 idle_since = time.monotonic()
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        if not follow:
-                            self._done(m.partition(), remaining)
-                        continue
-                    raise clients.translate(KafkaException(err), f"reading {self.topic}")
-                p, o = m.partition(), m.offset()
-                if not follow:
-                    end = ends[p]
-                    if o >= end:
-                        self._done(p, remaining)
-                        continue
-                    if o == end - 1:
-                        self._done(p, remaining)
-                yield (p, o, m.timestamp()[1], m.key(), m.value(), None)
-            if not msgs and not follow and remaining:
+                batch = self._batch(msgs, None if follow else ends, remaining)
+                if batch:
+                    yield batch
+            elif not follow and remaining:
                 self._check_positions(ends, remaining, idle_since)
+
+    def _batch(self, msgs: list, ends: dict[int, int] | None, remaining: set[int]) -> list[RawRecord]:
+        """The records of one consume call; with `ends` (not following) those past the end are dropped
+        and a partition is done (paused) once its last record before the end is seen."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        out = []
+        append = out.append
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if ends is not None:
+                        self._done(m.partition(), remaining)
+                    continue
+                raise clients.translate(KafkaException(err), f"reading {self.topic}")
+            p, o = m.partition(), m.offset()
+            if ends is not None:
+                end = ends[p]
+                if o >= end - 1:
+                    self._done(p, remaining)
+                    if o >= end:
+                        continue
+            append((p, o, m.timestamp()[1], m.key(), m.value(), None))
+        return out
 
     def _done(self, p: int, remaining: set[int]) -> None:
         from confluent_kafka import TopicPartition

@@ -37,11 +37,11 @@ class FakeSource:
     def __init__(self, settings, topic, *args):
         self.topic = topic
 
-    def records(self, partitions, start, follow):
+    def batches(self, partitions, start, follow):
         FakeSource.asked.append((partitions, start, follow))
-        for rec in self.records_by_topic[self.topic]:
-            if rec[0] in partitions:
-                yield rec
+        chosen = [rec for rec in self.records_by_topic[self.topic] if rec[0] in partitions]
+        for i in range(0, len(chosen), 2):  # small batches: filters and limits cross batch borders
+            yield chosen[i:i + 2]
 
     def close(self):
         pass

@@ -47,3 +47,11 @@ def test_default_format_is_jsonl_when_not_a_tty(capsys):
 ])
 def test_jsonable(value, expected):
     assert output.jsonable(value) == expected
+
+
+@pytest.mark.parametrize("fmt", [OutputFormat.jsonl, OutputFormat.json])
+def test_row_batches_same_output_as_rows(capsys, fmt):
+    output.emit_rows(iter(ROWS), fmt)
+    expected = capsys.readouterr().out
+    assert output.emit_row_batches(iter([ROWS[:1], ROWS[1:]]), fmt) == 2
+    assert capsys.readouterr().out == expected
