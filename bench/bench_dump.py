@@ -7,11 +7,12 @@ commit request, spread over many groups so most coordinator partitions get recor
 `__transaction_state` with many small transactions (send_offsets_to_transaction + commit, 3 records
 each, several producers in threads). Then, per topic, side by side over the same partitions:
   (a) a raw confluent-kafka consume (assign every partition, read_committed, count until the end
-      offsets, no decoding): the in-process limit;
+      offsets, no decoding) with the same consumer settings, batch size and wait as the dump;
   (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up);
   (c) Kafka's console consumer with OffsetsMessageFormatter / TransactionLogMessageFormatter from the
       broker's jars, output to /dev/null, `--max-messages` = the record count (wall time incl. JVM).
-Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming vs `--latest`.
+Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming vs `--latest`;
+`--repeat N` runs N such rounds and adds the medians (rates and ratios of each round).
 
 Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
 """
@@ -83,21 +84,22 @@ def fill_txn(bootstrap: str, records: int, threads: int = 8) -> None:
 
 
 def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
-    """(a) assign all partitions from the beginning, count records until the end offsets."""
+    """(a) assign all partitions from the beginning, count records until the end offsets: the same
+    consumer settings, batch size and wait as `kxtx dump` (kxtx.dump.source), no decoding, no output."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from kxtx.dump.source import BATCH, CONSUMER_CONFIG, WAIT_S
 
     t0 = time.perf_counter()
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-raw-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "enable.partition.eof": True,
-                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 8388608,
-                  "queued.min.messages": 200000})
+                  "isolation.level": "read_committed", **CONSUMER_CONFIG})
     n_parts = len(c.list_topics(topic, timeout=30).topics[topic].partitions)
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(n_parts)}
     live = {p for p, e in ends.items() if e > 0}
     c.assign([TopicPartition(topic, p, -2) for p in live])
     count = 0
     while live:
-        for m in c.consume(2000, 1.0):
+        for m in c.consume(BATCH, WAIT_S):
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     live.discard(m.partition())
@@ -123,8 +125,8 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
     return time.perf_counter() - t0, usage.ru_maxrss, tail
 
 
-def kxtx_dump(bootstrap: str, command: str, *extra: str) -> tuple[float, int]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def kxtx_dump(bootstrap: str, command: str, *extra: str, root: Path = ROOT) -> tuple[float, int]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
     wall, rss, _ = timed([sys.executable, "-m", "kxtx", "dump", command, "-b", bootstrap, "--format",
                           "jsonl", "--timeout", "60", *extra], env)
     return wall, rss
@@ -141,6 +143,33 @@ def console(dist, bootstrap: str, topic: str, formatter: str, count: int) -> flo
     return wall
 
 
+def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repeat: int,
+            baseline: Path | None) -> None:
+    """Rounds of (a), (b), (c) one after the other, then the medians of rates and ratios."""
+    from statistics import median
+
+    rounds = []
+    for i in range(repeat):
+        count, a = raw_consume(bootstrap, topic)
+        if baseline is not None:
+            b0, _ = kxtx_dump(bootstrap, command, root=baseline)
+            print(f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
+                  f"({b0:.1f}s) | b0/a {a / b0:.2f}", flush=True)
+        b, rss_stream = kxtx_dump(bootstrap, command)
+        _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
+        c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
+        ra, rb, rc = count / a, count / b, count / c
+        rounds.append((ra, rb, rc, rb / ra, rb / rc, rss_stream, rss_latest))
+        print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s) | "
+              f"(b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) console+formatter {rc:,.0f} rec/s "
+              f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx RSS stream "
+              f"{rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
+    ra, rb, rc, ba, bc, rs, rl = (median(col) for col in zip(*rounds))
+    print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s | (c) {rc:,.0f} rec/s | "
+          f"b/a {ba:.2f} | b/c {bc:.2f} | RSS stream {rs / 1024:.0f} MiB, --latest {rl / 1024:.0f} MiB",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--offsets-records", type=int, default=1_000_000)
@@ -149,6 +178,11 @@ def main() -> None:
     ap.add_argument("--kafka-libs", help="Kafka jars for the console consumer (with --bootstrap)")
     ap.add_argument("--kafka-version", default="4")
     ap.add_argument("--no-fill", action="store_true", help="measure what the topics already hold")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of a, b, c side by side (the machine's load varies); medians reported")
+    ap.add_argument("--baseline-root", type=Path,
+                    help="also time `kxtx dump` from this checkout (e.g. a git archive of an older commit)")
+    ap.add_argument("--only", choices=("offsets", "txn-state"), help="measure one topic only")
     args = ap.parse_args()
     from kxtx.sandbox import KafkaDistribution, Sandbox
 
@@ -168,15 +202,9 @@ def main() -> None:
             print(f"fill: {time.perf_counter() - t0:.0f}s", flush=True)
         for topic, command, formatter in ((OFFSETS, "offsets", "OffsetsMessageFormatter"),
                                           (TXN, "txn-state", "TransactionLogMessageFormatter")):
-            count, a = raw_consume(bootstrap, topic)
-            b, rss_stream = kxtx_dump(bootstrap, command)
-            _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
-            c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
-            ra, rb, rc = count / a, count / b, count / c
-            print(f"{topic}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s) | "
-                  f"(b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) console+formatter {rc:,.0f} rec/s "
-                  f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx RSS stream "
-                  f"{rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
+            if args.only and args.only != command:
+                continue
+            measure(bootstrap, dist, topic, command, formatter, args.repeat, args.baseline_root)
     finally:
         if sandbox is not None:
             sandbox.stop()
