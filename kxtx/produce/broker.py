@@ -81,36 +81,34 @@ def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
 LSO_WAIT_S = 75.0
 
 
-def _high_watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
+def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
     """(low, high) per partition, where high counts open transactions too: a read_committed
     consumer would report the last stable offset instead, which another producer's open
-    transaction can hold below our own last committed checkpoint."""
-    from confluent_kafka import TopicPartition
+    transaction can hold below our own last committed checkpoint. Asked through the admin client,
+    which is connected already (a new consumer costs ~50 ms before its first answer)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
 
-    c = clients.consumer(settings, **{"group.id": "kxtx-produce-checkpoint-reader",
-                                      "isolation.level": "read_uncommitted"})
+    t = _metadata(admin, settings, topic).topics.get(topic)
+    parts = sorted(t.partitions) if t is not None and t.error is None else []
+    if not parts:
+        return {}
     try:
-        md = c.list_topics(topic, timeout=settings.timeout)
-        parts = sorted(md.topics[topic].partitions) if topic in md.topics else []
-        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=settings.timeout)
-                for p in parts}
-    finally:
-        c.close()
+        asked = [admin.list_offsets({TopicPartition(topic, p): spec for p in parts},
+                                    isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                    request_timeout=settings.timeout)
+                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
+        low, high = ({tp.partition: f.result().offset for tp, f in futures.items()}
+                     for futures in asked)
+    except Exception as exc:  # noqa: BLE001 - translated
+        raise clients.translate(exc, f"reading the offsets of {topic!r}") from exc
+    return {p: (low[p], high[p]) for p in parts}
 
 
-def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Checkpoint | None:
-    """The last committed checkpoint of `transactional_id`: read_committed, up to the high
-    watermark as it is now.
-
-    Call after init_transactions(): that completes or aborts our own earlier transaction, so every
-    checkpoint this id committed is below the high watermark and becomes readable once other
-    producers' open transactions before it end."""
-    from confluent_kafka import KafkaError, TopicPartition
-
-    todo = {p: hl for p, hl in _high_watermarks(settings, topic).items() if hl[1] > hl[0]}
-    if not todo:
-        return None
-    consumer = clients.consumer(settings, **{
+def _checkpoint_reader(settings: Settings):
+    # Created right before use: one created earlier (to connect during init_transactions) was
+    # measured to stall for ~1 s in a third of the runs before its first fetch.
+    return clients.consumer(settings, **{
         "group.id": "kxtx-produce-checkpoint-reader",  # never joined or committed (assign only)
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
@@ -118,43 +116,65 @@ def read_checkpoint(settings: Settings, topic: str, transactional_id: str) -> Ch
         # End of partition is reported by a fetch that finds nothing new: do not let it wait.
         "fetch.wait.max.ms": 10,
     })
+
+
+def read_checkpoint(settings: Settings, topic: str, transactional_id: str,
+                    admin) -> Checkpoint | None:
+    """The last committed checkpoint of `transactional_id`: read_committed, up to the high
+    watermark as it is now (`admin`: a connected admin client).
+
+    Call after init_transactions(): that completes or aborts our own earlier transaction, so every
+    checkpoint this id committed is below the high watermark and becomes readable once other
+    producers' open transactions before it end."""
+    todo = {p: hl for p, hl in _high_watermarks(admin, settings, topic).items() if hl[1] > hl[0]}
+    if not todo:
+        return None
+    consumer = _checkpoint_reader(settings)
     try:
-        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in todo.items()])
-        found: bytes | None = None
-        where = ""
-        key = transactional_id.encode("utf-8")
-        started = time.monotonic()
-        warned = False
-        while todo:
-            waited = time.monotonic() - started
-            if waited > max(LSO_WAIT_S, settings.timeout):
-                raise KafkaOperationError(
-                    f"checkpoint topic {topic!r} partitions {sorted(todo)}: an open transaction of "
-                    f"another producer kept them unreadable for {waited:.0f}s (read_committed); "
-                    "try again later, or look for it with kxtx find-hanging")
-            if waited > 3 and not warned:
-                warned = True
-                logger.warning(f"waiting for another producer's open transaction on checkpoint "
-                               f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)")
-            # consume() waits for the whole timeout unless the batch fills: keep it short
-            for msg in consumer.consume(1000, timeout=0.05):
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-                        # librdkafka looks up the group's coordinator although this reader only
-                        # assigns partitions: a principal needs no ACL on that group.
-                        continue
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise clients.translate(Exception(err), f"reading checkpoint topic {topic!r}")
-                    if msg.offset() >= todo.get(msg.partition(), (0, 0))[1]:
-                        todo.pop(msg.partition(), None)
-                    continue
-                if msg.key() == key:
-                    found, where = msg.value(), f"{topic}/{msg.partition()}@{msg.offset()}"
-                if msg.offset() + 1 >= todo.get(msg.partition(), (0, 0))[1]:
-                    todo.pop(msg.partition(), None)
-        if found is None:  # never written, or deleted with a tombstone
-            return None
-        return Checkpoint.from_bytes(found, where)
+        return _read(consumer, settings, topic, transactional_id, todo)
     finally:
         consumer.close()
+
+
+def _read(consumer, settings: Settings, topic: str, transactional_id: str, todo: dict):
+    from confluent_kafka import KafkaError, TopicPartition
+
+    consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in todo.items()])
+    found: bytes | None = None
+    where = ""
+    key = transactional_id.encode("utf-8")
+    started = time.monotonic()
+    warned = False
+    while todo:
+        waited = time.monotonic() - started
+        if waited > max(LSO_WAIT_S, settings.timeout):
+            raise KafkaOperationError(
+                f"checkpoint topic {topic!r} partitions {sorted(todo)}: an open transaction of "
+                f"another producer kept them unreadable for {waited:.0f}s (read_committed); "
+                "try again later, or look for it with kxtx find-hanging")
+        if waited > 3 and not warned:
+            warned = True
+            logger.warning(f"waiting for another producer's open transaction on checkpoint "
+                           f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)")
+        # consume() waits for the whole timeout unless the batch fills (~50 ms for a small
+        # topic): wait for the first message only, then take what has arrived (~15 ms)
+        first = consumer.poll(0.05)
+        for msg in [first, *consumer.consume(1000, timeout=0)] if first is not None else ():
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                    # librdkafka looks up the group's coordinator although this reader only
+                    # assigns partitions: a principal needs no ACL on that group.
+                    continue
+                if err.code() != KafkaError._PARTITION_EOF:
+                    raise clients.translate(Exception(err), f"reading checkpoint topic {topic!r}")
+                if msg.offset() >= todo.get(msg.partition(), (0, 0))[1]:
+                    todo.pop(msg.partition(), None)
+                continue
+            if msg.key() == key:
+                found, where = msg.value(), f"{topic}/{msg.partition()}@{msg.offset()}"
+            if msg.offset() + 1 >= todo.get(msg.partition(), (0, 0))[1]:
+                todo.pop(msg.partition(), None)
+    if found is None:  # never written, or deleted with a tombstone
+        return None
+    return Checkpoint.from_bytes(found, where)

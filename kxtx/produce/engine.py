@@ -52,16 +52,28 @@ class Run:
         self._restarted: set[str] = set()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
+        self._admin = None
 
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
         s, o = self.settings, self.opts
-        admin = clients.admin(s)
+        # Created first: a new client waits ~50 ms (up to 500 ms) for its first answer, so the
+        # producer connects while the admin client checks the topics; init_transactions() then
+        # takes ~5 ms instead of ~55 (measured).
+        self.producer = clients.producer(s, **self._producer_conf())
+        # An admin client asks for metadata as a producer does, which by default lets a broker with
+        # auto.create.topics.enable create a missing topic (and the checkpoint topic without
+        # compaction): a missing topic must be an error, and the checkpoint topic ours to create.
+        admin = self._admin = clients.admin(s, **{"allow.auto.create.topics": False})
         self.topic = broker.describe_topic(admin, s, o.topic)
         if self.dlq:
             broker.describe_topic(admin, s, self.dlq, "dead-letter topic")
         if self.resumable:
             broker.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
+        # Fences an older instance with this id and completes or aborts its open transaction.
+        self._call("initialising transactions", self.producer.init_transactions, s.timeout)
+
+    def _producer_conf(self) -> dict:
         defaults = {
             # Keyed records land on the same partitions as with the Java client.
             "partitioner": "murmur2_random",
@@ -70,15 +82,13 @@ class Run:
             # writes the previous markers; librdkafka then waits retry.backoff.ms (default 100).
             "retry.backoff.ms": 10,
         }
-        if o.all_or_nothing:
+        if self.opts.all_or_nothing:
             defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
-        conf = {k: v for k, v in defaults.items() if k not in s.props}
+        conf = {k: v for k, v in defaults.items() if k not in self.settings.props}
         # No default delivery callback: each produce() names its own, and the fast path (plain)
         # asks for reports on a few records only.
         conf["transactional.id"] = self.txid
-        self.producer = clients.producer(s, **conf)
-        # Fences an older instance with this id and completes or aborts its open transaction.
-        self._call("initialising transactions", self.producer.init_transactions, s.timeout)
+        return conf
 
     def _call(self, doing: str, fn, *args):
         """A transactional API call: retriable errors retry, abortable ones abort the batch and
@@ -184,7 +194,8 @@ class Run:
     def _load_checkpoint(self) -> cpmod.Checkpoint:
         cp = None
         if self.resumable:
-            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid)
+            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid,
+                                        self._admin)
         if cp is None:
             return cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)

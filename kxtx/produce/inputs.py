@@ -212,14 +212,16 @@ class Block:
     """Whole lines from one read of the input, split in C: the fast path's unit instead of one
     `Line` per record. Positions are computed only when asked for (at commits and bad lines)."""
 
-    __slots__ = ("lineno", "offset", "raws", "values", "tail")
+    __slots__ = ("lineno", "offset", "raws", "values", "tail", "utf8")
 
-    def __init__(self, lineno: int, offset: int, raws: list[bytes], tail: bool, cr: bool = False):
+    def __init__(self, lineno: int, offset: int, raws: list[bytes], tail: bool, cr: bool = False,
+                 utf8: bool = False):
         self.lineno = lineno  # line number of raws[0], minus 1
         self.offset = offset  # byte offset of raws[0]
         self.raws = raws  # the lines without "\n" (a "\r" before it is still there)
         # `tail`: the one line of the input's end without a line break (nothing is stripped then)
         self.tail = tail
+        self.utf8 = utf8  # every line is known to be valid UTF-8
         self.values = raws
         if cr and not tail:  # rare: some "\r" in the block, maybe CRLF lines
             self.values = [r[:-1] if r[-1:] == b"\r" else r for r in raws]
@@ -256,16 +258,28 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
                 continue
             rest, body = buf[cut + 1:], buf[:cut]
             raws = body.split(b"\n")
-            yield Block(lineno, offset, raws, False, b"\r" in body)
+            yield Block(lineno, offset, raws, False, b"\r" in body, _utf8(body))
             lineno += len(raws)
             offset += cut + 1
         if rest:
-            yield Block(lineno, offset, [rest], True)
+            yield Block(lineno, offset, [rest], True, False, _utf8(rest))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"{source.name}: cannot read: {exc}") from None
     finally:
         if not source.is_stdin:
             stream.close()
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether `data` is valid UTF-8: one C pass for a whole block (ASCII: no decoding at all).
+    Lines split at "\n" of valid UTF-8 are valid too ("\n" is never part of a longer sequence)."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 #: NamedTuple's own __new__ is a Python function; calling tuple.__new__ saves a frame per record.

@@ -28,6 +28,17 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency
     from json import loads as _loads
 
+try:
+    import msgspec
+
+    # Decoding to Raw checks the whole JSON syntax (numbers, escapes, control characters,
+    # nesting) but builds no objects: ~75 ns for a line of 100 bytes against ~550 ns for
+    # orjson.loads. It does not check UTF-8, which `Block.utf8` does per block. Lines it refuses
+    # go to parse_json, which decides as the general path does (json accepts a little more).
+    _check = msgspec.json.Decoder(msgspec.Raw).decode
+except ImportError:  # pragma: no cover - msgspec is a dependency
+    _check = None
+
 PARTITION = 0
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
@@ -158,11 +169,12 @@ class PlainFile:
             for b in range(k, end):  # large lines: size-checked one by one (rare)
                 self._irregular(block, b, None)
             return
+        check = _check if block.utf8 and _check is not None else _loads
         while k < end:
             try:
                 if self.jsonl:
                     for k, value in enumerate(values[k:end], k):
-                        _loads(value)  # every line is validated; the value is the line as is
+                        check(value)  # every line is validated; the value is the line as is
                         produce(topic, value, None, PARTITION)
                 else:
                     for k, value in enumerate(values[k:end], k):
@@ -170,7 +182,9 @@ class PlainFile:
                 k = end
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.run.producer.poll(0.05)
-            except (ValueError, KafkaException):  # not JSON for orjson, blank, or refused
+            except (ValueError, RecursionError, KafkaException):  # not JSON (msgspec's
+                # DecodeError is a ValueError; it raises RecursionError past ~1000 levels, where
+                # orjson goes on), blank, or refused
                 self._irregular(block, k, None)
                 k += 1
 

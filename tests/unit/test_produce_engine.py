@@ -55,11 +55,11 @@ def fake(monkeypatch):
     made = {}
 
     def install(fail_commits=None, checkpoint=None):
-        monkeypatch.setattr(engine.clients, "admin", lambda s: object())
+        monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
         monkeypatch.setattr(broker, "describe_topic",
                             lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 1_000_000))
         monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-        monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid: checkpoint)
+        monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: checkpoint)
 
         def producer(settings, **conf):
             made["p"] = FakeProducer(conf, fail_commits or {})

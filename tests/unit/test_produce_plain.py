@@ -15,9 +15,16 @@ from kxtx.produce.options import ProduceOptions
 from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 
-DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 4300 + b'"}\n'
-        + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n' + b'{"huge":"' + b"y" * 6000 + b'"}\n'
+DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 6000 + b'"}\n'
+        + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n' + b'{"u":"\xc3\xa9"}\n'
+        + b'{"not utf-8":"\xff"}\n' + b"[" * 1200 + b"]" * 1200 + b"\n" + b'{"huge":"' + b"y" * 12000 + b'"}\n'
         + b"".join(b'{"i":%d}\n' % i for i in range(40)) + b"\n\n" + b'{"last":1}')
+
+
+#: all UTF-8 (checked by msgspec), with lines it refuses in the middle of a block: nested past its
+#: recursion limit (orjson accepts them), NaN (json accepts it), a 64-bit overflow, bad JSON
+DEEP = (b'{"k":1}\n' + b"[" * 1200 + b"]" * 1200 + b'\n{"k":NaN}\n{"k":1e999999}\n[1,]\n'
+        + b'{"n":123456789012345678901234567890}\n{"k":"\xc3\xa9"}\n{"k":2}\n')
 
 
 def _write(tmp_path, name, data):
@@ -80,11 +87,11 @@ class _Msg:
 def _run(monkeypatch, paths, partitions, **opts):
     """Run the engine on a fake producer; 1 partition takes the fast path, 2 the general one."""
     made = {}
-    monkeypatch.setattr(engine.clients, "admin", lambda s: object())
+    monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
     monkeypatch.setattr(broker, "describe_topic",
-                        lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 6000))
+                        lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000))
     monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid: None)
+    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
         made["p"] = Reporting(conf, {})
@@ -120,13 +127,15 @@ def _run(monkeypatch, paths, partitions, **opts):
 def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block):
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
     paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
-             _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9)))]
+             _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9))),
+             _write(tmp_path, "d.jsonl", DEEP)]
     opts.setdefault("on_error", "skip")
     fast = _run(monkeypatch, paths, 1, **opts)
     general = _run(monkeypatch, paths, 2, **opts)
     assert fast == general
     summary = fast[1]
-    assert summary["skipped"] + summary["dead_lettered"] == 2  # {bad and the line over 6000 bytes
+    # {bad, not UTF-8, the line over 10000 bytes, [1,]
+    assert summary["skipped"] + summary["dead_lettered"] == 4
     assert summary["partitions"][0]["records"] == summary["records"]
     assert summary["partitions"][0]["first_offset"] is not None
 
