@@ -252,15 +252,16 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
             if not data:
                 break
             buf = rest + data if rest else data
-            cut = buf.rfind(b"\n")
-            if cut < 0:  # a line longer than what was read so far
+            if b"\n" not in buf:  # a line longer than what was read so far
                 rest = buf
                 continue
-            rest, body = buf[cut + 1:], buf[:cut]
-            raws = body.split(b"\n")
-            yield Block(lineno, offset, raws, False, b"\r" in body, _utf8(body))
+            # Split all of it (no copy of the whole lines' part): the last piece is the start of
+            # the next line. A "\r" or non-ASCII byte in that piece only costs the checks below.
+            raws = buf.split(b"\n")
+            rest = raws.pop()
+            yield Block(lineno, offset, raws, False, b"\r" in buf, _utf8(buf, len(buf) - len(rest)))
             lineno += len(raws)
-            offset += cut + 1
+            offset += len(buf) - len(rest)
         if rest:
             yield Block(lineno, offset, [rest], True, False, _utf8(rest))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -270,13 +271,13 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
             stream.close()
 
 
-def _utf8(data: bytes) -> bool:
-    """Whether `data` is valid UTF-8: one C pass for a whole block (ASCII: no decoding at all).
+def _utf8(data: bytes, end: int | None = None) -> bool:
+    """Whether data[:end] is valid UTF-8: one C pass for a whole block (ASCII: no decoding at all).
     Lines split at "\n" of valid UTF-8 are valid too ("\n" is never part of a longer sequence)."""
     if data.isascii():
         return True
     try:
-        data.decode("utf-8")
+        str(memoryview(data)[:end], "utf-8")  # decodes in place, no copy of the block
     except UnicodeDecodeError:
         return False
     return True
