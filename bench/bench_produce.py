@@ -4,7 +4,9 @@
 
 Side by side, on the same input (JSON lines of ~100 bytes) and a fresh 1-partition topic each:
   (a) a minimal hand-written confluent-kafka transactional loop over pre-read lines (the in-process
-      limit: no file reading, no parsing, no checkpoint), same records per transaction as kxtx;
+      limit: no file reading, no parsing, no checkpoint), same records per transaction and the
+      same producer settings as kxtx's defaults (linger.ms 20, retry.backoff.ms 10; kxtx's
+      murmur2_random partitioner makes no difference without keys on one partition);
   (b) `kxtx produce` with its defaults (a subprocess; throughput from its own summary, which counts
       connecting, init_transactions and reading the checkpoint, and from the process wall time);
   (c) `kafka-console-producer` from the broker's jars (non-transactional JVM reference, wall time
@@ -194,6 +196,9 @@ def main() -> None:
                 "b_kxtx_wall_rps": round(kx["wall_records_per_s"]),
                 "c_console_producer_rps": round(statistics.median(c)) if c else None,
                 "b/a": round(mb / ma, 3), "b/c": round(mb / statistics.median(c), 3) if c else None,
+                # each b over the a run just before it: less exposed to load drifting on a shared
+                # machine than the ratio of the medians
+                "b/a_paired_median": round(statistics.median(y / x for x, y in zip(a, b)), 3),
                 "runs": {"a": [round(x) for x in a], "b": [round(x) for x in b],
                          "c": [round(x) for x in c]},
             }
