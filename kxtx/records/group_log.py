@@ -108,43 +108,56 @@ _H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 _EPOCH_META = struct.Struct(">qih")
 
 
-_TOPIC_IDS: dict[bytes, str] = {}  # raw uuid -> text: a log holds few topic ids, each many times
+#: Tag sections ending OffsetCommitValue v4 -> topicId text: none (the default), or only topicId
+#: (tag 0, 16 bytes, written by 4.x brokers); a log holds few distinct topic ids, each many times.
+_V4_TAILS: dict[bytes, str] = {b"\x00": ZERO_UUID}
+_V4_HEAD = struct.Struct(">qiB")  # offset, leaderEpoch, first byte of the metadata's uvarint length
 
 
-def _v4_topic_id(value: bytes, t: int) -> str | None:
-    """The tag section ending an OffsetCommitValue v4 at `t`: none, or only topicId (tag 0, 16 bytes,
-    written by 4.x brokers); None for anything else."""
-    n = len(value)
-    if value[t] == 0 and t + 1 == n:
-        return ZERO_UUID
-    if value[t] != 1 or value[t + 1] != 0 or value[t + 2] != 16 or t + 19 != n:
+def _v4_topic_id(tail: bytes) -> str | None:
+    found = _V4_TAILS.get(tail)
+    if found is None and len(tail) == 19 and tail[:3] == b"\x01\x00\x10":
+        if len(_V4_TAILS) > 4096:  # bounded: memory stays flat whatever the log holds
+            _V4_TAILS.clear()
+            _V4_TAILS[b"\x00"] = ZERO_UUID
+        found = _V4_TAILS[tail] = uuid_text(tail[3:])
+    return found
+
+
+#: Decoded OffsetCommit keys by their bytes: a log repeats the same group/topic/partition keys over and
+#: over, and a dict lookup plus a copy costs a fraction of parsing the key again.
+_OFFSET_KEYS: dict[bytes, dict] = {}
+_KEY_CACHE = 65536
+
+
+def _offset_key(key: bytes | None) -> dict | None:
+    if key is None or key[0] or key[1] != 1:
         return None
-    raw = value[t + 3:]
-    text = _TOPIC_IDS.get(raw)
-    if text is None:
-        if len(_TOPIC_IDS) > 4096:  # bounded: memory stays flat whatever the log holds
-            _TOPIC_IDS.clear()
-        text = _TOPIC_IDS[raw] = uuid_text(raw)
-    return text
+    glen = _H.unpack_from(key, 2)[0]
+    p = 4 + glen
+    tlen = _H.unpack_from(key, p)[0]
+    q = p + 2 + tlen
+    if glen < 0 or tlen < 0 or q + 4 != len(key):
+        return None
+    return {"group": key[4:p].decode("utf-8", errors="replace"),
+            "topic": key[p + 2:q].decode("utf-8", errors="replace"), "partition": _I.unpack_from(key, q)[0]}
 
 
 def fast(key: bytes | None, value: bytes | None):
     """(key fields, version, value fields) of an OffsetCommit record with value v3, or v4 with no tag
-    but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing for speed (a dump
-    decodes millions); anything unusual returns None (the generic path decides). Same fields as the
-    generic path."""
+    but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing
+    for speed (a dump decodes millions); anything unusual returns None (the generic path decides).
+    Same fields as the generic path."""
     try:
-        if key is None or key[0] or key[1] != 1:
-            return None
-        glen = _H.unpack_from(key, 2)[0]
-        p = 4 + glen
-        tlen = _H.unpack_from(key, p)[0]
-        q = p + 2 + tlen
-        if glen < 0 or tlen < 0 or q + 4 != len(key):
-            return None
-        key_fields = {"group": key[4:p].decode("utf-8", errors="replace"),
-                      "topic": key[p + 2:q].decode("utf-8", errors="replace"),
-                      "partition": _I.unpack_from(key, q)[0]}
+        key_fields = _OFFSET_KEYS.get(key)
+        if key_fields is None:
+            key_fields = _offset_key(key)
+            if key_fields is None:
+                return None
+            if len(_OFFSET_KEYS) >= _KEY_CACHE:  # bounded: memory stays flat on any log
+                _OFFSET_KEYS.clear()
+            _OFFSET_KEYS[key] = key_fields
+        key_fields = key_fields.copy()  # each row owns its dict (callers may change rows)
         if value is None:
             return key_fields, None, None
         version = _H.unpack_from(value, 0)[0]
@@ -158,13 +171,11 @@ def fast(key: bytes | None, value: bytes | None):
                             "metadata": value[m:end].decode("utf-8", errors="replace"),
                             "commitTimestamp": _Q.unpack_from(value, end)[0]}
         elif version == 4:
-            offset = _Q.unpack_from(value, 2)[0]
-            epoch = _I.unpack_from(value, 10)[0]
-            mlen = value[14] - 1  # a one-byte uvarint (metadata < 127 bytes), else the slow path
-            end = 15 + mlen
-            if value[14] & 0x80 or mlen < 0:
+            offset, epoch, mlen = _V4_HEAD.unpack_from(value, 2)
+            end = 14 + mlen  # a one-byte uvarint (metadata < 127 bytes) holds length + 1
+            if mlen & 0x80 or not mlen:
                 return None
-            topic_id = _v4_topic_id(value, end + 8)
+            topic_id = _V4_TAILS.get(value[end + 8:]) or _v4_topic_id(value[end + 8:])
             if topic_id is None:
                 return None
             value_fields = {"offset": offset, "leaderEpoch": epoch,

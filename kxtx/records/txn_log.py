@@ -61,18 +61,28 @@ _FAST_TAGS = {0: ("previousProducerId", _Q, 8), 1: ("nextProducerId", _Q, 8),
               2: ("clientTransactionVersion", _H, 2), 3: ("nextProducerEpoch", _H, 2)}
 
 
+#: Transactional ids by key bytes: each id's key repeats for every state it goes through.
+_IDS: dict[bytes, str] = {}
+_ID_CACHE = 65536
+
+
 def fast(key: bytes | None, value: bytes | None):
     """(key fields, version, value fields) of a well-formed TransactionLog record (value v0/v1 or a
     tombstone, known state): every record a broker writes. Straight-line parsing, one dict per part,
     because a dump decodes hundreds of thousands of them; anything unusual (unknown tags, odd
     lengths, long varints) returns None and `decode` handles it with notes. Same fields as `decode`."""
     try:
-        if key is None or key[0] or key[1]:
-            return None
-        n = _H.unpack_from(key, 2)[0]
-        if n < 0 or 4 + n != len(key):
-            return None
-        key_fields = {"transactionalId": key[4:].decode("utf-8", errors="replace")}
+        tid = _IDS.get(key)
+        if tid is None:
+            if key is None or key[0] or key[1]:
+                return None
+            n = _H.unpack_from(key, 2)[0]
+            if n < 0 or 4 + n != len(key):
+                return None
+            if len(_IDS) >= _ID_CACHE:  # bounded: memory stays flat on any log
+                _IDS.clear()
+            tid = _IDS[key] = key[4:].decode("utf-8", errors="replace")
+        key_fields = {"transactionalId": tid}
         if value is None:
             return key_fields, None, None
         version = _H.unpack_from(value, 0)[0]
