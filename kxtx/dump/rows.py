@@ -29,8 +29,9 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
             found = fast(key, value)
             rec = None
             if found is not None:
+                k, version, v = found
                 row = {"partition": p, "offset": o, "timestamp": ts, "type": type_name, "typeId": type_id,
-                       "key": found[0], "version": found[1], "value": found[2], "tombstone": value is None}
+                       "key": k, "version": version, "value": v, "tombstone": value is None}
                 if status is not None:
                     row["txn"] = status
             else:
