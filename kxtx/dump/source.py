@@ -36,7 +36,7 @@ CONSUMER_CONFIG = {
     # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size.
     "fetch.max.bytes": 16777216,
     "max.partition.fetch.bytes": 4194304,
-    "queued.min.messages": 50000,
+    "queued.min.messages": 200000,
     "queued.max.messages.kbytes": 16384,
 }
 
