@@ -11,7 +11,8 @@ each, several producers in threads). Then, per topic, side by side over the same
   (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up);
   (c) Kafka's console consumer with OffsetsMessageFormatter / TransactionLogMessageFormatter from the
       broker's jars, output to /dev/null, `--max-messages` = the record count (wall time incl. JVM).
-Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming vs `--latest`;
+Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming a tenth of the records
+(`--limit`) vs all of them (flat: about equal) vs `--latest`;
 `--repeat N` runs N such rounds and adds the medians (rates and ratios of each round).
 
 Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
@@ -112,17 +113,26 @@ def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
 
 
 def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
-    """Wall time, peak RSS (KiB) and stderr tail of a subprocess writing stdout to /dev/null."""
-    t0 = time.perf_counter()
-    with open(os.devnull, "w") as null, tempfile.TemporaryFile() as err:
+    """Wall time, peak RSS (KiB) and stderr tail of a subprocess writing stdout to /dev/null.
+
+    The RSS comes from GNU time when present: a child forked straight from this (big) process would
+    report this process's peak as its own (Linux keeps the pre-exec high-water mark)."""
+    gnu_time = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+    with open(os.devnull, "w") as null, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as rss_file:
+        if gnu_time:
+            argv = [gnu_time, "-f", "%M", "-o", rss_file.name, *argv]
+        t0 = time.perf_counter()
         p = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
         _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         tail = err.read().decode(errors="replace")[-400:]
+        rss = int(rss_file.read().strip().splitlines()[-1]) if gnu_time else usage.ru_maxrss
     if p.returncode != 0:
         raise RuntimeError(f"{argv[:4]}... exited {p.returncode}: {tail}")
-    return time.perf_counter() - t0, usage.ru_maxrss, tail
+    return wall, rss, tail
 
 
 def kxtx_dump(bootstrap: str, command: str, *extra: str, root: Path = ROOT) -> tuple[float, int]:
@@ -156,18 +166,20 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
             print(f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
                   f"({b0:.1f}s) | b0/a {a / b0:.2f}", flush=True)
         b, rss_stream = kxtx_dump(bootstrap, command)
+        _, rss_tenth = kxtx_dump(bootstrap, command, "--limit", str(count // 10))
         _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
         c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
         ra, rb, rc = count / a, count / b, count / c
-        rounds.append((ra, rb, rc, rb / ra, rb / rc, rss_stream, rss_latest))
+        rounds.append((ra, rb, rc, rb / ra, rb / rc, rss_tenth, rss_stream, rss_latest))
         print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s) | "
               f"(b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) console+formatter {rc:,.0f} rec/s "
-              f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx RSS stream "
-              f"{rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
-    ra, rb, rc, ba, bc, rs, rl = (median(col) for col in zip(*rounds))
+              f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx peak RSS streaming a tenth "
+              f"{rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB",
+              flush=True)
+    ra, rb, rc, ba, bc, rt, rs, rl = (median(col) for col in zip(*rounds))
     print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s | (c) {rc:,.0f} rec/s | "
-          f"b/a {ba:.2f} | b/c {bc:.2f} | RSS stream {rs / 1024:.0f} MiB, --latest {rl / 1024:.0f} MiB",
-          flush=True)
+          f"b/a {ba:.2f} | b/c {bc:.2f} | peak RSS streaming a tenth {rt / 1024:.0f} MiB, all "
+          f"{rs / 1024:.0f} MiB, --latest {rl / 1024:.0f} MiB", flush=True)
 
 
 def main() -> None:
