@@ -212,16 +212,18 @@ class Block:
     """Whole lines from one read of the input, split in C: the fast path's unit instead of one
     `Line` per record. Positions are computed only when asked for (at commits and bad lines)."""
 
-    __slots__ = ("lineno", "offset", "raws", "values", "tail", "utf8")
+    __slots__ = ("lineno", "offset", "raws", "values", "tail", "utf8", "span")
 
     def __init__(self, lineno: int, offset: int, raws: list[bytes], tail: bool, cr: bool = False,
-                 utf8: bool = False):
+                 utf8: bool = False, span: int | None = None):
         self.lineno = lineno  # line number of raws[0], minus 1
         self.offset = offset  # byte offset of raws[0]
         self.raws = raws  # the lines without "\n" (a "\r" before it is still there)
         # `tail`: the one line of the input's end without a line break (nothing is stripped then)
         self.tail = tail
         self.utf8 = utf8  # every line is known to be valid UTF-8
+        # bytes the lines take in the input: no line is longer (spares a size check per line)
+        self.span = span if span is not None else sum(map(len, raws)) + len(raws)
         self.values = raws
         if cr and not tail:  # rare: some "\r" in the block, maybe CRLF lines
             self.values = [r[:-1] if r[-1:] == b"\r" else r for r in raws]
@@ -233,8 +235,9 @@ class Block:
         return _new(Line, (self.lineno + i + 1, start, end, self.values[i], None, None))
 
 
-#: Bytes per read of the fast path: ~10k lines of 100 bytes, so per-read costs vanish.
-BLOCK_BYTES = 1 << 20
+#: Bytes per read of the fast path: ~5k lines of 100 bytes, so per-read costs vanish; below the
+#: default record size limit (~1 MB), so a block's size alone shows that no line is too large.
+BLOCK_BYTES = 1 << 19
 
 
 def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Block]:
@@ -259,11 +262,12 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
             # the next line. A "\r" or non-ASCII byte in that piece only costs the checks below.
             raws = buf.split(b"\n")
             rest = raws.pop()
-            yield Block(lineno, offset, raws, False, b"\r" in buf, _utf8(buf, len(buf) - len(rest)))
+            span = len(buf) - len(rest)
+            yield Block(lineno, offset, raws, False, b"\r" in buf, _utf8(buf, span), span)
             lineno += len(raws)
-            offset += len(buf) - len(rest)
+            offset += span
         if rest:
-            yield Block(lineno, offset, [rest], True, False, _utf8(rest))
+            yield Block(lineno, offset, [rest], True, False, _utf8(rest), len(rest))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"{source.name}: cannot read: {exc}") from None
     finally:

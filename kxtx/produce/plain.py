@@ -164,8 +164,9 @@ class PlainFile:
         (bad JSON, a blank line, a full queue) leaves the loop and is handled alone."""
         from confluent_kafka import KafkaException
 
-        produce, topic, values = self.produce, self.topic, block.values
-        if max(map(len, values[k:end]), default=0) >= self.simple_max:
+        produce, topic, values, part = self.produce, self.topic, block.values, PARTITION
+        simple_max = self.simple_max
+        if block.span >= simple_max and max(map(len, values[k:end]), default=0) >= simple_max:
             for b in range(k, end):  # large lines: size-checked one by one (rare)
                 self._irregular(block, b, None)
             return
@@ -175,10 +176,10 @@ class PlainFile:
                 if self.jsonl:
                     for k, value in enumerate(values[k:end], k):
                         check(value)  # every line is validated; the value is the line as is
-                        produce(topic, value, None, PARTITION)
+                        produce(topic, value, None, part)
                 else:
                     for k, value in enumerate(values[k:end], k):
-                        produce(topic, value, None, PARTITION)
+                        produce(topic, value, None, part)
                 k = end
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.run.producer.poll(0.05)

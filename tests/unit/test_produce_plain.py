@@ -17,7 +17,8 @@ from tests.unit.test_produce_engine import FakeProducer
 
 DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 6000 + b'"}\n'
         + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n' + b'{"u":"\xc3\xa9"}\n'
-        + b'{"not utf-8":"\xff"}\n' + b"[" * 1200 + b"]" * 1200 + b"\n" + b'{"huge":"' + b"y" * 12000 + b'"}\n'
+        + b'{"not utf-8":"\xff"}\n' + b"[" * 1200 + b"]" * 1200 + b"\n"
+        + b'{"huge":"' + b"y" * 12000 + b'"}\n'
         + b"".join(b'{"i":%d}\n' % i for i in range(40)) + b"\n\n" + b'{"last":1}')
 
 
@@ -100,7 +101,8 @@ def _run(monkeypatch, paths, partitions, **opts):
     monkeypatch.setattr(engine.clients, "producer", producer)
     calls = []
     real = plain.PlainFile.produce_all
-    monkeypatch.setattr(plain.PlainFile, "produce_all", lambda self, plan: calls.append(1) or real(self, plan))
+    monkeypatch.setattr(plain.PlainFile, "produce_all",
+                        lambda self, plan: calls.append(1) or real(self, plan))
     summary = engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
                          ProduceOptions(topic="t", paths=paths, **opts)).execute()
     assert bool(calls) == (partitions == 1)  # the path under test was taken
