@@ -7,7 +7,8 @@ commit request, spread over many groups so most coordinator partitions get recor
 `__transaction_state` with many small transactions (send_offsets_to_transaction + commit, 3 records
 each, several producers in threads). Then, per topic, side by side over the same partitions:
   (a) a raw confluent-kafka consume (assign every partition, read_committed, count until the end
-      offsets, no decoding) with the same consumer settings, batch size and wait as the dump;
+      offsets, no decoding) with the same consumer settings, batch size and wait as the dump, run as
+      a Python process of its own (wall time incl. start-up, like b and c);
   (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up);
   (c) Kafka's console consumer with OffsetsMessageFormatter / TransactionLogMessageFormatter from the
       broker's jars, output to /dev/null, `--max-messages` = the record count (wall time incl. JVM).
@@ -84,8 +85,17 @@ def fill_txn(bootstrap: str, records: int, threads: int = 8) -> None:
         t.join()
 
 
+def raw_consume_process(bootstrap: str, topic: str) -> tuple[int, float, float]:
+    """(a) as a process of its own, timed like (b) and (c): interpreter start-up and client set-up
+    included, as they are in the other two."""
+    wall, _, tail = timed([sys.executable, str(Path(__file__).resolve()), "--raw-consume", topic,
+                           "--bootstrap", bootstrap])
+    words = tail.strip().splitlines()[-1].split()  # "<count> records read in <s>s in-process"
+    return int(words[0]), wall, float(words[4].rstrip("s"))
+
+
 def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
-    """(a) assign all partitions from the beginning, count records until the end offsets: the same
+    """Assign all partitions from the beginning, count records until the end offsets: the same
     consumer settings, batch size and wait as `kxtx dump` (kxtx.dump.source), no decoding, no output."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -112,7 +122,7 @@ def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
     return count, time.perf_counter() - t0
 
 
-def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
+def timed(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, int, str]:
     """Wall time, peak RSS (KiB) and stderr tail of a subprocess writing stdout to /dev/null.
 
     The RSS comes from GNU time when present: a child forked straight from this (big) process would
@@ -123,7 +133,7 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
         if gnu_time:
             argv = [gnu_time, "-f", "%M", "-o", rss_file.name, *argv]
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, stdout=null, stderr=err, env=env)
+        p = subprocess.Popen(argv, stdout=null, stderr=err, env=env, cwd=cwd)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -137,8 +147,9 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
 
 def kxtx_dump(bootstrap: str, command: str, *extra: str, root: Path = ROOT) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(root)}
+    # cwd too: `python -m` puts the working directory first on sys.path, before PYTHONPATH.
     wall, rss, _ = timed([sys.executable, "-m", "kxtx", "dump", command, "-b", bootstrap, "--format",
-                          "jsonl", "--timeout", "60", *extra], env)
+                          "jsonl", "--timeout", "60", *extra], env, cwd=root)
     return wall, rss
 
 
@@ -160,7 +171,7 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
 
     rounds = []
     for i in range(repeat):
-        count, a = raw_consume(bootstrap, topic)
+        count, a, a_read = raw_consume_process(bootstrap, topic)
         if baseline is not None:
             b0, _ = kxtx_dump(bootstrap, command, root=baseline)
             print(f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
@@ -171,11 +182,11 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
         c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
         ra, rb, rc = count / a, count / b, count / c
         rounds.append((ra, rb, rc, rb / ra, rb / rc, rss_tenth, rss_stream, rss_latest))
-        print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s) | "
-              f"(b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) console+formatter {rc:,.0f} rec/s "
-              f"({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | kxtx peak RSS streaming a tenth "
-              f"{rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} MiB, --latest {rss_latest / 1024:.0f} MiB",
-              flush=True)
+        print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s, "
+              f"{a_read:.1f}s of it reading) | (b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) "
+              f"console+formatter {rc:,.0f} rec/s ({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | "
+              f"kxtx peak RSS streaming a tenth {rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} "
+              f"MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
     ra, rb, rc, ba, bc, rt, rs, rl = (median(col) for col in zip(*rounds))
     print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s | (c) {rc:,.0f} rec/s | "
           f"b/a {ba:.2f} | b/c {bc:.2f} | peak RSS streaming a tenth {rt / 1024:.0f} MiB, all "
@@ -194,8 +205,13 @@ def main() -> None:
                     help="rounds of a, b, c side by side (the machine's load varies); medians reported")
     ap.add_argument("--baseline-root", type=Path,
                     help="also time `kxtx dump` from this checkout (e.g. a git archive of an older commit)")
+    ap.add_argument("--raw-consume", metavar="TOPIC", help=argparse.SUPPRESS)  # (a)'s own process
     ap.add_argument("--only", choices=("offsets", "txn-state"), help="measure one topic only")
     args = ap.parse_args()
+    if args.raw_consume:
+        count, seconds = raw_consume(args.bootstrap, args.raw_consume)
+        print(f"{count} records read in {seconds:.2f}s in-process", file=sys.stderr)
+        return
     from kxtx.sandbox import KafkaDistribution, Sandbox
 
     sandbox = None
