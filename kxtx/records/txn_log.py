@@ -54,60 +54,78 @@ def state_name(code: int) -> str:
 
 
 _H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
-_HEAD = struct.Struct(">qhib")  # producerId, producerEpoch, transactionTimeoutMs, transactionStatus
+#: version, producerId, producerEpoch, transactionTimeoutMs, transactionStatus
+_HEAD = struct.Struct(">hqhib")
 _TIMES = struct.Struct(">qq")  # transactionLastUpdateTimestampMs, transactionStartTimestampMs
-#: v1 tag-only fields the fast path reads: tag -> (name, unpacker, size); defaults as in TXN_VALUE.
-_FAST_TAGS = {0: ("previousProducerId", _Q, 8), 1: ("nextProducerId", _Q, 8),
-              2: ("clientTransactionVersion", _H, 2), 3: ("nextProducerEpoch", _H, 2)}
-
+#: v1 tag-only fields the fast path reads: tag -> (position in _TAG_DEFAULTS, unpacker, size).
+_FAST_TAGS = {0: (0, _Q, 8), 1: (1, _Q, 8), 2: (2, _H, 2), 3: (3, _H, 2)}
+#: previousProducerId, nextProducerId, clientTransactionVersion, nextProducerEpoch (TXN_VALUE's order)
+_TAG_DEFAULTS = (-1, -1, 0, -1)
 
 #: Transactional ids by key bytes: each id's key repeats for every state it goes through.
 _IDS: dict[bytes, str] = {}
-_ID_CACHE = 65536
+#: v1 tag sections by their bytes -> the four tag-only values: few distinct ones (per producer id).
+_TAILS: dict[bytes, tuple] = {b"\x00": _TAG_DEFAULTS}
+_CACHE = 65536
 
 
 def fast(key: bytes | None, value: bytes | None):
     """(key fields, version, value fields) of a well-formed TransactionLog record (value v0/v1 or a
-    tombstone, known state): every record a broker writes. Straight-line parsing, one dict per part,
-    because a dump decodes hundreds of thousands of them; anything unusual (unknown tags, odd
+    tombstone, known state): every record a broker writes. Straight-line parsing, each dict built
+    once, because a dump decodes hundreds of thousands of them; anything unusual (unknown tags, odd
     lengths, long varints) returns None and `decode` handles it with notes. Same fields as `decode`."""
     try:
         tid = _IDS.get(key)
         if tid is None:
-            if key is None or key[0] or key[1]:
+            tid = _transactional_id(key)
+            if tid is None:
                 return None
-            n = _H.unpack_from(key, 2)[0]
-            if n < 0 or 4 + n != len(key):
-                return None
-            if len(_IDS) >= _ID_CACHE:  # bounded: memory stays flat on any log
-                _IDS.clear()
-            tid = _IDS[key] = key[4:].decode("utf-8", errors="replace")
-        key_fields = {"transactionalId": tid}
         if value is None:
-            return key_fields, None, None
-        version = _H.unpack_from(value, 0)[0]
-        pid, epoch, timeout, code = _HEAD.unpack_from(value, 2)
-        if code not in STATES:
+            return {"transactionalId": tid}, None, None
+        version, pid, epoch, timeout, code = _HEAD.unpack_from(value, 0)
+        name = STATES.get(code)
+        if name is None:
             return None
-        if version == 0:
+        if version == 1:
+            count = value[17]  # the compact array length: 0 = null, 1 = empty (Empty, Complete*)
+            parts, p = (None, 18) if count == 0 else ([], 18) if count == 1 else _partitions_v1(value, 17)
+        elif version == 0:
             parts, p = _partitions_v0(value, 17)
-        elif version == 1:
-            parts, p = _partitions_v1(value, 17)
         else:
             return None
         last, started = _TIMES.unpack_from(value, p)
-        v = {"producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
-             "transactionStatus": STATES[code], "transactionPartitions": parts,
-             "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started}
-        p += 16
-        if version == 1 and not _tags_v1(value, p, v):
+        if version == 0:
+            if p + 16 != len(value):
+                return None
+            return {"transactionalId": tid}, 0, {
+                "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
+                "transactionStatus": name, "transactionPartitions": parts,
+                "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started,
+                "transactionStatusCode": code}
+        tail = value[p + 16:]
+        tags = _TAILS.get(tail) or _tags_v1(tail)
+        if tags is None:
             return None
-        if version == 0 and p != len(value):
-            return None
-        v["transactionStatusCode"] = code
-        return key_fields, version, v
+        return {"transactionalId": tid}, 1, {
+            "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
+            "transactionStatus": name, "transactionPartitions": parts,
+            "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started,
+            "previousProducerId": tags[0], "nextProducerId": tags[1], "clientTransactionVersion": tags[2],
+            "nextProducerEpoch": tags[3], "transactionStatusCode": code}
     except (struct.error, IndexError, ValueError):
         return None
+
+
+def _transactional_id(key: bytes | None) -> str | None:
+    if key is None or key[0] or key[1]:
+        return None
+    n = _H.unpack_from(key, 2)[0]
+    if n < 0 or 4 + n != len(key):
+        return None
+    if len(_IDS) >= _CACHE:  # bounded: memory stays flat on any log
+        _IDS.clear()
+    tid = _IDS[key] = key[4:].decode("utf-8", errors="replace")
+    return tid
 
 
 def _partitions_v0(b: bytes, p: int):
@@ -160,23 +178,28 @@ def _partitions_v1(b: bytes, p: int):
     return out, p
 
 
-def _tags_v1(b: bytes, p: int, v: dict) -> bool:
-    """The top-level tag section: defaults, then the known tags; False for anything else."""
-    v["previousProducerId"] = v["nextProducerId"] = -1
-    v["clientTransactionVersion"] = 0
-    v["nextProducerEpoch"] = -1
-    count = b[p]
-    p += 1
+def _tags_v1(tail: bytes) -> tuple | None:
+    """The top-level tag section (all of `tail`): the four tag-only values, defaults where absent;
+    None for anything else (unknown tags, long varints, bytes left over)."""
+    values = list(_TAG_DEFAULTS)
+    count = tail[0]
     if count & 0x80:
-        return False
+        return None
+    p = 1
     for _ in range(count):
-        tag, size = b[p], b[p + 1]
+        tag, size = tail[p], tail[p + 1]
         known = _FAST_TAGS.get(tag)
         if known is None or size != known[2]:
-            return False
-        v[known[0]] = known[1].unpack_from(b, p + 2)[0]
+            return None
+        values[known[0]] = known[1].unpack_from(tail, p + 2)[0]
         p += 2 + size
-    return p == len(b)
+    if p != len(tail):
+        return None
+    if len(_TAILS) >= _CACHE:  # bounded
+        _TAILS.clear()
+        _TAILS[b"\x00"] = _TAG_DEFAULTS
+    found = _TAILS[tail] = tuple(values)
+    return found
 
 
 def decode(key: bytes | None, value: bytes | None) -> Record:
