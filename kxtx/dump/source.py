@@ -33,10 +33,14 @@ CONSUMER_CONFIG = {
     "enable.auto.offset.store": False,
     "enable.partition.eof": True,
     "auto.offset.reset": "earliest",
-    # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size.
+    # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size. librdkafka
+    # stops fetching at queued.min.messages queued (all partitions together): with small internal
+    # records that, not the byte bound, limits the rate. Measured on 1M offset commits: 50,000 halves
+    # the raw consume rate; 350,000 keeps the dump ~15 % faster than 200,000 for ~50 MiB more peak RSS
+    # (~265 MiB); more buys little.
     "fetch.max.bytes": 16777216,
     "max.partition.fetch.bytes": 4194304,
-    "queued.min.messages": 200000,
+    "queued.min.messages": 350000,
     "queued.max.messages.kbytes": 16384,
 }
 
