@@ -145,9 +145,17 @@ def _partitions_v0(b: bytes, p: int):
         p += 4
         if count < 0 or p + 4 * count > len(b):
             raise ValueError("bad count")
-        out.append({"topic": topic, "partitionIds": list(struct.unpack_from(f">{count}i", b, p))})
+        out.append({"topic": topic, "partitionIds": list(_int32s(count).unpack_from(b, p))})
         p += 4 * count
     return out, p
+
+
+_INT32S = [struct.Struct(f">{n}i") for n in range(127)]  # compiled once: every count a one-byte
+# varint can give (building the format per record costs more than the unpacking)
+
+
+def _int32s(count: int) -> struct.Struct:
+    return _INT32S[count] if count < 127 else struct.Struct(f">{count}i")
 
 
 def _partitions_v1(b: bytes, p: int):
@@ -169,7 +177,7 @@ def _partitions_v1(b: bytes, p: int):
         count = b[p] - 1
         if count < 0 or b[p] & 0x80 or p + 1 + 4 * count > len(b):
             raise ValueError("long varint")
-        ids = list(struct.unpack_from(f">{count}i", b, p + 1))
+        ids = list(_int32s(count).unpack_from(b, p + 1))
         p += 1 + 4 * count
         if b[p]:  # tagged fields of PartitionsSchema: none are defined
             raise ValueError("element tags")
