@@ -190,12 +190,13 @@ def spark_fixed_cost(session) -> float:
 
     from kxtx.pipe import spark, transform, udf
 
-    mapper = transform.make_mapper(identity, udf.ROW, "raw", False)
+    job = spark.batch_job(session, transform.make_task(transform.make_mapper(identity, udf.ROW,
+                                                                             "raw", False)))
     table = pa.table({"idx": pa.array([0], pa.int64()), "value": pa.array([b"x"], pa.binary())})
     times = []
     for _ in range(7):
         t0 = time.perf_counter()
-        spark.transform(session, table, mapper, transform.output_ddl())
+        spark.transform(session, table, job)
         times.append(1000 * (time.perf_counter() - t0))
     return round(statistics.median(times[2:]), 1)
 
@@ -228,6 +229,49 @@ def rss_run(bootstrap: str, n: int) -> dict:
             "records_per_s": summary.get("processing_records_per_s")}
 
 
+def identity_runs(bootstrap: str, src: str, args, session) -> list:
+    """(a), (b), (c) side by side per batch size, --repeat times; medians of rates and ratios."""
+    rows = []
+    for b in [int(x) for x in args.batches.split(",")]:
+        runs = []
+        for _ in range(args.repeat):
+            a = loop(bootstrap, src, args.records, b, eos=False)
+            e = loop(bootstrap, src, args.records, b, eos=True)
+            c = kxtx_pipe(bootstrap, src, args.records, b, session, f"{UDF_FILE}:identity")
+            run = {"batch": b, "a_alo": a, "b_eos": e, "c_kxtx": c,
+                   "b/a": round(e["records_per_s"] / a["records_per_s"], 3),
+                   "c/b": round(c["records_per_s"] / e["records_per_s"], 3)}
+            runs.append(run)
+            print(json.dumps(run), flush=True)
+        row = runs[0] if len(runs) == 1 else _medians(b, runs)
+        rows.append(row)
+        if len(runs) > 1:
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def _medians(batch: int, runs: list) -> dict:
+    def med(path):
+        return round(statistics.median(_get(r, path) for r in runs), 3)
+
+    keys = {"a_alo": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
+            "b_eos": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
+            "c_kxtx": ["records_per_s", "spark_ms_per_batch", "commit_ms_per_batch",
+                       "produce_ms_per_batch", "batch_ms", "spark_share", "commit_share"]}
+    row = {"batch": batch, "median_of": len(runs)}
+    for part, fields in keys.items():
+        row[part] = {f: med((part, f)) for f in fields}
+    row["b/a"], row["c/b"] = med(("b/a",)), med(("c/b",))
+    row["c/b_runs"] = [r["c/b"] for r in runs]
+    return row
+
+
+def _get(obj, path):
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -236,6 +280,10 @@ def main() -> None:
     ap.add_argument("--rss-records", type=int, default=5_000_000, help="0 skips the RSS run")
     ap.add_argument("--rss-only", action="store_true", help="only the RSS run")
     ap.add_argument("--bootstrap")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run (a)/(b)/(c) this many times per batch size; medians are reported")
+    ap.add_argument("--identity-only", action="store_true",
+                    help="only the identity comparison (no backoff, JSON or RSS runs)")
     args = ap.parse_args()
     UDF_FILE.write_text(UDF_SOURCE)
     sandbox = None
@@ -264,41 +312,37 @@ def main() -> None:
         fill(bootstrap, src, args.records, value_100b)
         # warm the Python workers and the broker's transaction coordinator
         kxtx_pipe(bootstrap, src, 20_000, 10_000, session, f"{UDF_FILE}:identity")
-        rows = []
-        for b in [int(x) for x in args.batches.split(",")]:
-            a = loop(bootstrap, src, args.records, b, eos=False)
-            e = loop(bootstrap, src, args.records, b, eos=True)
-            c = kxtx_pipe(bootstrap, src, args.records, b, session, f"{UDF_FILE}:identity")
-            row = {"batch": b, "a_alo": a, "b_eos": e, "c_kxtx": c,
-                   "b/a": round(e["records_per_s"] / a["records_per_s"], 3),
-                   "c/b": round(c["records_per_s"] / e["records_per_s"], 3)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        results["identity"] = rows
-        backoff = {}
-        for ms in (100, 10):
-            backoff[f"retry.backoff.ms={ms}"] = loop(bootstrap, src, min(args.records, 200_000),
-                                                     1000, eos=True, backoff_ms=ms)
-        results["commit_vs_backoff_batch_1000"] = backoff
-        print(json.dumps(backoff), flush=True)
-        jsrc = new_topic(bootstrap, 2)
-        fill(bootstrap, jsrc, args.json_records, json_doc)
-        results["json_enrichment"] = {
-            "plain_python": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
-                                      f"{UDF_FILE}:enrich", "json"),
-            "pandas_udf": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
-                                    f"{UDF_FILE}:enrich_pandas", "string"),
-        }
-        print(json.dumps(results["json_enrichment"]), flush=True)
+        results["identity"] = identity_runs(bootstrap, src, args, session)
+        if not args.identity_only:
+            extras(bootstrap, src, args, session, results)
     finally:
         spark.stop(session)
     try:
-        if args.rss_records:
+        if args.rss_records and not args.identity_only:
             results["rss"] = rss_run(bootstrap, args.rss_records)
     finally:
         if sandbox is not None:
             sandbox.stop()
     print(json.dumps(results, indent=2))
+
+
+def extras(bootstrap: str, src: str, args, session, results: dict) -> None:
+    """Commit cost vs retry.backoff.ms, and JSON enrichment: plain Python vs pandas_udf."""
+    backoff = {}
+    for ms in (100, 10):
+        backoff[f"retry.backoff.ms={ms}"] = loop(bootstrap, src, min(args.records, 200_000),
+                                                 1000, eos=True, backoff_ms=ms)
+    results["commit_vs_backoff_batch_1000"] = backoff
+    print(json.dumps(backoff), flush=True)
+    jsrc = new_topic(bootstrap, 2)
+    fill(bootstrap, jsrc, args.json_records, json_doc)
+    results["json_enrichment"] = {
+        "plain_python": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
+                                  f"{UDF_FILE}:enrich", "json"),
+        "pandas_udf": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
+                                f"{UDF_FILE}:enrich_pandas", "string"),
+    }
+    print(json.dumps(results["json_enrichment"]), flush=True)
 
 
 if __name__ == "__main__":

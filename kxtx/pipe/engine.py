@@ -70,8 +70,9 @@ class Pipe:
         if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
             loaded = udfmod.load(target, mode)
         sparkmod.ship(self.session, loaded.source, loaded.module)
-        self.mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
-                                     self.cfg.record_input)
+        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
+                                self.cfg.record_input)
+        self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
         self.loaded = loaded
         self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
         self.txn.check_topics([self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []))
@@ -236,21 +237,30 @@ class Pipe:
         self.txn.begin()
         t0 = time.perf_counter()
         out = sparkmod.transform(self.session, tf.input_table(batch, self.cfg.record_input),
-                                 self.mapper, tf.output_ddl())
+                                 self.job)
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0
-        rows = out.to_pydict()
+        values = tf.plain_output(out, len(batch))
+        if values is not None:  # the common case: no per-record output columns to walk
+            produced = self.txn.produce_values(batch, values.to_pylist(), self.cfg.out)
+            dlq = dropped = 0
+        else:
+            produced, dlq, dropped = self._produce_rows(batch, out.to_pydict())
+        t2 = time.perf_counter()
+        stats.produce_s += t2 - t1
+        self.txn.commit(_next_offsets(batch), self.consumer.consumer_group_metadata())
+        stats.commit_s += time.perf_counter() - t2
+        stats.add_batch(len(batch), produced, dlq, dropped)
+
+    def _produce_rows(self, batch: list, rows: dict) -> tuple[int, int, int]:
+        """Outputs through the contract's columns: (produced, set aside in the DLQ, dropped)."""
         errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
         if errors and not self.cfg.dlq:
             self.txn.abort()
             raise UdfFailed(_udf_failure(self.loaded.name, batch, errors))
         produced = self.txn.produce_outputs(batch, rows, self.cfg.out)
         dlq = self.txn.produce_dlq(batch, errors, self.cfg.dlq, self.loaded.name) if errors else 0
-        t2 = time.perf_counter()
-        stats.produce_s += t2 - t1
-        self.txn.commit(_next_offsets(batch), self.consumer.consumer_group_metadata())
-        stats.commit_s += time.perf_counter() - t2
-        stats.add_batch(len(batch), produced, dlq, len(batch) - len(set(rows["idx"])))
+        return produced, dlq, len(batch) - len(set(rows["idx"]))
 
     # --- progress and shutdown -------------------------------------------------------------------
     def _report(self, force: bool = False) -> None:
@@ -301,10 +311,12 @@ def _next_offsets(batch: list) -> list:
     from confluent_kafka import TopicPartition
 
     nxt: dict[tuple[str, int], int] = {}
-    for m in batch:
-        tp = (m.topic(), m.partition())
-        nxt[tp] = max(nxt.get(tp, 0), m.offset() + 1)
-    return [TopicPartition(t, p, o) for (t, p), o in nxt.items()]
+    get = nxt.get
+    for m in batch:  # the highest offset per partition + 1 (~0.1 us a record)
+        tp, offset = (m.topic(), m.partition()), m.offset()
+        if offset >= get(tp, -1):
+            nxt[tp] = offset
+    return [TopicPartition(t, p, o + 1) for (t, p), o in nxt.items()]
 
 
 def _udf_failure(name: str, batch: list, errors: list) -> str:

@@ -1,8 +1,10 @@
 """The code that runs on Spark's Python workers: decode input, call the UDF, apply the contract.
 
-Every UDF flavour runs inside one `mapInArrow` function, so each batch is one Spark job with Arrow
-data both ways, errors are caught per input record (the poison record is named, not just the job),
-and the output contract is applied on the executors, not the driver.
+Every UDF flavour runs inside one mapper over Arrow record batches, so each batch is one Spark job
+with Arrow data both ways, errors are caught per input record (the poison record is named, not just
+the job), and the output contract is applied on the executors, not the driver. The mapper runs in
+a Spark task (`make_task`) that takes and returns Arrow IPC streams, as bytes or (local mode) as
+files: the JVM never converts a row (see `spark._run_job`).
 
 Output rows (OUTPUT_FIELDS): the input row index they came from, the record parts, and `error` (set,
 with no record parts, when the UDF raised or returned something the contract rejects).
@@ -42,12 +44,6 @@ def output_schema():
     ])
 
 
-def output_ddl() -> str:
-    """The same schema as Spark DDL (mapInArrow takes a Spark schema)."""
-    return ("idx bigint, key_set boolean, key binary, value binary, headers_set boolean, "
-            "headers array<struct<key:string,value:binary>>, topic string, error string")
-
-
 def _headers_type():
     import pyarrow as pa
 
@@ -55,96 +51,177 @@ def _headers_type():
 
 
 def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool):
-    """The function handed to `DataFrame.mapInArrow` (pickled to the workers with `func`)."""
+    """Arrow batches in, output batches out (run by `make_task` on the workers, with `func`)."""
     json_values = value_format == JSON
 
     def mapper(batches: Iterator) -> Iterator:
         for batch in batches:
-            rows = batch.to_pydict()
-            yield _to_batch(_run(func, kind, rows, value_format, record_mode, json_values))
+            inputs = _inputs(batch, value_format, record_mode)
+            yield _outputs(func, kind, batch.column("idx"), inputs, record_mode, json_values)
 
     return mapper
 
 
-def _run(func, kind, rows: dict, value_format: str, record_mode: bool, json_values: bool) -> list:
-    """Output rows for one Arrow batch, in input order (a list of OUTPUT_FIELDS tuples, or the
-    `_Plain` fast form when every result is a plain bytes value)."""
-    idxs = rows["idx"]
-    decoded = _decode_all(rows, value_format, record_mode)
-    inputs = [v for ok, v in decoded if ok]
+def make_task(mapper) -> Callable:
+    """The function each Spark task runs (`RDD.mapPartitions`): Arrow IPC streams in, one out each.
+
+    An item is the stream itself (bytes), or in local mode the path of a file holding it (str);
+    the answer comes the same way (the output file is the input's path + `.out`). The driver
+    writes the stream in chunks of the size the UDF should see per call; they are mapped one by
+    one, so a vectorised UDF gets the same batches it would under mapInArrow."""
+
+    def task(items: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        for item in items:
+            if isinstance(item, str):
+                with pa.OSFile(item) as source:
+                    batches = pa.ipc.open_stream(source).read_all().to_batches()
+                write_ipc(item + ".out", mapper(iter(batches)), output_schema())
+                yield item + ".out"
+            else:
+                yield write_ipc(None, mapper(iter(pa.ipc.open_stream(item))), output_schema())
+
+    return task
+
+
+def write_ipc(path: str | None, batches, schema, max_chunk: int | None = None):
+    """Record batches (or a Table, cut into `max_chunk` rows) as one Arrow IPC stream: into the
+    file `path`, or returned as bytes when `path` is None."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream() if path is None else pa.OSFile(path, "wb")
+    with pa.ipc.new_stream(sink, schema) as writer:
+        if isinstance(batches, pa.Table):
+            writer.write_table(batches, max_chunksize=max_chunk)
+        else:
+            for batch in batches:
+                writer.write_batch(batch)
+    if path is not None:
+        sink.close()
+        return None
+    return sink.getvalue().to_pybytes()
+
+
+def read_ipc(items: list, schema):
+    """The tasks' outputs (streams, or paths of files holding them) as one Table, in order."""
+    import pyarrow as pa
+
+    batches = []
+    for item in items:
+        if isinstance(item, str):
+            with pa.OSFile(item) as source:
+                batches += pa.ipc.open_stream(source).read_all().to_batches()
+        else:
+            batches += pa.ipc.open_stream(item)
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+class _Failed:
+    """Stands in a list of inputs or results for a record whose decoding or UDF call raised (a
+    marker, not a pair per record: the common all-good case then costs nothing extra)."""
+
+    __slots__ = ("exc", "doing")
+
+    def __init__(self, exc: BaseException, doing: str = ""):
+        self.exc, self.doing = exc, doing
+
+
+def _inputs(batch, value_format: str, record_mode: bool) -> list:
+    """The UDF's input per record (a `_Failed` for one that does not decode), decoded column-wise
+    where the whole column decodes; record by record otherwise, so each failure is its own."""
+    import pyarrow as pa
+
+    if record_mode:
+        rows = batch.to_pydict()
+        return [_guard(_input, rows, i, value_format) for i in range(batch.num_rows)]
+    values = batch.column("value")
+    if value_format == RAW:
+        return values.to_pylist()
+    try:
+        texts = values.cast(pa.string()).to_pylist()  # UTF-8 validated in C
+        if value_format == STRING:
+            return texts
+        loads = json.loads
+        return [None if t is None else loads(t) for t in texts]
+    except Exception:  # noqa: BLE001 - some record does not decode: find which, one by one
+        return [_guard(decode, v, value_format) for v in values.to_pylist()]
+
+
+def _guard(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
+        return _Failed(exc, "decoding the input")
+
+
+def _outputs(func, kind, idx, inputs: list, record_mode: bool, json_values: bool):
+    """The output batch for one input batch: column-wise when every record gave one bytes (or
+    str) value, else through the contract record by record."""
+    good = [v for v in inputs if type(v) is not _Failed]
     if kind in (PANDAS, PANDAS_ITER, ARROW):
-        results = _vectorised(func, kind, inputs, record_mode)
+        results = _vectorised(func, kind, good, record_mode)
     else:
-        results = _call_each(func, inputs)
-    if len(inputs) == len(idxs) and results and all(ok for ok, _ in results):
-        plain = _plain_values([r for _, r in results], json_values)
-        if plain is not None:
-            return _Plain(idxs, plain)
+        results = _call_each(func, good)
+    if len(good) == len(inputs):
+        values = _plain_values(results, json_values)
+        if values is not None:
+            return _plain_batch(idx, values)
+    return _to_batch(_assemble(idx.to_pylist(), inputs, results, json_values))
+
+
+def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> list:
+    """OUTPUT_FIELDS tuples, in input order, with each record's error in place of its outputs."""
     results_iter = iter(results)
     out = []
-    for idx, (ok, value) in zip(idxs, decoded):
-        if not ok:
-            out.append(_error(idx, value, "decoding the input"))
+    for idx, value in zip(idxs, inputs):
+        if type(value) is _Failed:
+            out.append(_error(idx, value.exc, value.doing))
             continue
-        called, result = next(results_iter)
-        if not called:
-            out.append(_error(idx, result))
+        result = next(results_iter)
+        if type(result) is _Failed:
+            out.append(_error(idx, result.exc))
             continue
         try:
             outs = to_outputs(result, json_values)
-        except ContractError as exc:
+        except Exception as exc:  # noqa: BLE001 - e.g. a str that is not UTF-8-encodable
             out.append(_error(idx, exc, "the UDF result"))
             continue
         out.extend((idx,) + tuple(o) + (None,) for o in outs)
     return out
 
 
-class _Plain:
-    """One bytes value per input, the input's key and headers, the default topic (the common case,
-    built column-wise without per-record tuples)."""
+def _plain_values(results: list, json_values: bool):
+    """The results as an Arrow binary array if each is bytes (or, without JSON values, str: UTF-8
+    by Arrow, the same bytes as `encode_value`); None otherwise (None = drop, dicts, lists...)."""
+    import pyarrow as pa
 
-    def __init__(self, idxs: list, values: list):
-        self.idxs, self.values = idxs, values
-
-
-def _plain_values(results: list, json_values: bool) -> list | None:
-    if all(type(r) is bytes for r in results):
-        return results
-    if not json_values and all(type(r) is str for r in results):
-        return [r.encode("utf-8") for r in results]
+    types = set(map(type, results))
+    if types == {bytes}:
+        return pa.array(results, pa.binary())
+    if types == {str} and not json_values:
+        try:
+            return pa.array(results, pa.string()).cast(pa.binary())
+        except Exception:  # noqa: BLE001 - e.g. a lone surrogate: the contract path names it
+            return None
     return None
 
 
-def _decode_all(rows: dict, value_format: str, record_mode: bool) -> list[tuple[bool, Any]]:
-    if not record_mode:
-        try:  # the whole batch at once; record by record only when something does not decode
-            return [(True, decode(v, value_format)) for v in rows["value"]]
-        except Exception:  # noqa: BLE001
-            pass
-    out = []
-    for i in range(len(rows["idx"])):
-        try:
-            out.append((True, _input(rows, i, value_format, record_mode)))
-        except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
-            out.append((False, exc))
-    return out
-
-
-def _call_each(func, inputs: list) -> list[tuple[bool, Any]]:
+def _call_each(func, inputs: list) -> list:
     try:
-        return [(True, func(v)) for v in inputs]
+        return [func(v) for v in inputs]
     except Exception:  # noqa: BLE001 - again one by one, to pin the error on its record
         return [_call(func, v) for v in inputs]
 
 
-def _call(func, value) -> tuple[bool, Any]:
+def _call(func, value) -> Any:
     try:
-        return True, func(value)
+        return func(value)
     except Exception as exc:  # noqa: BLE001 - a UDF error belongs to its record
-        return False, exc
+        return _Failed(exc)
 
 
-def _vectorised(func, kind, values: list, record_mode: bool) -> list[tuple[bool, Any]]:
+def _vectorised(func, kind, values: list, record_mode: bool) -> list:
     """Call once for the whole batch; if that raises, once per record to find the failing one(s)."""
     if not values:
         return []
@@ -153,16 +230,16 @@ def _vectorised(func, kind, values: list, record_mode: bool) -> list[tuple[bool,
     except Exception:  # noqa: BLE001 - retried record by record below to name the poison record
         results = None
     if results is not None and len(results) == len(values):
-        return [(True, r) for r in results]
+        return results
     single = []
     for v in values:
         try:
             got = _call_batch(func, kind, [v], record_mode)
             if len(got) != 1:
                 raise ContractError(f"returned {len(got)} results for 1 input")
-            single.append((True, got[0]))
+            single.append(got[0])
         except Exception as exc:  # noqa: BLE001
-            single.append((False, exc))
+            single.append(_Failed(exc))
     return single
 
 
@@ -187,10 +264,9 @@ def _call_batch(func, kind, values: list, record_mode: bool) -> list:
     return list(result)
 
 
-def _input(rows: dict, i: int, value_format: str, record_mode: bool) -> Any:
+def _input(rows: dict, i: int, value_format: str) -> dict:
+    """The record dict given to the UDF with --input record."""
     value = decode(rows["value"][i], value_format)
-    if not record_mode:
-        return value
     key = rows["key"][i]
     if key is not None and value_format != RAW:
         key = key.decode("utf-8", errors="backslashreplace")
@@ -221,17 +297,23 @@ def _error(idx: int, exc: BaseException, doing: str = "") -> tuple:
     return (idx, False, None, None, False, None, None, text[:1000])
 
 
-def _to_batch(rows):
+def _plain_batch(idx, values):
+    """One value per input, with the input's key and headers, to the default topic."""
     import pyarrow as pa
 
     schema = output_schema()
-    if isinstance(rows, _Plain):
-        n = len(rows.idxs)
-        false = pa.array([False] * n, pa.bool_())
-        arrays = [pa.array(rows.idxs, pa.int64()), false, pa.nulls(n, pa.binary()),
-                  pa.array(rows.values, pa.binary()), false, pa.nulls(n, schema.field("headers").type),
-                  pa.nulls(n, pa.string()), pa.nulls(n, pa.string())]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    n = len(values)
+    false = pa.array([False] * n, pa.bool_())
+    arrays = [idx, false, pa.nulls(n, pa.binary()), values, false,
+              pa.nulls(n, schema.field("headers").type), pa.nulls(n, pa.string()),
+              pa.nulls(n, pa.string())]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _to_batch(rows: list):
+    import pyarrow as pa
+
+    schema = output_schema()
     cols = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
@@ -240,20 +322,39 @@ def _to_batch(rows):
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def plain_output(out, n: int):
+    """Driver side: the values column (pyarrow) if the output is one value per input record, in
+    input order, keeping the input's key and headers, to the default topic, no error (what
+    `_plain_batch` makes: the producer can then walk the batch and the values side by side)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if out.num_rows != n or out.column("error").null_count != n \
+            or out.column("topic").null_count != n:
+        return None
+    if pc.any(out.column("key_set")).as_py() or pc.any(out.column("headers_set")).as_py():
+        return None
+    if not np.array_equal(out.column("idx").to_numpy(), np.arange(n)):
+        return None
+    return out.column("value")
+
+
 def input_table(batch: list, record_mode: bool):
     """Driver side: a batch of confluent-kafka Messages as the Arrow table the mapper reads."""
+    import numpy as np
     import pyarrow as pa
 
     schema = input_schema(record_mode)
-    cols = {"idx": pa.array(range(len(batch)), pa.int64()),
-            "value": pa.array([m.value() for m in batch], pa.binary())}
+    cols = [pa.array(np.arange(len(batch), dtype=np.int64)),  # ~100x faster than from a range
+            pa.array([m.value() for m in batch], pa.binary())]
     if record_mode:
-        cols["key"] = pa.array([m.key() for m in batch], pa.binary())
-        cols["headers"] = pa.array(
-            [[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in batch],
-            schema.field("headers").type)
-        cols["topic"] = pa.array([m.topic() for m in batch], pa.string())
-        cols["partition"] = pa.array([m.partition() for m in batch], pa.int32())
-        cols["offset"] = pa.array([m.offset() for m in batch], pa.int64())
-        cols["timestamp"] = pa.array([m.timestamp()[1] for m in batch], pa.int64())
-    return pa.table(cols, schema=schema)
+        cols += [
+            pa.array([m.key() for m in batch], pa.binary()),
+            pa.array([[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in batch],
+                     schema.field("headers").type),
+            pa.array([m.topic() for m in batch], pa.string()),
+            pa.array([m.partition() for m in batch], pa.int32()),
+            pa.array([m.offset() for m in batch], pa.int64()),
+            pa.array([m.timestamp()[1] for m in batch], pa.int64()),
+        ]
+    return pa.Table.from_arrays(cols, schema=schema)

@@ -70,6 +70,25 @@ class TxnProducer:
             n += 1
         return n
 
+    def produce_values(self, batch: list, values: list, topic: str) -> int:
+        """One value per input record, with its key and headers (the common case: no per-record
+        output parsing, the producer called directly; a full queue goes the slow way)."""
+        from confluent_kafka import KafkaException
+
+        produce = self.producer.produce
+        for m, value in zip(batch, values):
+            headers = m.headers()
+            try:
+                if headers:
+                    produce(topic, value, m.key(), headers=headers)
+                else:
+                    produce(topic, value, m.key())
+            except BufferError:
+                self._produce(topic, value, m.key(), headers)
+            except KafkaException as exc:
+                self._raise(exc, f"producing to {topic}")
+        return len(values)
+
     def produce_dlq(self, batch: list, errors: list, dlq: str, udf_name: str) -> int:
         for idx, text in errors:
             m = batch[idx]

@@ -117,9 +117,17 @@ def test_eval_types_match_pyspark():
 
 
 # --- the worker-side logic, run directly (no Spark) ---------------------------------------------
+def map_rows(func, kind, rows, value_format="raw", record_mode=False):
+    """The mapper on one Arrow batch made of `rows` (columns); output rows as OUTPUT_FIELDS tuples."""
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.RecordBatch.from_pydict(rows, schema=tf.input_schema(record_mode))
+    (out,) = list(tf.make_mapper(func, kind, value_format, record_mode)(iter([batch])))
+    assert out.schema == tf.output_schema()
+    return [tuple(r.values()) for r in out.to_pylist()]
+
+
 def run_rows(func, kind, values, value_format="raw"):
-    rows = {"idx": list(range(len(values))), "value": values}
-    return tf._run(func, kind, rows, value_format, False, value_format == "json")
+    return map_rows(func, kind, {"idx": list(range(len(values))), "value": values}, value_format)
 
 
 def test_run_row_function_errors_are_per_record():
@@ -205,7 +213,7 @@ def test_record_mode_gives_the_whole_record():
         seen.append(rec)
         return {"value": rec["value"], "key": rec["key"] + "-out", "topic": f"{rec['topic']}-{rec['partition']}"}
 
-    out = tf._run(f, udf.ROW, rows, "json", True, True)
+    out = map_rows(f, udf.ROW, rows, "json", record_mode=True)
     assert seen == [{"key": "k1", "value": {"a": 1}, "headers": [("h", b"v")], "topic": "in",
                      "partition": 3, "offset": 42, "timestamp": 1700000000000}]
     assert out == [(0, True, b"k1-out", b'{"a":1}', False, None, "in-3", None)]

@@ -1,0 +1,116 @@
+"""The worker-side fast paths and the Arrow IPC task of kxtx.pipe.transform (no Spark needed)."""
+
+import pytest
+
+from kxtx.pipe import transform as tf
+from kxtx.pipe import udf
+
+pa = pytest.importorskip("pyarrow")
+
+
+def batch_of(values, start=0):
+    idx = list(range(start, start + len(values)))
+    return pa.RecordBatch.from_pydict({"idx": idx, "value": values}, schema=tf.input_schema(False))
+
+
+def mapped(func, values, value_format="raw", kind=udf.ROW):
+    (out,) = list(tf.make_mapper(func, kind, value_format, False)(iter([batch_of(values)])))
+    assert out.schema == tf.output_schema()
+    return out.to_pylist()
+
+
+def plain(idx, value):
+    return {"idx": idx, "key_set": False, "key": None, "value": value, "headers_set": False,
+            "headers": None, "topic": None, "error": None}
+
+
+@pytest.mark.parametrize("func, value_format, values, expected", [
+    (lambda v: v, "raw", [b"a", b"b"], [b"a", b"b"]),
+    (lambda v: v.upper(), "string", [b"a", "é".encode()], [b"A", "É".encode()]),
+    (lambda d: d["x"], "json", [b'{"x":"s"}', b'{"x":"t"}'], [b'"s"', b'"t"']),  # str -> JSON
+    (lambda v: v + b"!", "raw", [b"a"], [b"a!"]),
+])
+def test_one_value_per_record(func, value_format, values, expected):
+    assert mapped(func, values, value_format) == [plain(i, v) for i, v in enumerate(expected)]
+
+
+def test_str_results_equal_the_contracts_encoding():
+    # the column-wise str -> bytes path must give the bytes encode_value gives
+    from kxtx.pipe.contract import encode_value
+
+    texts = ["plain", "ünï", "\u2028", "😀", ""]
+    out = mapped(lambda v: texts[int(v)], [str(i).encode() for i in range(len(texts))])
+    assert [r["value"] for r in out] == [encode_value(t) for t in texts]
+
+
+def test_unencodable_str_result_is_that_records_error_only():
+    out = mapped(lambda v: "\ud800" if v == b"bad" else v.decode(), [b"a", b"bad"])
+    assert [(r["idx"], r["value"]) for r in out if r["error"] is None] == [(0, b"a")]
+    assert out[1]["error"].startswith("the UDF result: UnicodeEncodeError")
+
+
+def test_one_bad_utf8_value_is_that_records_error_only():
+    out = mapped(lambda v: v, [b"ok", b"\xff\xfe", b"fine", None], "string")
+    assert [(r["idx"], r["value"]) for r in out if r["error"] is None] == [(0, b"ok"), (2, b"fine")]
+    (bad,) = [r for r in out if r["error"]]
+    assert bad["idx"] == 1 and bad["error"].startswith("decoding the input: UnicodeDecodeError")
+
+
+def test_udf_called_once_per_record_when_all_succeed():
+    calls = []
+    out = mapped(lambda v: calls.append(v) or {"value": v}, [b"a", b"b"])
+    assert calls == [b"a", b"b"]
+    assert [r["value"] for r in out] == [b"a", b"b"]
+
+
+def test_none_drops_and_mixed_results_go_through_the_contract():
+    out = mapped(lambda v: None if v == b"drop" else v, [b"a", b"drop", b"c"])
+    assert [(r["idx"], r["value"]) for r in out] == [(0, b"a"), (2, b"c")]
+
+
+@pytest.mark.parametrize("via_files", [False, True])
+def test_task_maps_ipc_streams_chunk_by_chunk(tmp_path, via_files):
+    seen = []
+
+    def f(s):
+        seen.append(len(s))
+        return s
+
+    table = pa.Table.from_batches([batch_of([b"%d" % i for i in range(25)])])
+    task = tf.make_task(tf.make_mapper(f, udf.PANDAS, "raw", False))
+    parts = [table.slice(0, 12), table.slice(12)]
+    if via_files:  # local mode: the driver writes files, the task answers with files
+        items = [str(tmp_path / f"in-{i}") for i in range(2)]
+        for path, part in zip(items, parts):
+            tf.write_ipc(path, part, table.schema, 5)
+    else:
+        items = [tf.write_ipc(None, part, table.schema, 5) for part in parts]
+    answers = list(task(iter(items)))
+    assert answers == ([p + ".out" for p in items] if via_files else answers)
+    out = tf.read_ipc(answers, tf.output_schema())
+    assert seen == [5, 5, 2, 5, 5, 3]  # the UDF sees the driver's chunks
+    assert out.column("idx").to_pylist() == list(range(25))
+    assert out.column("value").to_pylist() == table.column("value").to_pylist()
+    assert tf.plain_output(out, 25) is not None
+
+
+def test_task_on_an_empty_partition():
+    task = tf.make_task(tf.make_mapper(lambda v: v, udf.ROW, "raw", False))
+    empty = tf.write_ipc(None, pa.Table.from_batches([], tf.input_schema(False)), tf.input_schema(False))
+    out = tf.read_ipc(list(task(iter([empty]))), tf.output_schema())
+    assert out.num_rows == 0
+
+
+@pytest.mark.parametrize("func, values, is_plain", [
+    (lambda v: v, [b"a", b"b"], True),
+    (lambda v: None if v == b"a" else v, [b"a", b"b"], False),  # a drop
+    (lambda v: [v, v] if v == b"a" else None, [b"a", b"b"], False),  # same count, other records
+    (lambda v: {"value": v, "key": b"k"}, [b"a"], False),
+    (lambda v: {"value": v, "headers": {}}, [b"a"], False),
+    (lambda v: {"value": v, "topic": "t"}, [b"a"], False),
+    (lambda v: 1 / 0, [b"a"], False),
+    (lambda v: {"value": None}, [b"a"], True),  # a tombstone with the input's key
+])
+def test_plain_output(func, values, is_plain):
+    out = pa.Table.from_pylist(mapped(func, values), schema=tf.output_schema())
+    assert (tf.plain_output(out, len(values)) is not None) == is_plain
