@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 
 from kxtx.errors import Interrupted, UsageError
 
-#: From bench/bench_pipe.py (1M x 100 B, identity, 2 cores shared with other load, two runs): kxtx
-#: pipe vs a hand-written EOS loop (c/b) was 0.32 / 0.30 / 0.57 / 0.39 at 10k / 50k / 200k / 500k
-#: records per batch, and 0.49 (50k) / 0.36 (200k) in a second run: noisy, no clear winner between
-#: 50k and 200k. 200k is chosen because the overheads are smaller there: the commit is ~2 % of a
-#: batch, and Spark's fixed cost per job (0.37-0.68 s) is 14-26 % of it instead of 30-50 % at 50k.
-#: Memory stays bounded (~440 MB RSS over 5M records). The time bound keeps Spark's fixed cost
-#: under ~10 % when input is slow.
+#: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
+#: a hand-written EOS loop (c/b) is 0.86 / 0.99 / 0.99 / 1.00 at 20k / 50k / 100k / 200k records per
+#: batch. Spark's share of the batch time is 41 / 21 / 10.5 / 8.3 %, the commit's 13 / 6 / 4 / 2.6 %:
+#: 200k is the smallest size where both stay under 10 %. (Spark's time per job is ~70 ms up to 100k
+#: records and ~110 ms at 200k; before batches ran as one RDD job with Arrow IPC files it was
+#: 0.65-1.5 s and c/b 0.37-0.69.) Memory stays bounded (~400 MB RSS, flat, over 5M records; the
+#: CLI ran them at 140k records/s). The time bound keeps Spark's
+#: fixed cost small when input is slow.
 DEFAULT_BATCH_RECORDS = 200_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
