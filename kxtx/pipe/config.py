@@ -14,8 +14,7 @@ from kxtx.errors import Interrupted, UsageError
 #: 200k is the smallest size where both stay under 10 %. (Spark's time per job is ~70 ms up to 100k
 #: records and ~110 ms at 200k; before batches ran as one RDD job with Arrow IPC files it was
 #: 0.65-1.5 s and c/b 0.37-0.69.) Memory stays bounded (~400 MB RSS, flat, over 5M records; the
-#: CLI ran them at 140k records/s). The time bound keeps Spark's
-#: fixed cost small when input is slow.
+#: CLI ran them at 140k records/s). The time bound keeps Spark's fixed cost small when input is slow.
 DEFAULT_BATCH_RECORDS = 200_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
