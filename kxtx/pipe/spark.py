@@ -196,7 +196,7 @@ def _run_job(sc, table, job: BatchJob):
         return read_ipc(sc.parallelize(paths, n).mapPartitions(job.task).collect(),
                         output_schema())
     finally:
-        for path in glob.glob(f"{prefix}-*"):  # inputs, and outputs even of a failed job
+        for path in glob.glob(f"{glob.escape(prefix)}-*"):  # inputs; outputs even of a failed job
             os.unlink(path)
 
 
