@@ -128,18 +128,21 @@ class Sandbox:
         props = self._properties(port, cport, broker_config or {}, listeners)
         config = self.dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        self._format_storage(dist, config, getattr(listeners, "format_args", lambda: [])())
-        log = open(self.dir / "broker.log", "ab")
+        # Written once, used by both the storage formatter and the broker.
+        logging_flags = (f"-Dlog4j.configuration=file:{self._log4j1()}",
+                         f"-Dlog4j2.configurationFile={self._log4j2()}")
+        self._format_storage(dist, config, logging_flags,
+                             getattr(listeners, "format_args", lambda: [])())
         jvm = (f"-Xmx{heap}", "-Xms256m", "-Djava.awt.headless=true",
                f"-Dkafka.logs.dir={self.dir / 'logs'}",
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-               f"-Dlog4j.configuration=file:{self._log4j1()}",
-               f"-Dlog4j2.configurationFile={self._log4j2()}")
-        proc = subprocess.Popen(
-            dist.java("kafka.Kafka", str(config), jvm=jvm),
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # survives the CLI process; stopped by `sandbox stop`
-        )
+               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", *logging_flags)
+        # The child keeps its own descriptor; the parent's copy is closed when the block ends.
+        with open(self.dir / "broker.log", "ab") as log:
+            proc = subprocess.Popen(
+                dist.java("kafka.Kafka", str(config), jvm=jvm),
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # survives the CLI process; stopped by `sandbox stop`
+            )
         bootstrap = (listeners.bootstrap(port) if listeners else f"127.0.0.1:{port}")
         info = SandboxInfo(
             bootstrap=bootstrap, kafka_version=dist.version, pid=proc.pid, port=port,
@@ -199,11 +202,12 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path, extra_args=()) -> None:
+    def _format_storage(self, dist: KafkaDistribution, config: Path, logging_flags: tuple,
+                        extra_args=()) -> None:
         cluster_id = _cluster_id()
         proc = subprocess.run(
             dist.java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
-                      "--ignore-formatted", *extra_args, jvm=(f"-Dlog4j.configuration=file:{self._log4j1()}",)),
+                      "--ignore-formatted", *extra_args, jvm=logging_flags),
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode != 0:
