@@ -17,7 +17,9 @@ much time around each record as librdkafka's produce() itself):
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import accumulate
+from collections import deque
+from itertools import accumulate, islice, repeat
+from operator import length_hint
 
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
@@ -40,6 +42,11 @@ except ImportError:  # pragma: no cover - msgspec is a dependency
     _check = None
 
 PARTITION = 0
+
+#: what the validation pass treats as "not a record as it is": msgspec's DecodeError is a
+#: ValueError; it raises RecursionError past ~1000 levels of nesting, where orjson goes on. Such
+#: lines go to parse_json, which decides as the general path does.
+_NOT_JSON = (ValueError, RecursionError)
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
 
@@ -161,10 +168,12 @@ class PlainFile:
 
     def _tight(self, block, k: int, end: int) -> None:
         """The per-record hot path: records k..end-1 without delivery reports. Anything unusual
-        (bad JSON, a blank line, a full queue) leaves the loop and is handled alone."""
-        from confluent_kafka import KafkaException
+        (bad JSON, a blank line, a full queue) leaves the loop and is handled alone.
 
-        produce, topic, values, part = self.produce, self.topic, block.values, PARTITION
+        Both passes are loops in C (`map` drained by a zero-length deque): a Python `for` around
+        check() and produce() cost ~70 ns a record more (measured on 1M lines of 100 bytes), about
+        a tenth of produce() itself. Where a pass stopped is read off the list iterator."""
+        values = block.values
         simple_max = self.simple_max
         if block.span >= simple_max and max(map(len, values[k:end]), default=0) >= simple_max:
             for b in range(k, end):  # large lines: size-checked one by one (rare)
@@ -172,20 +181,29 @@ class PlainFile:
             return
         check = _check if block.utf8 and _check is not None else _loads
         while k < end:
+            # validate [k, end) first; a line that fails ends the run of good lines at `bad`
+            bad = _stop_at(values, k, end, check, _NOT_JSON) if self.jsonl else end
+            self._produce_run(block, k, bad)
+            if bad < end:
+                self._irregular(block, bad, None)
+            k = bad + 1
+
+    def _produce_run(self, block, k: int, end: int) -> None:
+        """Produce lines [k, end) of `block`, all known good. A full local queue waits for
+        delivery reports; a line librdkafka refuses is handled (and reported) alone."""
+        from confluent_kafka import KafkaException
+
+        values, produce, topic = block.values, self.produce, self.topic
+        while k < end:
+            k = _stop_at(values, k, end, produce, (BufferError, KafkaException), topic)
+            if k == end:
+                break
             try:
-                if self.jsonl:
-                    for k, value in enumerate(values[k:end], k):
-                        check(value)  # every line is validated; the value is the line as is
-                        produce(topic, value, None, part)
-                else:
-                    for k, value in enumerate(values[k:end], k):
-                        produce(topic, value, None, part)
-                k = end
-            except BufferError:  # the local queue is full: serve delivery reports, then retry
+                produce(topic, values[k], None, PARTITION)
+                k += 1
+            except BufferError:  # the local queue is full: serve delivery reports, then go on
                 self.run.producer.poll(0.05)
-            except (ValueError, RecursionError, KafkaException):  # not JSON (msgspec's
-                # DecodeError is a ValueError; it raises RecursionError past ~1000 levels, where
-                # orjson goes on), blank, or refused
+            except KafkaException:
                 self._irregular(block, k, None)
                 k += 1
 
@@ -217,3 +235,19 @@ class PlainFile:
         self.lost += 1
         self.lost_bytes += len(value)
         return _BAD
+
+
+def _stop_at(values: list, k: int, end: int, fn, errors: tuple, topic=None) -> int:
+    """Call fn on values[k:end] in order (fn(v), or fn(topic, v, None, PARTITION) with a topic)
+    until one raises one of `errors`; the index of that value, or `end` if none raised."""
+    it = iter(values)
+    it.__setstate__(k)  # a list iterator starts at k without copying the slice
+    todo = islice(it, end - k)
+    calls = map(fn, todo) if topic is None else map(fn, repeat(topic), todo, repeat(None),
+                                                    repeat(PARTITION))
+    try:
+        deque(calls, 0)
+    except errors:
+        # fn raised for the value `it` gave last: it is one behind what is left of the list
+        return len(values) - length_hint(it) - 1
+    return end

@@ -74,6 +74,28 @@ class Reporting(FakeProducer):
         super().commit_transaction(timeout)
 
 
+class QueueFull(Reporting):
+    """Refuses every 5th produce() with BufferError (librdkafka's local queue is full) until
+    poll() serves delivery reports: nothing refused may be lost or produced twice."""
+
+    def __init__(self, conf, fail_commits):
+        super().__init__(conf, fail_commits)
+        self.calls = self.refused = 0
+        self.full = False
+
+    def produce(self, topic, value=None, key=None, *args, **kw):
+        self.calls += 1
+        if self.full or self.calls % 5 == 0:
+            self.full = True
+            self.refused += 1
+            raise BufferError("Local: Queue full")
+        super().produce(topic, value, key, *args, **kw)
+
+    def poll(self, timeout=0):
+        self.full = False
+        return 0
+
+
 class _Msg:
     def __init__(self, p, o):
         self.p, self.o = p, o
@@ -85,7 +107,7 @@ class _Msg:
         return self.o
 
 
-def _run(monkeypatch, paths, partitions, **opts):
+def _run(monkeypatch, paths, partitions, fake=None, **opts):
     """Run the engine on a fake producer; 1 partition takes the fast path, 2 the general one."""
     made = {}
     monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
@@ -95,7 +117,7 @@ def _run(monkeypatch, paths, partitions, **opts):
     monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
-        made["p"] = Reporting(conf, {})
+        made["p"] = (fake or Reporting)(conf, {})
         return made["p"]
 
     monkeypatch.setattr(engine.clients, "producer", producer)
@@ -140,6 +162,20 @@ def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block):
     assert summary["skipped"] + summary["dead_lettered"] == 4
     assert summary["partitions"][0]["records"] == summary["records"]
     assert summary["partitions"][0]["first_offset"] is not None
+
+
+@pytest.mark.parametrize("block", [7, 100, 1 << 20])
+def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
+             _write(tmp_path, "d.jsonl", DEEP)]
+    made = []
+    monkeypatch.setattr(QueueFull, "poll", lambda self, timeout=0: made.append(self) or
+                        setattr(self, "full", False))
+    fast = _run(monkeypatch, paths, 1, QueueFull, on_error="skip", records_per_txn=6)
+    assert made and made[0].refused > 10  # the queue was full, more than once
+    general = _run(monkeypatch, paths, 2, on_error="skip", records_per_txn=6)
+    assert fast == general
 
 
 def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
