@@ -76,6 +76,11 @@ SECRET_KEYS = ("sasl.password", "ssl.key.password", "ssl.keystore.password", "sa
                "sasl.oauthbearer.client.secret", "ssl.truststore.password", "ssl.key.pem")
 
 
+#: Properties that confluent-kafka itself reads (not librdkafka) and that must be Python bools:
+#: `-X delivery.report.only.error=true` as a string is refused by the client.
+_PYTHON_BOOLS = frozenset({"delivery.report.only.error"})
+
+
 @dataclass
 class Settings:
     """Resolved connection settings (librdkafka names) plus the network timeout in seconds."""
@@ -103,9 +108,20 @@ class Settings:
             "socket.connection.setup.timeout.ms": max(1000, timeout_ms),
         }
         conf.update(self.props)
+        for key in _PYTHON_BOOLS.intersection(self.props):
+            conf[key] = self._bool(key, self.props[key])
         conf["bootstrap.servers"] = self.bootstrap
         conf.update(overrides)
         return conf
+
+    def _bool(self, key: str, value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text not in ("true", "false"):
+            raise ConfigError(f"{key}={value!r} ({self.origin.get(key, 'setting')}): expected true "
+                              "or false")
+        return text == "true"
 
     def kafka_python(self, **overrides: object) -> dict:
         """Keyword arguments for kafka-python's KafkaAdminClient (used for KIP-664 admin calls)."""

@@ -88,6 +88,9 @@ class Run:
         # No default delivery callback: each produce() names its own, and the fast path (plain)
         # asks for reports on a few records only.
         conf["transactional.id"] = self.txid
+        # The summary's per-partition counts and offset ranges come from delivery reports of
+        # successful records: they must not be switched off.
+        conf["delivery.report.only.error"] = False
         return conf
 
     def _call(self, doing: str, fn, *args):

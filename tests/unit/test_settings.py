@@ -66,6 +66,21 @@ def test_confluent_config_carries_everything():
     assert conf["socket.connection.setup.timeout.ms"] == 10000
 
 
+@pytest.mark.parametrize("text, expected", [("true", True), ("False", False), (" TRUE ", True)])
+def test_python_level_bool_property_from_text(text, expected):
+    # confluent-kafka refuses the string "true" for this one; -X and files only give strings
+    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": text}, None, 10,
+                env={})
+    assert s.confluent()["delivery.report.only.error"] is expected
+
+
+def test_python_level_bool_property_rejects_other_text():
+    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": "yes"}, None, 10,
+                env={})
+    with pytest.raises(ConfigError, match=r"delivery.report.only.error='yes' \(from -X "):
+        s.confluent()
+
+
 def test_kafka_python_mapping():
     kw = resolve(None, SECURE, None, 10, env={}).kafka_python()
     assert kw == {
