@@ -12,6 +12,8 @@ class ExitCode(IntEnum):
     PROBLEM_FOUND = 3
     #: Stopped by SIGINT (128 + 2); the open transaction was aborted.
     INTERRUPTED = 130
+    #: Standard output was closed early (`| head`), 128 + SIGPIPE as a shell reports it.
+    BROKEN_PIPE = 141
     #: Stopped by SIGTERM (128 + 15); the open transaction was aborted.
     TERMINATED = 143
 
@@ -22,5 +24,6 @@ DESCRIPTIONS = {
     ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
     ExitCode.INTERRUPTED: "interrupted (SIGINT / Ctrl-C); open transaction aborted",
+    ExitCode.BROKEN_PIPE: "stdout closed by the reader (e.g. piped into `head`); stopped without a message",
     ExitCode.TERMINATED: "terminated (SIGTERM); open transaction aborted",
 }

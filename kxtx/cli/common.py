@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import traceback
 from enum import Enum
@@ -115,6 +116,10 @@ def boundary(fn):
         except signals.Terminated:
             _debug_traceback()
             fail("terminated", ExitCode.TERMINATED)
+        except BrokenPipeError:
+            # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
+            _stdout_to_devnull()
+            raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
         except Exception as exc:  # noqa: BLE001 - the one boundary
             from kxtx.clients import translate
 
@@ -124,6 +129,18 @@ def boundary(fn):
             fail(f"{err}{hint if type(exc).__module__.startswith('kxtx') else ''}", err.exit_code)
 
     return wrapper
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: the interpreter flushes it once more at exit, which would
+    raise again on the closed pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(null)
 
 
 def _debug_traceback() -> None:

@@ -120,3 +120,16 @@ def test_bash_completion_offers_subcommands_and_choices():
     assert "sandbox" in complete("") or "sandbox" in complete("s")
     assert set(complete("sandbox", "st")) == {"start", "status", "stop"}
     assert complete("cluster", "--format", "j") == ["json", "jsonl"]
+
+
+def test_closed_stdout_stops_quietly_with_141(tmp_path):
+    # `kxtx ... | head`: the reader is gone before kxtx writes; no "Broken pipe" error, no traceback
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"a":1}\n')
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(data), "-t", "t",
+                             "--dry-run", "-o", "jsonl"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == ExitCode.BROKEN_PIPE == 141
+    assert err == ""
