@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from itertools import compress, count, repeat
+from operator import ge, is_, itemgetter, sub
 from dataclasses import dataclass
 from typing import Iterator
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.settings import Settings
+
+_second = itemgetter(1)  # of Message.timestamp(): (type, ms)
 
 RawRecord = tuple  # (partition, offset, timestamp_ms, key, value, txn_status)
 #: Messages per consume call: big enough that the per-call overhead vanishes, small enough that a
@@ -121,27 +125,41 @@ class ConfluentSource:
 
     def _batch(self, msgs: list, ends: dict[int, int] | None, remaining: set[int]) -> list[RawRecord]:
         """The records of one consume call; with `ends` (not following) those past the end are dropped
-        and a partition is done (paused) once its last record before the end is seen."""
-        from confluent_kafka import KafkaError, KafkaException
+        and a partition is done (paused) once its last record before the end is seen.
 
-        out = []
-        append = out.append
-        for m in msgs:
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    if ends is not None:
-                        self._done(m.partition(), remaining)
+        Each field is read for the whole batch by `map` over the Message method (a loop in C): a
+        Python loop calling five methods per message cost ~1 µs a record, as much as decoding an
+        offset commit (measured on 1M records)."""
+        from confluent_kafka import KafkaError, KafkaException, Message
+
+        errors = list(map(Message.error, msgs))
+        # partition ends (and errors) among the messages; compared by identity: KafkaError's == with
+        # None raises inside list.count
+        if not all(map(is_, errors, repeat(None))):
+            for m, err in zip(msgs, errors):
+                if err is None:
                     continue
-                raise clients.translate(KafkaException(err), f"reading {self.topic}")
-            p, o = m.partition(), m.offset()
-            if ends is not None:
-                end = ends[p]
-                if o >= end - 1:
-                    self._done(p, remaining)
-                    if o >= end:
-                        continue
-            append((p, o, m.timestamp()[1], m.key(), m.value(), None))
+                if err.code() != KafkaError._PARTITION_EOF:
+                    raise clients.translate(KafkaException(err), f"reading {self.topic}")
+                if ends is not None:
+                    self._done(m.partition(), remaining)
+            msgs = list(compress(msgs, map(is_, errors, repeat(None))))
+        parts = list(map(Message.partition, msgs))
+        offsets = list(map(Message.offset, msgs))
+        out = list(zip(parts, offsets, map(_second, map(Message.timestamp, msgs)),
+                       map(Message.key, msgs), map(Message.value, msgs), repeat(None)))
+        if ends is None:
+            return out
+        # the last record before a partition's end, and any after it (written since we started)
+        lasts = map(sub, map(ends.__getitem__, parts), repeat(1))
+        past = []
+        for i in compress(count(), map(ge, offsets, lasts)):
+            p = parts[i]
+            self._done(p, remaining)
+            if offsets[i] >= ends[p]:
+                past.append(i)
+        for i in reversed(past):
+            del out[i]
         return out
 
     def _done(self, p: int, remaining: set[int]) -> None:

@@ -88,9 +88,9 @@ def fast(key: bytes | None, value: bytes | None):
             return None
         if version == 1:
             count = value[17]  # the compact array length: 0 = null, 1 = empty (Empty, Complete*)
-            parts, p = (None, 18) if count == 0 else ([], 18) if count == 1 else _partitions_v1(value, 17)
+            parts, p = (None, 18) if count == 0 else ([], 18) if count == 1 else _partitions(value, 1)
         elif version == 0:
-            parts, p = _partitions_v0(value, 17)
+            parts, p = _partitions(value, 0)
         else:
             return None
         last, started = _TIMES.unpack_from(value, p)
@@ -126,6 +126,38 @@ def _transactional_id(key: bytes | None) -> str | None:
         _IDS.clear()
     tid = _IDS[key] = key[4:].decode("utf-8", errors="replace")
     return tid
+
+
+#: Partition sections (the bytes from offset 17 to the timestamps) -> parsed list, per value
+#: version: a producer writes the same set in each state of a transaction and usually in the next
+#: transactions too. Parsed lists are shared between rows, which are read-only.
+_SECTIONS: tuple[dict, dict] = ({}, {})
+#: Lengths of the bytes after the timestamps (v0: none; v1: the tag section) seen so far: where a
+#: section would end is tried for each.
+_AFTER: tuple[list, list] = ([0], [1])
+
+
+def _partitions(value: bytes, version: int):
+    """(transactionPartitions, offset after them) of a value v0/v1 with a non-empty array.
+
+    A cached section is found by guessing where it ends (16 timestamp bytes and a known trailer
+    length before the end of the value). A guess that matches is right: the encoding is
+    self-delimiting, so parsing from offset 17 would read exactly that section and stop there."""
+    sections, after = _SECTIONS[version], _AFTER[version]
+    size = len(value)
+    for n in after:
+        end = size - 16 - n
+        found = sections.get(value[17:end])
+        if found is not None:
+            return found, end
+    parts, end = (_partitions_v1 if version else _partitions_v0)(value, 17)
+    if len(sections) >= _CACHE:  # bounded: memory stays flat on any log
+        sections.clear()
+    sections[value[17:end]] = parts
+    n = size - 16 - end
+    if 0 <= n and n not in after and len(after) < 8:
+        after.append(n)
+    return parts, end
 
 
 def _partitions_v0(b: bytes, p: int):

@@ -53,6 +53,19 @@ def test_txn_v1(parts, tags):
     assert txn_log.fast(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
 
 
+def test_txn_cached_sections_agree_in_any_order():
+    # the second and later sight of a partition section comes from the cache, found by guessing
+    # the length of what follows the timestamps: every mix of sections, trailers and versions
+    values = [v1(st, parts, tags) for st in (1, 2) for parts in PARTS for tags in TAGS]
+    values += [v0(st, parts) for st in (1, 2) for parts in PARTS]
+    for value in values + values[::-1] + values:
+        assert txn_log.fast(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
+    cached = v1(1, [("orders", [0, 1, 2])])
+    assert txn_log.fast(TXN_KEY, cached) is not None
+    for bad in (cached[:-1], cached + b"\x00", cached[:-1] + b"\x01\x09\x00"):
+        assert txn_log.fast(TXN_KEY, bad) is None  # truncated, trailing byte, unknown tag
+
+
 def test_txn_tombstone():
     assert txn_log.fast(TXN_KEY, None) == generic_txn(TXN_KEY, None)[:3] == ({"transactionalId": "tx-é"},
                                                                              None, None)
