@@ -11,6 +11,7 @@ from typing import Any
 
 from kxtx.records.wire import (
     DecodeError,
+    array_reader,
     read_int16,
     read_int32,
     read_nullable_bytes,
@@ -18,24 +19,19 @@ from kxtx.records.wire import (
     read_string,
 )
 
-
-def _read_list(b: bytes, p: int, elem):
-    n, p = read_int32(b, p)
-    if n < 0:
-        return [], p
-    if n > len(b) - p:
-        raise DecodeError(f"array count {n} larger than the {len(b) - p} bytes left")
-    out = []
-    for _ in range(n):
-        v, p = elem(b, p)
-        out.append(v)
-    return out, p
+# A null array (negative count, -1 on the wire) reads as no elements: "topics" and "partitions"
+# are always lists.
+_read_strings = array_reader(read_string, null_as_empty=True)
+_read_partitions = array_reader(read_int32, null_as_empty=True)
 
 
 def _topic_partitions(b: bytes, p: int):
     topic, p = read_string(b, p)
-    parts, p = _read_list(b, p, read_int32)
+    parts, p = _read_partitions(b, p)
     return {"topic": topic, "partitions": parts}, p
+
+
+_read_topic_partitions = array_reader(_topic_partitions, null_as_empty=True)
 
 
 def decode_subscription(raw: bytes) -> dict[str, Any] | None:
@@ -47,12 +43,12 @@ def decode_subscription(raw: bytes) -> dict[str, Any] | None:
     version, p = read_int16(raw, 0)
     if version < 0:
         raise DecodeError(f"negative subscription version {version}")
-    topics, p = _read_list(raw, p, read_string)
+    topics, p = _read_strings(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     out: dict[str, Any] = {"version": version, "topics": topics,
                            "userDataSize": None if user_data is None else len(user_data)}
     if version >= 1:
-        out["ownedPartitions"], p = _read_list(raw, p, _topic_partitions)
+        out["ownedPartitions"], p = _read_topic_partitions(raw, p)
     if version >= 2:
         out["generationId"], p = read_int32(raw, p)
     if version >= 3:
@@ -68,7 +64,7 @@ def decode_assignment(raw: bytes) -> dict[str, Any] | None:
     version, p = read_int16(raw, 0)
     if version < 0:
         raise DecodeError(f"negative assignment version {version}")
-    assigned, p = _read_list(raw, p, _topic_partitions)
+    assigned, p = _read_topic_partitions(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     _check_end(raw, p, version, "assignment")
     return {"version": version, "assignedPartitions": assigned,

@@ -189,7 +189,11 @@ _PRIMITIVES: dict[str, tuple[Reader, Reader]] = {
 
 
 # --- composite types -----------------------------------------------------------------------------------
-def _array_reader(elem: Reader, flexible: bool, nullable: bool) -> Reader:
+def array_reader(elem: Reader, flexible: bool = False, nullable: bool = False, *,
+                 null_as_empty: bool = False) -> Reader:
+    """Reader for an array of `elem`. A null array (negative count) reads as None when `nullable`, as []
+    when `null_as_empty` (decoders that always show a list, e.g. the consumer protocol), else raises."""
+
     def read(b: bytes, p: int):
         if flexible:
             n, p = read_uvarint(b, p)
@@ -197,6 +201,8 @@ def _array_reader(elem: Reader, flexible: bool, nullable: bool) -> Reader:
         else:
             n, p = read_int32(b, p)
         if n < 0:
+            if null_as_empty:
+                return [], p  # a new list per call: callers may keep or change it
             if nullable:
                 return None, p
             raise DecodeError(f"null array where one is required, at byte {p}")
@@ -292,7 +298,7 @@ def compile_reader(t: Any, flexible: bool) -> Reader:
     elif isinstance(t, NullableStruct):
         r = _nullable_struct_reader(t.of, flexible)
     elif isinstance(t, (Array, NullableArray)):
-        r = _array_reader(compile_reader(t.of, flexible), flexible, isinstance(t, NullableArray))
+        r = array_reader(compile_reader(t.of, flexible), flexible, isinstance(t, NullableArray))
     else:
         raise TypeError(f"not a schema type: {t!r}")
     _CACHE[key] = r

@@ -5,6 +5,7 @@ from tests.unit import record_encoder as e
 
 from kxtx.records import decode
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
+from kxtx.records.wire import DecodeError
 
 TOPIC = "__consumer_offsets"
 TID = bytes(range(16))
@@ -182,3 +183,31 @@ def test_assignment_spec_example_and_future_version():
         {"topic": "orders", "partitions": [0, 2]}]
     assert decode_assignment(b"") is None
     assert decode_assignment(e.i16(0) + e.array([]) + e.nbytes(b"1234"))["userDataSize"] == 4
+
+
+NULL_ARRAY = e.i32(-1)
+
+
+@pytest.mark.parametrize(
+    "decoder, raw, expected",
+    [
+        # a null array (count -1) is shown as [] at every level, never None or an error
+        (decode_subscription, e.i16(1) + NULL_ARRAY + e.nbytes(None) + NULL_ARRAY,
+         {"version": 1, "topics": [], "userDataSize": None, "ownedPartitions": []}),
+        (decode_assignment, e.i16(0) + NULL_ARRAY + e.nbytes(b""),
+         {"version": 0, "assignedPartitions": [], "userDataSize": 0}),
+        (decode_assignment, e.i16(3) + e.array([e.string("orders") + NULL_ARRAY]) + e.nbytes(None),
+         {"version": 3, "assignedPartitions": [{"topic": "orders", "partitions": []}], "userDataSize": None}),
+        # truncated: the count promises more elements than there are bytes left
+        (decode_assignment, e.i16(3) + e.i32(9) + e.string("orders"),
+         "array count 9 larger than the 8 bytes left"),
+        # truncated inside the partitions array of the only topic
+        (decode_assignment, ASSIGN_V3[:-6], "truncated at byte 22: need 4 more"),
+    ],
+)
+def test_consumer_protocol_null_and_truncated_arrays(decoder, raw, expected):
+    if isinstance(expected, str):
+        with pytest.raises(DecodeError, match=f"^{expected}$"):
+            decoder(raw)
+    else:
+        assert decoder(raw) == expected
