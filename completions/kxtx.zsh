@@ -20,8 +20,8 @@ _kxtx() {
         "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump") words="offsets txn-state" ;;
-        "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect") words="partition txn" ;;

@@ -131,6 +131,17 @@ def boundary(fn):
     return wrapper
 
 
+def exit_code_of(fn, *args, **kwargs) -> int:
+    """Run `fn` as a command body under the boundary (its errors reported the same way); the exit
+    code it ends with, 0 when it returns. For commands that must act after a failure (wait for
+    their worker processes)."""
+    try:
+        boundary(fn)(*args, **kwargs)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    return 0
+
+
 def _stdout_to_devnull() -> None:
     """Point stdout at /dev/null: the interpreter flushes it once more at exit, which would
     raise again on the closed pipe."""

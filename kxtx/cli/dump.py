@@ -17,6 +17,7 @@ from kxtx.cli.common import (
     TimeoutOpt,
     boundary,
     connection,
+    exit_code_of,
 )
 from kxtx.cli.output import choose, emit_row_batches
 
@@ -41,6 +42,11 @@ FollowOpt = Annotated[bool, typer.Option(
     "when the command started).", rich_help_panel=_READ)]
 LimitOpt = Annotated[Optional[int], typer.Option(
     "--limit", "-n", metavar="N", help="Stop after N output rows.", rich_help_panel=_READ)]
+WorkersOpt = Annotated[Optional[int], typer.Option(
+    "--workers", metavar="N", min=1, help="Processes that read and decode in parallel, each a share "
+    "of the partitions (jsonl output of every record only: not with --latest, --limit, --follow, "
+    "--include-uncommitted or ids). Rows of a partition stay in order. Default: one per CPU core, "
+    "at most 4, where allowed; 1 = one process.", rich_help_panel=_READ)]
 LatestOpt = Annotated[bool, typer.Option(
     "--latest", help="Fold the log to the current value per key, tombstones applied (what the "
     "coordinator loads), instead of every record.", rich_help_panel=_READ)]
@@ -77,19 +83,19 @@ def txn_state(
         "--producer-id", metavar="N", help="Only records of this producer id (repeatable).")] = None,
     partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
     from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
-    limit: LimitOpt = None, latest: LatestOpt = False,
+    limit: LimitOpt = None, latest: LatestOpt = False, workers: WorkersOpt = None,
     bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None, fmt: FormatOpt = None,
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions."""
-    from kxtx.dump import TXN_TOPIC, DumpRequest, run_batches
+    from kxtx.dump import TXN_TOPIC, DumpRequest
 
     req = DumpRequest(
         topic=TXN_TOPIC, partitions=partition, ids=transactional_id or [],
         start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
         states=state or [], producer_ids=producer_id or [])
-    _emit(run_batches(connection(bootstrap, config, command_config, timeout), req), fmt, _txn_cell,
+    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _txn_cell,
           TXN_COLUMNS)
 
 
@@ -109,20 +115,20 @@ def offsets(
         "marked pending / aborted in the txn column (reads the raw batches and their markers).")] = False,
     partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
     from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
-    limit: LimitOpt = None, latest: LatestOpt = False,
+    limit: LimitOpt = None, latest: LatestOpt = False, workers: WorkersOpt = None,
     bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None, fmt: FormatOpt = None,
 ) -> None:
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
     By default only what the coordinator materializes (transactional commits once committed)."""
-    from kxtx.dump import OFFSETS_TOPIC, DumpRequest, run_batches
+    from kxtx.dump import OFFSETS_TOPIC, DumpRequest
 
     req = DumpRequest(
         topic=OFFSETS_TOPIC, partitions=partition, ids=group or [],
         start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
         topics=topic or [], types=record_type or [], include_uncommitted=include_uncommitted)
-    _emit(run_batches(connection(bootstrap, config, command_config, timeout), req), fmt, _offsets_cell,
+    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _offsets_cell,
           OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []))
 
 
@@ -132,7 +138,55 @@ TXN_COLUMNS = ["partition", "offset", "time", "transactionalId", "state", "produ
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
-def _emit(batches, fmt, cell, columns) -> None:
+def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
+    """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
+    exit code is the worst of them."""
+    from kxtx.dump import partition_count, run_batches, validate
+
+    fmt = choose(fmt)
+    count = _worker_count(req, fmt, workers)
+    if count > 1:
+        validate(req)
+        # Asked once, before forking: a cluster that cannot be reached (or a topic the principal
+        # may not see) is reported once, not by every process. The admin client is gone (and its
+        # librdkafka threads with it) when this returns.
+        req.partition_count = partition_count(settings, req.topic)
+    if count == 1 or req.partition_count is None:
+        _emit(run_batches(settings, req), fmt, cell, columns)
+        return
+    from kxtx.dump.shards import Shards
+
+    shards = Shards.fork(count)
+    req.shard = (shards.index, shards.count)
+
+    def body():
+        shards.worker_signals()  # after the boundary has installed its own handlers
+        _emit(run_batches(settings, req), fmt, cell, columns, shards.writing)
+
+    code = exit_code_of(body)
+    if shards.is_worker:
+        shards.exit_worker(code)
+    code = shards.wait(code)
+    if code:
+        raise typer.Exit(code)
+
+
+def _worker_count(req, fmt, workers: int | None) -> int:
+    from kxtx.dump import shardable
+    from kxtx.dump.shards import default_count
+    from kxtx.errors import UsageError
+
+    allowed = fmt is OutputFormat.jsonl and shardable(req)
+    if workers is None:
+        return default_count() if allowed else 1
+    if workers > 1 and not allowed:
+        raise UsageError(f"--workers {workers}: several processes only stream every record as jsonl "
+                         "(not with --latest, --limit, --follow, --include-uncommitted, ids or "
+                         "one --partition)")
+    return workers
+
+
+def _emit(batches, fmt, cell, columns, writing=None) -> None:
     import gc
 
     fmt = choose(fmt)
@@ -143,7 +197,7 @@ def _emit(batches, fmt, cell, columns) -> None:
     # its CPU time).
     gc.disable()
     try:
-        emit_row_batches(batches, fmt, columns)
+        emit_row_batches(batches, fmt, columns, writing=writing)
     finally:
         gc.enable()
 

@@ -100,18 +100,28 @@ def emit_rows(rows: Iterable[Mapping], fmt: OutputFormat | None, columns: list[s
 
 
 def emit_row_batches(batches: Iterable[list[Mapping]], fmt: OutputFormat | None,
-                     columns: list[str] | None = None, title: str | None = None) -> int:
+                     columns: list[str] | None = None, title: str | None = None,
+                     writing=None) -> int:
     """`emit_rows` for rows that arrive in batches: jsonl writes each batch with one write and one
     flush (a per-row flush is a system call per row, most of the cost of a fast stream), so rows still
-    appear as soon as their batch is read. Other formats collect every row, as `emit_rows` does."""
+    appear as soon as their batch is read. Other formats collect every row, as `emit_rows` does.
+
+    `writing`: a context manager factory held around each batch's write and flush, when several
+    processes share stdout."""
     fmt = choose(fmt)
     if fmt is not OutputFormat.jsonl:
         return emit_rows((row for batch in batches for row in batch), fmt, columns, title)
     encode, out = _jsonl_encoder()
     count = 0
     for batch in batches:
-        out.write(encode(batch))
-        out.flush()
+        data = encode(batch)
+        if writing is None:
+            out.write(data)
+            out.flush()
+        else:
+            with writing():
+                out.write(data)
+                out.flush()
         count += len(batch)
     return count
 

@@ -38,6 +38,10 @@ class DumpRequest:
     topics: list[str] = field(default_factory=list)  # offsets: offset commits of these topics
     types: list[str] = field(default_factory=list)  # offsets: categories, see group_log.CATEGORIES
     include_uncommitted: bool = False  # offsets: also records of open / aborted transactions
+    #: (index, count): read only the partitions p with p % count == index (see `shards`)
+    shard: tuple[int, int] | None = None
+    #: the topic's partition count when the caller asked already (before forking the shards)
+    partition_count: int | None = None
 
 
 def validate(req: DumpRequest) -> None:
@@ -50,12 +54,23 @@ def validate(req: DumpRequest) -> None:
                          "drop --include-uncommitted")
     if req.limit is not None and req.limit < 0:
         raise UsageError("--limit must be zero or more")
+    if req.shard is not None and not shardable(req):
+        raise UsageError("several processes can only stream every record: not with --latest, "
+                         "--limit, --follow or --include-uncommitted")
     unknown = [s for s in req.states if s.lower() not in txn_log.STATE_CODES]
     if unknown:
         raise UsageError(f"--state {unknown[0]!r}: expected one of {', '.join(txn_log.STATES.values())}")
     bad = [t for t in req.types if t not in group_log.CATEGORIES]
     if bad:
         raise UsageError(f"--type {bad[0]!r}: expected one of {', '.join(group_log.CATEGORIES)}")
+
+
+def shardable(req: DumpRequest) -> bool:
+    """Whether processes reading disjoint partitions can each stream their share: rows of every
+    record, bounded, nothing that needs all partitions in one place (folding, a row count), and
+    more than one partition to read (ids name one partition each)."""
+    few = req.ids or (req.partitions is not None and len(set(req.partitions)) < 2)
+    return not (req.latest or req.limit is not None or req.follow or req.include_uncommitted or few)
 
 
 def choose_partitions(req: DumpRequest, count: int) -> list[int]:
@@ -72,6 +87,9 @@ def choose_partitions(req: DumpRequest, count: int) -> list[int]:
             where = ", ".join(f"{i} -> {partition_for(i, count)}" for i in req.ids)
             raise UsageError(f"--partition {sorted(wanted)} holds none of the ids ({where})")
         chosen &= wanted
+    if req.shard is not None:
+        index, of = req.shard
+        chosen = {p for p in chosen if p % of == index}
     return sorted(chosen)
 
 
@@ -105,7 +123,7 @@ def run_batches(settings: Settings, req: DumpRequest,
     """The rows of `run` in batches, one per read from the source (non-empty, in order): a consumer
     can write and flush a batch at once and still stream, since a batch comes as soon as it is read."""
     validate(req)
-    count = partition_count(settings, req.topic)
+    count = req.partition_count or partition_count(settings, req.topic)
     if count is None:
         logger.warning(f"{req.topic} does not exist on this cluster yet: nothing to dump")
         return
@@ -115,7 +133,8 @@ def run_batches(settings: Settings, req: DumpRequest,
 
         source = RawFetchSource(settings, req.topic)
     else:
-        source = ConfluentSource(settings, req.topic)
+        # each of n processes prefetches a share: together they hold what one would
+        source = ConfluentSource(settings, req.topic, share=req.shard[1] if req.shard else 1)
     try:
         raw = _counted(source.batches(partitions, req.start, req.follow), progress)
         build = builder(req.topic, _key_filter(req), with_keys=req.latest)

@@ -58,14 +58,18 @@ class Start:
 
 
 class ConfluentSource:
-    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed"):
+    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed",
+                 share: int = 1):
         self.settings, self.topic = settings, topic
-        self.consumer = clients.consumer(settings, **{
+        conf = {
             # A throw-away group that never commits: dumping must not leave traces in the log it reads.
             "group.id": f"kxtx-dump-{uuid.uuid4().hex[:12]}",
             "isolation.level": isolation,
             **CONSUMER_CONFIG,
-        })
+        }
+        if share > 1:  # one of `share` processes: prefetch its part, memory stays that of one
+            conf["queued.min.messages"] = max(50000, CONSUMER_CONFIG["queued.min.messages"] // share)
+        self.consumer = clients.consumer(settings, **conf)
 
     def end_offsets(self, partitions: list[int]) -> dict[int, int]:
         """High watermark (read_uncommitted) or last stable offset (read_committed) per partition."""

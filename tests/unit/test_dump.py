@@ -34,7 +34,7 @@ class FakeSource:
     records_by_topic: dict = {}
     asked: list = []
 
-    def __init__(self, settings, topic, *args):
+    def __init__(self, settings, topic, *args, **kwargs):
         self.topic = topic
 
     def batches(self, partitions, start, follow):
