@@ -9,11 +9,13 @@ each, several producers in threads). Then, per topic, side by side over the same
   (a) a raw confluent-kafka consume (assign every partition, read_committed, count until the end
       offsets, no decoding) with the same consumer settings, batch size and wait as the dump, run as
       a Python process of its own (wall time incl. start-up, like b and c);
-  (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up);
+  (b) `kxtx dump offsets|txn-state --format jsonl > /dev/null` (a subprocess, wall time incl. start-up)
+      with its default --workers (one process per core, at most 4), and again with `--workers 1`;
   (c) Kafka's console consumer with OffsetsMessageFormatter / TransactionLogMessageFormatter from the
       broker's jars, output to /dev/null, `--max-messages` = the record count (wall time incl. JVM).
-Reports records/s and the ratios b/a and b/c, and the peak RSS of (b) streaming a tenth of the records
-(`--limit`) vs all of them (flat: about equal) vs `--latest`;
+Reports records/s and the ratios b/a and b/c, and the peak RSS of one kxtx process streaming a tenth of
+the records (`--limit`) vs all of them (`--workers 1`; flat: about equal) vs `--latest`, and the
+largest process of a default (several-process) run (GNU time reports the largest, not the sum);
 `--repeat N` runs N such rounds and adds the medians (rates and ratios of each round).
 
 Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
@@ -35,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 OFFSETS, TXN = "__consumer_offsets", "__transaction_state"
+#: what kxtx dump picks by default here
+WORKERS = min(len(os.sched_getaffinity(0)), 4)
 
 
 def fill_offsets(bootstrap: str, records: int, groups: int = 20, partitions: int = 100) -> None:
@@ -176,21 +180,26 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
             b0, _ = kxtx_dump(bootstrap, command, root=baseline)
             print(f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
                   f"({b0:.1f}s) | b0/a {a / b0:.2f}", flush=True)
-        b, rss_stream = kxtx_dump(bootstrap, command)
+        b, rss_workers = kxtx_dump(bootstrap, command)
+        b1, rss_stream = kxtx_dump(bootstrap, command, "--workers", "1")
         _, rss_tenth = kxtx_dump(bootstrap, command, "--limit", str(count // 10))
         _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
         c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
-        ra, rb, rc = count / a, count / b, count / c
-        rounds.append((ra, rb, rc, rb / ra, rb / rc, rss_tenth, rss_stream, rss_latest))
+        ra, rb, rb1, rc = count / a, count / b, count / b1, count / c
+        rounds.append((ra, rb, rb1, rc, rb / ra, rb / rc, rb1 / ra, rss_tenth, rss_stream, rss_latest,
+                       rss_workers))
         print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s, "
-              f"{a_read:.1f}s of it reading) | (b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s) | (c) "
-              f"console+formatter {rc:,.0f} rec/s ({c:.1f}s) | b/a {rb / ra:.2f} | b/c {rb / rc:.2f} | "
-              f"kxtx peak RSS streaming a tenth {rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} "
-              f"MiB, --latest {rss_latest / 1024:.0f} MiB", flush=True)
-    ra, rb, rc, ba, bc, rt, rs, rl = (median(col) for col in zip(*rounds))
-    print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s | (c) {rc:,.0f} rec/s | "
-          f"b/a {ba:.2f} | b/c {bc:.2f} | peak RSS streaming a tenth {rt / 1024:.0f} MiB, all "
-          f"{rs / 1024:.0f} MiB, --latest {rl / 1024:.0f} MiB", flush=True)
+              f"{a_read:.1f}s of it reading) | (b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s; one process: "
+              f"{rb1:,.0f} rec/s) | (c) console+formatter {rc:,.0f} rec/s ({c:.1f}s) | b/a {rb / ra:.2f} "
+              f"(one process {rb1 / ra:.2f}) | b/c {rb / rc:.2f} | kxtx peak RSS of one process "
+              f"streaming a tenth {rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} MiB, --latest "
+              f"{rss_latest / 1024:.0f} MiB; largest of the {WORKERS} processes {rss_workers / 1024:.0f} MiB",
+              flush=True)
+    ra, rb, rb1, rc, ba, bc, b1a, rt, rs, rl, rw = (median(col) for col in zip(*rounds))
+    print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s (one process "
+          f"{rb1:,.0f}) | (c) {rc:,.0f} rec/s | b/a {ba:.2f} (one process {b1a:.2f}) | b/c {bc:.2f} | "
+          f"peak RSS streaming a tenth {rt / 1024:.0f} MiB, all {rs / 1024:.0f} MiB, --latest "
+          f"{rl / 1024:.0f} MiB, per process with {WORKERS} workers {rw / 1024:.0f} MiB", flush=True)
 
 
 def main() -> None:

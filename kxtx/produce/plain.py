@@ -101,8 +101,10 @@ class PlainFile:
                 stats.txn_counted += j - i - self.lost
                 last = self._last_record(block, i, j) or last
                 i = j
-                # once per segment (~10k records): serve delivery reports, progress, signals
-                run.producer.poll(0)
+                # once per segment (~10k records): progress, signals. Delivery reports are left
+                # to commit_transaction(), which serves them while it waits for the broker's
+                # acknowledgements anyway (or to a full local queue): a poll(0) here served them
+                # on the per-record path, ~80 ns a record (measured).
                 stats.pending_records, stats.pending_bytes = ok, nb
                 stats.tick()
                 run.signals.check()
