@@ -66,6 +66,12 @@ def test_confluent_config_carries_everything():
     assert conf["socket.connection.setup.timeout.ms"] == 10000
 
 
+def test_reconnect_backoff_default_and_override():
+    assert resolve(["h:1"], {}, None, 10, env={}).confluent()["reconnect.backoff.ms"] == 10
+    mine = resolve(["h:1"], {"reconnect.backoff.ms": "250"}, None, 10, env={})
+    assert mine.confluent()["reconnect.backoff.ms"] == "250"
+
+
 @pytest.mark.parametrize("text, expected", [("true", True), ("False", False), (" TRUE ", True)])
 def test_python_level_bool_property_from_text(text, expected):
     # confluent-kafka refuses the string "true" for this one; -X and files only give strings
