@@ -55,6 +55,15 @@ def new_topic(bootstrap: str, partitions: int = 1) -> str:
     return name
 
 
+def drop_topic(bootstrap: str, name: str) -> None:
+    """Delete a measured topic: 100 MB a run left on the broker made later runs slower (page
+    cache, writeback), which drifted the ratios over a long benchmark."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([name], operation_timeout=30)[name].result(60)
+
+
 def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | None = None) -> dict:
     """(a) The in-process limit: produce pre-read lines in transactions of `per_txn`."""
     from confluent_kafka import Producer
@@ -81,6 +90,7 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
         commits.append(time.perf_counter() - c0)
     end = time.perf_counter()
     elapsed = end - t0
+    drop_topic(bootstrap, topic)
     return {"records": len(lines), "elapsed_s": elapsed, "records_per_s": len(lines) / elapsed,
             "steady_records_per_s": len(lines) / (end - t1),
             "transactions": len(commits), "commit_ms_median": 1000 * statistics.median(commits),
@@ -115,6 +125,7 @@ def run_kxtx(bootstrap: str, path: Path, *args: str) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
+    drop_topic(bootstrap, topic)
     summary = json.loads(out.decode().strip().splitlines()[-1])
     summary.update(wall_s=wall, wall_records_per_s=summary["records"] / wall,
                    peak_rss_mb=peak[0] / 1024)
@@ -133,6 +144,7 @@ def console_producer(bootstrap: str, path: Path, libs: str, version: str) -> dic
     with open(path, "rb") as f:
         subprocess.run(argv, stdin=f, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t0
+    drop_topic(bootstrap, topic)
     return {"records": n, "wall_s": wall, "records_per_s": n / wall}
 
 
