@@ -18,6 +18,8 @@ the records (`--limit`) vs all of them (`--workers 1`; flat: about equal) vs `--
 largest process of a default (several-process) run (GNU time reports the largest, not the sum);
 `--repeat N` runs N such rounds and adds the medians (rates and ratios of each round).
 
+`--fold-memory` alone measures the --latest fold's memory against record and key counts (no broker).
+
 Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
 """
 
@@ -202,6 +204,40 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
           f"{rl / 1024:.0f} MiB, per process with {WORKERS} workers {rw / 1024:.0f} MiB", flush=True)
 
 
+def fold_memory() -> None:
+    """`--latest` memory grows with keys, not records: the dump's own fold over offset-commit rows
+    built by the dump's own row builder, for record and key counts varied independently (peak
+    bytes allocated by Python while folding, tracemalloc)."""
+    import struct
+    import tracemalloc
+
+    from kxtx.dump import _fold
+    from kxtx.dump.rows import builder
+
+    build = builder(OFFSETS, None, with_keys=True)
+
+    def batches(records: int, keys: int):
+        for start in range(0, records, 10000):
+            raw = []
+            for i in range(start, min(records, start + 10000)):
+                k = i % keys
+                key = struct.pack(">hh", 1, 5) + b"group" + struct.pack(">h", 5) + b"topic" + \
+                    struct.pack(">i", k)
+                value = struct.pack(">hqih", 3, i, -1, 0) + struct.pack(">q", 1700000000000)
+                raw.append((k % 50, i, 1700000000000, key, value, None))
+            yield build(raw)
+
+    for records, keys in ((200_000, 1_000), (800_000, 1_000), (200_000, 50_000),
+                          (800_000, 50_000), (800_000, 200_000)):
+        tracemalloc.start()
+        rows = _fold(batches(records, keys))
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert len(rows) == keys
+        print(f"--latest fold: {records:>7,} records, {keys:>7,} keys -> {len(rows):>7,} rows, "
+              f"peak {peak / 2**20:6.1f} MiB", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--offsets-records", type=int, default=1_000_000)
@@ -216,7 +252,12 @@ def main() -> None:
                     help="also time `kxtx dump` from this checkout (e.g. a git archive of an older commit)")
     ap.add_argument("--raw-consume", metavar="TOPIC", help=argparse.SUPPRESS)  # (a)'s own process
     ap.add_argument("--only", choices=("offsets", "txn-state"), help="measure one topic only")
+    ap.add_argument("--fold-memory", action="store_true",
+                    help="only the --latest fold's memory against records and keys (no broker)")
     args = ap.parse_args()
+    if args.fold_memory:
+        fold_memory()
+        return
     if args.raw_consume:
         count, seconds = raw_consume(args.bootstrap, args.raw_consume)
         print(f"{count} records read in {seconds:.2f}s in-process", file=sys.stderr)
