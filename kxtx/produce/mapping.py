@@ -31,6 +31,8 @@ def parse_json(raw: bytes):
             return json.loads(raw)
         except ValueError as exc:
             raise BadRecord(f"bad JSON: {exc}") from None
+        except RecursionError:  # json recurses per level; orjson refused the line for another reason
+            raise BadRecord("bad JSON: nested too deeply to check") from None
 
 
 class BadRecord(Exception):
