@@ -46,7 +46,7 @@ WorkersOpt = Annotated[Optional[int], typer.Option(
     "--workers", metavar="N", min=1, help="Processes that read and decode in parallel, each a share "
     "of the partitions (jsonl output of every record only: not with --latest, --limit, --follow, "
     "--include-uncommitted or ids). Rows of a partition stay in order. Default: one per CPU core, "
-    "at most 4, where allowed; 1 = one process.", rich_help_panel=_READ)]
+    "at most 4, where allowed (Linux); 1 = one process.", rich_help_panel=_READ)]
 LatestOpt = Annotated[bool, typer.Option(
     "--latest", help="Fold the log to the current value per key, tombstones applied (what the "
     "coordinator loads), instead of every record.", rich_help_panel=_READ)]

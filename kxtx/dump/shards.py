@@ -25,7 +25,10 @@ DEFAULT_MAX = 4
 
 
 def default_count() -> int:
-    """One process per core this process may run on, at most DEFAULT_MAX."""
+    """One process per core this process may run on, at most DEFAULT_MAX; one where forking is
+    not the platform's habit (macOS system libraries are not fork-safe; Windows cannot fork)."""
+    if not sys.platform.startswith("linux"):
+        return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
@@ -59,7 +62,7 @@ class Shards:
     def fork(cls, count: int) -> "Shards":
         """n processes, or only this one if it runs threads already (a Kafka client's): a forked
         copy would hold their locks without the threads that release them."""
-        if _threads() > 1:
+        if _threads() > 1 or not hasattr(os, "fork"):
             count = 1
         shards = cls(count)
         for stream in (sys.stdout, sys.stderr):  # or each process would write them again

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -25,6 +26,19 @@ def test_a_process_with_threads_is_not_forked(monkeypatch):
     monkeypatch.setattr(shards_mod, "_threads", lambda: 3)
     shards = Shards.fork(4)
     assert (shards.count, shards.index, shards.children) == (1, 0, [])
+
+
+def test_default_count_is_one_per_core_at_most_four_and_one_off_linux(monkeypatch):
+    from kxtx.dump.shards import default_count
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert default_count() == 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert default_count() == 1
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert default_count() == 1
 
 
 def _in_workers(count: int, body) -> Shards:
