@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
-from dataclasses import dataclass
 from typing import Iterator
 
 from kxtx import clients

@@ -12,7 +12,6 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from tests.conftest import ROOT
 

@@ -1,6 +1,5 @@
 """The frame every command shares: version, help, lazy imports, exit codes, error boundary."""
 
-import json
 import re
 import socket
 import subprocess

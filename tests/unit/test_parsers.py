@@ -1,6 +1,6 @@
 import pytest
 
-from kxtx.errors import ConfigError, UsageError
+from kxtx.errors import UsageError
 from kxtx.parsers import (
     TopicPartitions,
     parse_duration,

@@ -10,7 +10,6 @@ import json
 import pytest
 
 from kxtx.produce import broker, engine, inputs, plain
-from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions
 from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
