@@ -184,7 +184,7 @@ class PlainFile:
         check = _check if block.utf8 and _check is not None else _loads
         while k < end:
             # validate [k, end) first; a line that fails ends the run of good lines at `bad`
-            bad = _stop_at(values, k, end, check, _NOT_JSON) if self.jsonl else end
+            bad = _stop_at(values, k, end, check, _NOT_JSON)[0] if self.jsonl else end
             self._produce_run(block, k, bad)
             if bad < end:
                 self._irregular(block, bad, None)
@@ -197,15 +197,10 @@ class PlainFile:
 
         values, produce, topic = block.values, self.produce, self.topic
         while k < end:
-            k = _stop_at(values, k, end, produce, (BufferError, KafkaException), topic)
-            if k == end:
-                break
-            try:
-                produce(topic, values[k], None, PARTITION)
-                k += 1
-            except BufferError:  # the local queue is full: serve delivery reports, then go on
+            k, exc = _stop_at(values, k, end, produce, (BufferError, KafkaException), topic)
+            if isinstance(exc, BufferError):  # the local queue is full: serve delivery reports
                 self.run.producer.poll(0.05)
-            except KafkaException:
+            elif exc is not None:
                 self._irregular(block, k, None)
                 k += 1
 
@@ -239,9 +234,9 @@ class PlainFile:
         return _BAD
 
 
-def _stop_at(values: list, k: int, end: int, fn, errors: tuple, topic=None) -> int:
+def _stop_at(values: list, k: int, end: int, fn, errors: tuple, topic=None):
     """Call fn on values[k:end] in order (fn(v), or fn(topic, v, None, PARTITION) with a topic)
-    until one raises one of `errors`; the index of that value, or `end` if none raised."""
+    until one raises one of `errors`: (the index of that value, the exception), or (end, None)."""
     it = iter(values)
     it.__setstate__(k)  # a list iterator starts at k without copying the slice
     todo = islice(it, end - k)
@@ -249,7 +244,7 @@ def _stop_at(values: list, k: int, end: int, fn, errors: tuple, topic=None) -> i
                                                     repeat(PARTITION))
     try:
         deque(calls, 0)
-    except errors:
+    except errors as exc:
         # fn raised for the value `it` gave last: it is one behind what is left of the list
-        return len(values) - length_hint(it) - 1
-    return end
+        return len(values) - length_hint(it) - 1, exc
+    return end, None
