@@ -137,9 +137,9 @@ class ConfluentSource:
         from confluent_kafka import KafkaError, KafkaException, Message
 
         errors = list(map(Message.error, msgs))
-        # partition ends (and errors) among the messages; compared by identity: KafkaError's == with
-        # None raises inside list.count
-        if not all(map(is_, errors, repeat(None))):
+        # which messages are records; by identity: KafkaError's == with None raises
+        records = list(map(is_, errors, repeat(None)))
+        if not all(records):  # partition ends (and errors) among the messages
             for m, err in zip(msgs, errors):
                 if err is None:
                     continue
@@ -147,7 +147,7 @@ class ConfluentSource:
                     raise clients.translate(KafkaException(err), f"reading {self.topic}")
                 if ends is not None:
                     self._done(m.partition(), remaining)
-            msgs = list(compress(msgs, map(is_, errors, repeat(None))))
+            msgs = list(compress(msgs, records))
         parts = list(map(Message.partition, msgs))
         offsets = list(map(Message.offset, msgs))
         out = list(zip(parts, offsets, map(_second, map(Message.timestamp, msgs)),
