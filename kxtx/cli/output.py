@@ -7,6 +7,7 @@ commands pass an iterator: jsonl rows are written and flushed one by one.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime as _dt
 import enum
@@ -113,15 +114,12 @@ def emit_row_batches(batches: Iterable[list[Mapping]], fmt: OutputFormat | None,
         return emit_rows((row for batch in batches for row in batch), fmt, columns, title)
     encode, out = _jsonl_encoder()
     count = 0
+    hold = writing or contextlib.nullcontext
     for batch in batches:
         data = encode(batch)
-        if writing is None:
+        with hold():
             out.write(data)
             out.flush()
-        else:
-            with writing():
-                out.write(data)
-                out.flush()
         count += len(batch)
     return count
 
