@@ -8,31 +8,52 @@ dots wins). CSV fields are column names from the header row. Plain lines have no
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from kxtx.errors import UsageError
 from kxtx.produce.inputs import Line
+from kxtx.produce.jsondepth import MAX_JSON_DEPTH, TOO_DEEP, accepts_too_deep, too_deep
 
 try:  # about 5x faster than json.loads; every JSON line is parsed at least to validate it
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency, but the stdlib is enough
     _fast_loads = json.loads
 
+#: whether the installed orjson takes lines nested past kxtx's limit (before 3.13 it did)
+_FAST_TAKES_TOO_DEEP = accepts_too_deep(_fast_loads)
+
 
 def parse_json(raw: bytes):
+    """The parsed line, or BadRecord. Nesting is limited by kxtx (see jsondepth), not the library."""
+    if _FAST_TAKES_TOO_DEEP and too_deep(raw):
+        raise BadRecord(TOO_DEEP)
     try:
         return _fast_loads(raw)
     except ValueError:
+        if too_deep(raw):
+            raise BadRecord(TOO_DEEP) from None
         # orjson is stricter than JSON readers in general (64-bit integers, NaN): ask json, whose
         # message is also the one users see.
         try:
-            return json.loads(raw)
+            return _lenient_loads(raw)
         except ValueError as exc:
             raise BadRecord(f"bad JSON: {exc}") from None
-        except RecursionError:  # json recurses per level; orjson refused the line for another reason
-            raise BadRecord("bad JSON: nested too deeply to check") from None
+
+
+def _lenient_loads(raw: bytes):
+    """json.loads for a line within the nesting limit: json's C scanner counts each level against
+    the recursion limit (about 1000 frames), so a line of 1000-1024 levels needs a little more."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, MAX_JSON_DEPTH + 500))
+    try:
+        return json.loads(raw)
+    except RecursionError:  # pragma: no cover - only where the interpreter's C stack is smaller
+        raise BadRecord(TOO_DEEP) from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 class BadRecord(Exception):

@@ -23,6 +23,7 @@ from operator import length_hint
 
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
+from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
 
 try:
@@ -41,11 +42,16 @@ try:
 except ImportError:  # pragma: no cover - msgspec is a dependency
     _check = None
 
+#: whether a check passes lines nested past kxtx's limit (msgspec stops at the interpreter's
+#: recursion limit: ~1000 levels on CPython 3.11, far more on 3.13; orjson < 3.13 went on): then
+#: the lines it passed are checked for depth too (one pass over their lengths, see jsondepth)
+_TAKES_TOO_DEEP = {c: accepts_too_deep(c) for c in (_check, _loads) if c is not None}
+
 PARTITION = 0
 
 #: what the validation pass treats as "not a record as it is": msgspec's DecodeError is a
-#: ValueError; it raises RecursionError past ~1000 levels of nesting, where orjson goes on. Such
-#: lines go to parse_json, which decides as the general path does.
+#: ValueError; it raises RecursionError where the interpreter's recursion limit ends. Such lines go
+#: to parse_json, which decides as the general path does.
 _NOT_JSON = (ValueError, RecursionError)
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
@@ -185,6 +191,8 @@ class PlainFile:
         while k < end:
             # validate [k, end) first; a line that fails ends the run of good lines at `bad`
             bad = _stop_at(values, k, end, check, _NOT_JSON)[0] if self.jsonl else end
+            if self.jsonl and _TAKES_TOO_DEEP[check]:
+                bad = first_too_deep(values, k, bad)
             self._produce_run(block, k, bad)
             if bad < end:
                 self._irregular(block, bad, None)

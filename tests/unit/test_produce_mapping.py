@@ -64,8 +64,11 @@ def test_map_csv(spec, row, expected):
 
 @pytest.mark.parametrize("spec, fmt, line, reason", [
     (MappingSpec(), "jsonl", jl(b'{"a":'), "bad JSON"),
-    # orjson refuses NaN, so json decides, and json recurses once per level
-    (MappingSpec(), "jsonl", jl(b"[" * 100000 + b"NaN" + b"]" * 100000), "nested too deeply"),
+    # kxtx's nesting limit, whichever parser would have decided (orjson refuses NaN, json decides)
+    (MappingSpec(), "jsonl", jl(b"[" * 100000 + b"NaN" + b"]" * 100000), "nested deeper than 1024"),
+    (MappingSpec(), "jsonl", jl(b"[" * 1025 + b"]" * 1025), "nested deeper than 1024 levels"),
+    (MappingSpec(), "jsonl", jl(b"[" * 1025 + b"NaN" + b"]" * 1025), "nested deeper than 1024"),
+    (MappingSpec(), "jsonl", jl(b'{"a":' * 1200 + b"1" + b"}" * 1200), "nested deeper than 1024"),
     (MappingSpec(key_field="id"), "jsonl", jl(b'{"a":1}'), "missing key field 'id'"),
     (MappingSpec(key_field="id"), "jsonl", jl(b'{"id":null}'), "missing key field 'id'"),
     (MappingSpec(key_field="a.b"), "jsonl", jl(b'{"a":3}'), "missing key field 'a.b'"),

@@ -21,9 +21,12 @@ DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 6
         + b"".join(b'{"i":%d}\n' % i for i in range(40)) + b"\n\n" + b'{"last":1}')
 
 
-#: all UTF-8 (checked by msgspec), with lines it refuses in the middle of a block: nested past its
-#: recursion limit (orjson accepts them), NaN (json accepts it), a 64-bit overflow, bad JSON
+#: all UTF-8 (checked by msgspec), with lines it refuses in the middle of a block: nested past
+#: kxtx's limit of 1024 levels, at the limit (a record) and at the limit with NaN (json decides),
+#: NaN (json accepts it), a 64-bit overflow, bad JSON
 DEEP = (b'{"k":1}\n' + b"[" * 1200 + b"]" * 1200 + b'\n{"k":NaN}\n{"k":1e999999}\n[1,]\n'
+        + b"[" * 1024 + b"]" * 1024 + b"\n" + b"[" * 1025 + b"]" * 1025 + b"\n"
+        + b'{"a":' * 1023 + b"[NaN]" + b"}" * 1023 + b"\n"
         + b'{"n":123456789012345678901234567890}\n{"k":"\xc3\xa9"}\n{"k":2}\n')
 
 
@@ -147,8 +150,14 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     {"on_error": "skip", "records_per_txn": 5}, {"on_error": "dlq:dead", "records_per_txn": 2},
 ])
 @pytest.mark.parametrize("block", [7, 100, 1 << 20])
-def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block):
+@pytest.mark.parametrize("libs_take_deep", [False, True])
+def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block, libs_take_deep):
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    if libs_take_deep:  # as with orjson < 3.13 or msgspec on CPython 3.13: kxtx checks depth itself
+        from kxtx.produce import mapping
+
+        monkeypatch.setattr(mapping, "_FAST_TAKES_TOO_DEEP", True)
+        monkeypatch.setattr(plain, "_TAKES_TOO_DEEP", dict.fromkeys(plain._TAKES_TOO_DEEP, True))
     paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
              _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9))),
              _write(tmp_path, "d.jsonl", DEEP)]
@@ -157,8 +166,9 @@ def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block):
     general = _run(monkeypatch, paths, 2, **opts)
     assert fast == general
     summary = fast[1]
-    # {bad, not UTF-8, the line over 10000 bytes, [1,]
-    assert summary["skipped"] + summary["dead_lettered"] == 4
+    # a.jsonl: {bad, not UTF-8, 1200 levels, the line over 10000 bytes; d.jsonl: 1200 and 1025
+    # levels, [1,] -- whatever the JSON libraries' versions
+    assert summary["skipped"] + summary["dead_lettered"] == 7
     assert summary["partitions"][0]["records"] == summary["records"]
     assert summary["partitions"][0]["first_offset"] is not None
 
