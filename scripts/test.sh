@@ -2,18 +2,31 @@
 # The test command (README, CI): install what the tests need, then run them against real brokers.
 #   1. the whole suite against the newest Kafka 4.x;
 #   2. the tests marked `versioned` (behaviour differs by version) again against Kafka 3.9.
-# Extra arguments go to pytest (e.g. `bash scripts/test.sh -k produce`).
-set -euo pipefail
+# Both stages always run; a summary of both closes the output; the exit code is non-zero when
+# either failed. Extra arguments go to pytest (e.g. `bash scripts/test.sh -k produce`).
+#
+# Dependencies are installed with `--upgrade --upgrade-strategy eager`: the tests run on the versions
+# pip resolves today, as a new user gets them, not on whatever an old virtualenv kept (a new orjson
+# release once broke a fresh install while every existing venv stayed green). Run it in a virtualenv.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
-"$PY" -m pip install -q --disable-pip-version-check -e '.[spark,test]'
+"$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,test]' \
+  || { echo "test.sh: installing kxtx and its test dependencies failed" >&2; exit 1; }
+echo "test.sh: dependency versions under test:" >&2
+"$PY" -m pip freeze --exclude-editable 2>/dev/null \
+  | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|pytest|pytest-timeout|psutil)==' \
+  | sed 's/^/  /' >&2
 
 "$PY" -m pytest -q "$@"
+rc1=$?
 
-set +e
 KXTX_TEST_KAFKA_VERSION=3.9 "$PY" -m pytest -q -m versioned "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then rc=0; fi  # 5 = no versioned test selected by the given arguments
-exit "$rc"
+rc2=$?
+if [ "$rc2" -eq 5 ]; then rc2=0; fi  # 5 = no versioned test selected by the given arguments
+
+verdict() { if [ "$1" -eq 0 ]; then echo "passed"; else echo "FAILED (pytest exit $1)"; fi; }
+echo "test.sh: stage 1, whole suite on Kafka 4.x: $(verdict "$rc1")" >&2
+echo "test.sh: stage 2, versioned tests on Kafka 3.9: $(verdict "$rc2")" >&2
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ]
