@@ -1,0 +1,94 @@
+"""`kxtx pipe --mode executors` on a real standalone Spark cluster (master + 2 one-core workers on
+loopback, see spark_cluster.py): results, worker and driver crashes, exactly once.
+
+Every run is the CLI in a subprocess with --master spark://...; outputs are read read_committed and
+compared with the inputs as exact multisets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.pipe_helpers import UDFS, produce, read_committed, values
+from tests.integration.spark_cluster import SparkCluster
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+# Executors lost while their JVM is gone: noticed in seconds, not Spark's default 2 minutes.
+FAST_SPARK = ["--spark-conf", "spark.network.timeout=20s",
+              "--spark-conf", "spark.executor.heartbeatInterval=2s",
+              "--spark-conf", "spark.network.timeoutInterval=5s"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield c.start(workers=2)
+    finally:
+        c.stop()
+
+
+def start_pipe(kafka, cluster, tmp_path, name: str, *args: str) -> subprocess.Popen:
+    out = open(tmp_path / f"{name}.out", "w")
+    err = open(tmp_path / f"{name}.err", "w")
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", "--master", cluster.master_url, *FAST_SPARK,
+         *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT)
+
+
+def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) -> dict:
+    try:
+        rc = proc.wait(timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = (tmp_path / f"{name}.err").read_text()
+    assert rc == 0, err
+    return json.loads((tmp_path / f"{name}.out").read_text())
+
+
+def exactly_once(kafka, out: str, expected: Counter) -> None:
+    counts = values(read_committed(kafka.bootstrap, out, timeout=120))
+    dupes = {v: c for v, c in counts.items() if c > 1}
+    assert not dupes, f"{len(dupes)} duplicated outputs, e.g. {list(dupes.items())[:3]}"
+    assert counts == expected, f"{len(set(expected) - set(counts))} inputs without output"
+
+
+def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
+    src, src_json = kafka.create_topic(partitions=4), kafka.create_topic(partitions=4)
+    out, out_json = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
+    vals = [b"c-%d" % i for i in range(8000)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 13) for i in range(len(vals))])
+    docs = [{"id": i, "price": i * 0.25, "qty": i % 5} for i in range(4000)]
+    produce(kafka.bootstrap, src_json, [json.dumps(d).encode() for d in docs])
+    p = start_pipe(kafka, cluster, tmp_path, "identity", "--in", src, "--out", out, "--group",
+                   f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
+                   "--batch-max-records", "1500", "--until-idle", "3")
+    summary = finish(p, tmp_path, "identity")
+    assert (summary["records_in"], summary["records_out"]) == (8000, 8000)
+    assert summary["transactions"] >= 6  # 8000 records, at most 1500 per partition and round
+    got = read_committed(kafka.bootstrap, out)
+    assert Counter((m.key(), m.value()) for m in got) == Counter(
+        (b"k%d" % (i % 13), v) for i, v in enumerate(vals))
+    p = start_pipe(kafka, cluster, tmp_path, "enrich", "--in", src_json, "--out", out_json,
+                   "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:enrich",
+                   "--value-format", "json", "--until-idle", "3")
+    finish(p, tmp_path, "enrich")
+    got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
+                  for m in read_committed(kafka.bootstrap, out_json))
+    assert got == Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2),
+                                      "enriched": True}, sort_keys=True) for d in docs)
