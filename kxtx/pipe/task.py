@@ -46,6 +46,9 @@ from dataclasses import dataclass
 from kxtx.pipe import transform as tf
 
 _STATE = "kxtx_pipe_worker_state"
+#: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
+_TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+              "UNSTABLE_OFFSET_COMMIT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
 _FENCED = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING"}
 
 
@@ -107,7 +110,24 @@ class _Producer:
         conf = {**job.conf, "transactional.id": tid}
         conf.setdefault("retry.backoff.ms", 10)
         self.producer, self.tid, self.token = Producer(conf), tid, uuid.uuid4().hex
-        self.producer.init_transactions(job.timeout)
+        _retry(job, self.producer.init_transactions, job.timeout)
+
+
+def _retry(job: Job, fn, *args):
+    """Call again on retriable errors (a coordinator moving or loading), up to the timeout."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + job.timeout
+    while True:
+        try:
+            return fn(*args)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            transient = err is not None and (err.retriable() or err.name() in _TRANSIENT)
+            if not transient or err.txn_requires_abort() or err.fatal() \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _producer(job: Job, plan: Plan, tid: str) -> tuple[_Producer, bool]:
@@ -176,7 +196,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
     tp = TopicPartition(plan.topic, plan.partition)
     t0 = time.perf_counter()
     # Read after init_transactions (see the module docstring): a stable committed offset.
-    (committed,) = consumer.committed([tp], timeout=job.timeout)
+    (committed,) = _retry(job, consumer.committed, [tp], job.timeout)
     start = committed.offset
     msgs, next_offset = _consume(job, plan, consumer, start)
     t1 = time.perf_counter()
@@ -184,7 +204,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
     if next_offset is None or (start >= 0 and next_offset <= start):
         return  # nothing new: no transaction
     p = prod.producer
-    p.begin_transaction()
+    _retry(job, p.begin_transaction)
     errors = []
     if msgs:
         errors = _transform_and_produce(job, p, msgs, result)
@@ -192,9 +212,10 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
             p.abort_transaction(job.timeout)
             return
     t2 = time.perf_counter()
-    p.send_offsets_to_transaction([TopicPartition(plan.topic, plan.partition, next_offset)],
-                                  consumer.consumer_group_metadata(), job.timeout)
-    p.commit_transaction(job.timeout)
+    _retry(job, p.send_offsets_to_transaction,
+           [TopicPartition(plan.topic, plan.partition, next_offset)],
+           consumer.consumer_group_metadata(), job.timeout)
+    _retry(job, p.commit_transaction, job.timeout)
     result["commit_s"] = time.perf_counter() - t2
     result["in"], result["committed"] = len(msgs), next_offset
 

@@ -81,33 +81,42 @@ class SparkCluster:
         raise RuntimeError(f"Spark cluster: {n} workers not alive in {timeout}s: {logs}")
 
     def pids(self, needle: str) -> list[int]:
-        """Processes of this cluster (its process groups) whose command line contains `needle`."""
-        groups = {p.pid for _, p in self.procs}
-        found = []
+        """Processes of this cluster (descendants of its master and workers; pyspark's daemon
+        moves to a process group of its own) whose command line contains `needle`."""
+        parent, cmd = {}, {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
-                pgid = os.getpgid(int(entry.name))
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except (OSError, ProcessLookupError):
+                stat = (entry / "stat").read_text()
+                cmd[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
                 continue
-            if pgid in groups and needle in cmd:
-                found.append(int(entry.name))
-        return found
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        roots = {p.pid for _, p in self.procs}
+
+        def ours(pid: int) -> bool:
+            while pid > 1:
+                if pid in roots:
+                    return True
+                pid = parent.get(pid, 0)
+            return False
+
+        return [pid for pid, text in cmd.items() if needle in text and ours(pid)]
 
     def python_workers(self) -> list[int]:
-        """Python workers forked by the executors' pyspark daemons (not the daemons)."""
+        """Python workers forked by the executors' pyspark daemons; the daemons if none is
+        forked at the moment (killing one fails its running task too)."""
         daemons = set(self.pids("pyspark.daemon"))
-        out = []
+        forks = []
         for pid in daemons:
             try:
                 ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
             except OSError:
                 continue
             if ppid in daemons:
-                out.append(pid)
-        return out
+                forks.append(pid)
+        return forks or sorted(daemons)
 
     def executors(self) -> list[int]:
         return self.pids("CoarseGrainedExecutorBackend")

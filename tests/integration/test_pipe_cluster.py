@@ -40,13 +40,15 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def start_pipe(kafka, cluster, tmp_path, name: str, *args: str) -> subprocess.Popen:
+def start_pipe(kafka, cluster, tmp_path, name: str, *args: str,
+               new_session: bool = False) -> subprocess.Popen:
     out = open(tmp_path / f"{name}.out", "w")
     err = open(tmp_path / f"{name}.err", "w")
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.Popen(
         [sys.executable, "-m", "kxtx", "pipe", "--master", cluster.master_url, *FAST_SPARK,
-         *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT)
+         *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT,
+        start_new_session=new_session)
 
 
 def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) -> dict:
@@ -92,3 +94,84 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
                   for m in read_committed(kafka.bootstrap, out_json))
     assert got == Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2),
                                       "enriched": True}, sort_keys=True) for d in docs)
+
+
+class OutputGrowth:
+    """Sum of the output topic's end offsets: grows whenever the pipe writes (committed or not)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+
+    def __call__(self) -> int:
+        return sum(self.c.get_watermark_offsets(tp, timeout=10)[1] for tp in self.tps)
+
+    def wait(self, proc: subprocess.Popen, timeout: float = 240) -> bool:
+        base, deadline = self(), time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if self() > base:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def close(self):
+        self.c.close()
+
+
+def slow_input(kafka, n: int, prefix: bytes):
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [prefix + b"-%d" % i for i in range(n)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
+    # ~0.5 ms per record: a round of 4 x 2000 records takes seconds, so kills land mid-round.
+    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000"]
+    return src, out, vals, args
+
+
+def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cluster, tmp_path):
+    src, out, vals, args = slow_input(kafka, 40_000, b"w")
+    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "12")))
+    proc = start_pipe(kafka, cluster, tmp_path, "kills", *args, "--until-idle", "5")
+    killed = []
+    try:
+        for i in range(4):
+            assert growth.wait(proc), (tmp_path / "kills.err").read_text()
+            time.sleep(rng.uniform(0.2, 2.5))
+            # Three times a Python worker (the task dies, Spark retries it), once an executor
+            # JVM with its workers (the standalone worker starts a new executor).
+            victims = cluster.executors() if i == 2 else cluster.python_workers()
+            if victims:
+                victim = rng.choice(victims)
+                os.kill(victim, signal.SIGKILL)
+                killed.append(("executor" if i == 2 else "python", victim))
+        summary = finish(proc, tmp_path, "kills", timeout=400)
+    finally:
+        growth.close()
+    assert len(killed) >= 3, killed
+    assert summary["records_in"] >= len(vals)
+    exactly_once(kafka, out, Counter(vals))
+
+
+def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
+    src, out, vals, args = slow_input(kafka, 30_000, b"d")
+    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "7")))
+    try:
+        for i in range(2):
+            proc = start_pipe(kafka, cluster, tmp_path, f"driver{i}", *args, new_session=True)
+            try:
+                assert growth.wait(proc), (tmp_path / f"driver{i}.err").read_text()
+                time.sleep(rng.uniform(0.0, 2.0))
+            finally:
+                # The driver machine dies: kxtx and its Spark JVM at once; running tasks go on
+                # until their executors notice, and are fenced by the next driver's tasks.
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    finally:
+        growth.close()
+    proc = start_pipe(kafka, cluster, tmp_path, "final", *args, "--until-idle", "5")
+    finish(proc, tmp_path, "final", timeout=400)
+    exactly_once(kafka, out, Counter(vals))
