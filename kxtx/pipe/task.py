@@ -41,7 +41,7 @@ import sys
 import time
 import types
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kxtx.pipe import transform as tf
 
@@ -67,7 +67,8 @@ class Plan:
 class Job:
     """What is the same for every task of a run (pickled into the Spark job, never logged)."""
 
-    conf: dict  # confluent-kafka config, settings resolved on the driver
+    #: the confluent-kafka config resolved on the driver (secrets included: never in a repr)
+    conf: dict = field(repr=False)
     group: str
     pipe_id: str
     out: str

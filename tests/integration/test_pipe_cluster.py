@@ -77,10 +77,22 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 13) for i in range(len(vals))])
     docs = [{"id": i, "price": i * 0.25, "qty": i % 5} for i in range(4000)]
     produce(kafka.bootstrap, src_json, [json.dumps(d).encode() for d in docs])
+    # A secret in the connection settings reaches the executors (the tasks connect with it) but
+    # not Spark's logs, event log or UI data.
+    secret = f"kxtx-secret-{uuid.uuid4().hex}"
+    events = tmp_path / "events"
+    events.mkdir()
     p = start_pipe(kafka, cluster, tmp_path, "identity", "--in", src, "--out", out, "--group",
                    f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
-                   "--batch-max-records", "1500", "--until-idle", "3")
+                   "--batch-max-records", "1500", "--until-idle", "3",
+                   "-X", f"sasl.password={secret}", "--spark-ui",
+                   "--spark-conf", "spark.eventLog.enabled=true",
+                   "--spark-conf", f"spark.eventLog.dir=file://{events}")
     summary = finish(p, tmp_path, "identity")
+    logs = cluster.logs_text() + "".join(f.read_text(errors="replace") for f in events.rglob("*")
+                                         if f.is_file())
+    assert "spark.eventLog.dir" in logs  # the event log was written and read
+    assert secret not in logs + (tmp_path / "identity.err").read_text()
     assert (summary["records_in"], summary["records_out"]) == (8000, 8000)
     assert summary["transactions"] >= 6  # 8000 records, at most 1500 per partition and round
     got = read_committed(kafka.bootstrap, out)
