@@ -75,8 +75,10 @@ class CpuSampler:
                 parent[pid] = int(fields[1])
                 cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
                 # read every time: spark-submit is a shell script that execs the driver JVM
+                # (an exited, unreaped process has no command line: keep what it was)
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                self.kind[pid] = _kind(cmd)
+                if cmd:
+                    self.kind[pid] = _kind(cmd)
             except (OSError, ValueError, IndexError):
                 continue
         out = {}
