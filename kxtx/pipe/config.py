@@ -61,7 +61,10 @@ class PipeConfig:
     mode: str = "auto"
 
     def resolved_mode(self) -> str:
-        """auto: driver mode on a local master, executors on a cluster (bench/bench_pipe_modes.py)."""
+        """auto: driver mode on a local master, executors on a cluster. bench/bench_pipe_modes.py
+        (200k JSON records, 4 partitions, JSON enrichment, 2 shared cores): local[2] executors /
+        driver 0.79; 2-worker standalone cluster executors / driver 2.12, executors / one-process
+        EOS loop 1.38."""
         if self.mode != "auto":
             return self.mode
         return "driver" if self.master.startswith("local") else "executors"
