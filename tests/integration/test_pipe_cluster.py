@@ -87,6 +87,7 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
                    "--batch-max-records", "1500", "--until-idle", "3",
                    "-X", f"sasl.password={secret}", "--spark-ui",
                    "--spark-conf", "spark.eventLog.enabled=true",
+                   "--spark-conf", "spark.eventLog.compress=false",
                    "--spark-conf", f"spark.eventLog.dir=file://{events}")
     summary = finish(p, tmp_path, "identity")
     logs = cluster.logs_text() + "".join(f.read_text(errors="replace") for f in events.rglob("*")
