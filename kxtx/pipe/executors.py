@@ -303,8 +303,9 @@ def _udf_failed(name: str, topic: str, partition: int, offset: int, text: str, n
     more = f" (and {n - 1} more records of this round)" if n > 1 else ""
     return UdfFailed(
         f"UDF {name} failed on {topic}[{partition}]@{offset}: {text}{more}; the transaction was "
-        "aborted: nothing of this batch was written and the group's offsets did not move "
-        "(--on-udf-error dlq:TOPIC sets such records aside instead)")
+        "aborted: nothing of this batch was written and the partition's offset did not move "
+        "(other partitions commit on their own; --on-udf-error dlq:TOPIC sets such records "
+        "aside instead)")
 
 
 def run(settings, cfg: PipeConfig, progress=None, session=None) -> dict:

@@ -188,3 +188,24 @@ def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
     proc = start_pipe(kafka, cluster, tmp_path, "final", *args, "--until-idle", "5")
     finish(proc, tmp_path, "final", timeout=400)
     exactly_once(kafka, out, Counter(vals))
+
+
+def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_path):
+    src = kafka.create_topic(partitions=4)
+    vals = [b"ok-%d" % i for i in range(2000)]
+    vals[777] = b"poison"
+    produce(kafka.bootstrap, src, vals)
+    out, dlq = kafka.create_topic(), kafka.create_topic()
+    common = ["--in", src, "--out", out, "--udf", f"{UDFS}:poison", "--until-idle", "3"]
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    p = start_pipe(kafka, cluster, tmp_path, "fail", *common, "--group", group)
+    assert p.wait(300) == 1
+    err = (tmp_path / "fail.err").read_text()
+    assert "ValueError: cannot handle the poison record" in err and "nothing of this batch" in err
+    p = start_pipe(kafka, cluster, tmp_path, "dlq", *common, "--group", group,
+                   "--on-udf-error", f"dlq:{dlq}")
+    summary = finish(p, tmp_path, "dlq")
+    assert summary["dlq"] == 1
+    exactly_once(kafka, out, Counter(v.upper() for v in vals if v != b"poison"))
+    (dead,) = read_committed(kafka.bootstrap, dlq)
+    assert dead.value() == b"poison"
