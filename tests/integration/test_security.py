@@ -238,3 +238,16 @@ def test_wrong_password_fails_without_echoing_it(sec, tmp_path):
     assert r.returncode == 1, r.stderr
     assert "check sasl.mechanism, sasl.username and sasl.password" in r.stderr
     assert "not-the-Passw0rd" not in r.stdout + r.stderr
+
+
+def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec):
+    # No ACL at all on the topic: the broker answers its metadata with TOPIC_AUTHORIZATION_FAILED
+    # (it hides whether the topic exists). That is a missing permission (exit 1), not a missing
+    # topic to create (exit 2).
+    topic = sec.create_topic()
+    r = sec.kxtx("limited", "produce", "-t", topic, write_lines(3), "--transactional-id",
+                 f"limited.{topic}", "--checkpoint-topic", f"limited.ckpt-{topic}")
+    _fails_naming(sec, r, f"WRITE on Topic '{topic}'", "TOPIC_AUTHORIZATION_FAILED")
+    assert "create it first" not in r.stderr and "Traceback" not in r.stderr
+    assert sec.offsets(topic) == (0, 0)
+
