@@ -15,14 +15,13 @@ export KXTX_BOOTSTRAP_SERVERS="$BOOTSTRAP"
 say "sandbox broker at $BOOTSTRAP"
 kx cluster
 
-# Two topics and 10,000 JSON orders.
-"$PY" - "$BOOTSTRAP" "$work/orders.jsonl" <<'PY'
+kx topic create orders -p 2 -o table
+kx topic create orders-enriched -p 2 -o table
+
+# 10,000 JSON orders.
+"$PY" - "$work/orders.jsonl" <<'PY'
 import json, sys
-from confluent_kafka.admin import AdminClient, NewTopic
-admin = AdminClient({"bootstrap.servers": sys.argv[1]})
-for f in admin.create_topics([NewTopic(t, 2, 1) for t in ("orders", "orders-enriched")]).values():
-    f.result(30)
-with open(sys.argv[2], "w") as out:
+with open(sys.argv[1], "w") as out:
     for i in range(10_000):
         status = "cancelled" if i % 10 == 0 else "paid"
         out.write(json.dumps({"order": {"id": i}, "amount": i / 100, "status": status}) + "\n")

@@ -90,6 +90,8 @@ def start(
     for user, path in (info.extra or {}).get("client_properties", {}).items():
         row[f"{user}.properties"] = Path(path).read_text()
     emit(row, fmt, title="sandbox")
+    # For a shell: copy it, or `eval "$(kxtx sandbox start 2>&1 >/dev/null | grep ^export)"`.
+    typer.echo(f"export KXTX_BOOTSTRAP_SERVERS={info.bootstrap}", err=True)
 
 
 @app.command()

@@ -251,3 +251,14 @@ def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr
     assert sec.offsets(topic) == (0, 0)
 
+
+def test_limited_topic_create_names_create_on_the_topic(sec):
+    name = f"other-{uuid.uuid4().hex[:6]}"
+    r = sec.kxtx("limited", "topic", "create", name, "-p", "2")
+    _fails_naming(sec, r, f"CREATE on Topic '{name}'")
+    assert "Traceback" not in r.stderr
+    allowed = f"limited.{uuid.uuid4().hex[:6]}"  # ALL on the limited. prefix
+    r = sec.kxtx("limited", "topic", "create", allowed, "-p", "2", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["partitions"] == 2
+    assert_no_secret(sec, "limited", r)
