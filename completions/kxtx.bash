@@ -5,8 +5,12 @@ _kxtx() {
         --format) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
         --from) COMPREPLY=($(compgen -W "earliest latest" -- "$cur")); return ;;
         --input) COMPREPLY=($(compgen -W "value record" -- "$cur")); return ;;
+        --input-format) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
+        --on-error) COMPREPLY=($(compgen -W "fail skip dlq:" -- "$cur")); return ;;
+        --on-udf-error) COMPREPLY=($(compgen -W "fail dlq:" -- "$cur")); return ;;
         --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
         --value-format) COMPREPLY=($(compgen -W "raw string json" -- "$cur")); return ;;
+        -I) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
