@@ -3,13 +3,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-"$PY" -m pip install -q --disable-pip-version-check -e '.[spark]'
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
+# Not quiet: a first install downloads ~500 MB (pyspark is most of it) for minutes; pip's own lines
+# say what it fetches and how big it is, with a progress bar on a terminal. Run it in a virtualenv.
+say "pip install -e '.[spark]'   # kxtx and its dependencies; the first time ~500 MB, mostly pyspark"
+"$PY" -m pip install --disable-pip-version-check -e '.[spark]' >&2
 work=$(mktemp -d)
 export KXTX_SANDBOX_DIR="${KXTX_SANDBOX_DIR:-$work/sandbox}"
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 kx() { say "kxtx $*"; "$PY" -m kxtx "$@"; }
 
 trap '"$PY" -m kxtx sandbox stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+# The first run fetches the Kafka jars with Maven (~100 MB): kxtx prints each jar as it arrives.
+say "kxtx sandbox start --port 0"
 BOOTSTRAP=$("$PY" -m kxtx sandbox start --port 0 -o json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["bootstrap"])')
 export KXTX_BOOTSTRAP_SERVERS="$BOOTSTRAP"
 say "sandbox broker at $BOOTSTRAP"

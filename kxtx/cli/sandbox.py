@@ -79,6 +79,10 @@ def start(
         from kxtx.sandbox.security import SecureListeners
 
         listeners = SecureListeners(security.value)
+    if not kafka_home:  # a first run fetches the jars for minutes: show what arrives
+        from kxtx.sandbox import resolve_distribution
+
+        resolve_distribution(kafka_version, progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
     typer.echo("kxtx: starting the sandbox broker...", err=True)
     info = Sandbox(state_dir).start(
         kafka_version=kafka_version, port=port,
