@@ -34,7 +34,8 @@ def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -
                             [authz.Need("WRITE", "Topic", topic)])
     if t is None or t.error is not None:
         reason = t.error.str() if t is not None and t.error is not None else "not found"
-        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it first")
+        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it "
+                         f"first: kxtx topic create {topic} -p PARTITIONS")
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
     topic_limit = _topic_max_bytes(admin, settings, topic)
     if topic_limit:
