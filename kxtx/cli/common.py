@@ -76,6 +76,17 @@ YesOpt = Annotated[
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the plan and change nothing.")]
 
 
+def complete_words(metavar: str):
+    """Shell completion (`kxtx --install-completion`) of an option whose metavar lists its values,
+    `fail|skip|dlq:TOPIC` -> fail, skip, dlq: (the static completions derive the same in docs.py)."""
+    words = [w.split(":")[0] + ":" if ":" in w else w for w in metavar.split("|")]
+
+    def complete(incomplete: str) -> list[str]:
+        return [w for w in words if w.startswith(incomplete)]
+
+    return complete
+
+
 def connection(bootstrap=None, config=None, command_config=None, timeout=None):
     """Build the one Settings object from the shared connection options."""
     from kxtx.parsers import parse_kv_list
