@@ -18,7 +18,6 @@ from typing import Any
 
 from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
 from kxtx.produce.mapping import BadRecord, MappingSpec, _to_bytes, parse_partition, parse_timestamp
-from kxtx.produce.murmur import partitions_of
 
 try:
     from orjson import dumps as _dumps
@@ -108,32 +107,29 @@ class JsonFields:
         return [t if t is not unset else n for t, n in zip(col, inner)]
 
 
-def json_columns(fields: JsonFields, spec: MappingSpec, const_headers, block, partitions: int,
+def json_columns(fields: JsonFields, spec: MappingSpec, const_headers, block, partitioner,
                  sticky: int, size_limit: int) -> Columns:
     values = block.values
     n = len(values)
     odd: set = set()
-    blanks = {i for i, v in enumerate(values) if not v or v.isspace()} if _has_blank(values) else set()
     if block.utf8:
         structs = _decode_all(fields.decode, values, odd)
     else:  # bad UTF-8 somewhere: msgspec does not check it in skipped strings
         odd.update(range(n))
         structs = [fields.empty] * n
-    if max(map(len, values), default=0) >= DEEP_MIN_BYTES:  # kxtx's own nesting limit
+    # blank lines are among those msgspec refused
+    blanks = {i for i in odd if not values[i] or values[i].isspace()}
+    longest = max(map(len, values), default=0)
+    if longest >= DEEP_MIN_BYTES:  # kxtx's own nesting limit
         odd.update(i for i, v in enumerate(values) if too_deep(v))
     for i in odd:
         structs[i] = fields.empty
-    odd |= blanks
 
     def get(f):
         return fields.column(structs, f)
 
-    return _columns(spec, get, values, values, odd, blanks, const_headers, partitions, sticky,
-                    fields._unset, size_limit)
-
-
-def _has_blank(values: list) -> bool:
-    return b"" in values or any(map(bytes.isspace, values))
+    return _columns(spec, get, values, values, longest, odd, blanks, const_headers, partitioner,
+                    sticky, fields._unset, size_limit)
 
 
 def _decode_all(decode, values: list, odd: set) -> list:
@@ -172,7 +168,7 @@ def csv_rows(block) -> list | None:
 
 
 def csv_columns(columns_of_header: list[str], spec: MappingSpec, const_headers, block, rows: list,
-                partitions: int, sticky: int, size_limit: int) -> Columns:
+                partitioner, sticky: int, size_limit: int) -> Columns:
     width = len(columns_of_header)
     index = {c: i for i, c in enumerate(columns_of_header)}
     odd: set = set()
@@ -195,28 +191,36 @@ def csv_columns(columns_of_header: list[str], spec: MappingSpec, const_headers, 
         values = list(map(_dumps, map(dict, map(zip, repeat(columns_of_header), rows))))
     else:
         values = block.values
-    out = _columns(spec, get, values, block.values, odd, blanks, const_headers, partitions, sticky,
-                   None, size_limit)
+    longest = max(map(len, block.values), default=0)
+    out = _columns(spec, get, values, block.values, longest, odd, blanks, const_headers,
+                   partitioner, sticky, None, size_limit)
     out.rows = original
     return out
 
 
 # --- both -----------------------------------------------------------------------------------------
-def _columns(spec: MappingSpec, get, values, raws, odd, blanks, const_headers, partitions: int,
-             sticky: int, unset, size_limit: int) -> Columns:
+def _columns(spec: MappingSpec, get, values, raws, longest: int, odd, blanks, const_headers,
+             partitioner, sticky: int, unset, size_limit: int) -> Columns:
+    """`longest`: the longest raw line. A text field's UTF-8 is never longer than the line it is
+    in, so with keys and values from text fields no record needs its size checked below the
+    limit minus twice that (the size check then costs nothing on ordinary blocks)."""
     n = len(values)
+    vmax = longest if values is raws else None
     if spec.value_field:
-        values = _as_bytes(get(spec.value_field), odd, unset)
+        values, text = _as_bytes(get(spec.value_field), odd, unset)
         values = [raws[i] if i in odd else v for i, v in enumerate(values)] if odd else values
+        vmax = longest if text else None
     keys: list | repeat = repeat(None)
+    kmax = 0
     if spec.partition_field:
-        parts = _partition_column(get(spec.partition_field), odd, unset, partitions)
+        parts = _partition_column(get(spec.partition_field), odd, unset, partitioner.n)
     else:
         parts = [sticky] * n
     if spec.key_field:
-        keys = _as_bytes(get(spec.key_field), odd, unset)
+        keys, text = _as_bytes(get(spec.key_field), odd, unset)
+        kmax = longest if text else None
         if not spec.partition_field:
-            parts = partitions_of(keys, partitions)
+            parts = partitioner(keys)
             if -1 in parts:  # an empty key: librdkafka partitions it
                 odd.update(i for i, p in enumerate(parts) if p < 0)
     stamps: list | repeat = repeat(0)
@@ -225,19 +229,22 @@ def _columns(spec: MappingSpec, get, values, raws, odd, blanks, const_headers, p
     headers: list | repeat = repeat(const_headers)
     if spec.header_fields:
         headers = _header_column(spec, get, const_headers, odd, unset)
-    _mark_large(values, keys, headers, odd, size_limit)
+    _mark_large(values, keys, headers, odd, size_limit, vmax, kmax)
     return Columns(values, keys, parts, stamps, headers, odd, blanks)
 
 
-def _mark_large(values: list, keys, headers, odd: set, limit: int) -> None:
+def _mark_large(values: list, keys, headers, odd: set, limit: int, vmax, kmax) -> None:
     """Records that may be near the size limit are odd: the general path checks their size."""
-    vmax = max(map(len, values), default=0)
-    kmax = max(map(len, keys), default=0) if isinstance(keys, list) else 0
+    if vmax is None:
+        vmax = max(map(len, values), default=0)
+    if kmax is None:
+        kmax = max(map(len, keys), default=0)
     hsizes = None
     if isinstance(headers, list):
         hsizes = [sum(len(k) + len(v) for k, v in h) if h else 0 for h in headers]
     if vmax + kmax + max(hsizes or [0]) < limit:
         return
+    kmax = isinstance(keys, list)
     for i, v in enumerate(values):
         size = len(v) + (len(keys[i]) if kmax else 0) + (hsizes[i] if hsizes else 0)
         if size >= limit:
@@ -253,13 +260,15 @@ def _missing(col: list, odd: set, unset) -> None:
                 col[i] = ""
 
 
-def _as_bytes(col: list, odd: set, unset) -> list:
+def _as_bytes(col: list, odd: set, unset) -> tuple[list, bool]:
+    """The field's values as the general mapper encodes them, and whether all were text."""
+    for i in odd:
+        col[i] = ""
+    try:
+        return list(map(str.encode, col)), True  # TypeError for anything but text
+    except (TypeError, UnicodeEncodeError):  # a lone surrogate: the general mapper decides
+        pass
     _missing(col, odd, unset)
-    if set(map(type, col)) == {str}:
-        try:
-            return list(map(str.encode, col))
-        except UnicodeEncodeError:  # a lone surrogate: the general mapper fails on it as it does
-            pass
     out = []
     for i, v in enumerate(col):
         try:
@@ -267,7 +276,7 @@ def _as_bytes(col: list, odd: set, unset) -> list:
         except (UnicodeEncodeError, ValueError, TypeError):
             odd.add(i)
             out.append(b"")
-    return out
+    return out, False
 
 
 def _partition_column(col: list, odd: set, unset, partitions: int) -> list:

@@ -33,6 +33,7 @@ from kxtx.produce import inputs
 from kxtx.produce.checkpoint import Resume
 from kxtx.produce.dryrun import set_header
 from kxtx.produce.mapping import BadRecord, Record
+from kxtx.produce.murmur import Partitioner
 from kxtx.produce import plain
 from kxtx.produce.plain import PlainFile, _stop_at
 
@@ -78,7 +79,7 @@ class KeyedFile(PlainFile):
 
     # --- reading ----------------------------------------------------------------------------------
     def _blocks(self, plan):
-        mapper, spec, parts = self.mapper, self.spec, self.partitions
+        mapper, spec, parts = self.mapper, self.spec, Partitioner(self.partitions)
         limit = self.simple_max
         if self.src.fmt == "jsonl":
             for block in inputs.read_blocks(self.src, plan.offset, plan.line):
@@ -150,20 +151,13 @@ class KeyedFile(PlainFile):
         """Lines [i, j): odd lines and the first and last record of each partition one by one
         (those two with a delivery report), the records between in loops in C."""
         cols = mapped.cols
-        odd = sorted(x for x in cols.odd if i <= x < j)
+        odd = sorted(x for x in cols.odd if i <= x < j) if cols.odd else []
         parts = cols.parts[i:j]
-        if odd:
-            for x in odd:
-                parts[x - i] = -1
-        counts = Counter(parts)
-        counts.pop(-1, None)
-        self.counts.update(counts)
-        last = dict(zip(parts, range(i, j)))
-        first = dict(zip(reversed(parts), range(j - 1, i - 1, -1)))
-        last.pop(-1, None)
-        first.pop(-1, None)
+        for x in odd:
+            parts[x - i] = -1
+        ends = self._spread(parts, i, j)
         k = i
-        for s in sorted({*odd, *first.values(), *last.values()}):
+        for s in sorted({*odd, *ends}):
             if k < s:
                 self._tight(mapped, k, s)
             if s in cols.records or s in cols.blanks:
@@ -173,6 +167,19 @@ class KeyedFile(PlainFile):
             k = s + 1
         if k < j:
             self._tight(mapped, k, j)
+
+    def _spread(self, parts: list, i: int, j: int) -> list[int]:
+        """Counts the records of each partition among parts (lines [i, j); -1: not counted here);
+        returns the lines of the first and the last record of each partition."""
+        if self.partitions <= 16:  # a few passes in C, each stopping early or never allocating
+            counts = {p: c for p in range(self.partitions) if (c := parts.count(p))}
+        else:
+            counts = Counter(parts)
+            counts.pop(-1, None)
+        self.counts.update(counts)
+        backwards = parts[::-1]
+        return ([i + parts.index(p) for p in counts]
+                + [j - 1 - backwards.index(p) for p in counts])
 
     def _tight(self, mapped, k: int, end: int) -> None:
         """Regular records [k, end) with no report: one loop in C, left only for a full queue

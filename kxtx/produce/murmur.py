@@ -13,8 +13,8 @@ product with the 32-bit constant < 2**64, and the masks cut each lane back to 32
 from __future__ import annotations
 
 from collections import Counter
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, itemgetter
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -94,3 +94,36 @@ def _partitions_same_length(keys: tuple, length: int, n: int) -> list[int]:
     if length == 0:
         return [-1] * len(keys)
     return list(map(int.__mod__, _hash_same_length(keys, length), repeat(n)))
+
+
+class Partitioner:
+    """partitions_of() with a memory of recent keys: most inputs repeat keys (users, devices,
+    accounts), and a dict lookup in C is cheaper than hashing again. Bounded (its memory does not
+    grow with the input); when it fills up with keys that do not come again, it rests a while, so
+    inputs of unique keys pay little for it."""
+
+    MAX_KEYS = 1 << 17
+    REST_BLOCKS = 64
+
+    def __init__(self, partitions: int):
+        self.n = partitions
+        self.cache: dict[bytes, int] = {}
+        self.rest = 0
+
+    def __call__(self, keys: list[bytes]) -> list[int]:
+        if self.rest:
+            self.rest -= 1
+            return partitions_of(keys, self.n)
+        parts = list(map(self.cache.get, keys))
+        if None not in parts:
+            return parts
+        missing = list(compress(keys, map(is_, parts, repeat(None))))
+        new = dict(zip(missing, partitions_of(missing, self.n)))
+        parts = list(map(new.get, keys, parts))  # a known key's partition is the default
+        if len(self.cache) + len(new) > self.MAX_KEYS:
+            self.cache.clear()
+            if len(missing) > len(keys) // 2:  # full of keys that did not come again
+                self.rest = self.REST_BLOCKS
+                return parts
+        self.cache.update(new)
+        return parts
