@@ -33,8 +33,8 @@ class Columns:
     values: list
     keys: list | repeat
     parts: list
-    stamps: list | repeat
-    headers: list | repeat
+    stamps: list | None  # None: no timestamps (librdkafka's: now)
+    headers: list | repeat | None  # None: no headers
     #: lines the engine maps alone (bad, irregular) and blank ones (no record, no line of a
     #: transaction)
     odd: set = field(default_factory=set)
@@ -92,7 +92,8 @@ class JsonFields:
                 sub = self._struct(msgspec, kind, name + "_" + a)
                 fields.append((a, sub, msgspec.field(default_factory=sub)))
             rename[a] = key
-        return msgspec.defstruct(name, fields, rename=rename)
+        # gc=False: decoded JSON is a tree, never a cycle; untracked structs spare the collector
+        return msgspec.defstruct(name, fields, rename=rename, gc=False)
 
     def column(self, structs: list, f: str) -> list:
         """The field's values; UNSET where a line lacks it."""
@@ -223,30 +224,35 @@ def _columns(spec: MappingSpec, get, values, raws, longest: int, odd, blanks, co
             parts = partitioner(keys)
             if -1 in parts:  # an empty key: librdkafka partitions it
                 odd.update(i for i, p in enumerate(parts) if p < 0)
-    stamps: list | repeat = repeat(0)
+    stamps: list | None = None
     if spec.timestamp_field:
         stamps = _timestamp_column(get(spec.timestamp_field), odd, unset)
-    headers: list | repeat = repeat(const_headers)
+    headers: list | repeat | None = repeat(const_headers) if const_headers else None
+    hmax = sum(len(k) + len(v) for k, v in const_headers or ())
     if spec.header_fields:
-        headers = _header_column(spec, get, const_headers, odd, unset)
-    _mark_large(values, keys, headers, odd, size_limit, vmax, kmax)
+        headers, hmax = _header_column(spec, get, const_headers, odd, unset, longest)
+    _mark_large(values, keys, headers, odd, size_limit, vmax, kmax, hmax)
     return Columns(values, keys, parts, stamps, headers, odd, blanks)
 
 
-def _mark_large(values: list, keys, headers, odd: set, limit: int, vmax, kmax) -> None:
-    """Records that may be near the size limit are odd: the general path checks their size."""
+def _mark_large(values: list, keys, headers, odd: set, limit: int, vmax, kmax, hmax) -> None:
+    """Records that may be near the size limit are odd: the general path checks their size.
+    vmax, kmax, hmax: bounds on the sizes of values, keys and headers (None: unknown)."""
     if vmax is None:
         vmax = max(map(len, values), default=0)
     if kmax is None:
         kmax = max(map(len, keys), default=0)
     hsizes = None
-    if isinstance(headers, list):
+    if hmax is None:
         hsizes = [sum(len(k) + len(v) for k, v in h) if h else 0 for h in headers]
-    if vmax + kmax + max(hsizes or [0]) < limit:
+        hmax = max(hsizes, default=0)
+    if vmax + kmax + hmax < limit:
         return
-    kmax = isinstance(keys, list)
-    for i, v in enumerate(values):
-        size = len(v) + (len(keys[i]) if kmax else 0) + (hsizes[i] if hsizes else 0)
+    if isinstance(headers, list) and hsizes is None:
+        hsizes = [sum(len(k) + len(v) for k, v in h) if h else 0 for h in headers]
+    keyed = isinstance(keys, list)
+    for i, v in enumerate(values):  # constant headers or none: hmax is their size
+        size = len(v) + (len(keys[i]) if keyed else 0) + (hsizes[i] if hsizes else hmax)
         if size >= limit:
             odd.add(i)
 
@@ -307,17 +313,31 @@ def _timestamp_column(col: list, odd: set, unset) -> list:
     return out
 
 
-def _header_column(spec: MappingSpec, get, const_headers, odd: set, unset) -> list:
+def _header_column(spec: MappingSpec, get, const_headers, odd: set, unset, longest: int):
+    """Each record's headers (constant ones first), and a bound on their size (None: unknown).
+    When every header field holds text, in C: a text field is never longer than its line."""
     names = [name for name, _ in spec.header_fields]
     cols = [get(f) for _, f in spec.header_fields]
-    base = list(const_headers or ())
+    const = list(const_headers or ())
+    encoded = []
+    for col in cols:
+        try:  # TypeError for anything but text: missing, null, numbers (slow path below)
+            encoded.append(list(map(str.encode, [("" if i in odd else v) for i, v in enumerate(col)]
+                                    if odd else col)))
+        except (TypeError, UnicodeEncodeError):
+            break
+    else:
+        pairs = [repeat(h) for h in const] + [zip(repeat(n), e) for n, e in zip(names, encoded)]
+        bound = (sum(len(k) + len(v) for k, v in const)
+                 + sum(len(n) + longest for n in names))
+        return list(map(list, zip(*pairs))), bound
     out = []
     for i, row in enumerate(zip(*cols)):
         try:
-            hs = base + [(name, _to_bytes(v)) for name, v in zip(names, row)
-                         if v is not None and v is not unset]
+            hs = const + [(name, _to_bytes(v)) for name, v in zip(names, row)
+                          if v is not None and v is not unset]
         except (UnicodeEncodeError, ValueError, TypeError):
             odd.add(i)
             hs = []
         out.append(hs or None)
-    return out
+    return out, None

@@ -13,8 +13,7 @@ product with the 32-bit constant < 2**64, and the masks cut each lane back to 32
 from __future__ import annotations
 
 from collections import Counter
-from itertools import compress, repeat
-from operator import is_, itemgetter
+from operator import itemgetter
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -50,8 +49,8 @@ def _lanes(data: bytes, m: int, stride: int, first: int, width: int) -> int:
     return int.from_bytes(buf, "little")
 
 
-def _hash_same_length(keys: tuple, length: int) -> list[int]:
-    """murmur2(key) & 0x7fffffff of keys that are all `length` bytes long."""
+def _hash_same_length(keys: tuple, length: int, n: int) -> list[int]:
+    """(murmur2(key) & 0x7fffffff) % n of keys that are all `length` bytes long."""
     m = len(keys)
     ones = int.from_bytes(b"\1\0\0\0\0\0\0\0" * m, "little")
     mask = ones * _MASK32
@@ -68,6 +67,18 @@ def _hash_same_length(keys: tuple, length: int) -> list[int]:
     h = (h * _M) & mask
     h ^= (h >> 15) & mask
     h &= ones * 0x7FFFFFFF
+    if n > 1:
+        # h % n in every lane at once: q = h // n as (h * magic) >> shift, exact for h < 2**31
+        # (Granlund & Montgomery 1994, theorem 4.2; magic < 2**32, so h * magic < 2**63 stays in
+        # its lane); the shift brings the next lane's low bits into this lane's top 'shift' bits,
+        # which the mask clears (q itself is below 2**(64 - shift)); then h - q * n, never below
+        # zero, so no lane borrows from the next
+        shift = 31 + (n - 1).bit_length()
+        magic = -(-(1 << shift) // n)
+        q = ((h * magic) >> shift) & (ones * ((1 << (64 - shift)) - 1))
+        h -= q * n
+    else:
+        h = 0
     return memoryview(h.to_bytes(8 * m, "little")).cast("Q").tolist()
 
 
@@ -93,37 +104,15 @@ def partitions_of(keys: list[bytes], n: int) -> list[int]:
 def _partitions_same_length(keys: tuple, length: int, n: int) -> list[int]:
     if length == 0:
         return [-1] * len(keys)
-    return list(map(int.__mod__, _hash_same_length(keys, length), repeat(n)))
+    return _hash_same_length(keys, length, n)
 
 
 class Partitioner:
-    """partitions_of() with a memory of recent keys: most inputs repeat keys (users, devices,
-    accounts), and a dict lookup in C is cheaper than hashing again. Bounded (its memory does not
-    grow with the input); when it fills up with keys that do not come again, it rests a while, so
-    inputs of unique keys pay little for it."""
-
-    MAX_KEYS = 1 << 17
-    REST_BLOCKS = 64
+    """partitions_of() for one partition count. (A memory of recent keys was tried: a dict lookup
+    of a bytes key costs about as much as hashing it here, measured.)"""
 
     def __init__(self, partitions: int):
         self.n = partitions
-        self.cache: dict[bytes, int] = {}
-        self.rest = 0
 
     def __call__(self, keys: list[bytes]) -> list[int]:
-        if self.rest:
-            self.rest -= 1
-            return partitions_of(keys, self.n)
-        parts = list(map(self.cache.get, keys))
-        if None not in parts:
-            return parts
-        missing = list(compress(keys, map(is_, parts, repeat(None))))
-        new = dict(zip(missing, partitions_of(missing, self.n)))
-        parts = list(map(new.get, keys, parts))  # a known key's partition is the default
-        if len(self.cache) + len(new) > self.MAX_KEYS:
-            self.cache.clear()
-            if len(missing) > len(keys) // 2:  # full of keys that did not come again
-                self.rest = self.REST_BLOCKS
-                return parts
-        self.cache.update(new)
-        return parts
+        return partitions_of(keys, self.n)

@@ -35,21 +35,12 @@ def test_murmur2_matches_the_java_client(seed):
         assert murmur.partitions_of(keys[:1], n) == expected[:1]
 
 
-def test_partitioner_memory_gives_the_same_partitions(monkeypatch):
-    """Repeated keys come from its memory, new ones are hashed; resting and a full memory too."""
-    monkeypatch.setattr(murmur.Partitioner, "MAX_KEYS", 300)
-    monkeypatch.setattr(murmur.Partitioner, "REST_BLOCKS", 3)
-    rnd = random.Random(7)
-    part = murmur.Partitioner(6)
-    sizes, rests = [], []
-    for block in range(60):
-        new = 20 <= block < 30  # blocks of new keys fill the memory: it rests
-        keys = [b"n%d-%d" % (block, i) if new else b"k%d" % rnd.randrange(200) for i in range(50)]
-        keys += [b""] if block % 7 == 0 else []
-        assert part(keys) == murmur.partitions_of(keys, 6)
-        sizes.append(len(part.cache))
-        rests.append(part.rest)
-    assert max(sizes) <= 300 and sizes[19] >= 150 and sizes[-1] >= 150 and max(rests) == 3
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 12, 100, 1000, 65537, 2**31 - 1])
+def test_block_partitions_for_many_partition_counts(n):
+    """The modulo is computed for all keys at once (multiply-shift): exact for every count."""
+    rnd = random.Random(n)
+    keys = [rnd.randbytes(rnd.randrange(1, 12)) for _ in range(4000)]
+    assert murmur.Partitioner(n)(keys) == [(java_murmur2(k) & 0x7FFFFFFF) % n for k in keys]
 
 
 class Capture(FakeProducer):
