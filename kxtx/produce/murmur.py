@@ -13,6 +13,7 @@ product with the 32-bit constant < 2**64, and the masks cut each lane back to 32
 from __future__ import annotations
 
 from collections import Counter
+from itertools import repeat
 from operator import itemgetter
 
 _M = 0x5BD1E995
@@ -39,30 +40,36 @@ def partition(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-def _lanes(data: bytes, m: int, stride: int, first: int, width: int) -> int:
-    """Bytes [first, first + width) of each of the m keys packed in `data` (each `stride` long),
-    as one int with a 64-bit lane per key (little endian, the rest of each lane zero)."""
-    buf = bytearray(8 * m)
-    view = memoryview(data)
-    for b in range(width):
-        buf[b::8] = view[first + b::stride]
-    return int.from_bytes(buf, "little")
-
-
 def _hash_same_length(keys: tuple, length: int, n: int) -> list[int]:
-    """(murmur2(key) & 0x7fffffff) % n of keys that are all `length` bytes long."""
+    """(murmur2(key) & 0x7fffffff) % n of keys that are all `length` bytes long.
+
+    The keys are padded with zero bytes to a multiple of 8 and joined: 8 bytes of every key, one
+    strided copy, are then one int whose 64-bit lanes hold two 4-byte words of the hash each (a
+    tail of 1-3 bytes, zero-padded, is the little-endian int murmur2 mixes in)."""
     m = len(keys)
     ones = int.from_bytes(b"\1\0\0\0\0\0\0\0" * m, "little")
     mask = ones * _MASK32
-    data = b"".join(keys)
+    padded = (length + 7) & ~7
+    data = b"".join(keys if padded == length else map(bytes.ljust, keys, repeat(padded),
+                                                         repeat(b"\0")))
+    slots = padded // 8
+    view = memoryview(data).cast("Q")
+    words, tail = divmod(length, 4)
     h = ((_SEED ^ length) & _MASK32) * ones
-    for i in range(0, length - length % 4, 4):
-        k = (_lanes(data, m, length, i, 4) * _M) & mask
-        k = ((k ^ ((k >> 24) & mask)) * _M) & mask
-        h = ((h * _M) & mask) ^ k
-    if length % 4:
-        tail = _lanes(data, m, length, length - length % 4, length % 4)
-        h = ((h ^ tail) * _M) & mask
+    for c in range(slots):
+        if slots == 1:
+            chunk = int.from_bytes(data, "little")
+        else:
+            buf = bytearray(8 * m)
+            memoryview(buf).cast("Q")[:] = view[c::slots]
+            chunk = int.from_bytes(buf, "little")
+        for w, lane in ((2 * c, chunk & mask), (2 * c + 1, (chunk >> 32) & mask)):
+            if w < words:
+                k = (lane * _M) & mask
+                k = ((k ^ ((k >> 24) & mask)) * _M) & mask
+                h = ((h * _M) & mask) ^ k
+            elif w == words and tail:
+                h = ((h ^ lane) * _M) & mask
     h ^= (h >> 13) & mask
     h = (h * _M) & mask
     h ^= (h >> 15) & mask
