@@ -73,7 +73,29 @@ class Capture(FakeProducer):
         super().commit_transaction(timeout)
 
 
-def run(monkeypatch, paths, fast, partitions=PARTITIONS, **opts):
+class QueueFull(Capture):
+    """Refuses every 5th produce() with BufferError (librdkafka's local queue is full) until
+    poll() serves delivery reports: nothing refused may be lost or produced twice."""
+
+    def __init__(self, conf, fail_commits):
+        super().__init__(conf, fail_commits)
+        self.calls = self.refused = 0
+        self.full = False
+
+    def produce(self, *args, **kw):
+        self.calls += 1
+        if self.full or self.calls % 5 == 0:
+            self.full = True
+            self.refused += 1
+            raise BufferError("Local: Queue full")
+        super().produce(*args, **kw)
+
+    def poll(self, timeout=0):
+        self.full = False
+        return 0
+
+
+def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
     made = {}
     taken = []
     real = _FAST_FILE
@@ -91,7 +113,7 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, **opts):
     monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
-        made["p"] = Capture(conf, {})
+        made["p"] = (fake or Capture)(conf, {})
         return made["p"]
 
     monkeypatch.setattr(engine.clients, "producer", producer)
@@ -226,6 +248,18 @@ def test_csv_fast_path_equals_general_path(tmp_path, monkeypatch, opts, policy, 
     txns, summary = _compare(monkeypatch, paths, {**opts, **policy})
     assert summary["records"] > 100 and summary["skipped"] + summary["dead_lettered"] >= 2
     assert sum(p["records"] for p in summary["partitions"]) == summary["records"]
+
+
+@pytest.mark.parametrize("block", [7, 150, 1 << 20])
+def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    paths = [_write(tmp_path, "a.jsonl", JSONL), _write(tmp_path, "b.csv", CSV)]
+    opts = {"mapping": MappingSpec(key_field="user"), "on_error": "skip"}
+    fast = run(monkeypatch, paths[:1], True, fake=QueueFull, **opts)
+    assert fast == run(monkeypatch, paths[:1], False, **opts)
+    opts["mapping"] = MappingSpec(key_field="id", timestamp_field="ts", header_fields=(("n", "name"),))
+    fast = run(monkeypatch, paths[1:], True, fake=QueueFull, **opts)
+    assert fast == run(monkeypatch, paths[1:], False, **opts)
 
 
 def test_keyed_records_carry_the_java_partition(tmp_path, monkeypatch):
