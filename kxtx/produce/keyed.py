@@ -139,6 +139,8 @@ class KeyedFile(PlainFile):
             gc.collect(1)
         cols = mapped.cols
         cols.records = {}
+        for i in cols.odd:  # produced one by one, counted by their delivery reports
+            cols.parts[i] = -1
         todo = cols.odd - cols.blanks
         if todo and cols.values is mapped.block.values:
             cols.values = mapped.values = list(cols.values)
@@ -173,9 +175,8 @@ class KeyedFile(PlainFile):
         (those two with a delivery report), the records between in loops in C."""
         cols = mapped.cols
         odd = sorted(x for x in cols.odd if i <= x < j) if cols.odd else []
-        parts = cols.parts[i:j]
-        for x in odd:
-            parts[x - i] = -1
+        # odd lines have partition -1 (see _map_odd); a whole block needs no copy
+        parts = cols.parts if i == 0 and j == len(cols.parts) else cols.parts[i:j]
         ends = self._spread(parts, i, j)
         k = i
         for s in sorted({*odd, *ends}):
