@@ -155,6 +155,8 @@ class KeyedFile(PlainFile):
         return mapped
 
     def _hand_over(self, mapped: _Mapped) -> None:
+        if self.collect:  # the general path's garbage is its own business
+            gc.enable()
         block = mapped.block
         self.run._produce_file(self.src, self.mapper, Resume(block.offset, block.lineno),
                                self.pos, self.state)
