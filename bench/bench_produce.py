@@ -31,6 +31,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
     from orjson import loads
 
     topic = new_topic(bootstrap, CASES[case][0])
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4().hex}",
                   "linger.ms": 20, "retry.backoff.ms": 10, "partitioner": "murmur2_random",
                   **(extra or {})})
@@ -151,18 +152,28 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
         p.commit_transaction(30)
         commits.append(time.perf_counter() - c0)
     end = time.perf_counter()
+    cpu = _cpu(resource.RUSAGE_SELF) - cpu0
     elapsed = end - t0
     drop_topic(bootstrap, topic)
     return {"records": len(lines), "elapsed_s": elapsed, "records_per_s": len(lines) / elapsed,
+            "cpu_s": cpu, "records_per_cpu_s": len(lines) / cpu,
             "steady_records_per_s": len(lines) / (end - t1),
             "transactions": len(commits), "commit_ms_median": 1000 * statistics.median(commits),
             "commit_ms_p90": 1000 * sorted(commits)[int(0.9 * (len(commits) - 1))]}
 
 
+def _cpu(who) -> float:
+    """CPU seconds (user + system, all threads: librdkafka's too) of this process or of its
+    waited-for children. On a machine shared with other work, records per CPU second vary far
+    less than records per second, so they are reported beside them."""
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dict:
     """(b) kxtx produce as a user runs it; returns its summary plus wall time and peak RSS."""
     topic = new_topic(bootstrap, partitions)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(path), "-t", topic,
                              "-b", bootstrap, "-o", "jsonl", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -185,12 +196,13 @@ def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dic
     out, err = proc.communicate()
     watcher.join()
     wall = time.perf_counter() - t0
+    cpu = _cpu(resource.RUSAGE_CHILDREN) - cpu0  # the whole process: start-up and imports too
     if proc.returncode != 0:
         raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
     drop_topic(bootstrap, topic)
     summary = json.loads(out.decode().strip().splitlines()[-1])
     summary.update(wall_s=wall, wall_records_per_s=summary["records"] / wall,
-                   peak_rss_mb=peak[0] / 1024)
+                   peak_rss_mb=peak[0] / 1024, cpu_s=cpu, records_per_cpu_s=summary["records"] / cpu)
     return summary
 
 
@@ -240,6 +252,11 @@ def _side_summary(r: dict, case: tuple) -> dict:
         # first init_transactions in a process sometimes waits ~0.5 s for a coordinator,
         # which (a) pays and kxtx avoids by connecting while it checks the topics.
         "b/a_steady_paired_median": round(statistics.median(y / x for x, y in zip(a_steady, b)), 3),
+        # records per CPU second of each process (kxtx: start-up included), paired
+        "a_records_per_cpu_s": round(statistics.median(r["a_cpu"])),
+        "b_records_per_cpu_s": round(statistics.median(r["b_cpu"])),
+        "b/a_cpu_paired_median": round(statistics.median(
+            y / x for x, y in zip(r["a_cpu"], r["b_cpu"])), 3),
         "runs": {k: [round(x) for x in v] for k, v in r.items()},
     }
 
@@ -280,7 +297,8 @@ def main() -> None:
 
             lines = {"jsonl": path.read_bytes().splitlines(),
                      "csv": inputs["csv"].read_bytes().splitlines()[1:]}
-            runs = {c: {"a": [], "a_steady": [], "b": [], "b_wall": [], "c": []} for c in cases}
+            runs = {c: {"a": [], "a_steady": [], "b": [], "b_wall": [], "c": [], "a_cpu": [],
+                        "b_cpu": []} for c in cases}
             for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits all
                 for case in cases:
                     parts, kind, opts = CASES[case]
@@ -291,11 +309,14 @@ def main() -> None:
                     kx = run_kxtx(bootstrap, inputs[kind], *opts, partitions=parts)
                     r["b"].append(kx["records_per_s"])
                     r["b_wall"].append(kx["wall_records_per_s"])
+                    r["a_cpu"].append(hand["records_per_cpu_s"])
+                    r["b_cpu"].append(kx["records_per_cpu_s"])
                     if libs and case == "plain":
                         r["c"].append(console_producer(bootstrap, path, libs, version)["records_per_s"])
                     print(json.dumps({"case": case, "a": round(r["a"][-1]),
                                       "a_steady": round(r["a_steady"][-1]), "b": r["b"][-1],
                                       "b_wall": round(kx["wall_records_per_s"]),
+                                      "a_cpu": round(r["a_cpu"][-1]), "b_cpu": round(r["b_cpu"][-1]),
                                       "c": round(r["c"][-1]) if r["c"] else None}), flush=True)
             del lines
             result["side_by_side"] = {c: _side_summary(runs[c], CASES[c]) for c in cases}
