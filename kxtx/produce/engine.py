@@ -17,7 +17,7 @@ import time
 from kxtx import clients
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError
 from kxtx.log import logger
-from kxtx.produce import broker, checkpoint as cpmod, inputs, plain
+from kxtx.produce import broker, checkpoint as cpmod, inputs, keyed
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
@@ -273,8 +273,9 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
-            if plain.usable(self, src, self.mappers[i]):
-                plain.PlainFile(self, src, pos, state).produce_all(plan)
+            fast = keyed.fast_file(self, src, self.mappers[i])
+            if fast is not None:
+                fast(self, src, pos, state).produce_all(plan)
             else:
                 self._produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:
