@@ -19,7 +19,7 @@ from kxtx.cli.common import (
     connection,
     exit_code_of,
 )
-from kxtx.cli.output import choose, emit_row_batches
+from kxtx.cli.output import choose, emit_row_batches, emit_rows
 
 app = typer.Typer(help="Decode __transaction_state and __consumer_offsets, every record version.",
                   no_args_is_help=True)
@@ -152,7 +152,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
         # librdkafka threads with it) when this returns.
         req.partition_count = partition_count(settings, req.topic)
     if count == 1 or req.partition_count is None:
-        _emit(run_batches(settings, req), fmt, cell, columns)
+        _emit_until_stopped(run_batches(settings, req), req, fmt, cell, columns)
         return
     from kxtx.dump.shards import Shards
 
@@ -186,12 +186,36 @@ def _worker_count(req, fmt, workers: int | None) -> int:
     return workers
 
 
+def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
+    """`_emit`, where Ctrl-C / SIGTERM ends the dump with a one-line summary (exit 130 / 143, not
+    an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
+    so far before the summary."""
+    from kxtx.errors import Interrupted
+    from kxtx.signals import Terminated, stop_signal
+
+    seen = [0]
+
+    def counted():
+        for batch in batches:
+            seen[0] += len(batch)
+            yield batch
+
+    try:
+        _emit(counted(), fmt, cell, columns)
+    except (KeyboardInterrupt, Terminated) as exc:
+        signum, name = stop_signal(exc)
+        rows = f"{seen[0]} row{'' if seen[0] == 1 else 's'}"
+        short = "" if req.follow else " before the end offsets: the output is incomplete"
+        raise Interrupted(f"stopped by {name} after {rows}{short}", signum) from None
+
+
 def _emit(batches, fmt, cell, columns, writing=None) -> None:
     import gc
 
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
-        batches = ([cell(r) for r in batch] for batch in batches)
+        _emit_table(batches, cell, columns)
+        return
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
     # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
     # its CPU time).
@@ -200,6 +224,20 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         emit_row_batches(batches, fmt, columns, writing=writing)
     finally:
         gc.enable()
+
+
+def _emit_table(batches, cell, columns) -> None:
+    """A table needs every row before it is drawn: on a stop, draw those read so far."""
+    from kxtx.signals import Terminated
+
+    rows: list = []
+    try:
+        for batch in batches:
+            rows.extend(cell(r) for r in batch)
+    except (KeyboardInterrupt, Terminated):
+        emit_rows(rows, OutputFormat.table, columns)
+        raise
+    emit_rows(rows, OutputFormat.table, columns)
 
 
 def _time(ms: int | None) -> str | None:

@@ -184,3 +184,37 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
     followed = [json.loads(line) for line in out.splitlines()]
     assert followed[:len(rows)] == rows and len(followed) == len(rows) + 2
     assert followed[-1]["offset"] > rows[-1]["offset"]
+
+
+@pytest.mark.parametrize("sig, code, name", [(2, 130, "SIGINT"), (15, 143, "SIGTERM")])
+def test_follow_stops_on_a_signal_with_a_summary(kafka, sig, code, name):
+    """Ctrl-C / SIGTERM is how --follow normally ends: a one-line summary, not an error, and the
+    exit code of the README's table; every row read before it is on stdout."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from tests.conftest import ROOT
+
+    tid = f"dump-stop-{uuid.uuid4().hex[:8]}"
+    topic = kafka.create_topic()
+    _one(_producer(kafka, tid), topic, "commit")  # Empty, Ongoing, PrepareCommit, CompleteCommit
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow",
+                             "-o", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    watchdog = threading.Timer(90, proc.kill)  # a dump that never shows its rows fails, not hangs
+    watchdog.start()
+    try:
+        rows = [json.loads(proc.stdout.readline()) for _ in range(4)]
+        assert [r["value"]["transactionStatus"] for r in rows][-1] == "CompleteCommit"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    assert proc.returncode == code, err
+    assert out == ""  # nothing more arrived after the four rows
+    assert err.splitlines() == [f"kxtx: stopped by {name} after 4 rows"]

@@ -176,3 +176,17 @@ def test_missing_topic_yields_nothing(monkeypatch):
 def test_start_is_passed_to_the_source(fake):
     rows(topic=TXN, start=Start("offset", 3), follow=False)
     assert fake.asked[-1][1:] == (Start("offset", 3), False)
+
+
+def test_a_stopped_table_dump_shows_the_rows_read_so_far(capsys):
+    """--follow into a table: Ctrl-C draws the rows read before it, then the stop is reported."""
+    from kxtx.cli.dump import _emit_table
+
+    def batches():
+        yield [{"partition": 0, "offset": 7, "state": "Ongoing"}]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _emit_table(batches(), lambda r: r, ["partition", "offset", "state"])
+    out = capsys.readouterr().out
+    assert "Ongoing" in out and "7" in out
