@@ -23,6 +23,7 @@ from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
 from kxtx.pipe.txn import Abortable, TxnProducer
+from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
 _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAILED": "Topic"}
@@ -226,7 +227,7 @@ class Pipe:
             n = self.stats.consecutive_aborts
             if n >= MAX_ATTEMPTS:
                 raise KafkaOperationError(
-                    f"gave up after {n} aborted transactions in a row; last error: {exc}"
+                    f"gave up after {plural(n, 'aborted transaction')} in a row; last error: {exc}"
                 ) from None
             logger.warning("transaction aborted (%s); rewound %d records, retrying (%d/%d)",
                            exc, len(batch), n, MAX_ATTEMPTS)

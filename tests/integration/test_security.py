@@ -86,13 +86,13 @@ def test_admin_inspect_and_dump(sec, scene):
     assert statuses[scene["hang_id"]].startswith("hanging")
     r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl")
     assert r.returncode == 0, r.stderr
-    assert {x["key"]["transactionalId"] for x in rows(r)} == {scene["live_id"]}
+    assert {x["key"]["transactional_id"] for x in rows(r)} == {scene["live_id"]}
     assert_no_secret(sec, "admin", r)
     # the whole log in forked processes: each opens its own SASL_SSL connection with the PEM files
     # the parent wrote, which outlive every worker
     r = sec.kxtx("admin", "dump", "txn-state", "-o", "jsonl", "--workers", "3")
     assert r.returncode == 0, r.stderr
-    assert scene["live_id"] in {x["key"]["transactionalId"] for x in rows(r)}
+    assert scene["live_id"] in {x["key"]["transactional_id"] for x in rows(r)}
 
 
 def test_admin_produce(sec):
