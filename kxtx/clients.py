@@ -137,6 +137,11 @@ def _note_protocol(props: dict) -> None:
     _protocols.add(str(props.get("security.protocol", "PLAINTEXT")).upper())
 
 
+def security_hint() -> str:
+    """A sentence pointing at the login/TLS settings in use, for a cluster that did not answer."""
+    return _security_hint()
+
+
 def _security_hint() -> str:
     hints = []
     if any(p.startswith("SASL") for p in _protocols):

@@ -18,6 +18,7 @@ from typing import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
+from kxtx.pipe import preflight
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
@@ -53,7 +54,7 @@ class Pipe:
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Everything that can fail before a record is consumed: UDF, Spark, output topics."""
+        """Everything that can fail before a record is consumed: UDF, cluster and topics, Spark."""
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
         mode = "record" if self.cfg.record_input else "value"
@@ -64,6 +65,10 @@ class Pipe:
         except KxtxError as exc:
             if not sparkmod.needs_session(exc):
                 raise
+        outputs = {self.cfg.out: "output topic"}
+        if self.cfg.dlq:
+            outputs[self.cfg.dlq] = "dead-letter topic"
+        preflight.check(self.settings, self.cfg.inputs, outputs)  # before the JVM starts
         if self.session is None:
             self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
                                           self.cfg.spark_ui)
@@ -75,7 +80,6 @@ class Pipe:
         self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
         self.loaded = loaded
         self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
-        self.txn.check_topics([self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []))
         self.txn.init()
 
     def _subscribe(self) -> None:
