@@ -25,6 +25,15 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
     (^regex) may match nothing yet (topics created later join the subscription): a warning."""
     admin = clients.admin(settings, error_cb=(errors := _Errors()))
     md = _metadata(admin, settings, errors)
+    for topic in dict.fromkeys(inputs):
+        if topic.startswith("^"):
+            import re
+
+            if not any(re.fullmatch(topic, t) for t in md.topics):
+                logger.warning("no topic matches --in %s yet; waiting for one to be created",
+                               topic)
+            continue
+        _require(admin, settings, md, topic, "input topic", "READ")
     for topic, what in outputs.items():
         _require(admin, settings, md, topic, what, "WRITE")
 

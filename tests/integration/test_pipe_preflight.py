@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.integration.pipe_helpers import UDFS
+from tests.integration.pipe_helpers import UDFS, committed_offsets
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -37,6 +37,24 @@ def test_spark_really_cannot_start_in_these_runs(kafka, run_kxtx):
     r = run_pipe(run_kxtx, "--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}")
     assert r.returncode == 1, r.stderr
     assert "could not start Spark" in r.stderr
+
+
+def test_missing_input_topic_is_a_usage_error_before_spark(kafka, run_kxtx):
+    out = kafka.create_topic()
+    missing = f"missing-in-{uuid.uuid4().hex[:8]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    r = run_pipe(run_kxtx, "--in", missing, "--out", out, "--group", group)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == f"kxtx: error: input topic {missing!r} does not exist (create it first)"
+    assert committed_offsets(kafka.bootstrap, group, out, 1) == [-1001]
+
+
+def test_one_missing_input_among_several(kafka, run_kxtx):
+    src, out = kafka.create_topic(), kafka.create_topic()
+    missing = f"missing-in-{uuid.uuid4().hex[:8]}"
+    r = run_pipe(run_kxtx, "--in", f"{src},{missing}", "--out", out, "--group", "g")
+    assert r.returncode == 2, r.stderr
+    assert f"input topic {missing!r} does not exist" in r.stderr
 
 
 def test_missing_output_topic_before_spark(kafka, topic, run_kxtx):
