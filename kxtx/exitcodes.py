@@ -10,6 +10,8 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: The command worked and found a problem (find-hanging: something hangs).
     PROBLEM_FOUND = 3
+    #: Stopped by SIGHUP (128 + 1: the terminal closed); the open transaction was aborted.
+    HANGUP = 129
     #: Stopped by SIGINT (128 + 2); the open transaction was aborted.
     INTERRUPTED = 130
     #: Standard output was closed early (`| head`), 128 + SIGPIPE as a shell reports it.
@@ -23,6 +25,7 @@ DESCRIPTIONS = {
     ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",
     ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
+    ExitCode.HANGUP: "hung up (SIGHUP: the terminal closed; `kxtx pipe`); open transaction aborted",
     ExitCode.INTERRUPTED: "interrupted (SIGINT / Ctrl-C); open transaction aborted",
     ExitCode.BROKEN_PIPE: "stdout closed by the reader (e.g. piped into `head`); stopped without a message",
     ExitCode.TERMINATED: "terminated (SIGTERM); open transaction aborted",

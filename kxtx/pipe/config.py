@@ -143,10 +143,10 @@ class Stats:
 
 
 class PipeInterrupted(Interrupted):
-    """SIGINT/SIGTERM: the open transaction was finished or aborted; carries the summary."""
+    """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
     def __init__(self, summary: dict, signum: int):
-        name = "SIGTERM" if signum == 15 else "SIGINT"
+        name = {1: "SIGHUP", 15: "SIGTERM"}.get(signum, "SIGINT")
         super().__init__(f"stopped by {name} after {summary['records_in']} records in "
                          f"{summary['transactions']} transactions; no transaction left open", signum)
         self.summary = summary

@@ -18,7 +18,7 @@ from typing import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.pipe import preflight
+from kxtx.pipe import preflight, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
@@ -51,6 +51,7 @@ class Pipe:
         self._last_data = 0.0
         self._assignment: set[tuple[str, int]] = set()
         self._next_progress = 0.0
+        self.signals = stopsignals.Guard()
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -69,6 +70,7 @@ class Pipe:
         if self.cfg.dlq:
             outputs[self.cfg.dlq] = "dead-letter topic"
         preflight.check(self.settings, self.cfg.inputs, outputs)  # before the JVM starts
+        self.signals.check()
         if self.session is None:
             self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
                                           self.cfg.spark_ui)
@@ -79,8 +81,10 @@ class Pipe:
                                 self.cfg.record_input)
         self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
         self.loaded = loaded
+        self.signals.check()
         self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
         self.txn.init()
+        self.signals.check()
 
     def _subscribe(self) -> None:
         conf = {
@@ -111,21 +115,24 @@ class Pipe:
 
     # --- the loop --------------------------------------------------------------------------------
     def run(self) -> dict:
-        """Run until a stop condition; return the summary. Signals abort and raise PipeInterrupted."""
-        try:
-            self.prepare()
-            self._subscribe()
-            self._loop()
-            return self.stats.summary(self.cfg)
-        except BaseException as exc:
-            self._abort_quietly()
-            signum = _signal_number(exc)
-            if signum is None:
-                raise
-            self.stats.stopped = "SIGTERM" if signum == 15 else "SIGINT"
-            raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
-        finally:
-            self.close()
+        """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
+        and acted on between steps (see kxtx.pipe.stopsignals): the open transaction is aborted,
+        Spark stopped, and PipeInterrupted raised with the summary."""
+        with self.signals:
+            try:
+                self.prepare()
+                self._subscribe()
+                self._loop()
+                return self.stats.summary(self.cfg)
+            except BaseException as exc:
+                self._abort_quietly()
+                signum = _signal_number(exc) or (self.signals.received or [None])[0]
+                if signum is None:
+                    raise
+                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
+                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+            finally:
+                self.close()
 
     def _loop(self) -> None:
         cfg = self.cfg
@@ -134,6 +141,7 @@ class Pipe:
         self._last_data = time.monotonic() + 30.0
         batch_deadline = None
         while True:
+            self.signals.check()
             limit = cfg.batch_max_records
             if cfg.max_records is not None:
                 limit = min(limit, cfg.max_records - self.stats.records_in)
@@ -244,6 +252,7 @@ class Pipe:
                                  self.job)
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0
+        self.signals.check()  # a stop during the job: abort rather than produce
         values = tf.plain_output(out, len(batch))
         if values is not None:  # the common case: no per-record output columns to walk
             produced = self.txn.produce_values(batch, values.to_pylist(), self.cfg.out)
@@ -339,6 +348,8 @@ def _signal_number(exc: BaseException) -> int | None:
         return 2
     if isinstance(exc, Terminated):
         return 15
+    if isinstance(exc, stopsignals.Stopped):
+        return exc.signum
     return None
 
 
