@@ -38,7 +38,7 @@ class UdfFailed(KxtxError):
 
 class Pipe:
     def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
-                 session=None):
+                 session=None, signals: stopsignals.Guard | None = None):
         cfg.validate()
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
@@ -51,7 +51,9 @@ class Pipe:
         self._last_data = 0.0
         self._assignment: set[tuple[str, int]] = set()
         self._next_progress = 0.0
-        self.signals = stopsignals.Guard()
+        # The caller's guard if it holds one already (the CLI's, from its first line), so a
+        # signal before run() is acted on like any other.
+        self.signals = signals or stopsignals.Guard()
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -120,6 +122,7 @@ class Pipe:
         Spark stopped, and PipeInterrupted raised with the summary."""
         with self.signals:
             try:
+                self.signals.check()
                 self.prepare()
                 self._subscribe()
                 self._loop()
@@ -315,9 +318,9 @@ class Pipe:
             self.session = None
 
 
-def run(settings, cfg: PipeConfig, progress=None, session=None) -> dict:
+def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
     """Run `kxtx pipe`; returns the summary. See `Pipe`."""
-    return Pipe(settings, cfg, progress, session).run()
+    return Pipe(settings, cfg, progress, session, signals).run()
 
 
 def _next_offsets(batch: list) -> list:

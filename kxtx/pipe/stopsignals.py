@@ -37,8 +37,9 @@ class Guard:
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "Guard":
-        if threading.current_thread() is not threading.main_thread():
-            return self
+        self._depth = getattr(self, "_depth", 0) + 1
+        if self._depth > 1 or threading.current_thread() is not threading.main_thread():
+            return self  # entered again (the CLI's guard, passed to the engine): already on
         for sig in NAMES:
             current = signal.getsignal(sig)
             if current == signal.SIG_IGN:
@@ -48,6 +49,9 @@ class Guard:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._depth -= 1
+        if self._depth:
+            return
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()

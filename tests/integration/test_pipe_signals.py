@@ -107,6 +107,13 @@ def test_signal_leaves_nothing_behind_and_says_one_line(kafka, source, tmp_path,
     signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay)
 
 
+@pytest.mark.parametrize("moment", ["jvm", "output"])
+def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path, moment):
+    """Ctrl-C pressed again while the pipe stops: the same one line and summary, not a bare
+    "interrupted" from a second KeyboardInterrupt in the clean-up."""
+    signal_pipe(kafka, source, tmp_path, signal.SIGINT, True, moment, 0.5, times=3)
+
+
 def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
     out = kafka.create_topic(partitions=2)
     mark = uuid.uuid4().hex
