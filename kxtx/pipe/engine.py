@@ -23,6 +23,7 @@ from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
@@ -51,6 +52,8 @@ class Pipe:
         self._last_data = 0.0
         self._assignment: set[tuple[str, int]] = set()
         self._next_progress = 0.0
+        self.committed = Committed()
+        self._next_catch_up = 0.0
         # The caller's guard if it holds one already (the CLI's, from its first line), so a
         # signal before run() is acted on like any other.
         self.signals = signals or stopsignals.Guard()
@@ -110,6 +113,7 @@ class Pipe:
         # No transaction is open here (see the module docstring); drop what was read but not
         # transformed so it is neither produced by this instance nor skipped.
         self._assignment -= {(p.topic, p.partition) for p in partitions}
+        self.committed.forget(partitions)
         self._dropped.extend(self.pending)
         self.pending = []
         self._rebalanced = True
@@ -171,6 +175,7 @@ class Pipe:
                 batch_deadline = None
             elif not self.pending:
                 batch_deadline = None
+                self._catch_up(now)
                 if cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                     self.stats.stopped = "idle"
                     return
@@ -225,6 +230,27 @@ class Pipe:
             except Exception as exc:  # noqa: BLE001 - partition moved meanwhile: its owner re-reads
                 logger.info("seek %s[%d] to %d: %s", topic, part, offset, exc)
 
+    def _catch_up(self, now: float) -> None:
+        """With nothing read and unprocessed: commit, in a transaction of offsets only, the
+        position of partitions that moved past aborted records and markers since the last commit
+        (see kxtx.pipe.offsets), so the group's lag is 0 when nothing is left to read."""
+        if now < self._next_catch_up or self.stats.consecutive_aborts:
+            return  # after an abort the batch is read again first
+        self._next_catch_up = now + 1.0
+        behind = self.committed.behind(self.consumer, self._assignment, self.settings.timeout)
+        if not behind:
+            return
+        try:
+            self.txn.begin()
+            self.txn.commit(behind, self.consumer.consumer_group_metadata())
+        except Abortable as exc:  # e.g. a rebalance: the next catch-up tries again
+            self.txn.abort()
+            logger.info("committing offsets past skipped records: %s", exc)
+            return
+        self.committed.note(behind)
+        logger.info("committed offsets past skipped records: %s",
+                    ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in behind))
+
     # --- one transaction -------------------------------------------------------------------------
     def _process_batch(self) -> None:
         batch, self.pending = self.pending, []
@@ -264,7 +290,9 @@ class Pipe:
             produced, dlq, dropped = self._produce_rows(batch, out.to_pydict())
         t2 = time.perf_counter()
         stats.produce_s += t2 - t1
-        self.txn.commit(_next_offsets(batch), self.consumer.consumer_group_metadata())
+        offsets = batch_offsets(batch, self.consumer)
+        self.txn.commit(offsets, self.consumer.consumer_group_metadata())
+        self.committed.note(offsets)
         stats.commit_s += time.perf_counter() - t2
         stats.add_batch(len(batch), produced, dlq, dropped)
 
@@ -321,18 +349,6 @@ class Pipe:
 def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
     """Run `kxtx pipe`; returns the summary. See `Pipe`."""
     return Pipe(settings, cfg, progress, session, signals).run()
-
-
-def _next_offsets(batch: list) -> list:
-    from confluent_kafka import TopicPartition
-
-    nxt: dict[tuple[str, int], int] = {}
-    get = nxt.get
-    for m in batch:  # the highest offset per partition + 1 (~0.1 us a record)
-        tp, offset = (m.topic(), m.partition()), m.offset()
-        if offset >= get(tp, -1):
-            nxt[tp] = offset
-    return [TopicPartition(t, p, o + 1) for (t, p), o in nxt.items()]
 
 
 def _udf_failure(name: str, batch: list, errors: list) -> str:
