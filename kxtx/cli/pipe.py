@@ -100,7 +100,7 @@ def pipe(
     restarts, rebalances and zombie instances. Instances with the same --group share the input
     partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
 
-    Example: kxtx pipe --in orders --out orders-enriched --udf enrich.py:enrich --group enricher
+    Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """
     from kxtx.pipe.stopsignals import Guard
 

@@ -301,7 +301,7 @@ class Pipe:
         errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
         if errors and not self.cfg.dlq:
             self.txn.abort()
-            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors))
+            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors, self.cfg.value_format))
         produced = self.txn.produce_outputs(batch, rows, self.cfg.out)
         dlq = self.txn.produce_dlq(batch, errors, self.cfg.dlq, self.loaded.name) if errors else 0
         return produced, dlq, len(batch) - len(set(rows["idx"]))
@@ -351,13 +351,17 @@ def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) ->
     return Pipe(settings, cfg, progress, session, signals).run()
 
 
-def _udf_failure(name: str, batch: list, errors: list) -> str:
+def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw") -> str:
     idx, text = errors[0]
     m = batch[idx]
     more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
-    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{more}; the "
-            "transaction was aborted: nothing of this batch was written and the group's offsets "
-            "did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
+    hint = ""
+    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
+        # The common first mistake: a UDF written for dicts or text gets the raw value.
+        hint = " (the UDF got the value as bytes: --value-format json or string decodes it)"
+    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
+            "the transaction was aborted: nothing of this batch was written and the group's "
+            "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
 
 
 def _signal_number(exc: BaseException) -> int | None:
