@@ -49,6 +49,8 @@ def test_the_help_example_runs(kafka, run_kxtx):
     want = [{**d, "total_cents": round(d["amount"] * 100)} for d in docs if d["status"] != "cancelled"]
     assert got == want
     assert json.loads(r.stdout)["records_in"] == len(docs)
+    # The JVM's start-up notice (Spark adds jdk.incubator.vector) is not passed on.
+    assert "WARNING: Using incubator modules" not in r.stderr
 
 
 def test_json_udf_on_raw_bytes_fails_naming_value_format(kafka, run_kxtx):
