@@ -133,7 +133,7 @@ class Pipe:
                 return self.stats.summary(self.cfg)
             except BaseException as exc:
                 self._abort_quietly()
-                signum = _signal_number(exc) or (self.signals.received or [None])[0]
+                signum = _signal_number(exc)  # an error stays an error, signal or not
                 if signum is None:
                     raise
                 self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))

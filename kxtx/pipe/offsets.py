@@ -10,6 +10,8 @@ either in the batch or skipped, so the position is what the group should commit.
 
 from __future__ import annotations
 
+from kxtx.log import logger
+
 
 def batch_offsets(batch: list, consumer) -> list:
     """Per partition of the batch: its highest offset + 1, or the consumer's position if further
@@ -60,7 +62,12 @@ class Committed:
                if tp.error is None and tp.offset >= 0}
         unknown = [TopicPartition(t, p) for t, p in pos if (t, p) not in self.known]
         if unknown:
-            for tp in consumer.committed(unknown, timeout=timeout):
+            try:
+                got = consumer.committed(unknown, timeout=timeout)
+            except Exception as exc:  # noqa: BLE001 - best effort: the next idle moment asks again
+                logger.info("reading the group's committed offsets: %s", exc)
+                got = []
+            for tp in got:
                 if tp.error is None:
                     self.known[(tp.topic, tp.partition)] = tp.offset
         out = []
