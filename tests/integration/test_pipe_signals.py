@@ -111,7 +111,7 @@ def test_signal_leaves_nothing_behind_and_says_one_line(kafka, source, tmp_path,
 def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path, moment):
     """Ctrl-C pressed again while the pipe stops: the same one line and summary, not a bare
     "interrupted" from a second KeyboardInterrupt in the clean-up."""
-    signal_pipe(kafka, source, tmp_path, signal.SIGINT, True, moment, 0.5, times=3)
+    signal_pipe(kafka, source, tmp_path, signal.SIGINT, True, moment, 0.5, times=12)
 
 
 def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
@@ -132,9 +132,11 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
                 "output": output_grew(kafka, out)}[moment]
         wait_for(proc, when)
         time.sleep(delay)
-        for i in range(times):
+        for i in range(times):  # repeated: into every step of the clean-up
             if i:
                 time.sleep(0.3)
+            if proc.poll() is not None:
+                break
             if to_group:
                 os.killpg(proc.pid, sig)
             else:
