@@ -65,6 +65,11 @@ def _make(cls, conf: dict):
     # librdkafka's own log lines (connection refused, retries) go to a logger the CLI shows only
     # under --debug; the failure itself reaches the user as one error message.
     conf.setdefault("logger", logging.getLogger("kxtx.librdkafka"))
+    # A producer's (and admin client's) metadata request for a topic it does not know asks the
+    # broker to create it (librdkafka's default for producers; brokers default to
+    # auto.create.topics.enable=true): a check for a missing topic, or a topic handle made for one,
+    # would create it with the broker's defaults. kxtx never creates a topic as a side effect.
+    conf["allow.auto.create.topics"] = False
     try:
         return cls(conf)
     except (KafkaException, ValueError, TypeError) as exc:
@@ -158,6 +163,11 @@ _protocols: set[str] = set()
 
 def _note_protocol(props: dict) -> None:
     _protocols.add(str(props.get("security.protocol", "PLAINTEXT")).upper())
+
+
+def security_hint() -> str:
+    """A sentence pointing at the login/TLS settings in use, for a cluster that did not answer."""
+    return _security_hint()
 
 
 def _security_hint() -> str:

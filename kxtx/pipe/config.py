@@ -144,10 +144,10 @@ class Stats:
 
 
 class PipeInterrupted(Interrupted):
-    """SIGINT/SIGTERM: the open transaction was finished or aborted; carries the summary."""
+    """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
     def __init__(self, summary: dict, signum: int):
-        name = "SIGTERM" if signum == 15 else "SIGINT"
+        name = {1: "SIGHUP", 15: "SIGTERM"}.get(signum, "SIGINT")
         super().__init__(f"stopped by {name} after {plural(summary['records_in'], 'record')} in "
                          f"{plural(summary['transactions'], 'transaction')}; no transaction left "
                          "open", signum)
