@@ -5,16 +5,20 @@ _kxtx() {
         --format) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
         --from) COMPREPLY=($(compgen -W "earliest latest" -- "$cur")); return ;;
         --input) COMPREPLY=($(compgen -W "value record" -- "$cur")); return ;;
+        --input-format) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
         --mode) COMPREPLY=($(compgen -W "auto driver executors" -- "$cur")); return ;;
+        --on-error) COMPREPLY=($(compgen -W "fail skip dlq:" -- "$cur")); return ;;
+        --on-udf-error) COMPREPLY=($(compgen -W "fail dlq:" -- "$cur")); return ;;
         --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
         --value-format) COMPREPLY=($(compgen -W "raw string json" -- "$cur")); return ;;
+        -I) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging cluster dump fence find-hanging inspect offsets partition pipe produce sandbox start status stop txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging cluster create dump fence find-hanging inspect offsets partition pipe produce sandbox start status stop topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
-        "") words="abort abort-hanging cluster dump fence find-hanging inspect pipe produce sandbox --debug --version" ;;
+        "") words="abort abort-hanging cluster dump fence find-hanging inspect pipe produce sandbox topic --debug --version" ;;
         "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
@@ -32,6 +36,8 @@ _kxtx() {
         "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --format -o" ;;
         "sandbox status") words="--state-dir --format -o" ;;
         "sandbox stop") words="--state-dir --format -o" ;;
+        "topic") words="create" ;;
+        "topic create") words="--partitions -p --replication-factor -r --topic-config -c --if-not-exists --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
 }

@@ -44,6 +44,7 @@ def txn_admin(settings: Settings, **kwargs):
 
     remember_secrets(settings.props)
     _note_protocol(settings.props)
+    _note_bootstrap(settings.props)
     try:
         return KafkaAdminClient(**settings.kafka_python(**kwargs))
     except Exception as exc:  # noqa: BLE001 - translated
@@ -57,12 +58,18 @@ def _make(cls, conf: dict):
 
     remember_secrets(conf)
     _note_protocol(conf)
+    _note_bootstrap(conf)
 
     from confluent_kafka import KafkaException
 
     # librdkafka's own log lines (connection refused, retries) go to a logger the CLI shows only
     # under --debug; the failure itself reaches the user as one error message.
     conf.setdefault("logger", logging.getLogger("kxtx.librdkafka"))
+    # A producer's (and admin client's) metadata request for a topic it does not know asks the
+    # broker to create it (librdkafka's default for producers; brokers default to
+    # auto.create.topics.enable=true): a check for a missing topic, or a topic handle made for one,
+    # would create it with the broker's defaults. kxtx never creates a topic as a side effect.
+    conf["allow.auto.create.topics"] = False
     try:
         return cls(conf)
     except (KafkaException, ValueError, TypeError) as exc:
@@ -115,12 +122,38 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
         return KafkaOperationError(f"{where}TLS handshake failed ({text}); check ssl.ca.location "
                                    "(the CA that signed the broker certificate) and the client certificate")
     if type(exc).__name__ == "NoBrokersAvailable" or "Unable to bootstrap" in text:
-        return KafkaOperationError(f"{where}no broker reachable (check -b / bootstrap.servers)"
-                                   f"{_security_hint()}")
-    if "Timeout" in type(exc).__name__ or name in ("_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"):
-        return KafkaOperationError(f"{where}timed out ({text}); is the cluster reachable?"
-                                   f"{_security_hint()}")
+        return KafkaOperationError(f"{where}no broker reachable{_at(where)} (check -b / "
+                                   f"bootstrap.servers){_security_hint()}")
+    if unreachable(exc):
+        return KafkaOperationError(f"{where}timed out ({text}); is the cluster{_at(where)} "
+                                   f"reachable?{_security_hint()}")
     return KafkaOperationError(f"{where}{text}")
+
+
+#: Error names meaning "no answer from the cluster" (as opposed to an answer saying no).
+_NO_ANSWER = {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN"}
+
+
+def unreachable(exc: BaseException) -> bool:
+    """True when `exc` says the cluster did not answer in time (retrying would wait as long again)."""
+    return ("Timeout" in type(exc).__name__ or type(exc).__name__ == "NoBrokersAvailable"
+            or error_name(exc) in _NO_ANSWER)
+
+
+#: The bootstrap servers of the clients this process made: a connection error names the address it
+#: tried (a wrong -b or KXTX_BOOTSTRAP_SERVERS is the usual cause).
+_bootstraps: list[str] = []
+
+
+def _note_bootstrap(props: dict) -> None:
+    value = str(props.get("bootstrap.servers", ""))
+    if value and value not in _bootstraps:
+        _bootstraps.append(value)
+
+
+def _at(where: str) -> str:
+    addresses = [b for b in _bootstraps if b not in where]
+    return f" at {', '.join(addresses)}" if addresses and len(addresses) == len(_bootstraps) else ""
 
 
 #: The security.protocol of the clients this process made (librdkafka reports a failed SASL login or
@@ -130,6 +163,11 @@ _protocols: set[str] = set()
 
 def _note_protocol(props: dict) -> None:
     _protocols.add(str(props.get("security.protocol", "PLAINTEXT")).upper())
+
+
+def security_hint() -> str:
+    """A sentence pointing at the login/TLS settings in use, for a cluster that did not answer."""
+    return _security_hint()
 
 
 def _security_hint() -> str:

@@ -52,4 +52,4 @@ class Interrupted(KxtxError):
 
     def __init__(self, message: str, signum: int = 2):
         super().__init__(message)
-        self.exit_code = ExitCode.TERMINATED if signum == 15 else ExitCode.INTERRUPTED
+        self.exit_code = {1: ExitCode.HANGUP, 15: ExitCode.TERMINATED}.get(signum, ExitCode.INTERRUPTED)

@@ -10,7 +10,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: The command worked and found a problem (find-hanging: something hangs).
     PROBLEM_FOUND = 3
-    #: Stopped by SIGINT (128 + 2); the open transaction was aborted.
+    #: Stopped by SIGHUP (128 + 1: the terminal closed); the open transaction was aborted.
+    HANGUP = 129
+    #: Stopped by SIGINT (128 + 2); the open transaction was aborted. Also how `dump --follow`
+    #: normally ends: a script can still tell a stopped run from one that finished.
     INTERRUPTED = 130
     #: Standard output was closed early (`| head`), 128 + SIGPIPE as a shell reports it.
     BROKEN_PIPE = 141
@@ -23,7 +26,8 @@ DESCRIPTIONS = {
     ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",
     ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
-    ExitCode.INTERRUPTED: "interrupted (SIGINT / Ctrl-C); open transaction aborted",
+    ExitCode.HANGUP: "stopped by SIGHUP (the terminal closed; `kxtx pipe`); any open transaction aborted",
+    ExitCode.INTERRUPTED: "stopped by SIGINT (Ctrl-C), also how `dump --follow` normally ends; any open transaction aborted",
     ExitCode.BROKEN_PIPE: "stdout closed by the reader (e.g. piped into `head`); stopped without a message",
-    ExitCode.TERMINATED: "terminated (SIGTERM); open transaction aborted",
+    ExitCode.TERMINATED: "stopped by SIGTERM, as 130; any open transaction aborted",
 }

@@ -134,6 +134,9 @@ class Settings:
         kwargs: dict[str, object] = {
             "bootstrap_servers": self.bootstrap.split(","),
             "request_timeout_ms": int(self.timeout * 1000),
+            # KafkaAdminClient connects in its constructor and waits 30 s for a first answer
+            # unless told otherwise: `inspect txn` and `fence` ignored --timeout because of it.
+            "bootstrap_timeout_ms": int(self.timeout * 1000),
         }
         for key, value in self.props.items():
             if key in KAFKA_PYTHON_MAP:

@@ -19,3 +19,8 @@ def _raise_terminated(signum, frame):  # noqa: ARG001 - signal handler signature
 
 def install() -> None:
     signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def stop_signal(exc: BaseException) -> tuple[int, str]:
+    """(signal number, name) of the stop that `exc` (KeyboardInterrupt or Terminated) stands for."""
+    return (15, "SIGTERM") if isinstance(exc, Terminated) else (2, "SIGINT")

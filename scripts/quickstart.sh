@@ -3,26 +3,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-"$PY" -m pip install -q --disable-pip-version-check -e '.[spark]'
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
+# Not quiet: a first install downloads ~500 MB (pyspark is most of it) for minutes; pip's own lines
+# say what it fetches and how big it is, with a progress bar on a terminal. Run it in a virtualenv.
+# KXTX_QUICKSTART_NO_INSTALL=1 skips it where kxtx is installed already (the test suite runs this).
+if [ "${KXTX_QUICKSTART_NO_INSTALL:-}" != 1 ]; then
+  say "pip install -e '.[spark]'   # kxtx and its dependencies; the first time ~500 MB, mostly pyspark"
+  "$PY" -m pip install --disable-pip-version-check -e '.[spark]' >&2
+fi
 work=$(mktemp -d)
 export KXTX_SANDBOX_DIR="${KXTX_SANDBOX_DIR:-$work/sandbox}"
-say() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 kx() { say "kxtx $*"; "$PY" -m kxtx "$@"; }
 
 trap '"$PY" -m kxtx sandbox stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+# The first run fetches the Kafka jars with Maven (~100 MB): kxtx prints each jar as it arrives.
+say "kxtx sandbox start --port 0"
 BOOTSTRAP=$("$PY" -m kxtx sandbox start --port 0 -o json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["bootstrap"])')
 export KXTX_BOOTSTRAP_SERVERS="$BOOTSTRAP"
 say "sandbox broker at $BOOTSTRAP"
 kx cluster
 
-# Two topics and 10,000 JSON orders.
-"$PY" - "$BOOTSTRAP" "$work/orders.jsonl" <<'PY'
+kx topic create orders -p 2 -o table
+kx topic create orders-enriched -p 2 -o table
+
+# 10,000 JSON orders.
+"$PY" - "$work/orders.jsonl" <<'PY'
 import json, sys
-from confluent_kafka.admin import AdminClient, NewTopic
-admin = AdminClient({"bootstrap.servers": sys.argv[1]})
-for f in admin.create_topics([NewTopic(t, 2, 1) for t in ("orders", "orders-enriched")]).values():
-    f.result(30)
-with open(sys.argv[2], "w") as out:
+with open(sys.argv[1], "w") as out:
     for i in range(10_000):
         status = "cancelled" if i % 10 == 0 else "paid"
         out.write(json.dumps({"order": {"id": i}, "amount": i / 100, "status": status}) + "\n")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kxtx import __version__
-from kxtx.cli import cluster, dump, fence, hanging, inspect, pipe, produce, sandbox
+from kxtx.cli import cluster, dump, fence, hanging, inspect, pipe, produce, sandbox, topic
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.command("abort", rich_help_panel=HANG)(hanging.abort_cmd)
 app.command("fence", rich_help_panel=HANG)(fence.fence)
 
 app.command("cluster", rich_help_panel=SETUP)(cluster.cluster)
+app.add_typer(topic.app, name="topic", rich_help_panel=SETUP)
 app.add_typer(sandbox.app, name="sandbox", rich_help_panel=SETUP)
 
 

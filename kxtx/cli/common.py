@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kxtx.errors import KxtxError
+from kxtx.errors import Interrupted, KxtxError
 from kxtx.exitcodes import ExitCode
 
 
@@ -76,6 +76,17 @@ YesOpt = Annotated[
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the plan and change nothing.")]
 
 
+def complete_words(metavar: str):
+    """Shell completion (`kxtx --install-completion`) of an option whose metavar lists its values,
+    `fail|skip|dlq:TOPIC` -> fail, skip, dlq: (the static completions derive the same in docs.py)."""
+    words = [w.split(":")[0] + ":" if ":" in w else w for w in metavar.split("|")]
+
+    def complete(incomplete: str) -> list[str]:
+        return [w for w in words if w.startswith(incomplete)]
+
+    return complete
+
+
 def connection(bootstrap=None, config=None, command_config=None, timeout=None):
     """Build the one Settings object from the shared connection options."""
     from kxtx.parsers import parse_kv_list
@@ -89,6 +100,15 @@ def fail(message: str, code: int) -> None:
     from kxtx.security import scrub
 
     typer.echo(f"kxtx: error: {scrub(message)}", err=True)
+    raise typer.Exit(int(code))
+
+
+def stopped(message: str, code: int) -> None:
+    """A stop by a signal (Ctrl-C, SIGTERM) after cleaning up: one line on stderr saying so and
+    what was done, not an "error", and exit 130 / 143 (see `kxtx.errors.Interrupted`)."""
+    from kxtx.security import scrub
+
+    typer.echo(f"kxtx: {scrub(message)}", err=True)
     raise typer.Exit(int(code))
 
 
@@ -107,15 +127,18 @@ def boundary(fn):
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
+        except Interrupted as exc:  # a command that stopped cleanly and says what it did
+            _debug_traceback()
+            stopped(str(exc), exc.exit_code)
         except KxtxError as exc:
             _debug_traceback()
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             _debug_traceback()
-            fail("interrupted", ExitCode.INTERRUPTED)
+            stopped("interrupted", ExitCode.INTERRUPTED)
         except signals.Terminated:
             _debug_traceback()
-            fail("terminated", ExitCode.TERMINATED)
+            stopped("terminated", ExitCode.TERMINATED)
         except BrokenPipeError:
             # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
             _stdout_to_devnull()

@@ -22,6 +22,8 @@ class Opt:
     choices: list[str]
     is_flag: bool
     default: str | None
+    #: what the shell completes as the value: the choices, else the words of a `a|b|c:X` metavar
+    values: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +50,16 @@ def _choices(param) -> list[str]:
     return list(getattr(getattr(param, "type", None), "choices", None) or [])
 
 
+def _metavar_values(metavar: str | None) -> list[str]:
+    """`jsonl|csv|lines` -> those words; `fail|skip|dlq:TOPIC` -> fail, skip, dlq: (the user types
+    the topic). A metavar without `|` (FILE, KEY=VALUE) names no values."""
+    from kxtx.cli.common import complete_words
+
+    if not metavar or "|" not in metavar:
+        return []
+    return complete_words(metavar)("")
+
+
 def _walk(command, path: list[str]) -> Cmd:
     cmd = Cmd(path, _first_paragraph(command.help))
     for p in command.params:
@@ -58,8 +70,9 @@ def _walk(command, path: list[str]) -> Cmd:
             continue
         choices = _choices(p)
         default = None if p.is_flag or p.default in (None, [], ()) or callable(p.default) else str(p.default)
+        values = [str(c) for c in choices] or _metavar_values(p.metavar)
         cmd.options.append(Opt([*p.opts, *p.secondary_opts], _first_paragraph(p.help), p.metavar or "",
-                               [str(c) for c in choices], bool(p.is_flag), default))
+                               [str(c) for c in choices], bool(p.is_flag), default, values))
     for name, sub in sorted(getattr(command, "commands", {}).items()):
         cmd.children.append(_walk(sub, [*path, name]))
     return cmd
@@ -123,9 +136,9 @@ def bash() -> str:
     for key, words, cmd in _table():
         cases.append(f'        "{key}") words="{" ".join(words)}" ;;')
         for o in cmd.options:
-            if o.choices:
+            if o.values:
                 for n in o.names:
-                    choices[n] = " ".join(o.choices)
+                    choices[n] = " ".join(o.values)
     choice_cases = "\n".join(f'        {n}) COMPREPLY=($(compgen -W "{c}" -- "$cur")); return ;;'
                              for n, c in sorted(choices.items()))
     commands = " ".join(sorted({k.split(" ")[-1] for k, _, _ in _table() if k}))
@@ -165,10 +178,12 @@ def fish() -> str:
             lines.append(f'complete -c kxtx -n "{cond}" -a {child.path[-1]} -d "{desc}"')
         for o in cmd.options:
             flags = " ".join(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}" for n in o.names)
-            args = f' -r -a "{" ".join(o.choices)}"' if o.choices else ("" if o.is_flag else " -r")
+            args = f' -r -a "{" ".join(o.values)}"' if o.values else ("" if o.is_flag else " -r")
             desc = o.help.replace('"', "'")[:80]
             lines.append(f'complete -c kxtx -n "{cond}" {flags}{args} -d "{desc}"')
     return "\n".join(lines) + "\n"
 
 
-COMPLETIONS = {"kxtx.bash": bash, "kxtx.zsh": zsh, "kxtx.fish": fish}
+#: File names as bash-completion (`kxtx.bash`), zsh (`_kxtx`, in $fpath) and fish look them up; the wheel
+#: installs them under share/ (pyproject.toml [tool.setuptools.data-files]).
+COMPLETIONS = {"kxtx.bash": bash, "_kxtx": zsh, "kxtx.fish": fish}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from typing import Annotated, Optional
 
@@ -19,7 +18,7 @@ from kxtx.cli.common import (
     connection,
     exit_code_of,
 )
-from kxtx.cli.output import choose, emit_row_batches
+from kxtx.cli.output import choose, emit_row_batches, emit_rows
 
 app = typer.Typer(help="Decode __transaction_state and __consumer_offsets, every record version.",
                   no_args_is_help=True)
@@ -133,8 +132,8 @@ def offsets(
 
 
 # --- rendering -------------------------------------------------------------------------------------------
-TXN_COLUMNS = ["partition", "offset", "time", "transactionalId", "state", "producerId", "epoch",
-               "timeoutMs", "partitions", "notes"]
+TXN_COLUMNS = ["partition", "offset", "time", "transactional_id", "state", "producer_id", "producer_epoch",
+               "timeout_ms", "partitions", "notes"]
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
@@ -152,7 +151,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
         # librdkafka threads with it) when this returns.
         req.partition_count = partition_count(settings, req.topic)
     if count == 1 or req.partition_count is None:
-        _emit(run_batches(settings, req), fmt, cell, columns)
+        _emit_until_stopped(run_batches(settings, req), req, fmt, cell, columns)
         return
     from kxtx.dump.shards import Shards
 
@@ -186,12 +185,37 @@ def _worker_count(req, fmt, workers: int | None) -> int:
     return workers
 
 
+def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
+    """`_emit`, where Ctrl-C / SIGTERM ends the dump with a one-line summary (exit 130 / 143, not
+    an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
+    so far before the summary."""
+    from kxtx.errors import Interrupted
+    from kxtx.signals import Terminated, stop_signal
+    from kxtx.wording import plural
+
+    seen = [0]
+
+    def counted():
+        for batch in batches:
+            seen[0] += len(batch)
+            yield batch
+
+    try:
+        _emit(counted(), fmt, cell, columns)
+    except (KeyboardInterrupt, Terminated) as exc:
+        signum, name = stop_signal(exc)
+        rows = plural(seen[0], "row")
+        short = "" if req.follow else " before the end offsets: the output is incomplete"
+        raise Interrupted(f"stopped by {name} after {rows}{short}", signum) from None
+
+
 def _emit(batches, fmt, cell, columns, writing=None) -> None:
     import gc
 
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
-        batches = ([cell(r) for r in batch] for batch in batches)
+        _emit_table(batches, cell, columns)
+        return
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
     # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
     # its CPU time).
@@ -202,14 +226,22 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         gc.enable()
 
 
-def _time(ms: int | None) -> str | None:
-    if ms is None or ms < 0:
-        return None
-    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat(timespec="milliseconds")
+def _emit_table(batches, cell, columns) -> None:
+    """A table needs every row before it is drawn: on a stop, draw those read so far."""
+    from kxtx.signals import Terminated
+
+    rows: list = []
+    try:
+        for batch in batches:
+            rows.extend(cell(r) for r in batch)
+    except (KeyboardInterrupt, Terminated):
+        emit_rows(rows, OutputFormat.table, columns)
+        raise
+    emit_rows(rows, OutputFormat.table, columns)
 
 
 def _common(row: dict) -> dict:
-    out = {"partition": row["partition"], "offset": row["offset"], "time": _time(row["timestamp"]),
+    out = {"partition": row["partition"], "offset": row["offset"], "time": row["time"],
            "txn": row.get("txn")}
     if row.get("notes"):
         out["notes"] = "; ".join(row["notes"])
@@ -218,18 +250,18 @@ def _common(row: dict) -> dict:
 
 def _txn_cell(row: dict) -> dict:
     out = _common(row)
-    out["transactionalId"] = (row["key"] or {}).get("transactionalId", row.get("rawKey"))
+    out["transactional_id"] = (row["key"] or {}).get("transactional_id", row.get("raw_key"))
     v = row["value"]
     if row["tombstone"]:
         out["state"] = "(deleted: id expired)"
     elif v is None:
-        out["state"] = f"raw {row.get('rawValue')}"
+        out["state"] = f"raw {row.get('raw_value')}"
     else:
-        parts = v["transactionPartitions"]
-        out.update(state=v["transactionStatus"], producerId=v["producerId"], epoch=v["producerEpoch"],
-                   timeoutMs=v["transactionTimeoutMs"],
+        parts = v["transaction_partitions"]
+        out.update(state=v["transaction_status"], producer_id=v["producer_id"],
+                   producer_epoch=v["producer_epoch"], timeout_ms=v["transaction_timeout_ms"],
                    partitions=None if parts is None else " ".join(
-                       f"{p['topic']}:{','.join(map(str, p['partitionIds']))}" for p in parts))
+                       f"{p['topic']}:{','.join(map(str, p['partition_ids']))}" for p in parts))
     return out
 
 
@@ -237,15 +269,15 @@ def _offsets_cell(row: dict) -> dict:
     out = _common(row)
     out["type"] = row["type"]
     key = row["key"]
-    out["key"] = "/".join(str(v) for v in key.values()) if key else row.get("rawKey")
+    out["key"] = "/".join(str(v) for v in key.values()) if key else row.get("raw_key")
     out["version"] = row["version"]
     v = row["value"]
     if row["tombstone"]:
         out["value"] = "(deleted)"
     elif v is None:
-        out["value"] = f"raw {row.get('rawValue')}"
-    elif row["typeId"] in (0, 1):
-        out["value"] = " ".join(f"{k}={v[k]}" for k in ("offset", "leaderEpoch", "metadata") if k in v)
+        out["value"] = f"raw {row.get('raw_value')}"
+    elif row["type_id"] in (0, 1):
+        out["value"] = " ".join(f"{k}={v[k]}" for k in ("offset", "leader_epoch", "metadata") if k in v)
     else:
         out["value"] = json.dumps(_short(v), ensure_ascii=False, default=str)
     return out

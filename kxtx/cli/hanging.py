@@ -25,6 +25,7 @@ from kxtx.cli.common import (
 )
 from kxtx.cli.output import choose, emit_rows
 from kxtx.exitcodes import ExitCode
+from kxtx.wording import plural
 
 TopicOpt = Annotated[Optional[str], typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionOpt = Annotated[Optional[int], typer.Option("--partition", "-p", help="Only this partition (needs --topic).")]
@@ -75,9 +76,17 @@ def _scan(settings, topic, partition, broker_id, max_timeout):
 
 
 def _row(h) -> dict:
+    from kxtx.timefmt import iso_ms
     from kxtx.txn.decide import fmt_age
 
-    return {**dataclasses.asdict(h), "age": fmt_age(h.age_ms)}
+    row = {}
+    for name, value in dataclasses.asdict(h).items():
+        if name == "last_timestamp":  # a time: in ms and ISO, named as in every command
+            row.update(last_timestamp_ms=value, last_time=iso_ms(value))
+        else:
+            row[name] = value
+    row["age"] = fmt_age(h.age_ms)
+    return row
 
 
 @boundary
@@ -95,7 +104,7 @@ def find_hanging(
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     cluster.close()
     emit_rows([_row(h) for h in report.hanging], fmt, COLUMNS,
-              title=f"hanging transactions ({report.partitions_checked} partitions checked)")
+              title=f"hanging transactions ({plural(report.partitions_checked, 'partition')} checked)")
     if report.hanging:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
     if report.errors:
@@ -124,8 +133,8 @@ def abort_hanging(
             raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
         targets = abort.targets_from_hanging(report.hanging)
         evidence = {h.tp: h for h in report.hanging}
-        plan = [{**t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
-                for t in targets]
+        plan = [{"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)),
+                 "action": "abort"} for t in targets]
         _apply(cluster, targets, plan, dry_run, yes, fmt)
 
 
@@ -141,7 +150,7 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     from kxtx.log import logger
     from kxtx.txn import abort
 
-    title = f"plan: abort {len(plan)} open transaction(s) with WriteTxnMarkers"
+    title = f"plan: abort {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
     # json is one document: the plan is the document only for --dry-run.
     if dry_run or choose(fmt) is not OutputFormat.json:
         emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
@@ -154,9 +163,12 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     if dry_run:
         typer.echo("kxtx: dry run: nothing was changed", err=True)
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
-    confirm_or_refuse(yes, f"Abort these {len(plan)} transaction(s)?")
+    these = "this transaction" if len(plan) == 1 else f"these {len(plan)} transactions"
+    confirm_or_refuse(yes, f"Abort {these}?")
     results = abort.execute(cluster, targets)
-    emit_rows([dataclasses.asdict(r) for r in results], fmt, RESULT_COLUMNS, title="abort results")
+    # jsonl carries the plan's rows and then these: `kind` tells them apart
+    emit_rows([{"kind": "result", **dataclasses.asdict(r)} for r in results], fmt, RESULT_COLUMNS,
+              title="abort results")
     if not all(r.resolved for r in results):
         raise typer.Exit(ExitCode.ERROR)
 
@@ -189,6 +201,6 @@ def abort_cmd(
         t = abort.manual_target(cluster, (topic, partition), start_offset, producer_id,
                                 producer_epoch, coordinator_epoch)
         o = cluster.offsets([t.expected.tp])[t.expected.tp]
-        plan = [{**t.plan_row(), "lso": o.lso, "high_watermark": o.high_watermark,
+        plan = [{"kind": "plan", **t.plan_row(), "lso": o.lso, "high_watermark": o.high_watermark,
                  "held_back": o.held_back, "action": "abort"}]
         _apply(cluster, [t], plan, dry_run, yes, fmt)

@@ -161,13 +161,33 @@ def _cell(value: Any) -> str:
     return str(jsonable(value))
 
 
+#: A column is never narrowed below its widest value or this many characters, whichever is less:
+#: ids, numbers and states stay on one line; only long text (partition lists, JSON) is folded.
+MIN_CELL = 24
+#: Width of a table written to a file or pipe when COLUMNS does not say: as wide as it needs.
+UNLIMITED = 100_000
+
+
+def _width() -> int | None:
+    """The terminal's width on a terminal (rich asks it, COLUMNS wins); elsewhere COLUMNS when set,
+    else no limit: a table in a file is never folded to an imaginary 80-column screen."""
+    if is_tty(sys.stdout):
+        return None
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else UNLIMITED
+
+
 def _console():
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    return Console(soft_wrap=False, width=_width())
 
 
 def _print_table(rows: list[Mapping], columns: list[str] | None, title: str | None) -> None:
+    """A table when every column fits at a readable width; otherwise one `key value` block per row
+    (as psql's expanded display), where every value is shown in full."""
     from rich.table import Table
 
     console = _console()
@@ -175,12 +195,40 @@ def _print_table(rows: list[Mapping], columns: list[str] | None, title: str | No
         console.print(f"[dim]{title + ': ' if title else ''}no rows[/dim]")
         return
     cols = columns or list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_cell(r.get(c)) for c in cols] for r in rows]
+    narrowest = [min(MIN_CELL, max([len(c)] + [_longest_line(row[i]) for row in cells]))
+                  for i, c in enumerate(cols)]
+    # each cell is padded by a space on both sides; a border before each column and after the last
+    if sum(narrowest) + 3 * len(cols) + 1 > console.width:
+        _print_records(console, cols, cells, title)
+        return
     table = Table(title=title, show_lines=False, header_style="bold")
-    for c in cols:
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(*(_cell(r.get(c)) for c in cols))
+    for c, width in zip(cols, narrowest):
+        table.add_column(c, overflow="fold", min_width=width)
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
+
+
+def _longest_line(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _print_records(console, cols: list[str], cells: list[list[str]], title: str | None) -> None:
+    """Rows too wide for the screen: a block per row, a line per column."""
+    from rich.rule import Rule
+    from rich.table import Table
+
+    if title:
+        console.print(f"[bold]{title}[/bold]")
+    for n, row in enumerate(cells, 1):
+        console.print(Rule(f"[dim]{n} of {len(cells)}[/dim]", align="left", style="dim"))
+        block = Table(show_header=False, box=None, pad_edge=False)
+        block.add_column(style="bold", no_wrap=True)
+        block.add_column(overflow="fold")
+        for c, value in zip(cols, row):
+            block.add_row(c, value)
+        console.print(block)
 
 
 def _print_object(obj: Mapping, title: str | None) -> None:

@@ -112,33 +112,38 @@ def pipe(
     restarts, rebalances and zombie instances. Instances with the same --group share the input
     partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
 
-    Example: kxtx pipe --in orders --out orders-enriched --udf enrich.py:enrich --group enricher
+    Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """
-    from kxtx.parsers import parse_duration, parse_kv_list, split_csv
-    from kxtx.pipe.config import PipeConfig, PipeInterrupted, parse_on_udf_error
-    from kxtx.pipe.engine import run
+    from kxtx.pipe.stopsignals import Guard
 
-    cfg = PipeConfig(
-        inputs=split_csv(inputs), out=out, group=group, udf=udf, transactional_id=transactional_id,
-        start=start.value,
-        batch_max_records=batch_max_records, batch_max_ms=batch_max_ms,
-        until_idle=parse_duration(until_idle) if until_idle else None,
-        max_records=max_records, dlq=parse_on_udf_error(on_udf_error),
-        value_format=value_format.value, record_input=input_mode is InputMode.record,
-        master=master, mode=mode.value, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
-        debug=STATE.debug,
-    )
-    cfg.validate()
-    settings = connection(bootstrap, config, command_config, timeout)
-    progress = _Progress(is_tty(sys.stderr))
-    try:
-        summary = run(settings, cfg, progress)
-    except PipeInterrupted as exc:
+    # From the first line on, a stop signal only notes itself; the engine acts on it and always
+    # reports the same way: the summary on stdout, one line on stderr.
+    with Guard() as signals:
+        from kxtx.parsers import parse_duration, parse_kv_list, split_csv
+        from kxtx.pipe.config import PipeConfig, PipeInterrupted, parse_on_udf_error
+        from kxtx.pipe.engine import run
+
+        cfg = PipeConfig(
+            inputs=split_csv(inputs), out=out, group=group, udf=udf, transactional_id=transactional_id,
+            start=start.value,
+            batch_max_records=batch_max_records, batch_max_ms=batch_max_ms,
+            until_idle=parse_duration(until_idle) if until_idle else None,
+            max_records=max_records, dlq=parse_on_udf_error(on_udf_error),
+            value_format=value_format.value, record_input=input_mode is InputMode.record,
+            master=master, mode=mode.value, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
+            debug=STATE.debug,
+        )
+        cfg.validate()
+        settings = connection(bootstrap, config, command_config, timeout)
+        progress = _Progress(is_tty(sys.stderr))
+        try:
+            summary = run(settings, cfg, progress, signals=signals)
+        except PipeInterrupted as exc:
+            progress.done()
+            emit(exc.summary, fmt, title="kxtx pipe")
+            raise
         progress.done()
-        emit(exc.summary, fmt, title="kxtx pipe")
-        raise
-    progress.done()
-    emit(summary, fmt, title="kxtx pipe")
+        emit(summary, fmt, title="kxtx pipe")
 
 
 class _Progress:

@@ -10,7 +10,7 @@ import typer
 
 from kxtx.cli.common import (
     BootstrapOpt, CommandConfigOpt, ConfigOpt, DryRunOpt, FormatOpt, TimeoutOpt, boundary,
-    connection, is_tty,
+    complete_words, connection, is_tty,
 )
 from kxtx.cli.output import emit
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
@@ -35,7 +35,7 @@ def produce(
         metavar="FILE...", help="Input files; - reads stdin (transactional, but cannot resume).")],
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to produce to (must exist).")],
     input_format: Annotated[Optional[str], typer.Option(
-        "--input-format", "-I", metavar="jsonl|csv|lines",
+        "--input-format", "-I", metavar="jsonl|csv|lines", autocompletion=complete_words("jsonl|csv|lines"),
         help="Input format (default: by extension: .jsonl/.ndjson/.json, .csv, else lines; "
              ".gz is decompressed).")] = None,
     key_field: Annotated[Optional[str], typer.Option(
@@ -80,7 +80,7 @@ def produce(
         help="Ignore the checkpoint: produce every input again from its beginning (also for a "
              "changed file, which is refused otherwise).")] = False,
     on_error: Annotated[str, typer.Option(
-        "--on-error", metavar="fail|skip|dlq:TOPIC",
+        "--on-error", metavar="fail|skip|dlq:TOPIC", autocompletion=complete_words("fail|skip|dlq:TOPIC"),
         help="A bad line: fail (exit 1, open transaction aborted), skip (counted), or "
              "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).")] = "fail",
     dry_run: DryRunOpt = False,

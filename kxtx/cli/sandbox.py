@@ -79,6 +79,10 @@ def start(
         from kxtx.sandbox.security import SecureListeners
 
         listeners = SecureListeners(security.value)
+    if not kafka_home:  # a first run fetches the jars for minutes: show what arrives
+        from kxtx.sandbox import resolve_distribution
+
+        resolve_distribution(kafka_version, progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
     typer.echo("kxtx: starting the sandbox broker...", err=True)
     info = Sandbox(state_dir).start(
         kafka_version=kafka_version, port=port,
@@ -90,6 +94,8 @@ def start(
     for user, path in (info.extra or {}).get("client_properties", {}).items():
         row[f"{user}.properties"] = Path(path).read_text()
     emit(row, fmt, title="sandbox")
+    # For a shell: copy it, or `eval "$(kxtx sandbox start 2>&1 >/dev/null | grep ^export)"`.
+    typer.echo(f"export KXTX_BOOTSTRAP_SERVERS={info.bootstrap}", err=True)
 
 
 @app.command()

@@ -1,9 +1,11 @@
 """`kxtx dump`: read `__transaction_state` / `__consumer_offsets` and decode every record.
 
 `run(settings, request)` yields one row (a dict) per record, or with `latest=True` one row per key as a
-coordinator would load it (tombstones applied); `run_batches` yields the same rows in batches. Rows: partition, offset, timestamp (epoch ms), type,
-typeId, key (dict), version, value (dict, None for a tombstone), tombstone, and when relevant `txn`
-(committed / pending / aborted), `notes`, `rawKey` / `rawValue` (hex of what could not be decoded).
+coordinator would load it (tombstones applied); `run_batches` yields the same rows in batches.
+Rows: partition, offset, timestamp_ms (epoch ms) and time (ISO-8601), type, type_id, key (dict),
+version, value (dict, None for a tombstone), tombstone, and when relevant `txn` (committed / pending
+/ aborted), `notes`, `raw_key` / `raw_value` (hex of what could not be decoded). Field names are
+Kafka's schema names in snake_case; a time field in ms is followed by its ISO form (`..._time`).
 """
 
 from __future__ import annotations
@@ -193,10 +195,10 @@ def _key_filter(req: DumpRequest):
         if ids:
             if key is None:
                 return False
-            owner = key.get("transactionalId") if txn else key.get("group", key.get("groupId"))
+            owner = key.get("transactional_id") if txn else key.get("group", key.get("group_id"))
             if owner not in ids:
                 return False
-        if cats and group_log.category(row["typeId"] if key is not None else None) not in cats:
+        if cats and group_log.category(row["type_id"] if key is not None else None) not in cats:
             return False
         if topics and key.get("topic") not in topics:
             return False
@@ -216,9 +218,9 @@ def _value_filtered(req: DumpRequest, batches: Iterator[list[dict]]) -> Iterator
         value = row["value"]
         if value is None or row["type"] != "TransactionLog":
             return False
-        if states and value["transactionStatus"].lower() not in states:
+        if states and value["transaction_status"].lower() not in states:
             return False
-        return not pids or value["producerId"] in pids
+        return not pids or value["producer_id"] in pids
 
     for batch in batches:
         kept = [row for row in batch if keep(row)]

@@ -22,6 +22,7 @@ from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError
 from kxtx.settings import Settings
+from kxtx.wording import partitions as _partitions
 
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
@@ -143,7 +144,7 @@ class RawFetchSource:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > self.settings.timeout:
                 raise KafkaOperationError(
-                    f"fetching {self.topic}: no progress on partition(s) {sorted(offsets)} for "
+                    f"fetching {self.topic}: no progress on {_partitions(offsets)} for "
                     f"{self.settings.timeout:g}s")
 
     def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition):

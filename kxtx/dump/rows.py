@@ -11,6 +11,7 @@ from typing import Callable
 
 from kxtx.log import warn_once
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, txn_log
+from kxtx.timefmt import ISO, iso_ms
 
 #: topic -> (type id, type name, fast decoder) of the record kind that dominates the topic
 _FAST = {TXN_TOPIC: (0, "TransactionLog", txn_log.fast), OFFSETS_TOPIC: (1, "OffsetCommit", group_log.fast)}
@@ -21,6 +22,7 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
 
     `keep` (key-only filters) sees each row before it is kept."""
     type_id, type_name, fast = _FAST[topic]
+    iso = ISO.get
 
     def build(batch: list) -> list:
         out = []
@@ -30,7 +32,8 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
             rec = None
             if found is not None:
                 k, version, v = found
-                row = {"partition": p, "offset": o, "timestamp": ts, "type": type_name, "typeId": type_id,
+                row = {"partition": p, "offset": o, "timestamp_ms": ts, "time": iso(ts) or iso_ms(ts),
+                       "type": type_name, "type_id": type_id,
                        "key": k, "version": version, "value": v, "tombstone": value is None}
                 if status is not None:
                     row["txn"] = status
@@ -49,14 +52,15 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
 
 
 def _slow_row(rec: Record, p: int, o: int, ts: int, status) -> dict:
-    row = {"partition": p, "offset": o, "timestamp": ts, "type": rec.type, "typeId": rec.type_id,
+    row = {"partition": p, "offset": o, "timestamp_ms": ts, "time": iso_ms(ts), "type": rec.type,
+           "type_id": rec.type_id,
            "key": rec.key, "version": rec.version, "value": rec.value, "tombstone": rec.tombstone}
     if status is not None:
         row["txn"] = status
     if rec.notes:
         row["notes"] = rec.notes
     if rec.raw_key is not None:
-        row["rawKey"] = rec.raw_key
+        row["raw_key"] = rec.raw_key
     if rec.raw_value is not None:
-        row["rawValue"] = rec.raw_value
+        row["raw_value"] = rec.raw_value
     return row

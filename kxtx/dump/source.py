@@ -20,6 +20,7 @@ from typing import Iterator
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.settings import Settings
+from kxtx.wording import partitions as _partitions
 
 _second = itemgetter(1)  # of Message.timestamp(): (type, ms)
 
@@ -183,7 +184,7 @@ class ConfluentSource:
                 self._done(tp.partition, remaining)
         if remaining and time.monotonic() - idle_since > self.settings.timeout:
             raise KafkaOperationError(
-                f"reading {self.topic}: no progress on partition(s) {sorted(remaining)} for "
+                f"reading {self.topic}: no progress on {_partitions(remaining)} for "
                 f"{self.settings.timeout:g}s before reaching the end offsets (raise --timeout?)")
 
     def close(self) -> None:

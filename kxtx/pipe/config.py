@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from kxtx.errors import Interrupted, UsageError
+from kxtx.wording import plural
 
 #: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
 #: a hand-written EOS loop (c/b) is 0.86 / 0.99 / 0.99 / 1.00 at 20k / 50k / 100k / 200k records per
@@ -158,10 +159,11 @@ class Stats:
 
 
 class PipeInterrupted(Interrupted):
-    """SIGINT/SIGTERM: the open transaction was finished or aborted; carries the summary."""
+    """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
     def __init__(self, summary: dict, signum: int):
-        name = "SIGTERM" if signum == 15 else "SIGINT"
-        super().__init__(f"stopped by {name} after {summary['records_in']} records in "
-                         f"{summary['transactions']} transactions; no transaction left open", signum)
+        name = {1: "SIGHUP", 15: "SIGTERM"}.get(signum, "SIGINT")
+        super().__init__(f"stopped by {name} after {plural(summary['records_in'], 'record')} in "
+                         f"{plural(summary['transactions'], 'transaction')}; no transaction left "
+                         "open", signum)
         self.summary = summary

@@ -21,6 +21,8 @@ import json
 import math
 from typing import Any, NamedTuple
 
+from kxtx.wording import article
+
 SPEC_KEYS = frozenset({"key", "value", "headers", "topic"})
 
 
@@ -140,6 +142,6 @@ def _json(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ContractError(
-            f"cannot encode a {type(value).__name__} as a value ({exc}); return bytes, str, "
+            f"cannot encode {article(type(value).__name__)} as a value ({exc}); return bytes, str, "
             "a JSON-serialisable object, None, a list, or a record dict"
         ) from None

@@ -18,11 +18,14 @@ from typing import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
+from kxtx.pipe import preflight, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
+from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
 _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAILED": "Topic"}
@@ -37,7 +40,7 @@ class UdfFailed(KxtxError):
 
 class Pipe:
     def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
-                 session=None):
+                 session=None, signals: stopsignals.Guard | None = None):
         cfg.validate()
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
@@ -50,10 +53,15 @@ class Pipe:
         self._last_data = 0.0
         self._assignment: set[tuple[str, int]] = set()
         self._next_progress = 0.0
+        self.committed = Committed()
+        self._next_catch_up = 0.0
+        # The caller's guard if it holds one already (the CLI's, from its first line), so a
+        # signal before run() is acted on like any other.
+        self.signals = signals or stopsignals.Guard()
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Everything that can fail before a record is consumed: UDF, Spark, output topics."""
+        """Everything that can fail before a record is consumed: UDF, cluster and topics, Spark."""
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
         mode = "record" if self.cfg.record_input else "value"
@@ -64,6 +72,11 @@ class Pipe:
         except KxtxError as exc:
             if not sparkmod.needs_session(exc):
                 raise
+        outputs = {self.cfg.out: "output topic"}
+        if self.cfg.dlq:
+            outputs[self.cfg.dlq] = "dead-letter topic"
+        preflight.check(self.settings, self.cfg.inputs, outputs)  # before the JVM starts
+        self.signals.check()
         if self.session is None:
             self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
                                           self.cfg.spark_ui)
@@ -74,9 +87,10 @@ class Pipe:
                                 self.cfg.record_input)
         self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
         self.loaded = loaded
+        self.signals.check()
         self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
-        self.txn.check_topics([self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []))
         self.txn.init()
+        self.signals.check()
 
     def _subscribe(self) -> None:
         conf = {
@@ -100,6 +114,7 @@ class Pipe:
         # No transaction is open here (see the module docstring); drop what was read but not
         # transformed so it is neither produced by this instance nor skipped.
         self._assignment -= {(p.topic, p.partition) for p in partitions}
+        self.committed.forget(partitions)
         self._dropped.extend(self.pending)
         self.pending = []
         self._rebalanced = True
@@ -107,21 +122,25 @@ class Pipe:
 
     # --- the loop --------------------------------------------------------------------------------
     def run(self) -> dict:
-        """Run until a stop condition; return the summary. Signals abort and raise PipeInterrupted."""
-        try:
-            self.prepare()
-            self._subscribe()
-            self._loop()
-            return self.stats.summary(self.cfg)
-        except BaseException as exc:
-            self._abort_quietly()
-            signum = _signal_number(exc)
-            if signum is None:
-                raise
-            self.stats.stopped = "SIGTERM" if signum == 15 else "SIGINT"
-            raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
-        finally:
-            self.close()
+        """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
+        and acted on between steps (see kxtx.pipe.stopsignals): the open transaction is aborted,
+        Spark stopped, and PipeInterrupted raised with the summary."""
+        with self.signals:
+            try:
+                self.signals.check()
+                self.prepare()
+                self._subscribe()
+                self._loop()
+                return self.stats.summary(self.cfg)
+            except BaseException as exc:
+                self._abort_quietly()
+                signum = _signal_number(exc)  # an error stays an error, signal or not
+                if signum is None:
+                    raise
+                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
+                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+            finally:
+                self.close()
 
     def _loop(self) -> None:
         cfg = self.cfg
@@ -130,6 +149,7 @@ class Pipe:
         self._last_data = time.monotonic() + 30.0
         batch_deadline = None
         while True:
+            self.signals.check()
             limit = cfg.batch_max_records
             if cfg.max_records is not None:
                 limit = min(limit, cfg.max_records - self.stats.records_in)
@@ -156,6 +176,7 @@ class Pipe:
                 batch_deadline = None
             elif not self.pending:
                 batch_deadline = None
+                self._catch_up(now)
                 if cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                     self.stats.stopped = "idle"
                     return
@@ -210,6 +231,27 @@ class Pipe:
             except Exception as exc:  # noqa: BLE001 - partition moved meanwhile: its owner re-reads
                 logger.info("seek %s[%d] to %d: %s", topic, part, offset, exc)
 
+    def _catch_up(self, now: float) -> None:
+        """With nothing read and unprocessed: commit, in a transaction of offsets only, the
+        position of partitions that moved past aborted records and markers since the last commit
+        (see kxtx.pipe.offsets), so the group's lag is 0 when nothing is left to read."""
+        if now < self._next_catch_up or self.stats.consecutive_aborts:
+            return  # after an abort the batch is read again first
+        self._next_catch_up = now + 1.0
+        behind = self.committed.behind(self.consumer, self._assignment, self.settings.timeout)
+        if not behind:
+            return
+        try:
+            self.txn.begin()
+            self.txn.commit(behind, self.consumer.consumer_group_metadata())
+        except Abortable as exc:  # e.g. a rebalance: the next catch-up tries again
+            self.txn.abort()
+            logger.info("committing offsets past skipped records: %s", exc)
+            return
+        self.committed.note(behind)
+        logger.info("committed offsets past skipped records: %s",
+                    ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in behind))
+
     # --- one transaction -------------------------------------------------------------------------
     def _process_batch(self) -> None:
         batch, self.pending = self.pending, []
@@ -226,7 +268,7 @@ class Pipe:
             n = self.stats.consecutive_aborts
             if n >= MAX_ATTEMPTS:
                 raise KafkaOperationError(
-                    f"gave up after {n} aborted transactions in a row; last error: {exc}"
+                    f"gave up after {plural(n, 'aborted transaction')} in a row; last error: {exc}"
                 ) from None
             logger.warning("transaction aborted (%s); rewound %d records, retrying (%d/%d)",
                            exc, len(batch), n, MAX_ATTEMPTS)
@@ -240,6 +282,7 @@ class Pipe:
                                  self.job)
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0
+        self.signals.check()  # a stop during the job: abort rather than produce
         values = tf.plain_output(out, len(batch))
         if values is not None:  # the common case: no per-record output columns to walk
             produced = self.txn.produce_values(batch, values.to_pylist(), self.cfg.out)
@@ -248,7 +291,9 @@ class Pipe:
             produced, dlq, dropped = self._produce_rows(batch, out.to_pydict())
         t2 = time.perf_counter()
         stats.produce_s += t2 - t1
-        self.txn.commit(_next_offsets(batch), self.consumer.consumer_group_metadata())
+        offsets = batch_offsets(batch, self.consumer)
+        self.txn.commit(offsets, self.consumer.consumer_group_metadata())
+        self.committed.note(offsets)
         stats.commit_s += time.perf_counter() - t2
         stats.add_batch(len(batch), produced, dlq, dropped)
 
@@ -257,7 +302,7 @@ class Pipe:
         errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
         if errors and not self.cfg.dlq:
             self.txn.abort()
-            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors))
+            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors, self.cfg.value_format))
         produced = self.txn.produce_outputs(batch, rows, self.cfg.out)
         dlq = self.txn.produce_dlq(batch, errors, self.cfg.dlq, self.loaded.name) if errors else 0
         return produced, dlq, len(batch) - len(set(rows["idx"]))
@@ -302,36 +347,28 @@ class Pipe:
             self.session = None
 
 
-def run(settings, cfg: PipeConfig, progress=None, session=None) -> dict:
+def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
     """Run `kxtx pipe`; returns the summary. See `Pipe` (and `kxtx.pipe.executors` for
     --mode executors)."""
     cfg.validate()
     if cfg.resolved_mode() == "executors":
         from kxtx.pipe import executors
 
-        return executors.run(settings, cfg, progress, session)
-    return Pipe(settings, cfg, progress, session).run()
+        return executors.run(settings, cfg, progress, session, signals)
+    return Pipe(settings, cfg, progress, session, signals).run()
 
 
-def _next_offsets(batch: list) -> list:
-    from confluent_kafka import TopicPartition
-
-    nxt: dict[tuple[str, int], int] = {}
-    get = nxt.get
-    for m in batch:  # the highest offset per partition + 1 (~0.1 us a record)
-        tp, offset = (m.topic(), m.partition()), m.offset()
-        if offset >= get(tp, -1):
-            nxt[tp] = offset
-    return [TopicPartition(t, p, o + 1) for (t, p), o in nxt.items()]
-
-
-def _udf_failure(name: str, batch: list, errors: list) -> str:
+def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw") -> str:
     idx, text = errors[0]
     m = batch[idx]
     more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
-    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{more}; the "
-            "transaction was aborted: nothing of this batch was written and the group's offsets "
-            "did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
+    hint = ""
+    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
+        # The common first mistake: a UDF written for dicts or text gets the raw value.
+        hint = " (the UDF got the value as bytes: --value-format json or string decodes it)"
+    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
+            "the transaction was aborted: nothing of this batch was written and the group's "
+            "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
 
 
 def _signal_number(exc: BaseException) -> int | None:
@@ -341,6 +378,8 @@ def _signal_number(exc: BaseException) -> int | None:
         return 2
     if isinstance(exc, Terminated):
         return 15
+    if isinstance(exc, stopsignals.Stopped):
+        return exc.signum
     return None
 
 

@@ -23,6 +23,7 @@ from kxtx import clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.pipe import spark as sparkmod
+from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
@@ -36,8 +37,9 @@ IDLE_POLL_S = 0.25
 
 class ExecutorPipe:
     def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
-                 session=None):
+                 session=None, signals: stopsignals.Guard | None = None):
         cfg.validate()
+        self.signals = signals or stopsignals.Guard()
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
         self.stats = Stats()
@@ -98,25 +100,29 @@ class ExecutorPipe:
 
     # --- the loop --------------------------------------------------------------------------------
     def run(self) -> dict:
-        try:
-            self.prepare()
-            self._loop()
-            return self.stats.summary(self.cfg)
-        except BaseException as exc:
-            from kxtx.pipe.engine import _signal_number
+        with self.signals:
+            try:
+                self.signals.check()
+                self.prepare()
+                self.signals.check()
+                self._loop()
+                return self.stats.summary(self.cfg)
+            except BaseException as exc:
+                from kxtx.pipe.engine import _signal_number
 
-            signum = _signal_number(exc)
-            if signum is None:
-                raise
-            self.stats.stopped = "SIGTERM" if signum == 15 else "SIGINT"
-            raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
-        finally:
-            self.close()
+                signum = _signal_number(exc)
+                if signum is None:
+                    raise
+                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
+                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+            finally:
+                self.close()
 
     def _loop(self) -> None:
         cfg = self.cfg
         last_data = time.monotonic()
         while True:
+            self.signals.check()  # between rounds: no task of this driver is running
             budget = None
             if cfg.max_records is not None:
                 budget = cfg.max_records - self.stats.records_in
@@ -308,5 +314,5 @@ def _udf_failed(name: str, topic: str, partition: int, offset: int, text: str, n
         "aside instead)")
 
 
-def run(settings, cfg: PipeConfig, progress=None, session=None) -> dict:
-    return ExecutorPipe(settings, cfg, progress, session).run()
+def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
+    return ExecutorPipe(settings, cfg, progress, session, signals).run()

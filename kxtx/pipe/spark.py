@@ -68,15 +68,16 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
           ui: bool = False, app_name: str = "kxtx-pipe"):
     """Start (or join) the SparkSession for this run."""
     require_pyspark()
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf
 
     if is_local(master) or not os.environ.get("PYSPARK_PYTHON"):
         # Workers must unpickle the UDF with the same interpreter and packages as the driver. On a
         # cluster a PYSPARK_PYTHON the user set is kept (the path can differ on the executors).
         os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
+        "spark.master": master,
+        "spark.app.name": app_name,
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         # Python workers talk to the JVM over a Unix socket (Spark >= 4.1; ignored before): over
@@ -86,24 +87,110 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
     if not debug:
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_quiet_log4j()}"
     settings.update(conf or {})
+    spark_conf = SparkConf()
     for key, value in settings.items():
-        builder = builder.config(key, value)
-    previous_sigint = signal.getsignal(signal.SIGINT)
+        spark_conf.set(key, value)
     try:
-        session = builder.getOrCreate()
+        session = _session(spark_conf, debug)
     except Exception as exc:  # noqa: BLE001 - JVM launch problems surface as many types
         raise SparkError(
             f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
             f"{_first_line(exc)}"
         ) from exc
-    if threading.current_thread() is threading.main_thread():
-        # SparkContext's SIGINT handler cancels jobs through py4j, re-entering a py4j call the
-        # main thread may be in (tracebacks on Ctrl-C). kxtx's own handling aborts the
-        # transaction and stops the session, which cancels the jobs.
-        signal.signal(signal.SIGINT, previous_sigint)
     session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
     logger.info("Spark %s started, master %s", session.version, master)
     return session
+
+
+def _session(spark_conf, debug: bool = False):
+    """The JVM (launched here unless this process has one), then the context and the session.
+
+    The JVM gets a session of its own, so a terminal's SIGINT/SIGHUP reaches kxtx only (which
+    stops it: it also exits when its stdin, a pipe from kxtx, closes), and its stderr goes
+    through `_JvmStderr`. PySpark's launcher is not interrupted by a signal (see
+    kxtx.pipe.stopsignals), so the JVM always finishes starting and can be stopped. The context is
+    created off the main thread: PySpark installs a SIGINT handler that raises KeyboardInterrupt
+    anywhere (e.g. inside a py4j call) when created on the main thread."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    gateway = None
+    with SparkContext._lock:
+        launched = SparkContext._gateway is None
+    if launched:
+        stderr = _JvmStderr(debug)
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": stderr.fd,
+                                                               "start_new_session": True})
+        except Exception as exc:  # noqa: BLE001 - say what the JVM said, not only that it exited
+            stderr.close()
+            raise SparkError(stderr.last_line() or _first_line(exc)) from exc
+        stderr.close()
+    made: dict = {}
+
+    def create() -> None:
+        try:
+            if SparkContext._active_spark_context is None:
+                SparkContext(conf=spark_conf, gateway=gateway)
+            made["session"] = SparkSession.builder.getOrCreate()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            made["error"] = exc
+
+    thread = threading.Thread(target=create, name="kxtx-spark-start", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in made:
+        if launched:
+            _end_jvm()
+        raise made["error"]
+    return made["session"]
+
+
+class _JvmStderr:
+    """A pipe for the JVM's stderr, copied to ours line by line by a daemon thread, leaving out
+    the JVM's "WARNING: Using incubator modules" notice (Spark adds jdk.incubator.vector; the line
+    appeared on every run). The last lines are kept for a launch failure's message."""
+
+    DROP = (b"WARNING: Using incubator modules",)
+    #: the copier of the JVM this process launched (`stop` silences it)
+    current: "_JvmStderr | None" = None
+
+    def __init__(self, debug: bool = False):
+        self.debug, self.stopping = debug, False
+        _JvmStderr.current = self
+        self._read, self.fd = os.pipe()
+        self._lines: list[bytes] = []
+        self._finished = threading.Event()
+        threading.Thread(target=self._copy, name="kxtx-jvm-stderr", daemon=True).start()
+
+    def close(self) -> None:
+        """Close kxtx's copy of the write end (the JVM keeps its own)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def last_line(self) -> str:
+        """The JVM's last words, once it has exited (its stderr then ends)."""
+        self._finished.wait(5)
+        text = [ln.decode("utf-8", "replace").strip() for ln in self._lines if ln.strip()]
+        return text[-1][:500] if text else ""
+
+    def _copy(self) -> None:
+        try:
+            with os.fdopen(self._read, "rb") as source:
+                for line in source:
+                    if line.startswith(self.DROP) or (self.stopping and not self.debug):
+                        # While kxtx stops Spark, workers killed mid-task may print (parts of)
+                        # tracebacks that say nothing about the run; kxtx reports the stop.
+                        continue
+                    self._lines = (self._lines + [line])[-5:]
+                    try:
+                        os.write(2, line)
+                    except OSError:
+                        pass
+        finally:
+            self._finished.set()
 
 
 def ship(session, source: Path | None, module) -> None:
@@ -202,12 +289,15 @@ def _run_job(sc, table, job: BatchJob):
 
 @contextlib.contextmanager
 def _deferred_signals():
-    """Hold SIGINT/SIGTERM until the Spark call returns.
+    """Hold SIGINT/SIGTERM until the Spark call returns (unless a kxtx.pipe.stopsignals.Guard
+    already records them: the engine then looks after the job).
 
     Raised inside a py4j call, the exception would be turned into a Py4JError (and the gateway
     connection left mid-answer); held, it is raised right after the job, and the engine aborts."""
+    from kxtx.pipe.stopsignals import guarded
+
     received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or guarded():
         yield received
         return
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -221,15 +311,49 @@ def _deferred_signals():
 
 
 def stop(session) -> None:
+    """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
+    workers): when kxtx exits, nothing it started is left running."""
     server = getattr(session.sparkContext, "_accumulatorServer", None)
     if server is not None:
         # The JVM closing the accumulator connection on stop can race the reader thread, which
         # then prints an EOFError traceback that means nothing to the user.
         server.handle_error = lambda *args: None
+    if _JvmStderr.current is not None:
+        _JvmStderr.current.stopping = True
     try:
         session.stop()
     except Exception:  # noqa: BLE001 - shutting down anyway
         pass
+    _end_jvm()
+
+
+def _end_jvm(grace: float = 15.0) -> None:
+    """Close the JVM's stdin (PySpark's gateway server exits on EOF), wait, kill if it lingers;
+    forget the gateway so a later start launches a new JVM."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the sockets go with the JVM anyway
+        pass
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it",
+                    grace)
+        proc.kill()
+        proc.wait()
 
 
 def _quiet_log4j() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
@@ -35,17 +35,6 @@ class TxnProducer:
         self.timeout = timeout
         self.open = False
         self.offsets_sent = False
-
-    def check_topics(self, topics: list[str]) -> None:
-        """Fail before consuming if an output topic is missing (produce would only time out)."""
-        try:
-            md = self.producer.list_topics(timeout=self.timeout)
-        except Exception as exc:  # noqa: BLE001
-            raise clients.translate(exc, "reading cluster metadata") from exc
-        for topic in dict.fromkeys(topics):
-            if topic not in md.topics or md.topics[topic].error is not None:
-                _hidden_by_acl(self.producer, topic, self.timeout)
-                raise UsageError(f"output topic {topic!r} does not exist (create it first)")
 
     def init(self) -> None:
         self._call(self.producer.init_transactions, "initialising transactions "
@@ -189,16 +178,3 @@ class TxnProducer:
 
 __all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
 
-
-def _hidden_by_acl(producer, topic: str, timeout: float) -> None:
-    """A topic the principal may not DESCRIBE is left out of the full metadata: ask for it by name,
-    and name the missing permission instead of calling it absent."""
-    from kxtx.authz import Need, explain
-
-    try:
-        t = producer.list_topics(topic, timeout=timeout).topics.get(topic)
-    except Exception:  # noqa: BLE001 - then "does not exist" stands
-        return
-    if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
-        raise explain(t.error.name(), f"output topic {topic!r}",
-                      [Need("DESCRIBE", "Topic", topic), Need("WRITE", "Topic", topic)])

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kxtx.errors import UsageError
+from kxtx.wording import article
 
 #: How kxtx calls the function on Spark's workers.
 ROW, PANDAS, PANDAS_ITER, ARROW = "row", "pandas", "pandas-iter", "arrow"
@@ -101,7 +102,7 @@ def load(target: UdfTarget, input_mode: str = "value") -> LoadedUdf:
             raise UsageError(f"--udf {target.spec!r}: {_where(target)} has no attribute {part!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise UsageError(f"--udf {target.spec!r}: {target.function} is a {type(obj).__name__}, "
+        raise UsageError(f"--udf {target.spec!r}: {target.function} is {article(type(obj).__name__)}, "
                          "not a function")
     func, kind = classify(obj, target.spec)
     check_signature(func, kind, target.spec, input_mode)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kxtx import clients
+from kxtx import authz, clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
@@ -27,9 +27,15 @@ def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -
     """Partition count and the record size limit; a missing topic is an error naming it."""
     md = _metadata(admin, settings, topic)
     t = md.topics.get(topic)
+    if t is not None and t.error is not None and t.error.name() in authz.AUTHZ_ERRORS:
+        # The broker answers so for a topic the principal may not DESCRIBE (existing or not): it
+        # lacks WRITE (which implies DESCRIBE), not a topic.
+        raise authz.explain(t.error.name(), f"producing to {what} {topic!r}",
+                            [authz.Need("WRITE", "Topic", topic)])
     if t is None or t.error is not None:
         reason = t.error.str() if t is not None and t.error is not None else "not found"
-        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it first")
+        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it "
+                         f"first: kxtx topic create {topic} -p PARTITIONS")
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
     topic_limit = _topic_max_bytes(admin, settings, topic)
     if topic_limit:

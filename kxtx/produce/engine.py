@@ -17,7 +17,7 @@ import time
 from kxtx import clients
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError
 from kxtx.log import logger
-from kxtx.produce import broker, checkpoint as cpmod, inputs, plain
+from kxtx.produce import broker, checkpoint as cpmod, inputs, keyed
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
@@ -25,6 +25,7 @@ from kxtx.produce.options import ProduceOptions, error_policy, sources_of
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import Terminated
+from kxtx.wording import plural
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
@@ -133,7 +134,8 @@ class Run:
         if isinstance(err, FencedError):
             return FencedError(
                 f"transactional id {self.txid!r} was taken over by another producer (fenced); this "
-                f"run stopped after committing {self.stats.records} records; its open transaction "
+                f"run stopped after committing {plural(self.stats.records, 'record')}; its open "
+                "transaction "
                 "is aborted")
         return err
 
@@ -172,14 +174,15 @@ class Run:
             signum = 15 if isinstance(exc, Terminated) else 2
             raise Interrupted(
                 f"{'terminated' if signum == 15 else 'interrupted'}: aborted the open transaction; "
-                f"{self.stats.records} records in {self.stats.transactions} transactions were "
-                f"committed (transactional id {self.txid}); run the same command again to continue",
+                f"{plural(self.stats.records, 'record')} in "
+                f"{plural(self.stats.transactions, 'transaction')} committed before (transactional "
+                f"id {self.txid}); run the same command again to continue",
                 signum) from None
         except InputError as exc:
             if self.in_txn:
                 self._abort()
                 raise InputError(f"{exc}; nothing of the open transaction was written "
-                                 f"({self.stats.records} records committed before)") from None
+                                 f"({plural(self.stats.records, 'record')} committed before)") from None
             raise
 
     def _abort(self) -> None:
@@ -273,8 +276,9 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
-            if plain.usable(self, src, self.mappers[i]):
-                plain.PlainFile(self, src, pos, state).produce_all(plan)
+            fast = keyed.fast_file(self, src, self.mappers[i])
+            if fast is not None:
+                fast(self, src, pos, state).produce_all(plan)
             else:
                 self._produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:

@@ -16,6 +16,7 @@ much time around each record as librdkafka's produce() itself):
 
 from __future__ import annotations
 
+import random
 from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, islice, repeat
@@ -47,8 +48,6 @@ except ImportError:  # pragma: no cover - msgspec is a dependency
 #: the lines it passed are checked for depth too (one pass over their lengths, see jsondepth)
 _TAKES_TOO_DEEP = {c: accepts_too_deep(c) for c in (_check, _loads) if c is not None}
 
-PARTITION = 0
-
 #: what the validation pass treats as "not a record as it is": msgspec's DecodeError is a
 #: ValueError; it raises RecursionError where the interpreter's recursion limit ends. Such lines go
 #: to parse_json, which decides as the general path does.
@@ -57,8 +56,11 @@ _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
 
 def usable(run, src, mapper) -> bool:
-    """Whether this input can take the fast path under `run`'s options."""
-    return mapper.plain and src.fmt in ("jsonl", "lines") and run.topic.partitions == 1
+    """Whether this input can take the fast path under `run`'s options. Records without a key go
+    to one partition a block (like the Java client's sticky partitioner), so any partition count
+    will do, as long as the partitioner is kxtx's (a user's `-X partitioner=` decides alone)."""
+    return (mapper.plain and src.fmt in ("jsonl", "lines")
+            and run.settings.props.get("partitioner", "murmur2_random") == "murmur2_random")
 
 
 class PlainFile:
@@ -69,6 +71,10 @@ class PlainFile:
         self.jsonl = src.fmt == "jsonl"
         self.produce, self.topic = run.producer.produce, run.opts.topic
         self.sampled = run.stats.sampled
+        # unkeyed records: one partition a block, in turn from a random one (the Java client's
+        # sticky partitioner does the same a batch); every segment's report names it
+        self.partitions = run.topic.partitions
+        self.partition = random.randrange(self.partitions)
         self.simple_max = run.topic.max_record_bytes - 4096  # below this no size check is needed
         # per segment: lines that were not produced (bad or blank), their bytes, blank lines
         self.lost = self.lost_bytes = self.blanks = 0
@@ -81,14 +87,19 @@ class PlainFile:
         b_limit = None if opts.all_or_nothing else opts.bytes_per_txn
         n, ok, nb = run._txn_lines, stats.pending_records, stats.pending_bytes
         last = None  # (block, index) of the last record consumed: where the checkpoint points
-        for block in inputs.read_blocks(self.src, plan.offset, plan.line):
+        for block in self._blocks(plan):
+            if block.values is None:  # the rest of the input needs the general path
+                stats.pending_records, stats.pending_bytes = ok, nb
+                run._txn_lines = n
+                self._advance(last)
+                return self._hand_over(block)
             values, i, m = block.values, 0, len(block.values)
+            self._next_partition()
             while i < m:
-                if self.jsonl:  # blank lines are no records: they start no transaction
-                    while i < m and (not values[i] or values[i].isspace()):
-                        i += 1
-                    if i == m:
-                        break
+                while i < m and self._blank(block, i):  # blank lines start no transaction
+                    i += 1
+                if i == m:
+                    break
                 if n == 0 or (n_limit and n >= n_limit) or (b_limit and nb >= b_limit):
                     if n:
                         self._advance(last)
@@ -104,7 +115,7 @@ class PlainFile:
                 n += j - i - self.blanks
                 ok += j - i - self.lost
                 nb += sum(map(len, values[i:j])) - self.lost_bytes
-                stats.txn_counted += j - i - self.lost
+                self._count(j - i - self.lost)
                 last = self._last_record(block, i, j) or last
                 i = j
                 # once per segment (~10k records): progress, signals. Delivery reports are left
@@ -117,6 +128,25 @@ class PlainFile:
         stats.pending_records, stats.pending_bytes = ok, nb
         run._txn_lines = n
         self._advance(last)
+
+    def _blocks(self, plan):
+        return inputs.read_blocks(self.src, plan.offset, plan.line)
+
+    def _hand_over(self, block) -> None:  # pragma: no cover - only the keyed path hands over
+        raise AssertionError("the plain fast path reads every input to its end")
+
+    def _next_partition(self) -> None:
+        self.partition = (self.partition + 1) % self.partitions
+
+    def _blank(self, block, i: int) -> bool:
+        """A JSON line with nothing on it: no record, and no line of a transaction."""
+        v = block.values[i]
+        return self.jsonl and (not v or v.isspace())
+
+    def _count(self, records: int) -> None:
+        """Records of a segment produced without a report of their own."""
+        counted = self.run.stats.txn_counted
+        counted[self.partition] = counted.get(self.partition, 0) + records
 
     @staticmethod
     def _segment_end(values, i, m, n, nb, n_limit, b_limit) -> int:
@@ -132,10 +162,8 @@ class PlainFile:
 
     def _last_record(self, block, i, j):
         k = j - 1
-        if self.jsonl:
-            values = block.values
-            while k >= i and (not values[k] or values[k].isspace()):
-                k -= 1
+        while k >= i and self._blank(block, k):
+            k -= 1
         return (block, k) if k >= i else None
 
     def _advance(self, last) -> None:
@@ -190,7 +218,7 @@ class PlainFile:
         check = _check if block.utf8 and _check is not None else _loads
         while k < end:
             # validate [k, end) first; a line that fails ends the run of good lines at `bad`
-            bad = _stop_at(values, k, end, check, _NOT_JSON)[0] if self.jsonl else end
+            bad = _stop_at(check, _NOT_JSON, k, end, values)[0] if self.jsonl else end
             if self.jsonl and _TAKES_TOO_DEEP[check]:
                 bad = first_too_deep(values, k, bad)
             self._produce_run(block, k, bad)
@@ -203,9 +231,11 @@ class PlainFile:
         delivery reports; a line librdkafka refuses is handled (and reported) alone."""
         from confluent_kafka import KafkaException
 
-        values, produce, topic = block.values, self.produce, self.topic
+        values, produce = block.values, self.produce
+        topic, part = repeat(self.topic), repeat(self.partition)
         while k < end:
-            k, exc = _stop_at(values, k, end, produce, (BufferError, KafkaException), topic)
+            k, exc = _stop_at(produce, (BufferError, KafkaException), k, end, topic, values,
+                              repeat(None), part)
             if isinstance(exc, BufferError):  # the local queue is full: serve delivery reports
                 self.run.producer.poll(0.05)
             elif exc is not None:
@@ -229,7 +259,7 @@ class PlainFile:
             check_size(None, value, None, self.run.topic.max_record_bytes)
             while True:
                 try:
-                    self.produce(self.topic, value, None, PARTITION, report)
+                    self.produce(self.topic, value, None, self.partition, report)
                     return _PRODUCED
                 except BufferError:
                     self.run.producer.poll(0.05)
@@ -242,17 +272,21 @@ class PlainFile:
         return _BAD
 
 
-def _stop_at(values: list, k: int, end: int, fn, errors: tuple, topic=None):
-    """Call fn on values[k:end] in order (fn(v), or fn(topic, v, None, PARTITION) with a topic)
-    until one raises one of `errors`: (the index of that value, the exception), or (end, None)."""
-    it = iter(values)
-    it.__setstate__(k)  # a list iterator starts at k without copying the slice
-    todo = islice(it, end - k)
-    calls = map(fn, todo) if topic is None else map(fn, repeat(topic), todo, repeat(None),
-                                                    repeat(PARTITION))
+def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
+    """Call fn(*row) for the rows [k, end) of `columns` in order (lists are read from k, other
+    iterables as they come; one list at least) until one raises one of `errors`: (the index of that
+    row, the exception), or (end, None). A loop in C: the map is drained by a zero-length deque."""
+    its, probe = [], None
+    for c in columns:
+        if isinstance(c, list):
+            it = iter(c)
+            it.__setstate__(k)  # a list iterator starts at k without copying the slice
+            probe = probe or (c, it)
+            c = islice(it, end - k)
+        its.append(c)
     try:
-        deque(calls, 0)
+        deque(map(fn, *its), 0)
     except errors as exc:
-        # fn raised for the value `it` gave last: it is one behind what is left of the list
-        return len(values) - length_hint(it) - 1, exc
+        # fn raised for the row read last: the list's iterator is one past it
+        return len(probe[0]) - length_hint(probe[1]) - 1, exc
     return end, None

@@ -21,9 +21,9 @@ class Stats:
         self.errors: list[str] = []
         self.ranges: dict[int, list[int]] = {}  # partition -> [first, last, count], committed
         self.txn_ranges: dict[int, list[int]] = {}
-        #: records of the open transaction sent to partition 0 without a delivery report (the fast
-        #: path, for a topic of one partition: counted, not reported)
-        self.txn_counted = 0
+        #: partition -> records of the open transaction sent there without a delivery report (the
+        #: fast paths choose the partition themselves: counted, not reported)
+        self.txn_counted: dict[int, int] = {}
         self.delivery_error = None
         self.nothing_to_do = False
         self._last_progress = 0.0
@@ -68,9 +68,9 @@ class Stats:
         self.skipped += self.pending_skipped
         self.dead_lettered += self.pending_dlq
         self.transactions += 1
-        if self.txn_counted:
-            # Normally one report at least came back (a fake producer in the tests sends none).
-            self.txn_ranges.setdefault(0, [None, None, 0])[2] += self.txn_counted
+        for p, n in self.txn_counted.items():
+            if n:  # normally one report at least came back (a fake producer in the tests sends none)
+                self.txn_ranges.setdefault(p, [None, None, 0])[2] += n
         for p, (first, last, n) in self.txn_ranges.items():
             r = self.ranges.setdefault(p, [first, last, 0])
             if first is not None:
@@ -87,7 +87,7 @@ class Stats:
     def _reset(self) -> None:
         self.pending_records = self.pending_bytes = self.pending_skipped = self.pending_dlq = 0
         self.txn_ranges = {}
-        self.txn_counted = 0
+        self.txn_counted = {}
         self.delivery_error = None
 
     def bad(self, where: str, reason: str, dlq: bool = False) -> None:

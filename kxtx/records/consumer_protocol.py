@@ -46,13 +46,13 @@ def decode_subscription(raw: bytes) -> dict[str, Any] | None:
     topics, p = _read_strings(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     out: dict[str, Any] = {"version": version, "topics": topics,
-                           "userDataSize": None if user_data is None else len(user_data)}
+                           "user_data_size": None if user_data is None else len(user_data)}
     if version >= 1:
-        out["ownedPartitions"], p = _read_topic_partitions(raw, p)
+        out["owned_partitions"], p = _read_topic_partitions(raw, p)
     if version >= 2:
-        out["generationId"], p = read_int32(raw, p)
+        out["generation_id"], p = read_int32(raw, p)
     if version >= 3:
-        out["rackId"], p = read_nullable_string(raw, p)
+        out["rack_id"], p = read_nullable_string(raw, p)
     _check_end(raw, p, version, "subscription")
     return out
 
@@ -67,8 +67,8 @@ def decode_assignment(raw: bytes) -> dict[str, Any] | None:
     assigned, p = _read_topic_partitions(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     _check_end(raw, p, version, "assignment")
-    return {"version": version, "assignedPartitions": assigned,
-            "userDataSize": None if user_data is None else len(user_data)}
+    return {"version": version, "assigned_partitions": assigned,
+            "user_data_size": None if user_data is None else len(user_data)}
 
 
 def _check_end(raw: bytes, p: int, version: int, what: str) -> None:

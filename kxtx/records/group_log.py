@@ -8,24 +8,25 @@ from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
 from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged, uuid_text
+from kxtx.timefmt import ISO, iso_ms
 
 TOPIC = "__consumer_offsets"
 
 # --- keys (always non-flexible, body version 0) -------------------------------------------------------
 OFFSET_KEY = Struct("OffsetCommitKey", (("group", "string"), ("topic", "string"), ("partition", "int32")))
 GROUP_KEY = Struct("GroupMetadataKey", (("group", "string"),))
-GROUP_ID_KEY = Struct("GroupIdKey", (("groupId", "string"),))
-MEMBER_KEY = Struct("MemberKey", (("groupId", "string"), ("memberId", "string")))
-REGEX_KEY = Struct("RegularExpressionKey", (("groupId", "string"), ("regularExpression", "string")))
+GROUP_ID_KEY = Struct("GroupIdKey", (("group_id", "string"),))
+MEMBER_KEY = Struct("MemberKey", (("group_id", "string"), ("member_id", "string")))
+REGEX_KEY = Struct("RegularExpressionKey", (("group_id", "string"), ("regular_expression", "string")))
 
 # --- classic values -----------------------------------------------------------------------------------
 _OFFSET_V0 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
-                                          ("commitTimestamp", "int64")))
+                                          ("commit_timestamp", "int64")))
 _OFFSET_V1 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
-                                          ("commitTimestamp", "int64"), ("expireTimestamp", "int64")))
-_OFFSET_V3 = Struct("OffsetCommitValue", (("offset", "int64"), ("leaderEpoch", "int32"),
-                                          ("metadata", "string"), ("commitTimestamp", "int64")),
-                    tags=(Tagged(0, "topicId", "uuid", ZERO_UUID),))
+                                          ("commit_timestamp", "int64"), ("expire_timestamp", "int64")))
+_OFFSET_V3 = Struct("OffsetCommitValue", (("offset", "int64"), ("leader_epoch", "int32"),
+                                          ("metadata", "string"), ("commit_timestamp", "int64")),
+                    tags=(Tagged(0, "topic_id", "uuid", ZERO_UUID),))
 OFFSET_LAYOUTS = (Layouts(flexible_from=4).add(0, _OFFSET_V0).add(1, _OFFSET_V1).add(2, _OFFSET_V0)
                   .add(3, _OFFSET_V3).add(4, _OFFSET_V3))
 # Type 0 (0.8.2 commits): Kafka 4.1+ reads only value v0, older brokers any offset value version.
@@ -33,21 +34,21 @@ LEGACY_OFFSET_LAYOUTS = OFFSET_LAYOUTS
 
 
 def _member(v: int) -> Struct:
-    fields = [("memberId", "string")]
+    fields = [("member_id", "string")]
     if v >= 3:
-        fields.append(("groupInstanceId", "nstring"))
-    fields += [("clientId", "string"), ("clientHost", "string")]
+        fields.append(("group_instance_id", "nstring"))
+    fields += [("client_id", "string"), ("client_host", "string")]
     if v >= 1:
-        fields.append(("rebalanceTimeout", "int32"))
-    fields += [("sessionTimeout", "int32"), ("subscription", "bytes"), ("assignment", "bytes")]
+        fields.append(("rebalance_timeout", "int32"))
+    fields += [("session_timeout", "int32"), ("subscription", "bytes"), ("assignment", "bytes")]
     return Struct("MemberMetadata", tuple(fields))
 
 
 def _group(v: int) -> Struct:
-    fields = [("protocolType", "string"), ("generation", "int32"), ("protocol", "nstring"),
+    fields = [("protocol_type", "string"), ("generation", "int32"), ("protocol", "nstring"),
               ("leader", "nstring")]
     if v >= 2:
-        fields.append(("currentStateTimestamp", "int64"))
+        fields.append(("current_state_timestamp", "int64"))
     fields.append(("members", Array(_member(v))))
     return Struct("GroupMetadataValue", tuple(fields))
 
@@ -105,6 +106,7 @@ def category(type_id: int | None) -> str | None:
 
 
 _H, _I, _Q = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_iso = ISO.get  # ms -> ISO text when already formatted (see kxtx.timefmt)
 _EPOCH_META = struct.Struct(">qih")
 
 
@@ -167,9 +169,11 @@ def fast(key: bytes | None, value: bytes | None):
             end = m + mlen
             if mlen < 0 or end + 8 != len(value):
                 return None
-            value_fields = {"offset": offset, "leaderEpoch": epoch,
+            committed = _Q.unpack_from(value, end)[0]
+            value_fields = {"offset": offset, "leader_epoch": epoch,
                             "metadata": value[m:end].decode("utf-8", errors="replace"),
-                            "commitTimestamp": _Q.unpack_from(value, end)[0]}
+                            "commit_timestamp": committed,
+                            "commit_time": _iso(committed) or iso_ms(committed)}
         elif version == 4:
             offset, epoch, mlen = _V4_HEAD.unpack_from(value, 2)
             end = 14 + mlen  # a one-byte uvarint (metadata < 127 bytes) holds length + 1
@@ -178,9 +182,12 @@ def fast(key: bytes | None, value: bytes | None):
             topic_id = _V4_TAILS.get(value[end + 8:]) or _v4_topic_id(value[end + 8:])
             if topic_id is None:
                 return None
-            value_fields = {"offset": offset, "leaderEpoch": epoch,
+            committed = _Q.unpack_from(value, end)[0]
+            value_fields = {"offset": offset, "leader_epoch": epoch,
                             "metadata": value[15:end].decode("utf-8", errors="replace"),
-                            "commitTimestamp": _Q.unpack_from(value, end)[0], "topicId": topic_id}
+                            "commit_timestamp": committed,
+                            "commit_time": _iso(committed) or iso_ms(committed),
+                            "topic_id": topic_id}
         else:
             return None
     except (struct.error, IndexError):
@@ -210,13 +217,13 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
         elif t in _MEMBER_STATE_TYPES:
             code = rec.value.get("state")
             if code is not None:
-                rec.value["stateName"] = _MEMBER_STATE_TYPES[t].get(code, f"Unknown({code})")
+                rec.value["state_name"] = _MEMBER_STATE_TYPES[t].get(code, f"Unknown({code})")
     return rec
 
 
 def _decode_members(rec: Record) -> None:
     """Classic "consumer" groups: subscription/assignment bytes -> topics and partitions (spec 5)."""
-    if rec.value.get("protocolType") != "consumer":
+    if rec.value.get("protocol_type") != "consumer":
         return  # connect, schema registry, ...: their own formats, left as bytes
     for member in rec.value["members"]:
         for field, fn in (("subscription", decode_subscription), ("assignment", decode_assignment)):
@@ -225,4 +232,4 @@ def _decode_members(rec: Record) -> None:
                 member[field] = fn(raw)
             except DecodeError as exc:
                 rec.flag(f"{TOPIC}:consumer-protocol:{field}",
-                         f"member {member['memberId']}: {field} is not consumer-protocol bytes ({exc})")
+                         f"member {member['member_id']}: {field} is not consumer-protocol bytes ({exc})")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kxtx.records.wire import DecodeError, Layouts, Struct, decode_exact, read_int16
+from kxtx.wording import plural
 
 UNKNOWN = "Unknown"
 
@@ -45,7 +46,8 @@ def unknown_record(topic: str, key: bytes | None, value: bytes | None) -> Record
     rec = Record(t, UNKNOWN, None, raw_key=key.hex() if key is not None else None,
                  raw_value=value.hex() if value is not None else None, tombstone=value is None)
     if t is None:
-        rec.flag(f"{topic}:short-key", f"key of {0 if key is None else len(key)} bytes has no type prefix")
+        size = plural(0 if key is None else len(key), "byte")
+        rec.flag(f"{topic}:short-key", f"key of {size} has no type prefix")
     else:
         rec.flag(f"{topic}:type:{t}", f"unknown record type {t} in {topic}")
     return rec
@@ -71,7 +73,7 @@ def decode_value(rec: Record, layouts: Layouts, value: bytes | None, topic: str)
         return rec
     if len(value) < 2:
         rec.raw_value = value.hex()
-        rec.flag(f"{topic}:{rec.type}:short-value", f"value of {len(value)} bytes has no version")
+        rec.flag(f"{topic}:{rec.type}:short-value", f"value of {plural(len(value), 'byte')} has no version")
         return rec
     version = read_int16(value, 0)[0]
     rec.version = version

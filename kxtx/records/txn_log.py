@@ -6,6 +6,7 @@ import struct
 
 from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import Array, Layouts, NullableArray, Struct, Tagged
+from kxtx.timefmt import ISO, iso_ms
 
 TOPIC = "__transaction_state"
 
@@ -22,27 +23,27 @@ STATES = {
 }
 STATE_CODES = {name.lower(): code for code, name in STATES.items()}
 
-TXN_KEY = Struct("TransactionLogKey", (("transactionalId", "string"),))
+TXN_KEY = Struct("TransactionLogKey", (("transactional_id", "string"),))
 
-_PARTITIONS = Struct("PartitionsSchema", (("topic", "string"), ("partitionIds", Array("int32"))))
+_PARTITIONS = Struct("PartitionsSchema", (("topic", "string"), ("partition_ids", Array("int32"))))
 
 TXN_VALUE = Struct(
     "TransactionLogValue",
     (
-        ("producerId", "int64"),
-        ("producerEpoch", "int16"),
-        ("transactionTimeoutMs", "int32"),
-        ("transactionStatus", "int8"),
-        ("transactionPartitions", NullableArray(_PARTITIONS)),
-        ("transactionLastUpdateTimestampMs", "int64"),
-        ("transactionStartTimestampMs", "int64"),
+        ("producer_id", "int64"),
+        ("producer_epoch", "int16"),
+        ("transaction_timeout_ms", "int32"),
+        ("transaction_status", "int8"),
+        ("transaction_partitions", NullableArray(_PARTITIONS)),
+        ("transaction_last_update_timestamp_ms", "int64"),
+        ("transaction_start_timestamp_ms", "int64"),
     ),
     # Tag-only fields (v1+): written only when they differ from the default.
     tags=(
-        Tagged(0, "previousProducerId", "int64", -1),
-        Tagged(1, "nextProducerId", "int64", -1),
-        Tagged(2, "clientTransactionVersion", "int16", 0),
-        Tagged(3, "nextProducerEpoch", "int16", -1),
+        Tagged(0, "previous_producer_id", "int64", -1),
+        Tagged(1, "next_producer_id", "int64", -1),
+        Tagged(2, "client_transaction_version", "int16", 0),
+        Tagged(3, "next_producer_epoch", "int16", -1),
     ),
 )
 
@@ -61,6 +62,8 @@ _TIMES = struct.Struct(">qq")  # transactionLastUpdateTimestampMs, transactionSt
 _FAST_TAGS = {0: (0, _Q, 8), 1: (1, _Q, 8), 2: (2, _H, 2), 3: (3, _H, 2)}
 #: previousProducerId, nextProducerId, clientTransactionVersion, nextProducerEpoch (TXN_VALUE's order)
 _TAG_DEFAULTS = (-1, -1, 0, -1)
+
+_iso = ISO.get  # ms -> ISO text when already formatted (see kxtx.timefmt)
 
 #: Transactional ids by key bytes: each id's key repeats for every state it goes through.
 _IDS: dict[bytes, str] = {}
@@ -81,7 +84,7 @@ def fast(key: bytes | None, value: bytes | None):
             if tid is None:
                 return None
         if value is None:
-            return {"transactionalId": tid}, None, None
+            return {"transactional_id": tid}, None, None
         version, pid, epoch, timeout, code = _HEAD.unpack_from(value, 0)
         name = STATES.get(code)
         if name is None:
@@ -97,21 +100,28 @@ def fast(key: bytes | None, value: bytes | None):
         if version == 0:
             if p + 16 != len(value):
                 return None
-            return {"transactionalId": tid}, 0, {
-                "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
-                "transactionStatus": name, "transactionPartitions": parts,
-                "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started,
-                "transactionStatusCode": code}
+            return {"transactional_id": tid}, 0, {
+                "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
+                "transaction_status": name, "transaction_partitions": parts,
+                "transaction_last_update_timestamp_ms": last,
+                "transaction_last_update_time": _iso(last) or iso_ms(last),
+                "transaction_start_timestamp_ms": started,
+                "transaction_start_time": _iso(started) or iso_ms(started),
+                "transaction_status_code": code}
         tail = value[p + 16:]
         tags = _TAILS.get(tail) or _tags_v1(tail)
         if tags is None:
             return None
-        return {"transactionalId": tid}, 1, {
-            "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
-            "transactionStatus": name, "transactionPartitions": parts,
-            "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": started,
-            "previousProducerId": tags[0], "nextProducerId": tags[1], "clientTransactionVersion": tags[2],
-            "nextProducerEpoch": tags[3], "transactionStatusCode": code}
+        return {"transactional_id": tid}, 1, {
+            "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
+            "transaction_status": name, "transaction_partitions": parts,
+            "transaction_last_update_timestamp_ms": last,
+            "transaction_last_update_time": _iso(last) or iso_ms(last),
+            "transaction_start_timestamp_ms": started,
+            "transaction_start_time": _iso(started) or iso_ms(started),
+            "previous_producer_id": tags[0], "next_producer_id": tags[1],
+            "client_transaction_version": tags[2],
+            "next_producer_epoch": tags[3], "transaction_status_code": code}
     except (struct.error, IndexError, ValueError):
         return None
 
@@ -177,7 +187,7 @@ def _partitions_v0(b: bytes, p: int):
         p += 4
         if count < 0 or p + 4 * count > len(b):
             raise ValueError("bad count")
-        out.append({"topic": topic, "partitionIds": list(_int32s(count).unpack_from(b, p))})
+        out.append({"topic": topic, "partition_ids": list(_int32s(count).unpack_from(b, p))})
         p += 4 * count
     return out, p
 
@@ -214,7 +224,7 @@ def _partitions_v1(b: bytes, p: int):
         if b[p]:  # tagged fields of PartitionsSchema: none are defined
             raise ValueError("element tags")
         p += 1
-        out.append({"topic": topic, "partitionIds": ids})
+        out.append({"topic": topic, "partition_ids": ids})
     return out, p
 
 
@@ -251,10 +261,10 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
         return rec
     decode_value(rec, VALUE_LAYOUTS, value, TOPIC)
     if rec.value is not None:
-        code = rec.value["transactionStatus"]
+        code = rec.value["transaction_status"]
         # Name for people, code kept alongside for scripts (and to compare with Kafka's formatter).
-        rec.value["transactionStatus"] = state_name(code)
-        rec.value["transactionStatusCode"] = code
+        rec.value["transaction_status"] = state_name(code)
+        rec.value["transaction_status_code"] = code
         if code not in STATES:
             rec.flag(f"{TOPIC}:state:{code}", f"unknown transaction state code {code}")
     return rec

@@ -11,9 +11,13 @@ a row with raw bytes and a note, never a crash.
 from __future__ import annotations
 
 import base64
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from kxtx.timefmt import iso_ms, time_name
+from kxtx.wording import plural
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 
@@ -207,7 +211,7 @@ def array_reader(elem: Reader, flexible: bool = False, nullable: bool = False, *
                 return None, p
             raise DecodeError(f"null array where one is required, at byte {p}")
         if n > len(b) - p:  # every element takes at least one byte
-            raise DecodeError(f"array count {n} larger than the {len(b) - p} bytes left")
+            raise DecodeError(f"array count {n} larger than the {plural(len(b) - p, 'byte')} left")
         out = []
         for _ in range(n):
             v, p = elem(b, p)
@@ -244,15 +248,31 @@ def _tag_reader(t: Any) -> Reader:
     return compile_reader(t, True)
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake(name: str) -> str:
+    """Kafka's schema field name as kxtx shows it: `transactionalId` -> `transactional_id`."""
+    return _CAMEL.sub(r"_\1", name).lower()
+
+
 def _struct_reader(s: Struct, flexible: bool) -> Reader:
-    fields = [(name, compile_reader(t, flexible)) for name, t in s.fields]
-    tags = {t.tag: (t.name, _tag_reader(t.type), t.default) for t in s.tags} if flexible else {}
+    # Schemas may keep Kafka's field names (to be read against Kafka's JSON schemas); rows use
+    # snake_case like every kxtx command. Renamed here, once per layout, not per record. A time
+    # (int64 ...Timestamp / ...TimestampMs) is followed by its ISO form, as everywhere in kxtx.
+    fields = [(snake(name), compile_reader(t, flexible), _iso_name(name, t)) for name, t in s.fields]
+    tags = ({t.tag: (snake(t.name), _tag_reader(t.type), t.default) for t in s.tags}
+            if flexible else {})
     defaults = [(name, default) for name, _, default in tags.values()]
+    tag_times = [(snake(t.name), _iso_name(t.name, t.type)) for t in s.tags
+                 if flexible and _iso_name(t.name, t.type)]
 
     def read(b: bytes, p: int):
         out: dict[str, Any] = {}
-        for name, r in fields:
+        for name, r, iso_name in fields:
             out[name], p = r(b, p)
+            if iso_name:
+                out[iso_name] = iso_ms(out[name])
         if flexible:
             for name, default in defaults:
                 out[name] = default
@@ -260,15 +280,25 @@ def _struct_reader(s: Struct, flexible: bool) -> Reader:
             for tag, data in raw:
                 known = tags.get(tag)
                 if known is None:
-                    out.setdefault("_unknownTags", {})[str(tag)] = data.hex()
+                    out.setdefault("_unknown_tags", {})[str(tag)] = data.hex()
                     continue
                 value, used = known[1](data, 0)
                 if used != len(data):
-                    raise DecodeError(f"tagged field {tag} ({known[0]}): {len(data) - used} bytes left over")
+                    raise DecodeError(f"tagged field {tag} ({known[0]}): "
+                                      f"{plural(len(data) - used, 'byte')} left over")
                 out[known[0]] = value
+            for name, iso_name in tag_times:
+                out[iso_name] = iso_ms(out[name])
         return out, p
 
     return read
+
+
+def _iso_name(name: str, t: Any) -> str | None:
+    name = snake(name)
+    if t == "int64" and (name.endswith("timestamp") or name.endswith("timestamp_ms")):
+        return time_name(name)
+    return None
 
 
 def _nullable_struct_reader(s: Struct, flexible: bool) -> Reader:

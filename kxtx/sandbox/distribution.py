@@ -60,15 +60,22 @@ def require_tool(name: str) -> str:
     raise KxtxError(f"{name} not found on PATH: {hints.get(name, 'install it')}")
 
 
-def resolve_distribution(version: str | None = None, kafka_home: str | None = None) -> KafkaDistribution:
-    """The Kafka to run: --kafka-home / $KXTX_KAFKA_HOME first, else Maven Central via mvn."""
+def resolve_distribution(version: str | None = None, kafka_home: str | None = None,
+                         progress=None) -> KafkaDistribution:
+    """The Kafka to run: --kafka-home / $KXTX_KAFKA_HOME first, else Maven Central via mvn.
+
+    `progress(line)` hears what is being fetched: a first download takes minutes (~100 MB of jars,
+    more with an empty ~/.m2), which must not look like a hang."""
     home = kafka_home or os.environ.get("KXTX_KAFKA_HOME")
     if home:
         return _from_home(Path(home))
-    exact = _exact_version(version or "4")
+    exact = _exact_version(version or "4", progress)
     libs = cache_root() / exact / "libs"
     if not (libs / ".complete").exists():
-        _download(exact, libs)
+        if progress:
+            progress(f"fetching the Kafka {exact} jars from Maven Central with mvn into {libs} "
+                     "(once; cached for later runs)")
+        _download(exact, libs, progress)
     return KafkaDistribution(exact, libs)
 
 
@@ -82,7 +89,7 @@ def _from_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(version, libs)
 
 
-def _exact_version(spec: str) -> str:
+def _exact_version(spec: str, progress=None) -> str:
     """`4.3.1` stays; `4`, `4.x`, `latest` -> newest 4.x; `3.9`, `3.9.x` -> newest 3.9.x."""
     spec = spec.strip().lower()
     if spec == "latest":
@@ -102,7 +109,9 @@ def _exact_version(spec: str) -> str:
             return cached["version"]
     except (OSError, ValueError, KeyError):
         pass
-    found = _newest_in_range(lo, hi)
+    if progress:
+        progress(f"asking Maven Central for the newest Kafka in [{lo},{hi})")
+    found = _newest_in_range(lo, hi, progress)
     memo.parent.mkdir(parents=True, exist_ok=True)
     memo.write_text(json.dumps({"version": found, "at": time.time()}))
     return found
@@ -120,27 +129,49 @@ def _pom(dependencies: list[tuple[str, str, str]]) -> str:
     )
 
 
-def _mvn(pom: str, goal_args: list[str], what: str) -> str:
+#: Maven's batch-mode transfer line for a finished download: what and how much.
+_DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([^)]*)\)")
+
+
+def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
+    """Run mvn on `pom`; each downloaded jar is reported to `progress` as it arrives (Maven's
+    batch mode prints one line per finished transfer; poms and metadata are only counted)."""
     mvn = require_tool("mvn")
     with tempfile.TemporaryDirectory(prefix="kxtx-mvn-") as tmp:
         Path(tmp, "pom.xml").write_text(pom)
-        proc = subprocess.run(
-            [mvn, "-B", "-q", *goal_args], cwd=tmp, capture_output=True, text=True, timeout=900
-        )
+        proc = subprocess.Popen([mvn, "-B", *goal_args], cwd=tmp, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        errors, small = [], 0
+        try:
+            for line in proc.stdout:
+                if "[ERROR]" in line:
+                    errors.append(line)
+                m = _DOWNLOADED.search(line)
+                if m and progress:
+                    if m.group(1).endswith(".jar"):
+                        progress(f"mvn: downloaded {m.group(1).rsplit('/', 1)[-1]} ({m.group(2)})")
+                    else:
+                        small += 1
+            returncode = proc.wait(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if small and progress:
+            progress(f"mvn: {small} more files downloaded (poms, metadata)")
         out = Path(tmp, "out.txt")
         listing = out.read_text() if out.exists() else ""
-    if proc.returncode != 0:
-        errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "[ERROR]" in ln]
-        detail = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exit {proc.returncode}"
+    if returncode != 0:
+        detail = errors[0].replace("[ERROR]", "").strip() if errors else f"mvn exit {returncode}"
         raise KxtxError(f"{what}: {detail[:300]}")
     return listing
 
 
-def _newest_in_range(lo: str, hi: str) -> str:
+def _newest_in_range(lo: str, hi: str, progress=None) -> str:
     listing = _mvn(
         _pom([("org.apache.kafka", "kafka-tools", f"[{lo},{hi})")]),
         ["dependency:list", "-DexcludeTransitive=true", "-DoutputFile=out.txt"],
-        f"finding the newest Kafka in [{lo},{hi}) on Maven Central",
+        f"finding the newest Kafka in [{lo},{hi}) on Maven Central", progress,
     )
     m = re.search(r"org\.apache\.kafka:kafka-tools:jar:(\S+?):", listing)
     if not m:
@@ -148,7 +179,7 @@ def _newest_in_range(lo: str, hi: str) -> str:
     return m.group(1)
 
 
-def _download(version: str, libs: Path) -> None:
+def _download(version: str, libs: Path, progress=None) -> None:
     """Resolve the broker and tools jars (and their dependencies) into `libs`."""
     staging = libs.with_name(f"libs.tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
@@ -161,7 +192,7 @@ def _download(version: str, libs: Path) -> None:
     _mvn(
         _pom(deps),
         ["dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-        f"resolving Kafka {version} jars with mvn",
+        f"resolving Kafka {version} jars with mvn", progress,
     )
     # 3.x ships its own slf4j binding (reload4j); two bindings make slf4j pick one at random.
     if any(p.name.startswith(("slf4j-reload4j", "log4j-slf4j")) for p in staging.iterdir()):

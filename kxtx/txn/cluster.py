@@ -8,7 +8,7 @@ offsets and consumer groups through confluent-kafka. Clients are created on firs
 from __future__ import annotations
 
 from kxtx.authz import Need
-from kxtx.clients import admin, error_name, translate, txn_admin
+from kxtx.clients import admin, error_name, translate, txn_admin, unreachable
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.settings import Settings
@@ -161,8 +161,10 @@ class Cluster:
         from kafka.admin import ConfigResource, ConfigResourceType
 
         key = "transaction.max.timeout.ms"
+        # Outside the try: an unreachable cluster is the command's error, not a reason to fall back
+        # to a default and then wait for the same timeout again (find-hanging took twice --timeout).
+        broker = self.broker_ids()[0]
         try:
-            broker = self.broker_ids()[0]
             res = self.txn.describe_configs(
                 [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")
             return int(res["broker"][str(broker)][key]["value"])
@@ -177,6 +179,8 @@ class Cluster:
                                               request_timeout=self.settings.timeout)
             ops = res.result(timeout=self.settings.timeout).authorized_operations
         except Exception as exc:  # noqa: BLE001
+            if unreachable(exc):  # the next call would wait for the same timeout again
+                raise translate(exc, "DescribeCluster") from exc
             logger.debug(f"DescribeCluster failed: {_reason(exc)}")
             return None
         # The request succeeded: no list means the broker granted no operation (bitfield 0).

@@ -17,6 +17,7 @@ from kxtx.errors import KxtxError, UsageError
 from kxtx.txn import decide, history
 from kxtx.txn.cluster import Cluster
 from kxtx.txn.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+from kxtx.wording import plural
 
 #: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
 _ALL_CLUSTER_OPS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"}
@@ -123,8 +124,9 @@ def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict
     try:
         return history.ids_for_producers(cluster.settings, pids) or {}
     except KxtxError as exc:
-        warnings.append(f"cannot search __transaction_state for producer id(s) "
-                        f"{', '.join(map(str, sorted(pids)))} that ListTransactions did not map: {exc}")
+        warnings.append(f"cannot search __transaction_state for producer "
+                        f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
+                        f"that ListTransactions did not map: {exc}")
         return {}
 
 
@@ -157,4 +159,4 @@ def acl_warning(cluster: Cluster, report: Report) -> None:
     report.warnings.append(
         f"{why}: if it lacks DESCRIBE on some TransactionalId or Topic resources, the broker hides "
         f"them from ListTransactions/DescribeTransactions and live transactions look hanging; "
-        f"{len(suspect)} row(s) may be false positives; check with a principal that has DESCRIBE")
+        f"{plural(len(suspect), 'row')} may be false positives; check with a principal that has DESCRIBE")

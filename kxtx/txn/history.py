@@ -16,23 +16,26 @@ def history(settings: Settings, transactional_id: str) -> list[dict] | None:
     out = []
     for row in _rows(settings, ids=[transactional_id]):
         key = row.get("key") or {}
-        if key.get("transactionalId") != transactional_id:
+        if key.get("transactional_id") != transactional_id:
             continue
-        item = {"partition": row["partition"], "offset": row["offset"], "timestamp_ms": row["timestamp"]}
+        item = {"partition": row["partition"], "offset": row["offset"],
+                "timestamp_ms": row["timestamp_ms"], "time": row["time"]}
         v = row.get("value")
         if row.get("tombstone"):
             item["state"] = "(deleted)"
         elif v is not None:
             item.update({
-                "state": v.get("transactionStatus"),
-                "producer_id": v.get("producerId"),
-                "producer_epoch": v.get("producerEpoch"),
-                "timeout_ms": v.get("transactionTimeoutMs"),
-                "partitions": _partitions(v.get("transactionPartitions")),
-                "start_ms": v.get("transactionStartTimestampMs"),
-                "last_update_ms": v.get("transactionLastUpdateTimestampMs"),
+                "state": v.get("transaction_status"),
+                "producer_id": v.get("producer_id"),
+                "producer_epoch": v.get("producer_epoch"),
+                "timeout_ms": v.get("transaction_timeout_ms"),
+                "partitions": _partitions(v.get("transaction_partitions")),
+                "txn_start_timestamp_ms": v.get("transaction_start_timestamp_ms"),
+                "txn_start_time": v.get("transaction_start_time"),
+                "last_update_timestamp_ms": v.get("transaction_last_update_timestamp_ms"),
+                "last_update_time": v.get("transaction_last_update_time"),
             })
-            for tag in ("previousProducerId", "nextProducerId", "nextProducerEpoch"):
+            for tag in ("previous_producer_id", "next_producer_id", "next_producer_epoch"):
                 if v.get(tag, -1) not in (-1, None):
                     item[tag] = v[tag]
         out.append(item)
@@ -47,16 +50,16 @@ def ids_for_producers(settings: Settings, pids: set[int]) -> dict[int, str] | No
     found: dict[int, tuple[int, str]] = {}
     for row in _rows(settings):
         key, v = row.get("key"), row.get("value")
-        if key is None or v is None or "transactionalId" not in key:
+        if key is None or v is None or "transactional_id" not in key:
             continue
-        for pid in (v.get("producerId"), v.get("previousProducerId"), v.get("nextProducerId")):
-            if pid in pids and (pid not in found or found[pid][0] <= row["timestamp"]):
-                found[pid] = (row["timestamp"], key["transactionalId"])
+        for pid in (v.get("producer_id"), v.get("previous_producer_id"), v.get("next_producer_id")):
+            if pid in pids and (pid not in found or found[pid][0] <= row["timestamp_ms"]):
+                found[pid] = (row["timestamp_ms"], key["transactional_id"])
     return {pid: tid for pid, (_ts, tid) in found.items()}
 
 
 def _partitions(value) -> list[str]:
-    return [f"{p['topic']}:{i}" for p in (value or []) for i in p.get("partitionIds", [])]
+    return [f"{p['topic']}:{i}" for p in (value or []) for i in p.get("partition_ids", [])]
 
 
 def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[dict]:

@@ -6,10 +6,12 @@ import time
 
 from kxtx.errors import KxtxError
 from kxtx.log import logger
+from kxtx.timefmt import iso_ms
 from kxtx.txn import decide, history
 from kxtx.txn.cluster import Cluster
 from kxtx.txn.hanging import lookup_in_log, resolve_max_timeout
 from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.wording import plural
 
 
 def _now(now_ms: int | None) -> int:
@@ -59,7 +61,8 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
             "coordinator": coord.coordinator_id, "state": coord.state,
             "producer_id": coord.producer_id, "producer_epoch": coord.producer_epoch,
             "timeout_ms": coord.timeout_ms,
-            "start_time_ms": coord.start_time_ms if coord.start_time_ms >= 0 else None,
+            "txn_start_timestamp_ms": coord.start_time_ms if coord.start_time_ms >= 0 else None,
+            "txn_start_time": iso_ms(coord.start_time_ms),
             "age": decide.fmt_age(now - coord.start_time_ms) if coord.start_time_ms >= 0 and
             coord.state in ("Ongoing", "PrepareCommit", "PrepareAbort") else None,
             "coordinator_partitions": sorted(_tp_text(tp) for tp in coord.partitions),
@@ -157,7 +160,8 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
         rows.append({
             "producer_id": p.producer_id, "producer_epoch": p.producer_epoch,
             "coordinator_epoch": p.coordinator_epoch, "start_offset": p.start_offset,
-            "last_timestamp": p.last_timestamp, "age": decide.fmt_age(now - p.last_timestamp),
+            "last_timestamp_ms": p.last_timestamp, "last_time": iso_ms(p.last_timestamp),
+            "age": decide.fmt_age(now - p.last_timestamp),
             "transactional_id": tid,
             "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
             "blocking": lso is not None and lso <= p.start_offset, "status": status,
@@ -180,5 +184,6 @@ def _mark_false_positives(cluster: Cluster, suspects: list[dict]) -> None:
     for row in suspects:
         row["maybe_false_positive"] = True
     logger.warning(f"the principal is not a super user: if it lacks DESCRIBE on some TransactionalId or "
-                   f"Topic, the broker hides them and live transactions look hanging; {len(suspects)} "
-                   "open transaction(s) marked maybe_false_positive; check with a principal that has DESCRIBE")
+                   f"Topic, the broker hides them and live transactions look hanging; "
+                   f"{plural(len(suspects), 'open transaction')} marked maybe_false_positive; "
+                   "check with a principal that has DESCRIBE")

@@ -8,6 +8,7 @@ import subprocess
 import time
 
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
+from kxtx.records.wire import snake
 
 FORMATTERS = "org.apache.kafka.tools.consumer."
 
@@ -62,19 +63,20 @@ def states(rows: list[dict]) -> list[str]:
     """The state sequence with consecutive repeats collapsed (Ongoing repeats per added partition)."""
     out: list[str] = []
     for r in rows:
-        s = "(deleted)" if r["tombstone"] else r["value"]["transactionStatus"]
+        s = "(deleted)" if r["tombstone"] else r["value"]["transaction_status"]
         if not out or out[-1] != s:
             out.append(s)
     return out
 
 
 #: Tagged fields kxtx fills with their defaults; Kafka's JSON omits a tag at its default.
-TAG_DEFAULTS = {"previousProducerId": -1, "nextProducerId": -1, "clientTransactionVersion": 0,
-                "nextProducerEpoch": -1, "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+TAG_DEFAULTS = {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
+                "next_producer_epoch": -1, "topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}
 
 
 def assert_agrees(theirs, mine, path: str = "value") -> None:
-    """Every field Kafka printed equals kxtx's; fields only kxtx has are tag defaults or extras."""
+    """Every field Kafka printed equals kxtx's; fields only kxtx has are tag defaults or extras.
+    Kafka prints its schema names (camelCase); kxtx shows the same names in snake_case."""
     if isinstance(theirs, list):
         assert isinstance(mine, list) and len(theirs) == len(mine), f"{path}: {theirs} != {mine}"
         for i, (t, m) in enumerate(zip(theirs, mine)):
@@ -83,10 +85,11 @@ def assert_agrees(theirs, mine, path: str = "value") -> None:
     if not isinstance(theirs, dict):
         assert theirs == mine, f"{path}: Kafka {theirs!r} != kxtx {mine!r}"
         return
-    for k, v in theirs.items():
+    for camel, v in theirs.items():
+        k = snake(camel)
         where = f"{path}.{k}"
-        if k == "transactionStatus":
-            assert mine["transactionStatusCode"] == v, f"{where}: {v} != {mine}"
+        if k == "transaction_status":
+            assert mine["transaction_status_code"] == v, f"{where}: {v} != {mine}"
         elif k in ("subscription", "assignment") and isinstance(v, str):
             raw = base64.b64decode(v)
             fn = decode_subscription if k == "subscription" else decode_assignment
@@ -95,6 +98,7 @@ def assert_agrees(theirs, mine, path: str = "value") -> None:
         else:
             assert k in mine, f"{where}: missing in kxtx output {mine}"
             assert_agrees(v, mine[k], where)
+    names = {snake(k) for k in theirs}
     for k, v in mine.items():
-        if k not in theirs and k in TAG_DEFAULTS:
+        if k not in names and k in TAG_DEFAULTS:
             assert v == TAG_DEFAULTS[k], f"{path}.{k}: Kafka omitted it (default) but kxtx has {v}"

@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from kxtx.records.partition import partition_for
+from kxtx.records.wire import snake
 from tests.integration.dump_helpers import (
     assert_agrees, dump, kafka_formatter, key_type, wait_for,
 )
@@ -81,11 +82,11 @@ def test_classic_group_metadata_and_offsets(kafka, run_kxtx):
     truth = {k: v for k, v in _committed(kafka, MIN_HASH_GROUP).items() if k[0] == topic}
     assert mine == truth == {(topic, 0): 5, (topic, 1): 5}
     group = next(r for r in rows if r["type"] == "GroupMetadata")["value"]
-    assert group["protocolType"] == "consumer" and group["leader"] == member_id
+    assert group["protocol_type"] == "consumer" and group["leader"] == member_id
     (member,) = group["members"]
-    assert (member["memberId"], member["clientId"]) == (member_id, "kxtx-test-classic")
+    assert (member["member_id"], member["client_id"]) == (member_id, "kxtx-test-classic")
     assert member["subscription"]["topics"] == [topic]
-    assigned = {(tp["topic"], p) for tp in member["assignment"]["assignedPartitions"] for p in tp["partitions"]}
+    assigned = {(tp["topic"], p) for tp in member["assignment"]["assigned_partitions"] for p in tp["partitions"]}
     assert assigned == {(topic, 0), (topic, 1)}
     # After the member left: the Empty state record (members [], not a tombstone) is the latest.
     after = dump(run_kxtx, "offsets", "--group", MIN_HASH_GROUP, "--latest", "--type", "group-metadata")
@@ -118,18 +119,18 @@ def test_consumer_protocol_group_records(kafka, run_kxtx):
     by_type = {r["type"]: r for r in rows}
     assert by_type["ConsumerGroupMetadata"]["value"]["epoch"] >= 1
     meta = by_type["ConsumerGroupMemberMetadata"]
-    assert meta["key"] == {"groupId": group, "memberId": member_id}
-    assert meta["value"]["subscribedTopicNames"] == [topic]
-    assert meta["value"]["clientId"] == "kxtx-test-consumer"
+    assert meta["key"] == {"group_id": group, "member_id": member_id}
+    assert meta["value"]["subscribed_topic_names"] == [topic]
+    assert meta["value"]["client_id"] == "kxtx-test-consumer"
     assert [m.member_id for m in desc.members] == [member_id]
     current = by_type["ConsumerGroupCurrentMemberAssignment"]["value"]
-    assert current["stateName"] == "STABLE"
-    assert [(tp["topicId"], sorted(tp["partitions"])) for tp in current["assignedPartitions"]] == [
+    assert current["state_name"] == "STABLE"
+    assert [(tp["topic_id"], sorted(tp["partitions"])) for tp in current["assigned_partitions"]] == [
         (topic_id, [0, 1])]
     truth = {(tp.topic, tp.partition) for tp in desc.members[0].assignment.topic_partitions}
     assert truth == {(topic, 0), (topic, 1)}
-    target = by_type["ConsumerGroupTargetAssignmentMember"]["value"]["topicPartitions"]
-    assert [(tp["topicId"], sorted(tp["partitions"])) for tp in target] == [(topic_id, [0, 1])]
+    target = by_type["ConsumerGroupTargetAssignmentMember"]["value"]["topic_partitions"]
+    assert [(tp["topic_id"], sorted(tp["partitions"])) for tp in target] == [(topic_id, [0, 1])]
     assert _latest_offsets(rows) == _committed(kafka, group)
 
 
@@ -190,16 +191,16 @@ def test_agrees_with_kafkas_offset_and_group_formatters(kafka, run_kxtx, eos):
         # The console consumer's own groups appear only in its later runs: left out on both sides.
         theirs = [t for t in kafka_formatter(kafka, "__consumer_offsets", formatter)
                   if not t["key"]["data"]["group"].startswith("console-consumer-")]
-        ours = [r for r in mine if r["typeId"] in type_ids
+        ours = [r for r in mine if r["type_id"] in type_ids
                 and not r["key"]["group"].startswith("console-consumer-")]
         assert len(theirs) == len(ours), formatter
-        key = lambda d: tuple(sorted(d.items()))  # noqa: E731
+        key = lambda d: tuple(sorted((snake(k), v) for k, v in d.items()))  # noqa: E731 - Kafka: camelCase
         remaining = {}
         for r in ours:
             remaining.setdefault(key(r["key"]), []).append(r)
         for t in theirs:
             m = remaining[key(t["key"]["data"])].pop(0)  # per key, log order is kept by both
-            assert key_type(t) == m["typeId"]
+            assert key_type(t) == m["type_id"]
             if t["value"] is None:
                 assert m["tombstone"]
             else:

@@ -75,7 +75,7 @@ def txns(kafka):
 def _by_id(rows):
     out = defaultdict(list)
     for r in rows:
-        out[r["key"]["transactionalId"]].append(r)
+        out[r["key"]["transactional_id"]].append(r)
     return out
 
 
@@ -96,17 +96,17 @@ def test_state_sequence_and_producer_match_describe_transactions(run_kxtx, txns,
     assert states(rows) == expected
     t = truth[tid]
     last = rows[-1]["value"]
-    assert (last["producerId"], last["producerEpoch"]) == (t.producer_id, t.producer_epoch)
-    assert last["transactionStatus"] == t.state.value
-    assert all(r["value"]["producerId"] == t.producer_id for r in rows)
+    assert (last["producer_id"], last["producer_epoch"]) == (t.producer_id, t.producer_epoch)
+    assert last["transaction_status"] == t.state.value
+    assert all(r["value"]["producer_id"] == t.producer_id for r in rows)
     assert {r["partition"] for r in rows} == {partition_for(tid, 50)}
-    ongoing = [r for r in rows if r["value"]["transactionStatus"] == "Ongoing"]
-    assert ongoing[-1]["value"]["transactionPartitions"], "Ongoing lists the partitions written"
-    assert ongoing[-1]["value"]["transactionTimeoutMs"] == (1000 if case == "timeout" else 60000)
+    ongoing = [r for r in rows if r["value"]["transaction_status"] == "Ongoing"]
+    assert ongoing[-1]["value"]["transaction_partitions"], "Ongoing lists the partitions written"
+    assert ongoing[-1]["value"]["transaction_timeout_ms"] == (1000 if case == "timeout" else 60000)
     if case in ("timeout", "fenced"):
         # Kafka bumps the epoch when it aborts a transaction the producer did not end itself.
-        aborted = next(r for r in rows if r["value"]["transactionStatus"] == "PrepareAbort")
-        assert aborted["value"]["producerEpoch"] > ongoing[-1]["value"]["producerEpoch"]
+        aborted = next(r for r in rows if r["value"]["transaction_status"] == "PrepareAbort")
+        assert aborted["value"]["producer_epoch"] > ongoing[-1]["value"]["producer_epoch"]
 
 
 def test_ids_live_in_the_partition_kafka_uses(run_kxtx, txns):
@@ -122,15 +122,15 @@ def test_latest_and_filters(run_kxtx, txns):
     ids, truth = txns
     args = [a for tid in ids.values() for a in ("-t", tid)]
     latest = dump(run_kxtx, "txn-state", *args, "--latest")
-    assert {r["key"]["transactionalId"]: r["value"]["transactionStatus"] for r in latest} == {
+    assert {r["key"]["transactional_id"]: r["value"]["transaction_status"] for r in latest} == {
         tid: truth[tid].state.value for tid in ids.values()}
     aborted = dump(run_kxtx, "txn-state", *args, "--latest", "--state", "completeabort")
-    assert {r["key"]["transactionalId"] for r in aborted} == {ids["abort"], ids["timeout"]}
+    assert {r["key"]["transactional_id"] for r in aborted} == {ids["abort"], ids["timeout"]}
     pid = truth[ids["commit"]].producer_id
     only = dump(run_kxtx, "txn-state", *args, "--producer-id", str(pid))
-    assert {r["key"]["transactionalId"] for r in only} == {ids["commit"]}
+    assert {r["key"]["transactional_id"] for r in only} == {ids["commit"]}
     assert len(dump(run_kxtx, "txn-state", *args, "--limit", "3")) == 3
-    assert all(r["value"]["transactionStatusCode"] in range(8) for r in latest)
+    assert all(r["value"]["transaction_status_code"] in range(8) for r in latest)
 
 
 def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
@@ -142,7 +142,7 @@ def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
     for tid in ids.values():
         assert len(theirs[tid]) == len(mine[tid]) > 0, tid
         for t, m in zip(theirs[tid], mine[tid]):
-            assert key_type(t) == m["typeId"] == 0
+            assert key_type(t) == m["type_id"] == 0
             if t["value"] is None:
                 assert m["tombstone"]
                 continue
@@ -163,9 +163,9 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
     _one(_producer(kafka, tid), topic, "commit")
     rows = dump(run_kxtx, "txn-state", "-t", tid)
     assert dump(run_kxtx, "txn-state", "-t", tid, "--from-offset", str(rows[1]["offset"])) == rows[1:]
-    since = rows[2]["timestamp"]
+    since = rows[2]["timestamp_ms"]
     assert dump(run_kxtx, "txn-state", "-t", tid, "--since", str(since)) == [
-        r for r in rows if r["timestamp"] >= since]
+        r for r in rows if r["timestamp_ms"] >= since]
     p = partition_for(tid, 50)
     assert [r for r in dump(run_kxtx, "txn-state", "--partition", str(p)) if r["key"] == rows[0]["key"]] == rows
     wrong = run_kxtx("dump", "txn-state", "-t", tid, "--partition", str((p + 1) % 50))
@@ -184,3 +184,37 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
     followed = [json.loads(line) for line in out.splitlines()]
     assert followed[:len(rows)] == rows and len(followed) == len(rows) + 2
     assert followed[-1]["offset"] > rows[-1]["offset"]
+
+
+@pytest.mark.parametrize("sig, code, name", [(2, 130, "SIGINT"), (15, 143, "SIGTERM")])
+def test_follow_stops_on_a_signal_with_a_summary(kafka, sig, code, name):
+    """Ctrl-C / SIGTERM is how --follow normally ends: a one-line summary, not an error, and the
+    exit code of the README's table; every row read before it is on stdout."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from tests.conftest import ROOT
+
+    tid = f"dump-stop-{uuid.uuid4().hex[:8]}"
+    topic = kafka.create_topic()
+    _one(_producer(kafka, tid), topic, "commit")  # Empty, Ongoing, PrepareCommit, CompleteCommit
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow",
+                             "-o", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
+    watchdog = threading.Timer(90, proc.kill)  # a dump that never shows its rows fails, not hangs
+    watchdog.start()
+    try:
+        rows = [json.loads(proc.stdout.readline()) for _ in range(4)]
+        assert [r["value"]["transaction_status"] for r in rows][-1] == "CompleteCommit"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    assert proc.returncode == code, err
+    assert out == ""  # nothing more arrived after the four rows
+    assert err.splitlines() == [f"kxtx: stopped by {name} after 4 rows"]

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import ROOT, Kafka, start_sandbox
 from tests.integration.txn_helpers import LowLevel, make_hanging
+from tests.unit.record_encoder import iso
 
 # Transactions v2 (4.x) and v1 (3.9) hang and abort differently: CI runs these on both.
 pytestmark = [pytest.mark.kafka, pytest.mark.versioned]
@@ -131,6 +132,8 @@ def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
         assert x["coordinator_state"] == "CompleteCommit"
         assert x["lso"] == hanging["starts"][tp] and x["held_back"] == x["high_watermark"] - x["lso"] > 0
     assert got[(hanging["a"], 0)]["start_offset"] == 4
+    for x in got.values():  # a time in ms and, next to it, ISO-8601 (as in dump and inspect)
+        assert x["last_time"] == iso(x["last_timestamp_ms"]) and "last_timestamp" not in x
     assert got[(hanging["a"], 0)]["blocked_groups"] == [hanging["group"]]
     assert got[(hanging["b"], 1)]["coordinator_epoch"] == 0  # a marker was written there before
     # the same, scoped to one broker and to one partition
@@ -147,10 +150,15 @@ def test_inspect_names_the_hanging_partitions(broker, hanging):
     want = ", ".join(f"{t}:{p}" for t, p in sorted(hanging["starts"]))
     assert out["verdict"] == f"hanging on {want}"
     assert [h["state"] for h in out["history"]][-1] == "CompleteCommit"
+    for h in out["history"]:  # the same names and both time forms as `dump` shows
+        assert h["time"] == iso(h["timestamp_ms"])
+        assert h["txn_start_time"] == iso(h["txn_start_timestamp_ms"])
+        assert h["last_update_time"] == iso(h["last_update_timestamp_ms"])
     r = kxtx(broker, "inspect", "partition", f"{hanging['a']}:0", "-o", "json")
     out = json.loads(r.stdout)
     assert out["lso"] == 4 and out["open_transactions"][0]["transactional_id"] == hanging["tid"]
     assert out["open_transactions"][0]["status"].startswith("hanging")
+    assert out["open_transactions"][0]["last_time"] == iso(out["open_transactions"][0]["last_timestamp_ms"])
     assert out["groups"] == [{"group": hanging["group"], "committed": 4, "blocked": True}]
 
 
@@ -170,7 +178,10 @@ def test_dry_run_and_refusal_change_nothing(broker, hanging):
 def test_abort_hanging_yes_releases_the_lso(broker, hanging):
     r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl")
     assert r.returncode == 0, r.stderr
-    results = [x for x in rows(r) if "outcome" in x]
+    # plan rows, then result rows, in one stream: `kind` tells which
+    assert [x["kind"] for x in rows(r)] == ["plan"] * len(hanging["starts"]) + ["result"] * len(
+        hanging["starts"])
+    results = [x for x in rows(r) if x["kind"] == "result"]
     assert {(x["topic"], x["partition"]): x["outcome"] for x in results} == {
         tp: "aborted" for tp in hanging["starts"]}
     for tp in hanging["starts"]:
@@ -217,6 +228,7 @@ def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
     assert r.returncode == 0 and rows(r) == [], r.stderr
     out = json.loads(kxtx(broker, "inspect", "txn", tid, "-o", "json").stdout)
     assert out["state"] == "Ongoing" and out["verdict"].startswith("ongoing for")
+    assert out["txn_start_time"] == iso(out["txn_start_timestamp_ms"]) is not None
     assert out["partitions"][0]["blocking"] is True and out["partitions"][0]["hanging"] is False
     out = json.loads(kxtx(broker, "inspect", "partition", f"{t}:0", "-o", "json").stdout)
     assert out["open_transactions"][0]["status"] == "ongoing (coordinator: Ongoing)"

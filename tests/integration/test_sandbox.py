@@ -73,6 +73,8 @@ def test_cli_sandbox_lifecycle(run_kxtx, tmp_path):
     assert started.returncode == 0, started.stderr
     info = json.loads(started.stdout)
     assert info["running"] is True and info["bootstrap"].startswith("127.0.0.1:")
+    # a line a shell can take as it is (README: eval it, or copy it)
+    assert f"export KXTX_BOOTSTRAP_SERVERS={info['bootstrap']}" in started.stderr.splitlines()
     status = run_kxtx("sandbox", "status", "--state-dir", str(state), "-o", "jsonl")
     assert status.returncode == 0 and json.loads(status.stdout)["pid"] == info["pid"]
     stopped = run_kxtx("sandbox", "stop", "--state-dir", str(state))

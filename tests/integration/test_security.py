@@ -86,13 +86,13 @@ def test_admin_inspect_and_dump(sec, scene):
     assert statuses[scene["hang_id"]].startswith("hanging")
     r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl")
     assert r.returncode == 0, r.stderr
-    assert {x["key"]["transactionalId"] for x in rows(r)} == {scene["live_id"]}
+    assert {x["key"]["transactional_id"] for x in rows(r)} == {scene["live_id"]}
     assert_no_secret(sec, "admin", r)
     # the whole log in forked processes: each opens its own SASL_SSL connection with the PEM files
     # the parent wrote, which outlive every worker
     r = sec.kxtx("admin", "dump", "txn-state", "-o", "jsonl", "--workers", "3")
     assert r.returncode == 0, r.stderr
-    assert scene["live_id"] in {x["key"]["transactionalId"] for x in rows(r)}
+    assert scene["live_id"] in {x["key"]["transactional_id"] for x in rows(r)}
 
 
 def test_admin_produce(sec):
@@ -238,3 +238,27 @@ def test_wrong_password_fails_without_echoing_it(sec, tmp_path):
     assert r.returncode == 1, r.stderr
     assert "check sasl.mechanism, sasl.username and sasl.password" in r.stderr
     assert "not-the-Passw0rd" not in r.stdout + r.stderr
+
+
+def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec):
+    # No ACL at all on the topic: the broker answers its metadata with TOPIC_AUTHORIZATION_FAILED
+    # (it hides whether the topic exists). That is a missing permission (exit 1), not a missing
+    # topic to create (exit 2).
+    topic = sec.create_topic()
+    r = sec.kxtx("limited", "produce", "-t", topic, write_lines(3), "--transactional-id",
+                 f"limited.{topic}", "--checkpoint-topic", f"limited.ckpt-{topic}")
+    _fails_naming(sec, r, f"WRITE on Topic '{topic}'", "TOPIC_AUTHORIZATION_FAILED")
+    assert "create it first" not in r.stderr and "Traceback" not in r.stderr
+    assert sec.offsets(topic) == (0, 0)
+
+
+def test_limited_topic_create_names_create_on_the_topic(sec):
+    name = f"other-{uuid.uuid4().hex[:6]}"
+    r = sec.kxtx("limited", "topic", "create", name, "-p", "2")
+    _fails_naming(sec, r, f"CREATE on Topic '{name}'")
+    assert "Traceback" not in r.stderr
+    allowed = f"limited.{uuid.uuid4().hex[:6]}"  # ALL on the limited. prefix
+    r = sec.kxtx("limited", "topic", "create", allowed, "-p", "2", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["partitions"] == 2
+    assert_no_secret(sec, "limited", r)

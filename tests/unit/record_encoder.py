@@ -119,3 +119,13 @@ def key(prefix: int, *parts: bytes) -> bytes:
 
 def value(version: int, *parts: bytes) -> bytes:
     return i16(version) + b"".join(parts)
+
+
+def iso(ms: int) -> str | None:
+    """The ISO form kxtx shows next to a time in ms, computed independently with datetime."""
+    import datetime
+
+    if ms <= 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(
+        timespec="milliseconds")

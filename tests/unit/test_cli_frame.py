@@ -1,5 +1,6 @@
 """The frame every command shares: version, help, lazy imports, exit codes, error boundary."""
 
+import os
 import re
 import socket
 import subprocess
@@ -132,3 +133,35 @@ def test_closed_stdout_stops_quietly_with_141(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(60) == ExitCode.BROKEN_PIPE == 141
     assert err == ""
+
+
+def _bash_complete(script: str, *words: str) -> list[str]:
+    line = " ".join(["kxtx", *words])
+    prog = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; "
+            'printf "%s\\n" "${COMPREPLY[@]}"')
+    return subprocess.run(["bash", "-c", prog], capture_output=True, text=True).stdout.split()
+
+
+@pytest.mark.parametrize("words, expected", [
+    (("produce", "-I", ""), ["jsonl", "csv", "lines"]),
+    (("produce", "--input-format", "c"), ["csv"]),
+    (("produce", "--on-error", ""), ["fail", "skip", "dlq:"]),
+    (("produce", "--on-error", "s"), ["skip"]),
+])
+def test_bash_completion_completes_option_values(words, expected):
+    """The static script (completions/kxtx.bash) and typer's own (`kxtx --install-completion`)."""
+    script = (ROOT / "completions" / "kxtx.bash").read_text()
+    assert _bash_complete(script, *words) == expected
+    r = kxtx(env={"_KXTX_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(["kxtx", *words]),
+                  "COMP_CWORD": str(len(words))})
+    assert r.stdout.split() == expected, r.stderr
+
+
+def test_install_completion_is_in_the_readme_and_works(tmp_path):
+    assert "kxtx --install-completion" in (ROOT / "README.md").read_text()
+    # typer installs for the shell it runs in: typed in bash (not under a test runner's process tree)
+    argv = " ".join([sys.executable, "-m", "kxtx", "--install-completion"])
+    r = subprocess.run(["bash", "-c", argv], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env={**os.environ, "HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kxtx" in (tmp_path / ".bashrc").read_text()

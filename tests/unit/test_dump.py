@@ -85,23 +85,23 @@ def rows(**kw):
 def test_every_record_in_order(fake):
     out = rows(topic=TXN)
     assert [r["offset"] for r in out if r["partition"] == partition_for("a", 50)] == [0, 1, 2, 3]
-    assert [r["value"]["transactionStatus"] for r in out if r["key"] == {"transactionalId": "a"}] == [
+    assert [r["value"]["transaction_status"] for r in out if r["key"] == {"transactional_id": "a"}] == [
         "Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
     deleted = [r for r in out if r["tombstone"]]
-    assert deleted == [{"partition": partition_for("b", 50), "offset": 1, "timestamp": 5,
-                        "type": "TransactionLog", "typeId": 0, "key": {"transactionalId": "b"},
+    assert deleted == [{"partition": partition_for("b", 50), "offset": 1, "timestamp_ms": 5,
+                        "time": "1970-01-01T00:00:00.005+00:00", "type": "TransactionLog", "type_id": 0, "key": {"transactional_id": "b"},
                         "version": None, "value": None, "tombstone": True}]
 
 
 def test_transactional_id_reads_only_its_partition(fake):
     out = rows(topic=TXN, ids=["a"])
     assert fake.asked[-1][0] == [partition_for("a", 50)]
-    assert {r["key"]["transactionalId"] for r in out} == {"a"}
+    assert {r["key"]["transactional_id"] for r in out} == {"a"}
 
 
 def test_latest_applies_tombstones(fake):
     out = rows(topic=TXN, latest=True)
-    assert [(r["key"]["transactionalId"], r["value"]["transactionStatus"]) for r in out] == [
+    assert [(r["key"]["transactional_id"], r["value"]["transaction_status"]) for r in out] == [
         ("a", "CompleteCommit")]
 
 
@@ -118,7 +118,7 @@ def test_latest_applies_tombstones(fake):
 )
 def test_value_filters_and_limit(fake, kw, expected):
     out = rows(topic=TXN, **kw)
-    got = sorted((r["key"]["transactionalId"], r["offset"]) for r in out)
+    got = sorted((r["key"]["transactional_id"], r["offset"]) for r in out)
     assert got == expected if "limit" not in kw else len(got) == len(expected)
 
 
@@ -140,7 +140,7 @@ def test_unknown_type_row_carries_raw_bytes_and_warns_once(fake, caplog):
     warned = [r.getMessage() for r in caplog.records if "unknown record type 99" in r.getMessage()]
     assert len(warned) == 1 and "raw bytes" in warned[0]
     unknown = [r for r in out if r["type"] == "Unknown"]
-    assert unknown and unknown[0]["rawKey"] == "00633f3f" and unknown[0]["rawValue"] == "0000"
+    assert unknown and unknown[0]["raw_key"] == "00633f3f" and unknown[0]["raw_value"] == "0000"
     assert unknown[0]["notes"] == ["unknown record type 99 in __consumer_offsets"]
 
 
@@ -176,3 +176,17 @@ def test_missing_topic_yields_nothing(monkeypatch):
 def test_start_is_passed_to_the_source(fake):
     rows(topic=TXN, start=Start("offset", 3), follow=False)
     assert fake.asked[-1][1:] == (Start("offset", 3), False)
+
+
+def test_a_stopped_table_dump_shows_the_rows_read_so_far(capsys):
+    """--follow into a table: Ctrl-C draws the rows read before it, then the stop is reported."""
+    from kxtx.cli.dump import _emit_table
+
+    def batches():
+        yield [{"partition": 0, "offset": 7, "state": "Ongoing"}]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _emit_table(batches(), lambda r: r, ["partition", "offset", "state"])
+    out = capsys.readouterr().out
+    assert "Ongoing" in out and "7" in out

@@ -55,3 +55,47 @@ def test_row_batches_same_output_as_rows(capsys, fmt):
     expected = capsys.readouterr().out
     assert output.emit_row_batches(iter([ROWS[:1], ROWS[1:]]), fmt) == 2
     assert capsys.readouterr().out == expected
+
+
+#: What `kxtx find-hanging -o table` shows: 12 columns.
+HANGING = [{"topic": "orders-enriched", "partition": 11, "producer_id": 1234567, "producer_epoch": 3,
+            "start_offset": 858816, "age": "2h 14m", "transactional_id": "kxtx-pipe-enricher-3f9a2c",
+            "coordinator_state": "CompleteAbort", "lso": 858816, "high_watermark": 902311,
+            "held_back": 43495, "blocked_groups": ["billing", "fraud-check"]},
+           {"topic": "payments", "partition": 0, "producer_id": 42, "producer_epoch": 0,
+            "start_offset": 17, "age": "31m", "transactional_id": None,
+            "coordinator_state": None, "lso": 17, "high_watermark": 20, "held_back": 3,
+            "blocked_groups": []}]
+
+
+def _rendered(capsys, monkeypatch, columns: str, rows=HANGING, cols=None) -> str:
+    monkeypatch.setenv("COLUMNS", columns)
+    output.emit_rows(rows, OutputFormat.table, cols or list(HANGING[0]), title="hanging transactions")
+    return capsys.readouterr().out
+
+
+def test_too_wide_rows_become_readable_records_at_80_columns(capsys, monkeypatch):
+    out = _rendered(capsys, monkeypatch, "80")
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for row in HANGING:
+        for key, value in row.items():
+            # every column name and every value whole, on one line, next to its name
+            assert any(line.split()[:1] == [key] and output._cell(value) in line
+                       for line in out.splitlines()), (key, value, out)
+
+
+def test_rows_that_fit_stay_a_table(capsys, monkeypatch):
+    narrow = ["topic", "partition", "producer_id", "lso", "held_back"]
+    out = _rendered(capsys, monkeypatch, "80", cols=narrow)
+    header = next(line for line in out.splitlines() if "producer_id" in line)
+    assert all(c in header for c in narrow)  # one header line: a table
+    assert any("orders-enriched" in line and "43495" in line for line in out.splitlines())
+
+
+def test_a_table_into_a_file_is_not_squeezed_to_80_columns(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    output.emit_rows(HANGING, OutputFormat.table, list(HANGING[0]))
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "producer_id" in line)
+    assert all(c in header for c in HANGING[0])
+    assert any("kxtx-pipe-enricher-3f9a2c" in line and "CompleteAbort" in line for line in lines)

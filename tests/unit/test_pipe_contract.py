@@ -61,7 +61,7 @@ def test_numpy_values_become_plain():
     ({"value": "v", "topic": 3}, "'topic' must be a non-empty string"),
     ({"value": "v", "headers": 5}, "'headers' must be a dict or a list"),
     ({"value": "v", "headers": {1: "x"}}, "header name 1 is not a string"),
-    (object(), "cannot encode a object"),
+    (object(), "cannot encode an object"),
     ({"value": {1, 2}}, "cannot encode a set"),
 ])
 def test_contract_errors(result, message):

@@ -57,7 +57,7 @@ def test_load_plain_function(udf_file):
 
 @pytest.mark.parametrize("body, spec_fn, message", [
     ("def f(v):\n    return v\n", "g", "has no attribute 'g'"),
-    ("x = 3\n", "x", "is a int, not a function"),
+    ("x = 3\n", "x", "is an int, not a function"),
     ("def f():\n    return 1\n", "f", r"f\(\) cannot be called with one argument; kxtx calls it with the value"),
     ("def f(a, b):\n    return 1\n", "f", r"f\(a, b\) cannot be called with one argument"),
     ("def f(v:\n", "f", "syntax error in .*myudf.py:1"),

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from kxtx.produce import broker, engine, inputs, plain
+from kxtx.produce import broker, engine, inputs, keyed, plain
 from kxtx.produce.options import ProduceOptions
 from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
@@ -109,12 +109,17 @@ class _Msg:
         return self.o
 
 
+_FAST_FILE = keyed.fast_file
+
+
 def _run(monkeypatch, paths, partitions, fake=None, **opts):
-    """Run the engine on a fake producer; 1 partition takes the fast path, 2 the general one."""
+    """Run the engine on a fake producer (a topic of 1 partition); `partitions` 1 takes the fast
+    path, 2 the general one."""
     made = {}
+    monkeypatch.setattr(keyed, "fast_file", _FAST_FILE if partitions == 1 else lambda *a: None)
     monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
     monkeypatch.setattr(broker, "describe_topic",
-                        lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000))
+                        lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 10_000))
     monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
     monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 

@@ -67,7 +67,7 @@ def test_txn_cached_sections_agree_in_any_order():
 
 
 def test_txn_tombstone():
-    assert txn_log.fast(TXN_KEY, None) == generic_txn(TXN_KEY, None)[:3] == ({"transactionalId": "tx-é"},
+    assert txn_log.fast(TXN_KEY, None) == generic_txn(TXN_KEY, None)[:3] == ({"transactional_id": "tx-é"},
                                                                              None, None)
 
 

@@ -17,22 +17,22 @@ def _offset_key(prefix=1, group="g", topic="t", partition=0):
 
 OFFSET_CASES = [
     # (version, value body, expected value)
-    (0, e.i64(42) + e.string("m") + e.i64(1700), {"offset": 42, "metadata": "m", "commitTimestamp": 1700}),
+    (0, e.i64(42) + e.string("m") + e.i64(1700), {"offset": 42, "metadata": "m", "commit_timestamp": 1700, "commit_time": e.iso(1700)}),
     (1, e.i64(42) + e.string("") + e.i64(1700) + e.i64(-1),
-     {"offset": 42, "metadata": "", "commitTimestamp": 1700, "expireTimestamp": -1}),
+     {"offset": 42, "metadata": "", "commit_timestamp": 1700, "commit_time": e.iso(1700), "expire_timestamp": -1, "expire_time": e.iso(-1)}),
     (1, e.i64(0) + e.string("x") + e.i64(1) + e.i64(604800001),
-     {"offset": 0, "metadata": "x", "commitTimestamp": 1, "expireTimestamp": 604800001}),
-    (2, e.i64(42) + e.string("meta") + e.i64(1700), {"offset": 42, "metadata": "meta", "commitTimestamp": 1700}),
+     {"offset": 0, "metadata": "x", "commit_timestamp": 1, "commit_time": e.iso(1), "expire_timestamp": 604800001, "expire_time": e.iso(604800001)}),
+    (2, e.i64(42) + e.string("meta") + e.i64(1700), {"offset": 42, "metadata": "meta", "commit_timestamp": 1700, "commit_time": e.iso(1700)}),
     (3, e.i64(42) + e.i32(5) + e.string("") + e.i64(1700000000000),
-     {"offset": 42, "leaderEpoch": 5, "metadata": "", "commitTimestamp": 1700000000000}),
+     {"offset": 42, "leader_epoch": 5, "metadata": "", "commit_timestamp": 1700000000000, "commit_time": e.iso(1700000000000)}),
     (3, e.i64(-1) + e.i32(-1) + e.string("ü") + e.i64(0),
-     {"offset": -1, "leaderEpoch": -1, "metadata": "ü", "commitTimestamp": 0}),
+     {"offset": -1, "leader_epoch": -1, "metadata": "ü", "commit_timestamp": 0, "commit_time": e.iso(0)}),
     (4, e.i64(42) + e.i32(5) + e.cstring("") + e.i64(1700) + e.tags(),
-     {"offset": 42, "leaderEpoch": 5, "metadata": "", "commitTimestamp": 1700,
-      "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}),
+     {"offset": 42, "leader_epoch": 5, "metadata": "", "commit_timestamp": 1700, "commit_time": e.iso(1700),
+      "topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}),
     (4, e.i64(42) + e.i32(5) + e.cstring("md") + e.i64(1700) + e.tags({0: e.uuid(TID)}),
-     {"offset": 42, "leaderEpoch": 5, "metadata": "md", "commitTimestamp": 1700,
-      "topicId": e.uuid_text(TID)}),
+     {"offset": 42, "leader_epoch": 5, "metadata": "md", "commit_timestamp": 1700, "commit_time": e.iso(1700),
+      "topic_id": e.uuid_text(TID)}),
 ]
 
 
@@ -49,7 +49,7 @@ def test_spec_worked_example_offset_v4_topic_id():
     raw = bytes.fromhex("0004" "000000000000002a" "00000005" "01" "0000018bcfe56800"
                         "01" "00" "10" "00112233445566778899aabbccddeeff")
     rec = decode(TOPIC, bytes.fromhex("000100016700017400000000"), raw)
-    assert rec.value["offset"] == 42 and rec.value["topicId"] == e.uuid_text(
+    assert rec.value["offset"] == 42 and rec.value["topic_id"] == e.uuid_text(
         bytes.fromhex("00112233445566778899aabbccddeeff"))
 
 
@@ -63,10 +63,10 @@ SUB_V3 = (e.i16(3) + e.array([e.string("orders")]) + e.nbytes(None) + e.array([]
           + e.nstring(None))
 ASSIGN_V3 = (e.i16(3) + e.array([e.string("orders") + e.array([e.i32(0), e.i32(2)])])
              + e.nbytes(None))
-SUB_DECODED = {"version": 3, "topics": ["orders"], "userDataSize": None, "ownedPartitions": [],
-               "generationId": 5, "rackId": None}
-ASSIGN_DECODED = {"version": 3, "assignedPartitions": [{"topic": "orders", "partitions": [0, 2]}],
-                  "userDataSize": None}
+SUB_DECODED = {"version": 3, "topics": ["orders"], "user_data_size": None, "owned_partitions": [],
+               "generation_id": 5, "rack_id": None}
+ASSIGN_DECODED = {"version": 3, "assigned_partitions": [{"topic": "orders", "partitions": [0, 2]}],
+                  "user_data_size": None}
 
 
 def _member(v, flexible, sub, assign, instance="inst-1"):
@@ -93,12 +93,12 @@ def _group_value(v, protocol_type="consumer", sub=SUB_V3, assign=ASSIGN_V3, memb
 
 
 def _expected_member(v, sub, assign):
-    m = {"memberId": "m-1", "clientId": "client", "clientHost": "/10.0.0.1",
-         "sessionTimeout": 45000, "subscription": sub, "assignment": assign}
+    m = {"member_id": "m-1", "client_id": "client", "client_host": "/10.0.0.1",
+         "session_timeout": 45000, "subscription": sub, "assignment": assign}
     if v >= 1:
-        m["rebalanceTimeout"] = 300000
+        m["rebalance_timeout"] = 300000
     if v >= 3:
-        m["groupInstanceId"] = "inst-1"
+        m["group_instance_id"] = "inst-1"
     return m
 
 
@@ -107,10 +107,11 @@ def test_group_metadata_round_trip_consumer_protocol(v):
     rec = decode(TOPIC, e.key(2, e.string("grp")), _group_value(v))
     assert rec.type == "GroupMetadata" and rec.key == {"group": "grp"} and rec.version == v
     assert rec.notes == []
-    expected = {"protocolType": "consumer", "generation": 9, "protocol": "range", "leader": "m-1",
+    expected = {"protocol_type": "consumer", "generation": 9, "protocol": "range", "leader": "m-1",
                 "members": [_expected_member(v, SUB_DECODED, ASSIGN_DECODED)]}
     if v >= 2:
-        expected["currentStateTimestamp"] = 1700
+        expected["current_state_timestamp"] = 1700
+        expected["current_state_time"] = e.iso(1700)
     assert rec.value == expected
 
 
@@ -148,19 +149,19 @@ OWNED = e.array([e.string("orders") + e.array([e.i32(1)])])
     [
         (b"", None),
         (e.i16(0) + e.array([e.string("a"), e.string("b")]) + e.nbytes(b"xyz"),
-         {"version": 0, "topics": ["a", "b"], "userDataSize": 3}),
+         {"version": 0, "topics": ["a", "b"], "user_data_size": 3}),
         (e.i16(1) + e.array([e.string("a")]) + e.nbytes(None) + OWNED,
-         {"version": 1, "topics": ["a"], "userDataSize": None,
-          "ownedPartitions": [{"topic": "orders", "partitions": [1]}]}),
+         {"version": 1, "topics": ["a"], "user_data_size": None,
+          "owned_partitions": [{"topic": "orders", "partitions": [1]}]}),
         (e.i16(2) + e.array([e.string("a")]) + e.nbytes(b"") + OWNED + e.i32(-1),
-         {"version": 2, "topics": ["a"], "userDataSize": 0,
-          "ownedPartitions": [{"topic": "orders", "partitions": [1]}], "generationId": -1}),
+         {"version": 2, "topics": ["a"], "user_data_size": 0,
+          "owned_partitions": [{"topic": "orders", "partitions": [1]}], "generation_id": -1}),
         (SUB_V3, SUB_DECODED),
         (bytes.fromhex("0003 00000001 0006") + b"orders" + bytes.fromhex("ffffffff 00000000 00000005 ffff"),
          SUB_DECODED),
         (e.i16(3) + e.array([]) + e.nbytes(None) + e.array([]) + e.i32(1) + e.nstring("rack-a"),
-         {"version": 3, "topics": [], "userDataSize": None, "ownedPartitions": [], "generationId": 1,
-          "rackId": "rack-a"}),
+         {"version": 3, "topics": [], "user_data_size": None, "owned_partitions": [], "generation_id": 1,
+          "rack_id": "rack-a"}),
         (e.i16(7) + SUB_V3[2:] + b"future-fields",  # above v3: parse as v3, ignore the rest
          {**SUB_DECODED, "version": 7}),
     ],
@@ -179,10 +180,10 @@ def test_assignment_spec_example_and_future_version():
     raw = bytes.fromhex("0003 00000001 0006") + b"orders" + bytes.fromhex(
         "00000002 00000000 00000002 ffffffff")
     assert decode_assignment(raw) == ASSIGN_DECODED
-    assert decode_assignment(e.i16(4) + raw[2:] + b"\x00")["assignedPartitions"] == [
+    assert decode_assignment(e.i16(4) + raw[2:] + b"\x00")["assigned_partitions"] == [
         {"topic": "orders", "partitions": [0, 2]}]
     assert decode_assignment(b"") is None
-    assert decode_assignment(e.i16(0) + e.array([]) + e.nbytes(b"1234"))["userDataSize"] == 4
+    assert decode_assignment(e.i16(0) + e.array([]) + e.nbytes(b"1234"))["user_data_size"] == 4
 
 
 NULL_ARRAY = e.i32(-1)
@@ -193,11 +194,11 @@ NULL_ARRAY = e.i32(-1)
     [
         # a null array (count -1) is shown as [] at every level, never None or an error
         (decode_subscription, e.i16(1) + NULL_ARRAY + e.nbytes(None) + NULL_ARRAY,
-         {"version": 1, "topics": [], "userDataSize": None, "ownedPartitions": []}),
+         {"version": 1, "topics": [], "user_data_size": None, "owned_partitions": []}),
         (decode_assignment, e.i16(0) + NULL_ARRAY + e.nbytes(b""),
-         {"version": 0, "assignedPartitions": [], "userDataSize": 0}),
+         {"version": 0, "assigned_partitions": [], "user_data_size": 0}),
         (decode_assignment, e.i16(3) + e.array([e.string("orders") + NULL_ARRAY]) + e.nbytes(None),
-         {"version": 3, "assignedPartitions": [{"topic": "orders", "partitions": []}], "userDataSize": None}),
+         {"version": 3, "assigned_partitions": [{"topic": "orders", "partitions": []}], "user_data_size": None}),
         # truncated: the count promises more elements than there are bytes left
         (decode_assignment, e.i16(3) + e.i32(9) + e.string("orders"),
          "array count 9 larger than the 8 bytes left"),

@@ -27,16 +27,17 @@ def _expected(pid, epoch, timeout, status, partitions, last, start):
     from kxtx.records.txn_log import STATES
 
     return {
-        "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": timeout,
-        "transactionStatus": STATES[status], "transactionStatusCode": status,
-        "transactionPartitions": None if partitions is None else [
-            {"topic": t, "partitionIds": ps} for t, ps in partitions],
-        "transactionLastUpdateTimestampMs": last, "transactionStartTimestampMs": start,
+        "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
+        "transaction_status": STATES[status], "transaction_status_code": status,
+        "transaction_partitions": None if partitions is None else [
+            {"topic": t, "partition_ids": ps} for t, ps in partitions],
+        "transaction_last_update_timestamp_ms": last, "transaction_last_update_time": e.iso(last),
+        "transaction_start_timestamp_ms": start, "transaction_start_time": e.iso(start),
     }
 
 
-V1_DEFAULTS = {"previousProducerId": -1, "nextProducerId": -1, "clientTransactionVersion": 0,
-               "nextProducerEpoch": -1}
+V1_DEFAULTS = {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
+               "next_producer_epoch": -1}
 
 FIELDS = [
     # (pid, epoch, timeout, status, partitions, lastUpdate, start)
@@ -52,7 +53,7 @@ FIELDS = [
 @pytest.mark.parametrize("fields", FIELDS)
 def test_v0_round_trip(fields):
     rec = decode(TOPIC, KEY, e.value(0, _v0_body(*fields)))
-    assert (rec.type, rec.key, rec.version, rec.notes) == ("TransactionLog", {"transactionalId": "txn"}, 0, [])
+    assert (rec.type, rec.key, rec.version, rec.notes) == ("TransactionLog", {"transactional_id": "txn"}, 0, [])
     assert rec.value == _expected(*fields)
 
 
@@ -61,10 +62,10 @@ def test_v0_round_trip(fields):
     "tagged, extra",
     [
         (None, {}),
-        ({2: e.i16(2)}, {"clientTransactionVersion": 2}),  # 4.0+ TV2 client
+        ({2: e.i16(2)}, {"client_transaction_version": 2}),  # 4.0+ TV2 client
         ({0: e.i64(41), 1: e.i64(43), 2: e.i16(2)},  # 4.3+ writes previous/next producer id
-         {"previousProducerId": 41, "nextProducerId": 43, "clientTransactionVersion": 2}),
-        ({3: e.i16(9)}, {"nextProducerEpoch": 9}),  # in the 4.1+ schema, not written yet
+         {"previous_producer_id": 41, "next_producer_id": 43, "client_transaction_version": 2}),
+        ({3: e.i16(9)}, {"next_producer_epoch": 9}),  # in the 4.1+ schema, not written yet
     ],
 )
 def test_v1_round_trip_with_tags(fields, tagged, extra):
@@ -79,20 +80,20 @@ def test_spec_worked_example_v1():
         "02" "0274" "03" "00000000" "00000001" "00"
         "0000018bcfe569f4" "0000018bcfe56800" "01" "02" "02" "0002")
     rec = decode(TOPIC, bytes.fromhex("0000000374786e"), raw)
-    assert rec.value["transactionStatus"] == "Ongoing"
-    assert rec.value["transactionPartitions"] == [{"topic": "t", "partitionIds": [0, 1]}]
-    assert rec.value["clientTransactionVersion"] == 2
+    assert rec.value["transaction_status"] == "Ongoing"
+    assert rec.value["transaction_partitions"] == [{"topic": "t", "partition_ids": [0, 1]}]
+    assert rec.value["client_transaction_version"] == 2
 
 
 def test_unknown_tag_is_kept_as_hex():
     rec = decode(TOPIC, KEY, e.value(1, _v1_body(*FIELDS[1], tagged={9: b"\xab\xcd"})))
-    assert rec.value["_unknownTags"] == {"9": "abcd"}
+    assert rec.value["_unknown_tags"] == {"9": "abcd"}
     assert rec.problem is None
 
 
 def test_tombstone_means_expired_id():
     rec = decode(TOPIC, KEY, None)
-    assert rec.tombstone and rec.value is None and rec.key == {"transactionalId": "txn"}
+    assert rec.tombstone and rec.value is None and rec.key == {"transactional_id": "txn"}
 
 
 @pytest.mark.parametrize(

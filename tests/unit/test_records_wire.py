@@ -113,15 +113,15 @@ def test_kafka_abs_differs_from_python_abs_only_at_min_value():
     "key, value, expected",
     [
         (bytes.fromhex("00000001"), bytes.fromhex("000000000007"),
-         {"keyVersion": 0, "typeCode": 1, "type": "COMMIT", "valueVersion": 0, "coordinatorEpoch": 7}),
+         {"key_version": 0, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 7}),
         (e.i16(0) + e.i16(0), e.i16(0) + e.i32(123),
-         {"keyVersion": 0, "typeCode": 0, "type": "ABORT", "valueVersion": 0, "coordinatorEpoch": 123}),
+         {"key_version": 0, "type_code": 0, "type": "ABORT", "value_version": 0, "coordinator_epoch": 123}),
         (e.i16(3) + e.i16(1), e.i16(0) + e.i32(1),  # newer key version: read as the highest known
-         {"keyVersion": 3, "typeCode": 1, "type": "COMMIT", "valueVersion": 0, "coordinatorEpoch": 1}),
-        (e.i16(0) + e.i16(2), b"\x00\x01", {"keyVersion": 0, "typeCode": 2, "type": "LEADER_CHANGE",
-                                            "rawValue": "0001"}),
-        (e.i16(0) + e.i16(6), None, {"keyVersion": 0, "typeCode": 6, "type": "KRAFT_VOTERS"}),
-        (e.i16(0) + e.i16(42), None, {"keyVersion": 0, "typeCode": 42, "type": "UNKNOWN"}),
+         {"key_version": 3, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 1}),
+        (e.i16(0) + e.i16(2), b"\x00\x01", {"key_version": 0, "type_code": 2, "type": "LEADER_CHANGE",
+                                            "raw_value": "0001"}),
+        (e.i16(0) + e.i16(6), None, {"key_version": 0, "type_code": 6, "type": "KRAFT_VOTERS"}),
+        (e.i16(0) + e.i16(42), None, {"key_version": 0, "type_code": 42, "type": "UNKNOWN"}),
     ],
 )
 def test_control_records(key, value, expected):
@@ -132,3 +132,31 @@ def test_control_records(key, value, expected):
                                         (e.i16(0) + e.i16(1), b"\x00")])
 def test_bad_control_records_do_not_raise(key, value):
     assert "note" in decode_control(key, value)
+
+
+@pytest.mark.parametrize("ms", [1, 999, 1000, 1700000000000, 1700000000999, 1763923405123,
+                                4102444800000, 253402300799000])
+def test_iso_time_agrees_with_datetime(ms):
+    from kxtx.timefmt import iso_ms
+    from tests.unit.record_encoder import iso
+
+    assert iso_ms(ms) == iso(ms)
+    assert iso_ms(ms) == iso_ms(ms)  # cached second, same text
+
+
+@pytest.mark.parametrize("ms", [None, -1, 0, 253402300800000, 2 ** 62])
+def test_no_time_for_kafkas_none_values_and_nonsense(ms):
+    from kxtx.timefmt import iso_ms
+
+    assert iso_ms(ms) is None
+
+
+@pytest.mark.parametrize("camel, snake_name", [
+    ("transactionalId", "transactional_id"), ("partitionIds", "partition_ids"), ("topicId", "topic_id"),
+    ("transactionStartTimestampMs", "transaction_start_timestamp_ms"), ("group", "group"),
+    ("snake_already", "snake_already"),
+])
+def test_field_names_are_snake_case(camel, snake_name):
+    from kxtx.records.wire import snake
+
+    assert snake(camel) == snake_name

@@ -92,6 +92,7 @@ def test_kafka_python_mapping():
     assert kw == {
         "bootstrap_servers": ["h1:9093", "h2:9093"],
         "request_timeout_ms": 10000,
+        "bootstrap_timeout_ms": 10000,  # kafka-python's own default is 30 s, whatever --timeout says
         "security_protocol": "SASL_SSL",
         "sasl_mechanism": "SCRAM-SHA-512",
         "sasl_plain_username": "alice",

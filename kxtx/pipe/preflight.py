@@ -1,0 +1,98 @@
+"""What `kxtx pipe` checks before Spark starts: the cluster answers, the topics exist.
+
+A JVM start takes seconds; a wrong bootstrap address or a misspelt topic should not wait for it.
+Topics are looked up in a full metadata listing by an admin client that may not auto-create (a
+request naming a missing topic would create it on a broker with auto.create.topics.enable).
+"""
+
+from __future__ import annotations
+
+import time
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.log import logger
+
+#: How long every bootstrap broker may stay unreachable (refused, unresolvable) before the check
+#: gives up, when --timeout is longer: a broker that is down does not come back within a check.
+ALL_DOWN_GRACE_S = 3.0
+
+
+def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
+    """Raise unless the cluster answers and every named input and output topic exists.
+
+    `outputs` maps topic -> what it is ("output topic", "dead-letter topic"). Input patterns
+    (^regex) may match nothing yet (topics created later join the subscription): a warning."""
+    admin = clients.admin(settings, error_cb=(errors := _Errors()))
+    md = _metadata(admin, settings, errors)
+    for topic in dict.fromkeys(inputs):
+        if topic.startswith("^"):
+            import re
+
+            if not any(re.fullmatch(topic, t) for t in md.topics):
+                logger.warning("no topic matches --in %s yet; waiting for one to be created",
+                               topic)
+            continue
+        _require(admin, settings, md, topic, "input topic", "READ")
+    for topic, what in outputs.items():
+        _require(admin, settings, md, topic, what, "WRITE")
+
+
+class _Errors:
+    """error_cb: remembers when all bootstrap brokers became unreachable, and why."""
+
+    def __init__(self):
+        self.all_down_since: float | None = None
+        self.reason = ""
+
+    def __call__(self, err) -> None:
+        if err.name() == "_ALL_BROKERS_DOWN":
+            if self.all_down_since is None:
+                self.all_down_since = time.monotonic()
+        else:
+            self.reason = err.str()
+
+
+def _metadata(admin, settings, errors: _Errors):
+    from confluent_kafka import KafkaException
+
+    where = f"connecting to {settings.bootstrap}"
+    deadline = time.monotonic() + settings.timeout
+    while True:
+        try:
+            return admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            admin.poll(0)  # serves error_cb
+            now = time.monotonic()
+            down = errors.all_down_since
+            if down is not None and now - down >= min(ALL_DOWN_GRACE_S, settings.timeout):
+                why = f" ({errors.reason})" if errors.reason else ""
+                raise KafkaOperationError(
+                    f"{where}: no broker reachable{why}; check -b / bootstrap.servers"
+                    f"{clients.security_hint()}") from None
+            if now >= deadline:
+                raise clients.translate(exc, where) from exc
+        except Exception as exc:  # noqa: BLE001 - translated
+            raise clients.translate(exc, where) from exc
+
+
+def _require(admin, settings, md, topic: str, what: str, operation: str) -> None:
+    t = md.topics.get(topic)
+    if t is not None and t.error is None:
+        return
+    _hidden_by_acl(admin, settings, topic, what, operation)
+    raise UsageError(f"{what} {topic!r} does not exist (create it first)")
+
+
+def _hidden_by_acl(admin, settings, topic: str, what: str, operation: str) -> None:
+    """A topic the principal may not DESCRIBE is left out of the full listing: ask for it by name
+    (safe: this client may not auto-create) and name the missing permission."""
+    from kxtx.authz import Need, explain
+
+    try:
+        t = admin.list_topics(topic, timeout=settings.timeout).topics.get(topic)
+    except Exception:  # noqa: BLE001 - then "does not exist" stands
+        return
+    if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
+        raise explain(t.error.name(), f"{what} {topic!r}",
+                      [Need("DESCRIBE", "Topic", topic), Need(operation, "Topic", topic)])

@@ -1,0 +1,295 @@
+"""Every example in the README and in each command's --help runs against the real test broker.
+
+Examples are found by tests/examples.py. Each runnable example belongs to exactly one scenario
+below (`SCENARIOS`: scenario -> regexes of the example texts it runs); `test_every_example_is_covered`
+fails when an example is added, or changed, without a scenario, and when a scenario's example is gone.
+The scenarios run the example text as found, with these substitutions only:
+
+- topic, group and transactional-id names get a unique suffix (`orders` -> `orders-1a2b3c`), so
+  runs do not see each other's data; `-b localhost:9092` becomes the test broker;
+- `kxtx sandbox start` gets `--port 0` (9092 may be taken on a shared machine) and a temporary
+  `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it); the
+  `export KXTX_BOOTSTRAP_SERVERS=...` line the README shows is the one `sandbox start` printed;
+- `kxtx pipe`, which runs until stopped, gets `--until-idle 10` appended;
+- `kxtx --install-completion` runs in `bash -c` (typer installs for the shell it is typed in) with
+  HOME in a temporary directory;
+- `bash scripts/quickstart.sh` runs with KXTX_QUICKSTART_NO_INSTALL=1: kxtx is installed already,
+  and pip must not touch the environment the tests run in.
+
+Input files an example names (orders.jsonl, people.csv, ...) are written by the scenario, and the
+topics an example expects to exist are created first unless the example block creates them itself.
+Synopses (`kxtx fence TRANSACTIONAL_ID [--dry-run] [--yes]`) are not run: every option they show must
+exist on that command (`test_synopses_name_real_options`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.examples import Example, all_examples, readme_examples
+
+pytestmark = pytest.mark.kafka
+
+SCENARIOS: dict[str, list[str]] = {
+    "install-completion": [r"kxtx --install-completion"],
+    "first-steps": [r"kxtx sandbox start", r"kxtx topic create orders -p 6",
+                    r"kxtx produce orders\.jsonl -t orders -k order\.id", r"kxtx sandbox stop"],
+    "quickstart": [r"bash scripts/quickstart\.sh"],
+    "produce": [r"kxtx topic create orders -p 6", r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id",
+                r"kxtx produce people\.csv -t people -k id --value-as-json --on-error dlq:people-bad",
+                r"kxtx produce events\.jsonl -t events --dry-run",
+                r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id -b localhost:9092",
+                r"kxtx topic create orders -p 6 -c retention\.ms=604800000"],
+    # pipe --help's example gains `--value-format json` (without it enrich.py gets bytes): either way
+    # it is this scenario, and it must work.
+    "pipe": [r"kxtx pipe --in orders --out orders-enriched --udf enrich\.py:enrich --group enricher.*"],
+    "dump": [r"kxtx dump txn-state -t my-app-tx-1", r"kxtx dump txn-state --latest --state Ongoing",
+             r"kxtx dump offsets -g my-group --latest -o json"],
+    "security": [r"kxtx sandbox start --security sasl_ssl --port 0",
+                 r"kxtx find-hanging --command-config ~/\.local/state/kxtx/sandbox/security/admin\.properties"],
+}
+#: Examples run elsewhere, with the reason and the tests that cover them.
+ELSEWHERE = {
+    r"bash scripts/test\.sh": "running the suite inside itself would recurse: tests/unit/test_test_script.py "
+                              "and tests/unit/test_ci_script.py run the script with a recording interpreter",
+}
+NAMES = ("orders-enriched", "orders", "people-bad", "people", "events", "enricher", "my-group", "my-app-tx-1")
+
+
+def _scenario_of(ex: Example) -> list[str]:
+    hits = [name for name, pats in SCENARIOS.items() if any(re.fullmatch(p, ex.text) for p in pats)]
+    hits += ["(elsewhere)" for p in ELSEWHERE if re.fullmatch(p, ex.text)]
+    return hits
+
+
+def _examples(scenario: str) -> list[Example]:
+    return [e for e in all_examples() if not e.synopsis and scenario in _scenario_of(e)]
+
+
+# --- coverage --------------------------------------------------------------------------------------
+def test_every_example_is_covered():
+    examples = [e for e in all_examples() if not e.synopsis]
+    uncovered = [f"{e.source}: {e.text}" for e in examples if not _scenario_of(e)]
+    assert not uncovered, f"examples no scenario runs (add them to SCENARIOS): {uncovered}"
+    for name, patterns in {**SCENARIOS, "(elsewhere)": list(ELSEWHERE)}.items():
+        for p in patterns:
+            assert any(re.fullmatch(p, e.text) for e in examples), f"{name}: no example matches {p!r}"
+
+
+def test_a_new_example_without_a_scenario_is_found():
+    readme = ("intro\n\n    kxtx topic create orders -p 6\n    kxtx produce new.jsonl -t new   # new\n\n"
+              "```bash\nkxtx cluster -o json\n```\n\n    kxtx fence ID [--yes]\n")
+    found, _ = readme_examples(readme)
+    assert [(e.text, e.synopsis) for e in found] == [
+        ("kxtx topic create orders -p 6", False), ("kxtx produce new.jsonl -t new", False),
+        ("kxtx cluster -o json", False), ("kxtx fence ID [--yes]", True)]
+    assert [bool(_scenario_of(e)) for e in found[:3]] == [True, False, False]
+
+
+def test_synopses_name_real_options():
+    from kxtx.cli import docs
+
+    commands = {" ".join(c.path): c for c in docs._leaves(docs.tree())}
+    synopses = [e for e in all_examples() if e.synopsis]
+    assert len(synopses) >= 8
+    for ex in synopses:
+        words = ex.text.split()
+        path = ["kxtx"]
+        while len(words) > len(path) and " ".join([*path, words[len(path)]]) in commands:
+            path.append(words[len(path)])
+        cmd = commands[" ".join(path)]
+        known = {n for o in cmd.options for n in o.names}
+        shown = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", ex.text))
+        assert shown <= known, f"{ex.source}: {sorted(shown - known)} not options of {' '.join(path)}"
+
+
+def test_python_examples_do_what_they_say():
+    import pandas as pd
+
+    (block,) = readme_examples()[1]
+    ns: dict = {}
+    exec(compile(block, "README.md (python example)", "exec"), ns)  # noqa: S102 - our own README
+    order = {"amount": 150, "region": "eu", "items": [{"sku": "a"}, {"sku": "b"}]}
+    assert ns["keep_big"](order) is order and ns["keep_big"]({"amount": 5}) is None
+    assert ns["explode"](order) == [{"key": "a", "value": {"sku": "a"}}, {"key": "b", "value": {"sku": "b"}}]
+    assert ns["route"](order)["topic"] == "eu-orders" and ns["route"]({"region": "us"})["topic"] == "us-orders"
+    assert list(ns["upper"].func(pd.Series(["ab", "c"]))) == ["AB", "C"]
+
+
+# --- running them ----------------------------------------------------------------------------------
+@dataclass
+class Ctx:
+    kafka: object
+    dir: Path
+    names: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self, text: str) -> list[str]:
+        words = []
+        for w in shlex.split(text):
+            if w in self.names:
+                w = self.names[w]
+            elif w.startswith("dlq:") and w[4:] in self.names:
+                w = "dlq:" + self.names[w[4:]]
+            words.append(w.replace("~/.local/state/kxtx/sandbox", self.env.get("KXTX_SANDBOX_DIR", "~")))
+        if words[:1] == ["kxtx"]:
+            words = [sys.executable, "-m", "kxtx", *words[1:]]
+        if "-b" in words and words[words.index("-b") + 1] == "localhost:9092":
+            words[words.index("-b") + 1] = self.kafka.bootstrap
+        if words[3:5] == ["sandbox", "start"] and "--port" not in words:
+            words += ["--port", "0"]
+        if words[3:4] == ["pipe"]:
+            words += ["--until-idle", "10"]
+        return words
+
+    def run(self, ex: Example, expect: int = 0, timeout: float = 600) -> subprocess.CompletedProcess:
+        env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": self.kafka.bootstrap, **self.env}
+        r = subprocess.run(self.argv(ex.text), cwd=self.dir, env=env, capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+        assert r.returncode == expect, f"{ex.source}: {ex.text}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+        return r
+
+
+@pytest.fixture
+def ctx(kafka, tmp_path):
+    suffix = uuid.uuid4().hex[:6]
+    c = Ctx(kafka, tmp_path, {n: f"{n}-{suffix}" for n in NAMES})
+    orders = "".join(json.dumps({"order": {"id": i}, "amount": i / 10, "status": "cancelled" if i % 10 == 0
+                                 else "paid"}) + "\n" for i in range(200))
+    (tmp_path / "orders.jsonl").write_text(orders)
+    (tmp_path / "orders.jsonl.gz").write_bytes(gzip.compress(orders.encode()))
+    (tmp_path / "people.csv").write_text("id,name\n1,ada\n2,grace\n3,bad,extra column\n4,linus\n")
+    (tmp_path / "events.jsonl").write_text('{"e": 1}\n{"e": 2}\n')
+    shutil.copy(ROOT / "examples" / "enrich.py", tmp_path / "enrich.py")
+    return c
+
+
+def _rows(r) -> list[dict]:
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def test_install_completion(ctx, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (ex,) = _examples("install-completion")
+    r = subprocess.run(["bash", "-c", shlex.join(ctx.argv(ex.text))], env={**os.environ, "HOME": str(home)},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kxtx" in (home / ".bashrc").read_text()
+
+
+def test_first_steps(ctx, tmp_path):
+    start, create, produce, stop = (_by("first-steps", p) for p in SCENARIOS["first-steps"])
+    ctx.env["KXTX_SANDBOX_DIR"] = str(tmp_path / "sandbox")
+    try:
+        r = ctx.run(start)
+        exports = [line for line in r.stderr.splitlines() if line.startswith("export ")]
+        assert len(exports) == 1, r.stderr
+        name, _, value = exports[0][len("export "):].partition("=")
+        assert name == "KXTX_BOOTSTRAP_SERVERS" and value == json.loads(r.stdout)["bootstrap"]
+        ctx.kafka = type(ctx.kafka)(value, None, None)  # the commands below go to this broker
+        ctx.run(create)
+        assert _rows(ctx.run(produce))[0]["records"] == 200
+    finally:
+        ctx.run(stop)
+
+
+def test_quickstart(ctx):
+    (ex,) = _examples("quickstart")
+    ctx.env.update(KXTX_QUICKSTART_NO_INSTALL="1", PYTHON=sys.executable)
+    env = {**os.environ, **ctx.env}
+    env.pop("KXTX_BOOTSTRAP_SERVERS", None)
+    r = subprocess.run(shlex.split(ex.text), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "quickstart: done" in r.stderr
+
+
+def test_produce_examples(ctx):
+    create, gz, people, events, gz_b, create_config = (_by("produce", p) for p in SCENARIOS["produce"])
+    for name in ("people", "people-bad", "events"):
+        ctx.kafka.create_topic(ctx.names[name])
+    ctx.run(create)
+    first = _rows(ctx.run(gz))[0]
+    assert first["records"] == 200
+    assert _rows(ctx.run(gz))[0]["records"] == 0  # the same command again: nothing to do
+    row = _rows(ctx.run(people))[0]
+    assert row["records"] == 3 and row["dead_lettered"] == 1, row
+    ctx.run(events)
+    assert _rows(ctx.run(gz_b))[0]["records"] == 0  # same input and topic: already done
+    ctx.names["orders"] = ctx.names["orders"] + "-2"
+    ctx.run(create_config)
+
+
+def _by(scenario: str, pattern: str) -> Example:
+    """The first example of `scenario` matching `pattern` (the same text may be shown twice)."""
+    return next(e for e in _examples(scenario) if re.fullmatch(pattern, e.text))
+
+
+def test_pipe_examples(ctx):
+    src = ctx.kafka.create_topic(ctx.names["orders"], partitions=2)
+    ctx.kafka.create_topic(ctx.names["orders-enriched"], partitions=2)
+    subprocess.run([sys.executable, "-m", "kxtx", "produce", "orders.jsonl", "-t", src, "-k", "order.id",
+                    "-b", ctx.kafka.bootstrap], cwd=ctx.dir, check=True, capture_output=True)
+    examples = _examples("pipe")
+    assert len(examples) == 2  # the README's and pipe --help's
+    for ex in examples:
+        ctx.names["enricher"] = f"enricher-{uuid.uuid4().hex[:6]}"  # a new group: from the start
+        summary = _rows(ctx.run(ex, timeout=900))[-1]
+        # enrich.py drops the cancelled tenth of the 200 orders
+        assert summary["records_in"] == 200 and summary["records_out"] == 180, summary
+
+
+def test_dump_examples(ctx):
+    by_id, ongoing, offsets = (_by("dump", p) for p in SCENARIOS["dump"])
+    topic = ctx.kafka.create_topic()
+    subprocess.run([sys.executable, "-m", "kxtx", "produce", "events.jsonl", "-t", topic,
+                    "--transactional-id", ctx.names["my-app-tx-1"], "-b", ctx.kafka.bootstrap],
+                   cwd=ctx.dir, check=True, capture_output=True)
+    _commit_group(ctx.kafka.bootstrap, ctx.names["my-group"], topic)
+    history = ctx.run(by_id).stdout.splitlines()
+    assert history and all(ctx.names["my-app-tx-1"] in line for line in history), history
+    assert any("CompleteCommit" in line for line in history), history
+    ctx.run(ongoing)
+    doc = json.loads(ctx.run(offsets).stdout)
+    assert ctx.names["my-group"] in json.dumps(doc)
+
+
+def _commit_group(bootstrap: str, group: str, topic: str) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_security_examples(ctx):
+    start, find = (_by("security", p) for p in SCENARIOS["security"])
+    state = tempfile.mkdtemp(prefix="kxtx-example-sec-")
+    ctx.env["KXTX_SANDBOX_DIR"] = state
+    try:
+        ctx.run(start)
+        env_bootstrap = ctx.kafka.bootstrap
+        ctx.kafka = type(ctx.kafka)("", None, None)  # only the properties file says where
+        r = ctx.run(find)
+        assert r.returncode == 0
+        ctx.kafka = type(ctx.kafka)(env_bootstrap, None, None)
+    finally:
+        subprocess.run([sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", state],
+                       capture_output=True, timeout=120)

@@ -1,0 +1,105 @@
+"""`kxtx topic create` against the real broker: what it creates, that the next command can use the
+topic at once, and each refusal with its exit code, nothing created."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.kafka
+
+
+def _name() -> str:
+    return f"tc-{uuid.uuid4().hex[:10]}"
+
+
+def _describe(kafka, name):
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    t = admin.list_topics(name, timeout=10).topics[name]
+    if t.error is not None:
+        return None, {}
+    res = ConfigResource(ResourceType.TOPIC, name)
+    configs = admin.describe_configs([res])[res].result(timeout=30)
+    return len(t.partitions), {k: v.value for k, v in configs.items()}
+
+
+def _exists(kafka, name) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    return name in AdminClient({"bootstrap.servers": kafka.bootstrap}).list_topics(timeout=10).topics
+
+
+def test_create_then_produce_at_once(kafka, run_kxtx, tmp_path):
+    name = _name()
+    r = run_kxtx("topic", "create", name, "-p", "3", "-c", "cleanup.policy=compact",
+                 "--topic-config", "retention.ms=3600000", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    assert row == {"topic": name, "created": True, "partitions": 3, "replication_factor": 1,
+                   "config": {"cleanup.policy": "compact", "retention.ms": "3600000"}}
+    partitions, configs = _describe(kafka, name)
+    assert partitions == 3
+    assert configs["cleanup.policy"] == "compact" and configs["retention.ms"] == "3600000"
+    data = tmp_path / "a.jsonl"
+    data.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(30)))
+    r = run_kxtx("produce", str(data), "-t", name, "-k", "id", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["records"] == 30
+
+
+def test_broker_defaults(kafka, run_kxtx):
+    name = _name()
+    r = run_kxtx("topic", "create", name, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    assert row["created"] is True and row["partitions"] >= 1 and row["replication_factor"] == 1
+
+
+def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
+    name = kafka.create_topic(_name(), partitions=2)
+    r = run_kxtx("topic", "create", name, "-p", "2")
+    assert r.returncode == 1
+    assert r.stderr.strip() == (f"kxtx: error: topic {name!r} already exists (2 partitions, replication "
+                                "factor 1); nothing was changed (--if-not-exists makes this a success)")
+    r = run_kxtx("topic", "create", name, "-p", "5", "--if-not-exists", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    assert row["created"] is False and row["partitions"] == 2
+    assert "exists with 2 partitions, not 5 as asked" in r.stderr
+    assert _describe(kafka, name)[0] == 2
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["-r", "3"], "INVALID_REPLICATION_FACTOR"),  # one broker
+    (["-c", "no.such.setting=1"], "INVALID_CONFIG"),
+    (["-c", "cleanup.policy=sometimes"], "INVALID_CONFIG"),
+])
+def test_broker_refusal_is_a_usage_error_and_creates_nothing(kafka, run_kxtx, args, reason):
+    name = _name()
+    r = run_kxtx("topic", "create", name, *args)
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip()
+    assert line.startswith(f"kxtx: error: topic {name!r}: the broker refused to create it: ") and reason in line
+    assert len(line.splitlines()) == 1 and not _exists(kafka, name)
+
+
+def test_invalid_name_and_options(kafka, run_kxtx):
+    r = run_kxtx("topic", "create", "bad/name")
+    assert r.returncode == 2 and "bad/name" in r.stderr and "Traceback" not in r.stderr
+    r = run_kxtx("topic", "create", _name(), "-p", "0")
+    assert r.returncode == 2
+    r = run_kxtx("topic", "create", _name(), "-c", "no-equals")
+    assert r.returncode == 2 and "--topic-config 'no-equals': expected key=value" in r.stderr
+
+
+def test_dry_run_validates_and_creates_nothing(kafka, run_kxtx):
+    name = _name()
+    r = run_kxtx("topic", "create", name, "-p", "4", "--dry-run", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["created"] is False and not _exists(kafka, name)
+    r = run_kxtx("topic", "create", name, "-r", "3", "--dry-run")
+    assert r.returncode == 2 and "INVALID_REPLICATION_FACTOR" in r.stderr

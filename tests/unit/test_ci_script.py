@@ -1,0 +1,54 @@
+""".ci/run builds a new virtualenv for every run and runs the README's test command with it, so a
+dependency release that breaks a fresh install cannot hide behind an old environment (orjson 3.13
+did). python3 is a stand-in that records every call; its `-m venv DIR` makes DIR/bin/python another
+recording stand-in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FAKE_PY = """#!/usr/bin/env bash
+echo "$0|$KXTX_TEST_KAFKA_VERSION|$*" >> "$CALLS"
+if [ "$1 $2" = "-m venv" ] && [ "$3" != "--help" ]; then
+  mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
+fi
+exit 0
+"""
+
+
+def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
+    for tool in ("java", "mvn", "openssl"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is needed for this test (.ci/run installs it otherwise)")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"
+    fake.write_text(FAKE_PY)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CALLS": str(calls),
+           "TMPDIR": str(tmp_path)}
+    env.pop("PYTHON", None)
+    env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    r = subprocess.run(["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("|", 2) for line in calls.read_text().splitlines()]
+    venvs = [args.split()[2] for prog, _, args in rows if prog == str(fake) and args.startswith("-m venv /")]
+    assert len(venvs) == 1 and venvs[0].startswith(str(tmp_path / "kxtx-ci-venv."))
+    venv_py = f"{venvs[0]}/bin/python"
+    after_venv = rows[next(i for i, (p, _, a) in enumerate(rows) if a.startswith("-m venv /")) + 1:]
+    # everything after the venv exists runs with its interpreter: installs, both test stages
+    assert {prog for prog, _, _ in after_venv} == {venv_py}
+    assert any("pip install" in a and "-e .[spark,test]" in a for _, _, a in after_venv)
+    pytest_runs = [(v, a) for _, v, a in after_venv if a.startswith("-m pytest")]
+    assert pytest_runs == [("", "-m pytest -q"), ("3.9", "-m pytest -q -m versioned")]
+    assert not Path(venvs[0]).exists()  # removed on exit

@@ -1,0 +1,51 @@
+"""kxtx.pipe.stopsignals: signals are noted, raised only at `check`, ignored ones stay ignored."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from kxtx.pipe.stopsignals import Guard, Stopped, guarded
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_is_noted_and_raised_at_check(sig):
+    before = signal.getsignal(sig)
+    with Guard() as guard:
+        assert guarded()
+        os.kill(os.getpid(), sig)  # delivered to this (main) thread at once; must not raise
+        assert guard.received == [sig]
+        with pytest.raises(Stopped) as info:
+            guard.check()
+        assert info.value.signum == sig
+    assert signal.getsignal(sig) == before
+    assert not guarded()
+
+
+def test_check_without_a_signal_does_nothing():
+    with Guard() as guard:
+        guard.check()
+
+
+def test_an_ignored_signal_stays_ignored():
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with Guard() as guard:
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)
+            guard.check()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_entered_twice_keeps_recording_until_the_outer_exit():
+    with Guard() as guard:
+        with guard:
+            pass
+        assert guarded()
+        os.kill(os.getpid(), signal.SIGINT)
+        assert guard.received == [signal.SIGINT]
+    assert not guarded()

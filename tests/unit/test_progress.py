@@ -1,0 +1,78 @@
+"""A first run downloads for minutes (pip: ~500 MB, Maven: ~100 MB of Kafka jars): the quickstart and
+`kxtx sandbox start` show what arrives instead of staying silent. pip and mvn are stand-ins that
+print what the real tools print (their batch-mode transfer lines) and record their arguments."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FAKE_PY = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+if [ "$2" = pip ]; then
+  case " $* " in *" -q "*) exit 0 ;; esac  # quiet: prints nothing, as pip -q does
+  echo "Collecting pyspark<5,>=4.0 (from kxtx==0.1.0)"
+  echo "  Downloading pyspark-4.3.0.tar.gz (434.5 MB)"
+  exit 0
+fi
+exit 1  # kxtx sandbox start: stop the tour here
+"""
+
+FAKE_MVN = """#!/usr/bin/env bash
+echo "[INFO] Scanning for projects..."
+echo "[INFO] Downloading from central: https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/9.9.9/kafka_2.13-9.9.9.jar"
+echo "[INFO] Downloaded from central: https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/9.9.9/kafka_2.13-9.9.9.pom (3.1 kB at 40 kB/s)"
+echo "[INFO] Downloaded from central: https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/9.9.9/kafka_2.13-9.9.9.jar (6.6 MB at 3.2 MB/s)"
+echo "[ERROR] Failed to execute goal: stopped here by the test"
+exit 1
+"""
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_quickstart_shows_what_pip_downloads(tmp_path):
+    fake = _script(tmp_path / "python", FAKE_PY)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls),
+           "KXTX_SANDBOX_DIR": str(tmp_path / "sb")}
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "quickstart.sh")], capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert r.returncode != 0  # stopped at the sandbox by the stand-in
+    pip = next(c for c in calls.read_text().splitlines() if c.startswith("-m pip install"))
+    assert " -q" not in f" {pip} "
+    assert "Downloading pyspark-4.3.0.tar.gz (434.5 MB)" in r.stderr
+    assert "~500 MB" in r.stderr.split("Collecting")[0]  # said before pip starts
+    assert r.stdout == ""  # stdout stays the tour's data
+
+
+def test_sandbox_start_shows_each_jar_maven_downloads(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _script(bin_dir / "mvn", FAKE_MVN)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KXTX_")},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "kxtx", "sandbox", "start", "--kafka-version", "9.9.9",
+                        "--state-dir", str(tmp_path / "sb")], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("kxtx: fetching the Kafka 9.9.9 jars from Maven Central with mvn into "
+                               f"{tmp_path / 'cache'}")
+    assert "kxtx: mvn: downloaded kafka_2.13-9.9.9.jar (6.6 MB at 3.2 MB/s)" in lines
+    assert lines[-1] == ("kxtx: error: resolving Kafka 9.9.9 jars with mvn: Failed to execute goal: "
+                         "stopped here by the test")
+
+
+def test_readme_says_to_install_in_a_virtualenv():
+    readme = (ROOT / "README.md").read_text()
+    install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    assert "virtualenv" in install and "python3 -m venv" in install
