@@ -6,6 +6,7 @@ _kxtx() {
         --from) COMPREPLY=($(compgen -W "earliest latest" -- "$cur")); return ;;
         --input) COMPREPLY=($(compgen -W "value record" -- "$cur")); return ;;
         --input-format) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
+        --mode) COMPREPLY=($(compgen -W "auto driver executors" -- "$cur")); return ;;
         --on-error) COMPREPLY=($(compgen -W "fail skip dlq:" -- "$cur")); return ;;
         --on-udf-error) COMPREPLY=($(compgen -W "fail dlq:" -- "$cur")); return ;;
         --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
@@ -29,7 +30,7 @@ _kxtx() {
         "inspect") words="partition txn" ;;
         "inspect partition") words="--max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect txn") words="--no-history --no-scan --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "sandbox") words="start status stop" ;;
         "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --format -o" ;;

@@ -123,6 +123,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l batch-max-ms -r -d "Co
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l until-idle -r -d "Stop after no records arrived for this long (e.g. 30, 30s, 5m)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l max-records -r -d "Stop after this many input records."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l master -r -d "Spark master; on a cluster the UDF's file is shipped to the executors."
+complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l mode -r -a "auto driver executors" -d "driver: the driver consumes and produces, Spark runs the UDF; executors: each Sp"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l spark-conf -r -d "Spark setting (repeatable)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l spark-ui -d "Start Spark's web UI (off by default)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -s b -l bootstrap-servers -r -d "Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS."

@@ -32,6 +32,12 @@ class InputMode(str, Enum):
     record = "record"
 
 
+class Mode(str, Enum):
+    auto = "auto"
+    driver = "driver"
+    executors = "executors"
+
+
 class StartFrom(str, Enum):
     earliest = "earliest"
     latest = "latest"
@@ -82,6 +88,12 @@ def pipe(
     master: Annotated[str, typer.Option(
         "--master", metavar="URL", rich_help_panel=_SPARK,
         help="Spark master; on a cluster the UDF's file is shipped to the executors.")] = "local[*]",
+    mode: Annotated[Mode, typer.Option(
+        "--mode", rich_help_panel=_SPARK,
+        help="driver: the driver consumes and produces, Spark runs the UDF; executors: each Spark "
+             "task consumes, transforms, produces and commits one input partition in its own "
+             "transaction (scales with the cluster); auto: driver on local[...], executors on a "
+             "cluster.")] = Mode.auto,
     spark_conf: Annotated[Optional[list[str]], typer.Option(
         "--spark-conf", metavar="KEY=VALUE", rich_help_panel=_SPARK,
         help="Spark setting (repeatable).")] = None,
@@ -118,7 +130,7 @@ def pipe(
             until_idle=parse_duration(until_idle) if until_idle else None,
             max_records=max_records, dlq=parse_on_udf_error(on_udf_error),
             value_format=value_format.value, record_input=input_mode is InputMode.record,
-            master=master, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
+            master=master, mode=mode.value, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
             debug=STATE.debug,
         )
         cfg.validate()

@@ -348,7 +348,13 @@ class Pipe:
 
 
 def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
-    """Run `kxtx pipe`; returns the summary. See `Pipe`."""
+    """Run `kxtx pipe`; returns the summary. See `Pipe` (and `kxtx.pipe.executors` for
+    --mode executors)."""
+    cfg.validate()
+    if cfg.resolved_mode() == "executors":
+        from kxtx.pipe import executors
+
+        return executors.run(settings, cfg, progress, session, signals)
     return Pipe(settings, cfg, progress, session, signals).run()
 
 

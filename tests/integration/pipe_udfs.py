@@ -45,3 +45,15 @@ def two_args(a, b):
 @pandas_udf(StringType())
 def upper_series(s: pd.Series) -> pd.Series:
     return s.str.upper()
+
+
+def marking_slow_identity(v):
+    """Touches $KXTX_TEST_MARKER on its first call (the task has read its start offset by
+    then), then ~2 ms a record: a window to freeze the task in."""
+    import os
+
+    marker = os.environ.get("KXTX_TEST_MARKER")
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
+    time.sleep(0.002)
+    return v

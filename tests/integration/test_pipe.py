@@ -29,16 +29,21 @@ def spark_session():
     spark.stop(session)
 
 
+@pytest.fixture(params=["driver", "executors"])
+def mode(request):
+    return request.param
+
+
 @pytest.fixture
-def pipe(kafka, spark_session):
-    """Run the engine in-process until idle; returns the summary."""
+def pipe(kafka, spark_session, mode):
+    """Run the engine in-process until idle, in both modes; returns the summary."""
     from kxtx.pipe.config import PipeConfig
     from kxtx.pipe.engine import run
 
     def go(inputs, out, udf, **kw):
         cfg = PipeConfig(inputs=inputs, out=out, group=kw.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
                          udf=f"{UDFS}:{udf}", until_idle=kw.pop("until_idle", 2.0),
-                         batch_max_ms=kw.pop("batch_max_ms", 500), **kw)
+                         batch_max_ms=kw.pop("batch_max_ms", 500), mode=mode, **kw)
         return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=spark_session)
 
     return go
@@ -133,7 +138,7 @@ def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
     assert summary["dlq"] == 1
 
 
-def test_poison_record_fails_the_batch_cli(kafka, run_kxtx):
+def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
     """Default --on-udf-error fail: exit 1 naming the record, nothing visible, offsets unchanged."""
     src = kafka.create_topic()
     vals = [b"ok-%d" % i for i in range(300)]
@@ -142,7 +147,7 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx):
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
     r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:poison",
-                 "--until-idle", "3", "--batch-max-ms", "3000", "-o", "json")
+                 "--until-idle", "3", "--batch-max-ms", "3000", "--mode", mode, "-o", "json")
     assert r.returncode == 1, r.stderr
     assert f"failed on {src}[0]@200: ValueError: cannot handle the poison record" in r.stderr
     assert "nothing of this batch was written" in r.stderr
@@ -150,12 +155,12 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx):
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]
 
 
-def test_cli_identity_summary(kafka, run_kxtx):
+def test_cli_identity_summary(kafka, run_kxtx, mode):
     src, vals = inputs(kafka, n=1000)
     out = kafka.create_topic(partitions=2)
     r = run_kxtx("pipe", "--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
                  "--udf", f"{UDFS}:identity", "--until-idle", "3", "--batch-max-ms", "500",
-                 "-o", "json")
+                 "--mode", mode, "-o", "json")
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
@@ -169,12 +174,12 @@ def test_cli_identity_summary(kafka, run_kxtx):
     (f"{UDFS}:missing", "has no attribute 'missing'"),
     (f"{UDFS}:two_args", "two_args(a, b) cannot be called with one argument"),
 ])
-def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message):
+def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message, mode):
     src, _ = inputs(kafka, n=10, partitions=1)
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
     r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", udf,
-                 "--until-idle", "2", timeout=120)
+                 "--until-idle", "2", "--mode", mode, timeout=120)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]

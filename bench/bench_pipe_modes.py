@@ -1,0 +1,278 @@
+"""Benchmark for `kxtx pipe --mode executors` (issue 12). Not a timed test: run it by hand.
+
+    python bench/bench_pipe_modes.py [--records 1000000] [--repeat 1] [--bootstrap HOST:PORT]
+
+Input: --records JSON documents in a 4-partition topic; the UDF is JSON enrichment (json.loads, add
+a field, json.dumps; `--value-format json`). Side by side in one run, each case a fresh group and
+output topic, interleaved per repeat:
+  (b) the hand-written confluent-kafka EOS loop, one process, 200k records per transaction;
+  (c) kxtx pipe --mode driver (the CLI; 200k records per transaction, the default);
+  (d) kxtx pipe --mode executors (the CLI; 50k records per partition and round = 200k a round);
+c and d on local[2] and on a standalone cluster of two 1-core workers started with pyspark's
+bin/spark-class (d also with spark.cores.max=1: one executor). Rates count from the first record
+(Spark start-up and executor launch left out; reported apart as wall time). CPU seconds per
+process kind (broker, driver Python, driver JVM, executor JVMs, Python workers) are sampled from
+/proc during each case. Last, the per-round fixed cost of executors mode: rounds of one record per
+partition (4 one-record transactions per round).
+
+Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
+
+Measured 2026-11-23, `python bench/bench_pipe_modes.py --records 200000` (1M scaled down to 200k for
+time: the 2-core machine was shared with other test runs, load average 25-37), records/s:
+  b EOS loop 6124 | local[2]: c driver 6126, d executors 4820 | cluster 2 x 1 core: c 3996,
+  d 8466; d with one executor 7391.
+  d/c local[2] 0.79, d/b local[2] 0.79; d/c cluster 2.12, d/b cluster 1.38; d 2 vs 1 worker 1.15.
+  Per-round fixed cost (1 record per partition, 4 partitions): ~3.9 s local[2], ~2.1 s cluster.
+Paper model for N machines: a round is max over tasks of (records per task x per-record cost) plus
+the fixed cost; with P >= N partitions spread evenly, the executors' part divides by N while the
+driver's part stays a plan plus one Spark job, so throughput ~ N x (single-executor rate) until the
+brokers or the partition count bind. Here the broker and both executors share 2 cores, which is
+why 1 -> 2 workers gave 1.15x rather than ~2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_pipe import fill, json_doc, loop, new_topic  # noqa: E402
+
+UDF_FILE = Path(tempfile.gettempdir()) / "kxtx_bench_pipe_modes_udfs.py"
+UDF_SOURCE = '''
+def enrich(doc):
+    doc["total"] = round(doc["price"] * doc["qty"], 2)
+    return doc
+'''
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def enrich_bytes(value: bytes) -> bytes:
+    doc = json.loads(value)
+    doc["total"] = round(doc["price"] * doc["qty"], 2)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+class CpuSampler:
+    """CPU seconds per process kind of the given process trees, sampled every 0.5 s (a process
+    that exits keeps its last sample)."""
+
+    def __init__(self, roots: list[int]):
+        self.roots, self.last, self.kind = set(roots), {}, {}
+        self.stop_flag = threading.Event()
+        self.base = self._sample()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> dict:
+        parent, cpu = {}, {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                pid = int(entry.name)
+                parent[pid] = int(fields[1])
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
+                # read every time: spark-submit is a shell script that execs the driver JVM
+                # (an exited, unreaped process has no command line: keep what it was)
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if cmd:
+                    self.kind[pid] = _kind(cmd)
+            except (OSError, ValueError, IndexError):
+                continue
+        out = {}
+        for pid, secs in cpu.items():
+            p = pid
+            while p > 1 and p not in self.roots:
+                p = parent.get(p, 0)
+            if p in self.roots:
+                out[pid] = secs
+        return out
+
+    def _run(self):
+        while not self.stop_flag.wait(0.5):
+            self.last.update(self._sample())
+
+    def add_root(self, pid: int) -> None:
+        self.roots.add(pid)
+
+    def stop(self) -> dict:
+        self.stop_flag.set()
+        self.thread.join()
+        self.last.update(self._sample())
+        per_kind: dict[str, float] = {}
+        for pid, secs in self.last.items():
+            k = self.kind.get(pid, "other")
+            per_kind[k] = per_kind.get(k, 0.0) + secs - self.base.get(pid, 0.0)
+        return {k: round(v, 1) for k, v in sorted(per_kind.items()) if v >= 0.05}
+
+
+def _kind(cmd: str) -> str:
+    if "kafka.Kafka" in cmd or "kafka.server" in cmd or "KafkaRaftServer" in cmd:
+        return "broker"
+    if "CoarseGrainedExecutorBackend" in cmd:
+        return "executor_jvm"
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+        return "python_workers"
+    if "deploy.master" in cmd or "deploy.worker" in cmd:
+        return "spark_master_worker"
+    if "SparkSubmit" in cmd or ("java" in cmd and "pyspark" in cmd) or "spark-submit" in cmd:
+        return "driver_jvm"
+    if "kxtx" in cmd:
+        return "driver_python"
+    return "other"
+
+
+def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: list[str],
+             roots: list[int]) -> dict:
+    out = new_topic(bootstrap, 2)
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "kxtx", "pipe", "--in", src, "--out", out, "--group",
+            f"bench-{uuid.uuid4().hex[:8]}", "--udf", f"{UDF_FILE}:enrich", "--value-format",
+            "json", "--mode", mode, "--master", master, "--max-records", str(n), "-o", "json",
+            *extra]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    cpu = CpuSampler(roots + [proc.pid])
+    stdout, stderr = proc.communicate(timeout=3600)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} on {master}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
+    s = json.loads(stdout)
+    return {"records_per_s": round(s["processing_records_per_s"]), "wall_s": round(wall, 1),
+            "transactions": s["transactions"], "spark_ms_per_batch": s["spark_ms_per_batch"],
+            "cpu_s": cpu.stop()}
+
+
+def eos_case(bootstrap: str, src: str, n: int, roots: list[int]) -> dict:
+    cpu = CpuSampler(roots + [os.getpid()])
+    r = loop(bootstrap, src, n, 200_000, eos=True, fn=enrich_bytes)
+    used = cpu.stop()
+    used["bench_process(b)"] = used.pop("other", 0.0) + used.pop("driver_python", 0.0)
+    return {"records_per_s": r["records_per_s"], "transactions": r["batches"], "cpu_s": used}
+
+
+def round_cost(bootstrap: str, master: str, roots: list[int], extra: list[str]) -> dict:
+    """Executors mode, 1 record per partition and round over 4 partitions: the fixed cost."""
+    src = new_topic(bootstrap, 4)
+    fill(bootstrap, src, 48, json_doc)
+    r = cli_case(bootstrap, src, 48, "executors", master, ["--batch-max-records", "1", *extra],
+                 roots)
+    rounds = 48 // 4
+    return {"rounds": rounds, "ms_per_round": round(1000 * 48 / r["records_per_s"] / rounds, 1),
+            "spark_ms_per_round": r["spark_ms_per_batch"] * 4}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--bootstrap")
+    ap.add_argument("--skip-cluster", action="store_true")
+    args = ap.parse_args()
+    UDF_FILE.write_text(UDF_SOURCE)
+    sandbox = cluster = None
+    bootstrap = args.bootstrap
+    roots: list[int] = []
+    try:
+        if not bootstrap:
+            from kxtx.sandbox import Sandbox
+
+            sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-modes-"))
+            bootstrap = sandbox.start(kafka_version="4", port=0, broker_config={},
+                                      heap="1g").bootstrap
+            roots += _broker_pids(bootstrap)
+        if not args.skip_cluster:
+            from tests.integration.spark_cluster import SparkCluster
+
+            cluster = SparkCluster(Path(tempfile.mkdtemp(prefix="kxtx-bench-spark-"))).start(2)
+            roots += [p.pid for _, p in cluster.procs]
+        src = new_topic(bootstrap, 4)
+        fill(bootstrap, src, args.records, json_doc)
+        d_args = ["--batch-max-records", "50000"]
+        cases = {
+            "b_eos_loop": lambda: eos_case(bootstrap, src, args.records, roots),
+            "c_driver_local2": lambda: cli_case(bootstrap, src, args.records, "driver",
+                                                "local[2]", [], roots),
+            "d_executors_local2": lambda: cli_case(bootstrap, src, args.records, "executors",
+                                                   "local[2]", d_args, roots),
+        }
+        if cluster is not None:
+            url = cluster.master_url
+            cases |= {
+                "c_driver_cluster2": lambda: cli_case(bootstrap, src, args.records, "driver", url,
+                                                      [], roots),
+                "d_executors_cluster2": lambda: cli_case(bootstrap, src, args.records,
+                                                         "executors", url, d_args, roots),
+                "d_executors_cluster1": lambda: cli_case(
+                    bootstrap, src, args.records, "executors", url,
+                    d_args + ["--spark-conf", "spark.cores.max=1"], roots),
+            }
+        runs = []
+        for i in range(args.repeat):
+            run = {}
+            for name, case in cases.items():
+                run[name] = case()
+                print(json.dumps({"repeat": i, name: run[name]}), flush=True)
+            runs.append(run)
+        results = {"records": args.records, "partitions": 4, "machine": f"{os.cpu_count()} cores, "
+                   "shared with other jobs", "runs": runs, "ratios": _ratios(runs)}
+        results["round_cost_local2"] = round_cost(bootstrap, "local[2]", roots, [])
+        if cluster is not None:
+            results["round_cost_cluster2"] = round_cost(bootstrap, cluster.master_url, roots, [])
+        print(json.dumps(results, indent=2))
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        if sandbox is not None:
+            sandbox.stop()
+
+
+def _ratios(runs: list) -> dict:
+    def rate(run, name):
+        return run[name]["records_per_s"] if name in run else None
+
+    pairs = {"d/c local[2]": ("d_executors_local2", "c_driver_local2"),
+             "d/b local[2]": ("d_executors_local2", "b_eos_loop"),
+             "c/b local[2]": ("c_driver_local2", "b_eos_loop"),
+             "d/c cluster": ("d_executors_cluster2", "c_driver_cluster2"),
+             "d/b cluster": ("d_executors_cluster2", "b_eos_loop"),
+             "d 2 workers / 1 worker": ("d_executors_cluster2", "d_executors_cluster1")}
+    out = {}
+    for label, (num, den) in pairs.items():
+        vals = [rate(r, num) / rate(r, den) for r in runs if rate(r, num) and rate(r, den)]
+        if vals:
+            out[label] = round(statistics.median(vals), 2)
+    return out
+
+
+def _broker_pids(bootstrap: str) -> list[int]:
+    port = bootstrap.rsplit(":", 1)[1]
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "kafka" in cmd and "java" in cmd and "kxtx-bench-modes-" in cmd:
+                pids.append(int(entry.name))
+    return pids or []
+
+
+if __name__ == "__main__":
+    main()

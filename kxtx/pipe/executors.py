@@ -1,0 +1,318 @@
+"""`kxtx pipe --mode executors`, the driver side: plan rounds, run them as Spark jobs, report.
+
+In driver mode every record passes through the driver twice (consume, ship to Spark, collect,
+produce). Here the driver only plans: per round it lists the input partitions (so partitions and
+pattern-matched topics that appear later are picked up), compares the group's committed offsets
+with each partition's last stable offset, and runs one Spark task per partition with work
+(`kxtx.pipe.task`: consume, UDF, produce and commit in the task's own transaction, fenced by a
+transactional id per partition; the module docstring there says why that is exactly once).
+
+Failures: a crashed task is retried by Spark (on a cluster) or by the next round; a task that was
+fenced or aborted is simply planned again; a task that stopped on a UDF error (no DLQ) aborted its
+transaction and the run fails naming the record, as in driver mode. The driver itself holds no
+transaction, so killing it loses nothing: a restart continues from the committed offsets.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable
+
+from kxtx import clients
+from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.log import logger
+from kxtx.pipe import spark as sparkmod
+from kxtx.pipe import stopsignals
+from kxtx.pipe import task as taskmod
+from kxtx.pipe import transform as tf
+from kxtx.pipe import udf as udfmod
+from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+
+#: Give up after this many rounds in a row in which no task committed and some failed.
+MAX_FAILED_ROUNDS = 8
+#: How often an idle driver looks for new records (seconds).
+IDLE_POLL_S = 0.25
+
+
+class ExecutorPipe:
+    def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
+                 session=None, signals: stopsignals.Guard | None = None):
+        cfg.validate()
+        self.signals = signals or stopsignals.Guard()
+        self.settings, self.cfg, self.progress = settings, cfg, progress
+        self.session, self._own_session = session, session is None
+        self.stats = Stats()
+        self.admin = self.consumer = None
+        self.tokens: dict[tuple[str, int], str] = {}
+        self.lag: int | None = None
+        self._next_progress = 0.0
+        self._failed_rounds = 0
+
+    # --- setup -----------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        target = udfmod.locate(self.cfg.udf)
+        sparkmod.require_pyspark()
+        mode = "record" if self.cfg.record_input else "value"
+        self.admin = clients.admin(self.settings)
+        self.consumer = clients.consumer(self.settings, **{
+            "group.id": self.cfg.group, "enable.auto.commit": False,
+            "isolation.level": "read_committed"})
+        self._check_topics()
+        loaded = None
+        try:
+            loaded = udfmod.load(target, mode)
+        except Exception as exc:  # noqa: BLE001 - only a missing SparkContext is retried below
+            if not sparkmod.needs_session(exc):
+                raise
+        if self.session is None:
+            self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
+                                          self.cfg.spark_ui)
+        if loaded is None:
+            loaded = udfmod.load(target, mode)
+        ship(self.session, loaded)
+        self.loaded = loaded
+        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
+                                self.cfg.record_input)
+        job = taskmod.Job(
+            conf=self.settings.confluent(), group=self.cfg.group, pipe_id=self.cfg.transactional_id,
+            out=self.cfg.out, dlq=self.cfg.dlq, start=self.cfg.start,
+            record_mode=self.cfg.record_input, mapper=mapper,
+            chunk=sparkmod.batch_job(self.session, None).chunk, udf_name=loaded.name,
+            timeout=self.settings.timeout)
+        self.task = taskmod.make_task(job)
+
+    def _check_topics(self) -> None:
+        md = self._metadata()
+        for topic in [self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []):
+            if topic not in md.topics or md.topics[topic].error is not None:
+                raise UsageError(f"output topic {topic!r} does not exist (create it first)")
+        for topic in self.cfg.inputs:
+            if not topic.startswith("^") and (topic not in md.topics
+                                              or md.topics[topic].error is not None):
+                raise UsageError(f"input topic {topic!r} does not exist")
+
+    def _metadata(self):
+        try:
+            return self.admin.list_topics(timeout=self.settings.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise clients.translate(exc, "reading cluster metadata") from exc
+
+    # --- the loop --------------------------------------------------------------------------------
+    def run(self) -> dict:
+        with self.signals:
+            try:
+                self.signals.check()
+                self.prepare()
+                self.signals.check()
+                self._loop()
+                return self.stats.summary(self.cfg)
+            except BaseException as exc:
+                from kxtx.pipe.engine import _signal_number
+
+                signum = _signal_number(exc)
+                if signum is None:
+                    raise
+                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
+                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+            finally:
+                self.close()
+
+    def _loop(self) -> None:
+        cfg = self.cfg
+        last_data = time.monotonic()
+        while True:
+            self.signals.check()  # between rounds: no task of this driver is running
+            budget = None
+            if cfg.max_records is not None:
+                budget = cfg.max_records - self.stats.records_in
+                if budget <= 0:
+                    self.stats.stopped = "max-records"
+                    return
+            plans = self._plan(budget)
+            began = time.monotonic()
+            got = self._round(plans) if plans else 0
+            now = time.monotonic()
+            if got:
+                last_data = now
+                if self.stats.first_record is None:
+                    self.stats.first_record = began
+            elif cfg.until_idle is not None and now - last_data >= cfg.until_idle:
+                self.stats.stopped = "idle"
+                return
+            self._report()
+            if not got:
+                time.sleep(IDLE_POLL_S)
+
+    def _plan(self, budget: int | None) -> list:
+        """One Plan per input partition whose last stable offset is past its committed offset."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        tps = [TopicPartition(t, p) for t, p in self._partitions()]
+        if not tps:
+            return []
+        committed = self._committed(tps)
+        futures = self.admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
+                                          isolation_level=IsolationLevel.READ_COMMITTED,
+                                          request_timeout=self.settings.timeout)
+        work = []
+        for tp, fut in futures.items():
+            end = fut.result().offset
+            key = (tp.topic, tp.partition)
+            done = committed.get(key, -1001)
+            if end > 0 and (done < 0 or end > done):
+                work.append((key, end, end - max(done, 0)))
+        self.lag = sum(n for _, _, n in work)
+        limits = _split(budget, [min(self.cfg.batch_max_records, n) for _, _, n in work])
+        return [taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)))
+                for ((t, p), end, _), limit in zip(work, limits) if limit > 0]
+
+    def _committed(self, tps: list) -> dict:
+        """The group's committed offsets (not necessarily stable: the tasks read the stable ones;
+        here they only decide which partitions get a task). Unknown ones count as "from the
+        start", which costs at most a task that finds nothing new."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + min(5.0, self.settings.timeout)
+        while True:
+            try:
+                got = self.consumer.committed(tps, timeout=self.settings.timeout)
+                return {(tp.topic, tp.partition): tp.offset for tp in got}
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if err is not None and err.fatal():
+                    raise clients.translate(exc, "reading the group's offsets") from None
+                if time.monotonic() > deadline:
+                    logger.info("reading the group's offsets: %s", exc)
+                    return {}
+                time.sleep(0.1)
+
+    def _partitions(self) -> list[tuple[str, int]]:
+        md = self._metadata()
+        patterns = [re.compile(t) for t in self.cfg.inputs if t.startswith("^")]
+        out = []
+        for name, topic in md.topics.items():
+            if topic.error is not None:
+                continue
+            if name in self.cfg.inputs or (not name.startswith("__")
+                                           and any(p.match(name) for p in patterns)):
+                out += [(name, p) for p in sorted(topic.partitions)]
+        return sorted(out)
+
+    def _round(self, plans: list) -> int:
+        """Run one round as a Spark job; returns the records read by tasks that committed."""
+        t0 = time.perf_counter()
+        with sparkmod._deferred_signals() as received:
+            try:
+                sc = self.session.sparkContext
+                results, error = sc.parallelize(plans, len(plans)).mapPartitions(
+                    self.task).collect(), None
+            except Exception as exc:  # noqa: BLE001 - lost executors, tasks out of retries
+                results, error = [], exc
+        self.stats.spark_s += time.perf_counter() - t0
+        if received:
+            self._absorb(results)
+            from kxtx.signals import Terminated
+
+            raise Terminated() if received[-1] == 15 else KeyboardInterrupt()
+        if error is not None:
+            self._failed(f"Spark job failed: {sparkmod._first_line(error)}")
+            return 0
+        return self._absorb(results)
+
+    def _absorb(self, results: list) -> int:
+        got = failed = 0
+        for r in results:
+            key = (r["topic"], r["partition"])
+            s = self.stats
+            s.consume_s += r["consume_s"]
+            s.produce_s += r["produce_s"] + r["udf_s"]
+            s.commit_s += r["commit_s"]
+            if r["status"] == "udf-error":
+                raise _udf_failed(self.loaded.name, *r["error"])
+            if r["status"] == "fatal":
+                raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r['error']}")
+            if r["status"] != "ok":
+                failed += 1
+                s.aborted += 1
+                self.tokens.pop(key, None)
+                logger.info("%s[%d]: %s (%s); planned again", *key, r["status"], r.get("error"))
+                continue
+            self.tokens[key] = r["token"]
+            if r["committed"] is not None:
+                s.add_batch(r["in"], r["out"], r["dlq"], r["dropped"])
+                got += r["in"]
+        if failed and not got:
+            self._failed(f"{failed} task(s) fenced or aborted")
+        else:
+            self._failed_rounds = 0
+        return got
+
+    def _failed(self, why: str) -> None:
+        self._failed_rounds += 1
+        if self._failed_rounds >= MAX_FAILED_ROUNDS:
+            raise KafkaOperationError(f"gave up after {self._failed_rounds} failed rounds in a "
+                                      f"row; last: {why}")
+        logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds,
+                       MAX_FAILED_ROUNDS)
+        time.sleep(min(2.0, 0.1 * 2 ** self._failed_rounds))
+
+    # --- progress and shutdown -------------------------------------------------------------------
+    def _report(self) -> None:
+        now = time.monotonic()
+        if self.progress is None or now < self._next_progress:
+            return
+        self._next_progress = now + 1.0
+        self.progress({**self.stats.progress(), "lag": self.lag})
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except Exception as exc:  # noqa: BLE001 - closing anyway
+                logger.info("closing the consumer: %s", exc)
+            self.consumer = None
+        if self._own_session and self.session is not None:
+            sparkmod.stop(self.session)
+            self.session = None
+
+
+def ship(session, loaded) -> None:
+    """The UDF and kxtx's worker code (task + transform + contract) to the executors: by value on
+    a cluster, so executors need confluent-kafka and pyarrow (pandas for pandas UDFs), not kxtx."""
+    sparkmod.ship(session, loaded.source, loaded.module)
+    if not sparkmod.is_local(session.sparkContext.master):
+        from pyspark import cloudpickle
+
+        try:
+            cloudpickle.register_pickle_by_value(taskmod)
+        except ValueError:
+            pass  # already registered
+
+
+def _split(budget: int | None, wants: list[int]) -> list[int]:
+    """Each partition's limit for a round: its want, scaled down to fit --max-records exactly."""
+    if budget is None or sum(wants) <= budget:
+        return wants
+    out, left = [], budget
+    for i, want in enumerate(wants):
+        share = min(want, left // (len(wants) - i) if i < len(wants) - 1 else left)
+        out.append(share)
+        left -= share
+    return out
+
+
+def _udf_failed(name: str, topic: str, partition: int, offset: int, text: str, n: int):
+    from kxtx.pipe.engine import UdfFailed
+
+    more = f" (and {n - 1} more records of this round)" if n > 1 else ""
+    return UdfFailed(
+        f"UDF {name} failed on {topic}[{partition}]@{offset}: {text}{more}; the transaction was "
+        "aborted: nothing of this batch was written and the partition's offset did not move "
+        "(other partitions commit on their own; --on-udf-error dlq:TOPIC sets such records "
+        "aside instead)")
+
+
+def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
+    return ExecutorPipe(settings, cfg, progress, session, signals).run()

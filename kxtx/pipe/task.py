@@ -1,0 +1,319 @@
+"""`kxtx pipe --mode executors`, the executor side: one Spark task = one input partition, one round.
+
+A task reads its partition read_committed from the group's committed offset, runs the UDF in its
+own Python worker (the same mapper and output contract as driver mode, `transform.make_mapper`),
+produces the outputs and commits the new input offset in one transaction of its own producer.
+
+Why a transactional id per input partition is safe (the model Kafka Streams called EOS-alpha, used
+before KIP-447 made one producer per thread possible):
+
+- The transactional id is a fixed function of (pipe id, topic, partition). Whoever processes a
+  partition — a task, Spark's retry of it, a speculative copy, a task on an executor that was lost
+  and comes back, another `kxtx pipe` with the same pipe id — uses the same id.
+- `init_transactions` bumps that id's producer epoch and does not return before the coordinator has
+  finished (committed or aborted) the previous epoch's open transaction, offsets included. From then
+  on every request of an older producer with that id is refused (fenced): it can no longer add
+  records or offsets to a transaction nor commit one.
+- Only then does the task read its start offset, as a *stable* offset (the OffsetFetch asks the
+  broker to refuse an answer while transactional offsets for it are pending: KIP-447's
+  require_stable; librdkafka sets it with isolation.level=read_committed). So it starts exactly
+  where the last committed transaction for the partition ended.
+- Records and the input offset commit in one transaction. Two producers can both have read the same
+  start offset, but only the newest epoch can commit; the older one's work is aborted. Hence each
+  input record's outputs are committed once, whatever Spark retries or whoever comes back.
+- KIP-447's alternative (one producer per process, fenced through the consumer group generation)
+  needs a group membership that follows the work; Spark tasks are not group members and partitions
+  move between workers every round, so per-partition ids are the model that fits.
+
+Clients are kept per Python worker process (Spark reuses them, spark.python.worker.reuse): the
+consumer across all partitions, a producer per transactional id. The driver passes the token of the
+producer that last committed a partition; a worker that still holds that very producer reuses it
+(no init_transactions), any other one starts a new producer and so fences the rest. Code that Spark
+ships by value gets fresh module globals per task, so the cache hangs off a module in sys.modules.
+
+Tasks never raise for Kafka or UDF errors: they return a result dict ("status"), so local mode
+(no task retries) and clusters behave alike and the driver decides what to do.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+import uuid
+from dataclasses import dataclass, field
+
+from kxtx.pipe import transform as tf
+
+_STATE = "kxtx_pipe_worker_state"
+#: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
+_TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+              "UNSTABLE_OFFSET_COMMIT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
+_FENCED = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One input partition for one round."""
+
+    topic: str
+    partition: int
+    limit: int  # at most this many records
+    end: int  # the partition's last stable offset when the round was planned
+    token: str | None  # the producer that last committed this partition (or None)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What is the same for every task of a run (pickled into the Spark job, never logged)."""
+
+    #: the confluent-kafka config resolved on the driver (secrets included: never in a repr)
+    conf: dict = field(repr=False)
+    group: str
+    pipe_id: str
+    out: str
+    dlq: str | None
+    start: str
+    record_mode: bool
+    mapper: object
+    chunk: int
+    udf_name: str
+    timeout: float
+
+
+def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
+    return f"{pipe_id}.{topic}.{partition}"
+
+
+def make_task(job: Job):
+    """The function of `RDD.mapPartitions`: plans in, one result dict per plan out."""
+
+    def task(plans):
+        for plan in plans:
+            yield run_plan(job, plan)
+
+    return task
+
+
+def _state():
+    state = sys.modules.get(_STATE)
+    if state is None:
+        state = types.ModuleType(_STATE)
+        state.producers, state.consumers = {}, {}
+        sys.modules[_STATE] = state
+    return state
+
+
+class _Producer:
+    def __init__(self, job: Job, tid: str):
+        from confluent_kafka import Producer
+
+        conf = {**job.conf, "transactional.id": tid}
+        conf.setdefault("retry.backoff.ms", 10)
+        self.producer, self.tid, self.token = Producer(conf), tid, uuid.uuid4().hex
+        _retry(job, self.producer.init_transactions, job.timeout)
+
+
+def _retry(job: Job, fn, *args):
+    """Call again on retriable errors (a coordinator moving or loading), up to the timeout."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + job.timeout
+    while True:
+        try:
+            return fn(*args)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            transient = err is not None and (err.retriable() or err.name() in _TRANSIENT)
+            if not transient or err.txn_requires_abort() or err.fatal() \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _producer(job: Job, plan: Plan, tid: str) -> tuple[_Producer, bool]:
+    producers = _state().producers
+    cached = producers.pop(tid, None)
+    if cached is not None and plan.token is not None and cached.token == plan.token:
+        producers[tid] = cached
+        return cached, False
+    producers[tid] = fresh = _Producer(job, tid)  # fences every older producer of this id
+    return fresh, True
+
+
+def _consumer(job: Job):
+    consumers = _state().consumers
+    key = (job.group, tuple(sorted((k, str(v)) for k, v in job.conf.items())))
+    c = consumers.get(key)
+    if c is None:
+        from confluent_kafka import Consumer
+
+        c = Consumer({**job.conf, "group.id": job.group, "enable.auto.commit": False,
+                      "enable.auto.offset.store": False, "isolation.level": "read_committed",
+                      "enable.partition.eof": True, "auto.offset.reset": job.start})
+        consumers[key] = c
+    return c
+
+
+def run_plan(job: Job, plan: Plan) -> dict:
+    from confluent_kafka import KafkaException
+
+    tid = transactional_id(job.pipe_id, plan.topic, plan.partition)
+    result = {"topic": plan.topic, "partition": plan.partition, "status": "ok", "in": 0, "out": 0,
+              "dlq": 0, "dropped": 0, "token": None, "init": False, "committed": None,
+              "consume_s": 0.0, "udf_s": 0.0, "produce_s": 0.0, "commit_s": 0.0}
+    prod = None
+    try:
+        prod, result["init"] = _producer(job, plan, tid)
+        result["token"] = prod.token
+        _process(job, plan, prod, result)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        name = err.name() if err is not None and hasattr(err, "name") else ""
+        fenced = name in _FENCED or (err is not None and err.fatal())
+        result["status"] = "fenced" if name in _FENCED else ("fatal" if fenced else "aborted")
+        result["error"] = f"{name}: {err.str() if err is not None else exc}"
+        result["token"] = None
+        _drop_or_abort(job, tid, prod, fatal=fenced)
+    return result
+
+
+def _drop_or_abort(job: Job, tid: str, prod: _Producer | None, fatal: bool) -> None:
+    if prod is None:
+        return
+    if not fatal:
+        try:
+            prod.producer.abort_transaction(job.timeout)
+            return
+        except Exception:  # noqa: BLE001 - then start over with a new producer next time
+            pass
+    _state().producers.pop(tid, None)
+
+
+def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
+    from confluent_kafka import TopicPartition
+
+    consumer = _consumer(job)
+    tp = TopicPartition(plan.topic, plan.partition)
+    t0 = time.perf_counter()
+    # Read after init_transactions (see the module docstring): a stable committed offset.
+    (committed,) = _retry(job, consumer.committed, [tp], job.timeout)
+    start = committed.offset
+    msgs, next_offset = _consume(job, plan, consumer, start)
+    t1 = time.perf_counter()
+    result["consume_s"] = t1 - t0
+    if next_offset is None or (start >= 0 and next_offset <= start):
+        return  # nothing new: no transaction
+    p = prod.producer
+    _retry(job, p.begin_transaction)
+    errors = []
+    if msgs:
+        errors = _transform_and_produce(job, p, msgs, result)
+        if errors is None:  # a UDF error and no DLQ: nothing of the round is written
+            p.abort_transaction(job.timeout)
+            return
+    t2 = time.perf_counter()
+    _retry(job, p.send_offsets_to_transaction,
+           [TopicPartition(plan.topic, plan.partition, next_offset)],
+           consumer.consumer_group_metadata(), job.timeout)
+    _retry(job, p.commit_transaction, job.timeout)
+    result["commit_s"] = time.perf_counter() - t2
+    result["in"], result["committed"] = len(msgs), next_offset
+
+
+def _consume(job: Job, plan: Plan, consumer, start: int):
+    """Records from `start` (or the reset policy) up to the planned end, the limit, or the end of
+    the partition; and the offset to commit after them (None: nothing was read)."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    consumer.assign([TopicPartition(plan.topic, plan.partition, start if start >= 0 else -1001)])
+    try:
+        msgs, eof = [], False
+        deadline = time.monotonic() + job.timeout
+        while len(msgs) < plan.limit and not eof:
+            got = consumer.consume(min(10000, plan.limit - len(msgs)), 0.2)
+            for m in got:
+                err = m.error()
+                if err is None:
+                    msgs.append(m)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    eof = True
+                elif err.fatal() or not err.retriable():
+                    raise KafkaException(err)
+            if msgs and msgs[-1].offset() + 1 >= plan.end:
+                break
+            if not got and time.monotonic() > deadline:
+                break
+        nxt = msgs[-1].offset() + 1 if msgs else None
+        if eof or not msgs:
+            # Past aborted records and transaction markers at the end: commit the position, so
+            # the group's lag reaches 0 instead of pointing at records nobody can read.
+            (pos,) = consumer.position([TopicPartition(plan.topic, plan.partition)])
+            if pos.offset >= 0 and eof:
+                nxt = max(nxt or 0, pos.offset)
+        return msgs, nxt
+    finally:
+        consumer.unassign()
+
+
+def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
+    """The UDF over `msgs` (chunks of `job.chunk` per call), then the outputs (and DLQ records).
+    Returns the list of errors, or None when a record failed and there is no DLQ."""
+    import pyarrow as pa
+
+    t0 = time.perf_counter()
+    table = tf.input_table(msgs, job.record_mode)
+    out = pa.Table.from_batches(list(job.mapper(iter(table.to_batches(job.chunk)))),
+                                schema=tf.output_schema())
+    t1 = time.perf_counter()
+    result["udf_s"] = t1 - t0
+    values = tf.plain_output(out, len(msgs))
+    if values is not None:
+        for m, value in zip(msgs, values.to_pylist()):
+            _produce(producer, job.out, value, m.key(), m.headers())
+        result["out"] = len(msgs)
+        result["produce_s"] = time.perf_counter() - t1
+        return []
+    rows = out.to_pydict()
+    errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
+    if errors and not job.dlq:
+        i, text = errors[0]
+        m = msgs[i]
+        result["status"] = "udf-error"
+        result["error"] = (m.topic(), m.partition(), m.offset(), text, len(errors))
+        return None
+    n = 0
+    for idx, key_set, key, value, headers_set, headers, topic, error in zip(
+            rows["idx"], rows["key_set"], rows["key"], rows["value"], rows["headers_set"],
+            rows["headers"], rows["topic"], rows["error"]):
+        if error is not None:
+            continue
+        m = msgs[idx]
+        hdrs = [(h["key"], h["value"]) for h in headers] if headers_set else m.headers()
+        _produce(producer, topic or job.out, value, key if key_set else m.key(), hdrs)
+        n += 1
+    for idx, text in errors:
+        m = msgs[idx]
+        hdrs = list(m.headers() or []) + [
+            ("kxtx.error", text.encode("utf-8")), ("kxtx.udf", job.udf_name.encode("utf-8")),
+            ("kxtx.source.topic", m.topic().encode("utf-8")),
+            ("kxtx.source.partition", str(m.partition()).encode()),
+            ("kxtx.source.offset", str(m.offset()).encode()),
+        ]
+        _produce(producer, job.dlq, m.value(), m.key(), hdrs)
+    result["out"], result["dlq"] = n, len(errors)
+    result["dropped"] = len(msgs) - len(set(rows["idx"]))
+    result["produce_s"] = time.perf_counter() - t1
+    return errors
+
+
+def _produce(producer, topic, value, key, headers) -> None:
+    while True:
+        try:
+            if headers:
+                producer.produce(topic, value, key, headers=headers)
+            else:
+                producer.produce(topic, value, key)
+            return
+        except BufferError:
+            producer.poll(0.05)  # the local queue is full: let librdkafka send some

@@ -1,0 +1,211 @@
+"""`kxtx pipe --mode executors` on a real standalone Spark cluster (master + 2 one-core workers on
+loopback, see spark_cluster.py): results, worker and driver crashes, exactly once.
+
+Every run is the CLI in a subprocess with --master spark://...; outputs are read read_committed and
+compared with the inputs as exact multisets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.pipe_helpers import UDFS, produce, read_committed, values
+from tests.integration.spark_cluster import SparkCluster
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+# Executors lost while their JVM is gone: noticed in seconds, not Spark's default 2 minutes.
+FAST_SPARK = ["--spark-conf", "spark.network.timeout=20s",
+              "--spark-conf", "spark.executor.heartbeatInterval=2s",
+              "--spark-conf", "spark.network.timeoutInterval=5s"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield c.start(workers=2)
+    finally:
+        c.stop()
+
+
+def start_pipe(kafka, cluster, tmp_path, name: str, *args: str,
+               new_session: bool = False) -> subprocess.Popen:
+    out = open(tmp_path / f"{name}.out", "w")
+    err = open(tmp_path / f"{name}.err", "w")
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", "--master", cluster.master_url, *FAST_SPARK,
+         *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT,
+        start_new_session=new_session)
+
+
+def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) -> dict:
+    try:
+        rc = proc.wait(timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = (tmp_path / f"{name}.err").read_text()
+    assert rc == 0, err
+    return json.loads((tmp_path / f"{name}.out").read_text())
+
+
+def exactly_once(kafka, out: str, expected: Counter) -> None:
+    counts = values(read_committed(kafka.bootstrap, out, timeout=120))
+    dupes = {v: c for v, c in counts.items() if c > 1}
+    assert not dupes, f"{len(dupes)} duplicated outputs, e.g. {list(dupes.items())[:3]}"
+    assert counts == expected, f"{len(set(expected) - set(counts))} inputs without output"
+
+
+def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
+    src, src_json = kafka.create_topic(partitions=4), kafka.create_topic(partitions=4)
+    out, out_json = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
+    vals = [b"c-%d" % i for i in range(8000)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 13) for i in range(len(vals))])
+    docs = [{"id": i, "price": i * 0.25, "qty": i % 5} for i in range(4000)]
+    produce(kafka.bootstrap, src_json, [json.dumps(d).encode() for d in docs])
+    # A secret in the connection settings reaches the executors (the tasks connect with it) but
+    # not Spark's logs, event log or UI data.
+    secret = f"kxtx-secret-{uuid.uuid4().hex}"
+    events = tmp_path / "events"
+    events.mkdir()
+    p = start_pipe(kafka, cluster, tmp_path, "identity", "--in", src, "--out", out, "--group",
+                   f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
+                   "--batch-max-records", "1500", "--until-idle", "3",
+                   "-X", f"sasl.password={secret}", "--spark-ui",
+                   "--spark-conf", "spark.eventLog.enabled=true",
+                   "--spark-conf", "spark.eventLog.compress=false",
+                   "--spark-conf", f"spark.eventLog.dir=file://{events}")
+    summary = finish(p, tmp_path, "identity")
+    logs = cluster.logs_text() + "".join(f.read_text(errors="replace") for f in events.rglob("*")
+                                         if f.is_file())
+    assert "spark.eventLog.dir" in logs  # the event log was written and read
+    assert secret not in logs + (tmp_path / "identity.err").read_text()
+    assert (summary["records_in"], summary["records_out"]) == (8000, 8000)
+    assert summary["transactions"] >= 6  # 8000 records, at most 1500 per partition and round
+    got = read_committed(kafka.bootstrap, out)
+    assert Counter((m.key(), m.value()) for m in got) == Counter(
+        (b"k%d" % (i % 13), v) for i, v in enumerate(vals))
+    p = start_pipe(kafka, cluster, tmp_path, "enrich", "--in", src_json, "--out", out_json,
+                   "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:enrich",
+                   "--value-format", "json", "--until-idle", "3")
+    finish(p, tmp_path, "enrich")
+    got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
+                  for m in read_committed(kafka.bootstrap, out_json))
+    assert got == Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2),
+                                      "enriched": True}, sort_keys=True) for d in docs)
+
+
+class OutputGrowth:
+    """Sum of the output topic's end offsets: grows whenever the pipe writes (committed or not)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+
+    def __call__(self) -> int:
+        return sum(self.c.get_watermark_offsets(tp, timeout=10)[1] for tp in self.tps)
+
+    def wait(self, proc: subprocess.Popen, timeout: float = 240) -> bool:
+        base, deadline = self(), time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if self() > base:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def close(self):
+        self.c.close()
+
+
+def slow_input(kafka, n: int, prefix: bytes):
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [prefix + b"-%d" % i for i in range(n)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
+    # ~0.5 ms per record: a round of 4 x 2000 records takes seconds, so kills land mid-round.
+    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000"]
+    return src, out, vals, args
+
+
+def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cluster, tmp_path):
+    src, out, vals, args = slow_input(kafka, 40_000, b"w")
+    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "12")))
+    proc = start_pipe(kafka, cluster, tmp_path, "kills", *args, "--until-idle", "5")
+    killed = []
+    try:
+        for i in range(4):
+            assert growth.wait(proc), (tmp_path / "kills.err").read_text()
+            time.sleep(rng.uniform(0.2, 2.5))
+            # Three times a Python worker (the task dies, Spark retries it), once an executor
+            # JVM with its workers (the standalone worker starts a new executor).
+            victims = cluster.executors() if i == 2 else cluster.python_workers()
+            if victims:
+                victim = rng.choice(victims)
+                os.kill(victim, signal.SIGKILL)
+                killed.append(("executor" if i == 2 else "python", victim))
+        summary = finish(proc, tmp_path, "kills", timeout=400)
+    finally:
+        growth.close()
+    assert len(killed) >= 3, killed
+    assert summary["records_in"] >= len(vals)
+    exactly_once(kafka, out, Counter(vals))
+
+
+def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
+    src, out, vals, args = slow_input(kafka, 30_000, b"d")
+    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "7")))
+    try:
+        for i in range(2):
+            proc = start_pipe(kafka, cluster, tmp_path, f"driver{i}", *args, new_session=True)
+            try:
+                assert growth.wait(proc), (tmp_path / f"driver{i}.err").read_text()
+                time.sleep(rng.uniform(0.0, 2.0))
+            finally:
+                # The driver machine dies: kxtx and its Spark JVM at once; running tasks go on
+                # until their executors notice, and are fenced by the next driver's tasks.
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    finally:
+        growth.close()
+    proc = start_pipe(kafka, cluster, tmp_path, "final", *args, "--until-idle", "5")
+    finish(proc, tmp_path, "final", timeout=400)
+    exactly_once(kafka, out, Counter(vals))
+
+
+def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_path):
+    src = kafka.create_topic(partitions=4)
+    vals = [b"ok-%d" % i for i in range(2000)]
+    vals[777] = b"poison"
+    produce(kafka.bootstrap, src, vals)
+    out, dlq = kafka.create_topic(), kafka.create_topic()
+    common = ["--in", src, "--out", out, "--udf", f"{UDFS}:poison", "--until-idle", "3"]
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    p = start_pipe(kafka, cluster, tmp_path, "fail", *common, "--group", group)
+    assert p.wait(300) == 1
+    err = (tmp_path / "fail.err").read_text()
+    assert "ValueError: cannot handle the poison record" in err and "nothing of this batch" in err
+    p = start_pipe(kafka, cluster, tmp_path, "dlq", *common, "--group", group,
+                   "--on-udf-error", f"dlq:{dlq}")
+    summary = finish(p, tmp_path, "dlq")
+    assert summary["dlq"] == 1
+    exactly_once(kafka, out, Counter(v.upper() for v in vals if v != b"poison"))
+    (dead,) = read_committed(kafka.bootstrap, dlq)
+    assert dead.value() == b"poison"

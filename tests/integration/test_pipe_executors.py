@@ -1,0 +1,124 @@
+"""`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie, two
+instances of one pipe, and input partitions added while it runs (real broker; local Spark)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, read_committed, values
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
+    """A task reads its start offset and is frozen (SIGSTOP) mid-UDF; the task that replaces it
+    (same partition, so the same transactional id) fences it, reads the same start offset and
+    commits. Thawed, the zombie's transaction is refused: every input's output exactly once."""
+    from tests.integration.pipe_task_runner import job
+
+    from kxtx.pipe import task as taskmod
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    vals = [b"z-%d" % i for i in range(3000)]
+    produce(kafka.bootstrap, src, vals)
+    group, pipe_id = f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "started"
+    env = {**os.environ, "KXTX_TEST_MARKER": str(marker), "PYTHONPATH": str(ROOT)}
+    zombie = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.pipe_task_runner", kafka.bootstrap, group,
+         pipe_id, src, "0", out, "marking_slow_identity"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and zombie.poll() is None:
+            time.sleep(0.05)
+        if not marker.exists():
+            pytest.fail("the task did not start: " + "\n".join(zombie.communicate(timeout=30)))
+        zombie.send_signal(signal.SIGSTOP)
+        plan = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None)
+        fresh = taskmod.run_plan(job(kafka.bootstrap, group, pipe_id, out, "identity"), plan)
+        assert (fresh["status"], fresh["in"], fresh["init"]) == ("ok", 3000, True), fresh
+        zombie.send_signal(signal.SIGCONT)
+        stdout, stderr = zombie.communicate(timeout=120)
+    finally:
+        if zombie.poll() is None:
+            zombie.send_signal(signal.SIGCONT)
+            zombie.kill()
+            zombie.wait()
+    result = json.loads(stdout.splitlines()[-1])
+    assert result["status"] == "fenced", (result, stderr)
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [3000]
+
+
+def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", "--mode", "executors", "--master", "local[1]",
+         *args, "-o", "json"], stdout=open(tmp_path / f"{name}.out", "w"),
+        stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
+
+
+def wait_all(procs: list, tmp_path, timeout: float = 400) -> list[dict]:
+    try:
+        rcs = [p.wait(timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    errs = [(tmp_path / f"p{i}.err").read_text() for i in range(len(procs))]
+    assert rcs == [0] * len(procs), errs
+    return [json.loads((tmp_path / f"p{i}.out").read_text()) for i in range(len(procs))]
+
+
+def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
+    """Same group and pipe id: every task of one fences the other's task on that partition."""
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [b"two-%d" % i for i in range(12_000)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
+    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "500", "--until-idle", "6"]
+    procs = [start_pipe(kafka, tmp_path, f"p{i}", *args) for i in range(2)]
+    summaries = wait_all(procs, tmp_path)
+    counts = values(read_committed(kafka.bootstrap, out))
+    assert not {v: c for v, c in counts.items() if c > 1}
+    assert counts == Counter(vals)
+    assert sum(s["records_in"] for s in summaries) == len(vals)
+
+
+def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    src, out = kafka.create_topic(partitions=2), kafka.create_topic()
+    first = [b"old-%d" % i for i in range(2000)]
+    produce(kafka.bootstrap, src, first)
+    proc = start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group",
+                      f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
+                      "--until-idle", "15")
+    deadline = time.monotonic() + 240
+    while len(read_committed(kafka.bootstrap, out)) < len(first):
+        assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "p0.err").read_text()
+        time.sleep(1)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_partitions([NewPartitions(src, 4)])[src].result(30)
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": kafka.bootstrap})
+    later = [b"new-%d" % i for i in range(400)]
+    for i, v in enumerate(later):
+        p.produce(src, v, partition=2 + i % 2)
+    assert p.flush(30) == 0
+    (summary,) = wait_all([proc], tmp_path)
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(first + later)
+    assert summary["records_in"] == len(first) + len(later)
