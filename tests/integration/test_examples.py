@@ -54,9 +54,9 @@ SCENARIOS: dict[str, list[str]] = {
                 r"kxtx produce events\.jsonl -t events --dry-run",
                 r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id -b localhost:9092",
                 r"kxtx topic create orders -p 6 -c retention\.ms=604800000"],
-    # pipe --help's example gains `--value-format json` (without it enrich.py gets bytes): either way
-    # it is this scenario, and it must work.
-    "pipe": [r"kxtx pipe --in orders --out orders-enriched --udf enrich\.py:enrich --group enricher.*"],
+    # The README's and pipe --help's example (the latter names enrich.py from the repository root):
+    # both run, and both must give the enriched orders.
+    "pipe": [r"kxtx pipe --in orders --out orders-enriched --udf (examples/)?enrich\.py:enrich .*"],
     "dump": [r"kxtx dump txn-state -t my-app-tx-1", r"kxtx dump txn-state --latest --state Ongoing",
              r"kxtx dump offsets -g my-group --latest -o json"],
     "security": [r"kxtx sandbox start --security sasl_ssl --port 0",
@@ -175,6 +175,8 @@ def ctx(kafka, tmp_path):
     (tmp_path / "people.csv").write_text("id,name\n1,ada\n2,grace\n3,bad,extra column\n4,linus\n")
     (tmp_path / "events.jsonl").write_text('{"e": 1}\n{"e": 2}\n')
     shutil.copy(ROOT / "examples" / "enrich.py", tmp_path / "enrich.py")
+    (tmp_path / "examples").mkdir()  # pipe --help names it as seen from the repository's root
+    shutil.copy(ROOT / "examples" / "enrich.py", tmp_path / "examples" / "enrich.py")
     return c
 
 
