@@ -95,7 +95,10 @@ def cluster3():
     if os.environ.get("KXTX_TEST_BOOTSTRAP"):
         pytest.fail("multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
                     "or deselect them with -m 'not multibroker'")
-    k = start_cluster(3)
+    # Verification off: the hanging-transaction tests make truly hanging transactions (see
+    # txn_helpers); it changes nothing for clients that follow the protocol.
+    k = start_cluster(3, {"transaction.partition.verification.enable": "false",
+                          "transaction.max.timeout.ms": "600000"})
     try:
         yield k
     finally:

@@ -105,16 +105,22 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A killed node whose parent (e.g. the test process that started it) has not reaped it yet.
+    return _proc_state(pid) not in ("Z", "X")
 
 
-def paused(pid: int) -> bool:
-    """True when the process is stopped by SIGSTOP (state T in /proc; Linux only, else False)."""
+def _proc_state(pid: int) -> str:
+    """The process state letter from /proc (Linux); "" where there is no /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[0]
+
+
+def paused(pid: int) -> bool:
+    """True when the process is stopped by SIGSTOP (state T)."""
+    return _proc_state(pid) in ("T", "t")
 
 
 def send(pid: int, sig: int) -> None:
