@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
@@ -22,6 +22,14 @@ DEFAULT_RETRY_BACKOFF_MS = "10"
 
 class Abortable(Exception):
     """The transaction must be aborted; the batch can be re-read and retried."""
+
+    #: caused by a cluster failing over (leader/coordinator moving, brokers down): when the
+    #: retries run out, the run stops with exit 75 (run it again) instead of 1
+    unavailable = False
+
+
+#: librdkafka errors of a cluster failing over (see Abortable.unavailable).
+_FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
 
 
 class TxnProducer:
@@ -158,11 +166,14 @@ class TxnProducer:
                 return fn(*args)
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
-                if err is not None and err.retriable() and not err.txn_requires_abort() \
-                        and time.monotonic() < deadline:
-                    logger.info("%s: %s (retrying)", doing, err.str())
-                    time.sleep(0.05)
-                    continue
+                if err is not None and err.retriable() and not err.txn_requires_abort():
+                    if time.monotonic() < deadline:
+                        logger.info("%s: %s (retrying)", doing, err.str())
+                        time.sleep(0.05)
+                        continue
+                    # Retriable all along (failover): the committed offsets are safe; exit 75.
+                    raise Unavailable(f"{doing}: still failing after {self.timeout:.0f}s "
+                                      f"({err.str()}); run the same command again to continue") from None
                 self._raise(exc, doing)
 
     def _on_error(self, err) -> None:
@@ -174,7 +185,9 @@ class TxnProducer:
 
         err = exc.args[0] if exc.args else None
         if err is not None and err.txn_requires_abort() and not err.fatal():
-            raise Abortable(f"{doing}: {err.str()}") from None
+            abortable = Abortable(f"{doing}: {err.str()}")
+            abortable.unavailable = err.name() in _FAILOVER
+            raise abortable from None
         if err is not None and err.code() == KafkaError._FATAL:
             # produce() only says "Fatal error"; the cause (e.g. fenced) reaches error_cb.
             if self._fatal is None and self.producer is not None:

@@ -1,0 +1,81 @@
+"""`kxtx pipe` on a 3-node cluster while the leader of an input partition, the leader of an output
+partition, the group coordinator and the transaction coordinator die one after the other (SIGKILL,
+back after 8 s), or stall (SIGSTOP 30 s): every input's output exactly once, in order per key. A
+run that stops with exit 75 is run again, as an operator's retry loop would."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from kxtx.exitcodes import ExitCode
+from tests.conftest import ROOT
+from tests.integration import cluster_helpers as ch
+from tests.integration.pipe_helpers import UDFS, produce
+
+pytestmark = [pytest.mark.multibroker, pytest.mark.spark, pytest.mark.timeout(1500)]
+
+N = int(os.environ.get("KXTX_TEST_FAILOVER_PIPE_RECORDS", "200000"))
+KEYS = 97
+FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=1000"]
+
+
+def _start(kafka, tmp_path, name, args) -> subprocess.Popen:
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", *args, *FAST_GROUP, "-o", "json"],
+                            stdout=open(tmp_path / f"{name}.out", "w"),
+                            stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
+
+
+def _grows(kafka, topic, proc, timeout=240) -> None:
+    base = sum(ch.high_watermarks(kafka, topic).values())
+    ch.wait_until(lambda: proc.poll() is not None or sum(ch.high_watermarks(kafka, topic).values()) > base + 2000,
+                  timeout, f"{topic} to grow")
+    assert proc.poll() is None, "the pipe ended before the outage: make the input bigger"
+
+
+@pytest.mark.parametrize("how,down_s,roles", [
+    ("kill", 8, ("input leader", "output leader", "group coordinator", "txn coordinator")),
+    ("pause", 30, ("input leader", "txn coordinator")),
+])
+def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, down_s, roles):
+    src = cluster3.create_topic(partitions=6, replication=3)
+    out = cluster3.create_topic(partitions=6, replication=3)
+    vals = [b"%d" % i for i in range(N)]
+    keys = [b"k%d" % (i % KEYS) for i in range(N)]
+    produce(cluster3.bootstrap, src, vals, keys)
+    group, txid = f"fo-{uuid.uuid4().hex[:8]}", f"fo-{uuid.uuid4().hex[:8]}"
+    args = ["--in", src, "--out", out, "--group", group, "--transactional-id", txid,
+            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000", "--batch-max-ms", "1000",
+            # idle longer than an outage: the first run ends only once it has caught up
+            "--until-idle", str(down_s + 30)]
+    who = {"input leader": lambda: ch.leaders(cluster3, src)[0],
+           "output leader": lambda: ch.leaders(cluster3, out)[1],
+           "group coordinator": lambda: ch.coordinator(cluster3, group, "__consumer_offsets"),
+           "txn coordinator": lambda: ch.coordinator(cluster3, txid)}
+    proc = _start(cluster3, tmp_path, "run0", args)
+    codes = []
+    try:
+        for role in roles:
+            _grows(cluster3, out, proc)
+            ch.outage(cluster3, who[role](), how, down_s)
+        codes.append(proc.wait(900))
+        while codes[-1] == ExitCode.RETRY and len(codes) < 4:
+            again = _start(cluster3, tmp_path, f"run{len(codes)}", args[:-1] + ["10"])
+            codes.append(again.wait(900))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        ch.wait_healthy(cluster3, [src, out])
+    errs = "\n".join((tmp_path / f"run{i}.err").read_text()[-1500:] for i in range(len(codes)))
+    assert codes[-1] == 0 and set(codes) <= {0, ExitCode.RETRY}, f"exit codes {codes}: {errs}"
+    print(f"exit codes of the runs: {codes}")
+    by_part = ch.read_committed(cluster3, out)
+    counts = Counter(v for recs in by_part.values() for _k, v in recs)
+    assert counts == Counter(vals), (f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, "
+                                     f"{len(set(vals) - set(counts))} missing")
+    ch.check_exactly_once_in_order(by_part, range(N), int)
