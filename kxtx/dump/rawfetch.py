@@ -21,11 +21,16 @@ from typing import Iterator
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError
+from kxtx.log import logger
 from kxtx.settings import Settings
 
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
 _NONE = object()
+#: Fetch errors that mean "this broker does not lead the partition (now)": LEADER_NOT_AVAILABLE,
+#: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
+#: UNKNOWN_LEADER_EPOCH. The partition's leader is looked up again and the fetch retried.
+_LEADER_MOVED = {5, 6, 7, 56, 74, 75}
 
 
 class _Partition:
@@ -70,6 +75,14 @@ class RawFetchSource:
         tps = [TopicPartition(self.topic, p) for p in partitions]
         by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
         return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
+
+    def _leaders_or_none(self, partitions: list[int]) -> dict[int, int]:
+        """As _leaders, but while the cluster is electing: no answer means "ask again later"."""
+        try:
+            return self._leaders(partitions)
+        except KafkaOperationError as exc:
+            logger.info(f"looking up the leaders of {self.topic}: {exc}")
+            return {}
 
     def _log_starts(self, partitions: list[int]) -> dict[int, int]:
         from confluent_kafka import TopicPartition
@@ -120,12 +133,20 @@ class RawFetchSource:
             by_leader: dict[int, dict[int, int]] = {}
             for p, o in offsets.items():
                 by_leader.setdefault(leaders[p], {})[p] = o
-            progressed = False
+            progressed, stale = False, set()
             for leader, wanted in by_leader.items():
-                resp = self._fetch(leader, wanted)
+                try:
+                    resp = self._fetch(leader, wanted)
+                except KafkaOperationError as exc:  # e.g. that broker is down: ask who leads now
+                    logger.info(f"fetching {self.topic} from broker {leader}: {exc}")
+                    stale.update(wanted)
+                    continue
                 for t in resp.responses:
                     for part in t.partitions:
                         p = part.partition_index
+                        if part.error_code in _LEADER_MOVED:
+                            stale.add(p)
+                            continue
                         if part.error_code:
                             raise KafkaOperationError(
                                 f"fetching {self.topic}[{p}]: broker error code {part.error_code}")
@@ -139,6 +160,10 @@ class RawFetchSource:
                             released.extend(state[p].ready(flush=True))
                         if released:
                             yield released
+            if stale:
+                # The leader moved (or its broker is down): read on from whichever broker leads now.
+                time.sleep(0.2)
+                leaders.update(self._leaders_or_none(sorted(stale)))
             if progressed:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > self.settings.timeout:

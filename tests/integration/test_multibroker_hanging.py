@@ -73,6 +73,22 @@ def test_find_hanging_covers_every_broker_like_kafka(cluster3, spread):
         assert got == {tp for tp in spread["starts"] if tp[0] == spread["rf3"]} | {(spread["rf1"], broker - 1)}
 
 
+def test_inspect_names_the_coordinator_and_each_partition_leader(cluster3, spread):
+    r = ch.run(cluster3, "inspect", "txn", spread["tid"], "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["coordinator"] == ch.coordinator(cluster3, spread["tid"])
+    assert out["transaction_log_partition"].startswith("__transaction_state:")
+    leaders = {(p["topic"], p["partition"]): p["leader"] for p in out["partitions"]}
+    assert set(leaders) == set(spread["starts"])
+    assert leaders == {tp: ch.leaders(cluster3, tp[0])[tp[1]] for tp in leaders}
+    assert len(set(leaders.values())) == 3  # the RF-1 partitions alone sit on three brokers
+    topic, part = next(iter(sorted(spread["starts"])))
+    r = ch.run(cluster3, "inspect", "partition", f"{topic}:{part}", "-o", "json")
+    one = json.loads(r.stdout)
+    assert one["leader"] == ch.leaders(cluster3, topic)[part] and one["leader"] in one["replicas"]
+
+
 def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spread):
     from kxtx.txn import abort
     from kxtx.txn.cluster import Cluster
