@@ -62,6 +62,12 @@ def test_cli_node_control_and_failover(cluster3):
     finally:
         resumed = ch.run(cluster3, "sandbox", "resume-node", "3", "--state-dir", str(state), "-o", "json")
     assert json.loads(resumed.stdout)["state"] == "running", resumed.stderr
+    stopped = ch.run(cluster3, "sandbox", "stop-node", "3", "--state-dir", str(state), "-o", "json")
+    try:
+        assert json.loads(stopped.stdout)["state"] == "stopped", stopped.stderr
+    finally:
+        again = ch.run(cluster3, "sandbox", "start-node", "3", "--state-dir", str(state), "-o", "json")
+    assert json.loads(again.stdout)["state"] == "running", again.stderr
     bad = ch.run(cluster3, "sandbox", "kill-node", "7", "--state-dir", str(state))
     assert bad.returncode == 2 and "no node 7" in bad.stderr
     ch.wait_healthy(cluster3, [topic])
