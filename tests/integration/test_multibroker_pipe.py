@@ -22,11 +22,13 @@ pytestmark = [pytest.mark.multibroker, pytest.mark.spark, pytest.mark.timeout(15
 N = int(os.environ.get("KXTX_TEST_FAILOVER_PIPE_RECORDS", "200000"))
 KEYS = 97
 FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=1000"]
+#: extra pipe arguments when investigating, e.g. "-X debug=eos"
+EXTRA = os.environ.get("KXTX_TEST_PIPE_ARGS", "").split()
 
 
 def _start(kafka, tmp_path, name, args) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", *args, *FAST_GROUP, "-o", "json"],
+    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
                             stdout=open(tmp_path / f"{name}.out", "w"),
                             stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
 
