@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, Unavailable, UsageError
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
@@ -35,6 +35,7 @@ _FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPOR
 class TxnProducer:
     def __init__(self, settings, transactional_id: str, timeout: float):
         self._fatal = None
+        self._last_failover = float("-inf")  # monotonic time of the last broker-down error
         conf = {"transactional.id": transactional_id, "error_cb": self._on_error}
         if "retry.backoff.ms" not in settings.props:
             conf["retry.backoff.ms"] = DEFAULT_RETRY_BACKOFF_MS
@@ -179,6 +180,8 @@ class TxnProducer:
     def _on_error(self, err) -> None:
         if err.fatal():
             self._fatal = err
+        elif err.name() in _FAILOVER:
+            self._last_failover = time.monotonic()
 
     def _raise(self, exc, doing: str):
         from confluent_kafka import KafkaError, KafkaException
@@ -197,8 +200,19 @@ class TxnProducer:
                     self._fatal = served.args[0] if served.args else None
             if self._fatal is not None:
                 exc = KafkaException(self._fatal)
-        raise clients.translate(exc, doing) from None
+        error = clients.translate(exc, doing)
+        if isinstance(error, FencedError) and time.monotonic() - self._last_failover < FAILOVER_FENCE_S:
+            # Fenced right after brokers failed: seen on a 3-node cluster when a leader and the
+            # transaction coordinator went down, i.e. the coordinator bumped the epoch (a timed-out
+            # or recovered transaction), not another instance. This producer cannot go on, but the
+            # committed offsets are safe: exit 75, and a rerun continues exactly once.
+            raise Unavailable(f"{error} shortly after a broker failure; if no other instance runs "
+                              "with this transactional id, run the same command again to continue") from None
+        raise error from None
 
+
+#: A fence within this many seconds of a broker-down error counts as part of the failover.
+FAILOVER_FENCE_S = 120.0
 
 __all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
 
