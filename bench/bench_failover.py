@@ -103,10 +103,13 @@ class Lso:
     """Partition 0's LSO, asked of whichever broker leads it (errors while it has none = None)."""
 
     def __init__(self, bootstrap: str, topic: str):
+        self.bootstrap, self.topic = bootstrap, topic
+        self.admin = self._client()
+
+    def _client(self):
         from confluent_kafka.admin import AdminClient
 
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.topic = topic
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
 
     def __call__(self) -> int | None:
         from confluent_kafka import IsolationLevel, TopicPartition
@@ -119,6 +122,9 @@ class Lso:
                                           request_timeout=2)[tp]
             return fut.result(timeout=3).offset
         except Exception:  # noqa: BLE001 - leader gone or moving
+            # The admin client keeps asking the leader it knew (measured: it never noticed the
+            # new one): a new client reads fresh metadata.
+            self.admin = self._client()
             return None
 
 

@@ -122,7 +122,8 @@ class RawFetchSource:
 
             raise UsageError("marking pending/aborted offset commits reads from an offset: use "
                              "--from-beginning or --from-offset, without --follow")
-        leaders = self._leaders(partitions)
+        # The leaders can be moving now (a broker just died): what is not known yet is asked again.
+        leaders = self._leaders_or_none(partitions)
         # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
         low = self._log_starts(partitions)
         offsets = {p: max(low[p], start.value if start.kind == "offset" else 0) for p in partitions}
@@ -131,9 +132,10 @@ class RawFetchSource:
         last_progress = time.monotonic()
         while offsets:
             by_leader: dict[int, dict[int, int]] = {}
+            progressed, stale = False, {p for p in offsets if leaders.get(p, -1) < 0}
             for p, o in offsets.items():
-                by_leader.setdefault(leaders[p], {})[p] = o
-            progressed, stale = False, set()
+                if p not in stale:
+                    by_leader.setdefault(leaders[p], {})[p] = o
             for leader, wanted in by_leader.items():
                 try:
                     resp = self._fetch(leader, wanted)

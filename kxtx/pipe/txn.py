@@ -161,7 +161,10 @@ class TxnProducer:
     def _call(self, fn, doing: str, *args):
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.timeout
+        # Retriable errors are retried past --timeout while a failover can still end: a killed
+        # broker is fenced after broker.session.timeout.ms (9 s), requests to a stalled one time out
+        # after socket.timeout.ms (60 s), then librdkafka finds the new leader or coordinator.
+        deadline = time.monotonic() + max(self.timeout, FAILOVER_RETRY_S)
         while True:
             try:
                 return fn(*args)
@@ -173,7 +176,7 @@ class TxnProducer:
                         time.sleep(0.05)
                         continue
                     # Retriable all along (failover): the committed offsets are safe; exit 75.
-                    raise Unavailable(f"{doing}: still failing after {self.timeout:.0f}s "
+                    raise Unavailable(f"{doing}: still failing after {max(self.timeout, FAILOVER_RETRY_S):.0f}s "
                                       f"({err.str()}); run the same command again to continue") from None
                 self._raise(exc, doing)
 
@@ -213,6 +216,8 @@ class TxnProducer:
 
 #: A fence within this many seconds of a broker-down error counts as part of the failover.
 FAILOVER_FENCE_S = 120.0
+#: How long a transactional call retries retriable errors at least (see TxnProducer._call).
+FAILOVER_RETRY_S = 90.0
 
 __all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
 

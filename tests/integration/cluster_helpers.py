@@ -27,8 +27,21 @@ def run(kafka, *args: str, timeout: float = 300, env: dict | None = None) -> sub
 
 
 def popen(kafka, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "kxtx", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=cli_env(kafka, env), cwd=ROOT)
+    """The CLI in the background; its stderr goes to a file (a pipe nobody reads could fill and
+    block it): read it with `stderr_text(proc)`."""
+    import tempfile
+
+    err = tempfile.NamedTemporaryFile("w+", prefix="kxtx-stderr-", suffix=".txt", delete=False)
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", *args], stdout=subprocess.DEVNULL,
+                            stderr=err, text=True, env=cli_env(kafka, env), cwd=ROOT)
+    proc.stderr_path = err.name
+    err.close()
+    return proc
+
+
+def stderr_text(proc) -> str:
+    with open(proc.stderr_path) as f:
+        return f.read()[-3000:]
 
 
 def _admin(kafka):
@@ -72,6 +85,8 @@ def wait_until(pred, timeout: float, what: str, every: float = 0.5):
     while True:
         try:
             value = pred()
+        except AssertionError:
+            raise
         except Exception:  # noqa: BLE001 - the cluster is moving: ask again
             value = None
         if value:
@@ -151,3 +166,41 @@ def check_exactly_once_in_order(by_partition: dict, expected_ids: range, seq_of)
     missing = len(set(expected_ids) - seen.keys())
     assert (dupes, missing, out_of_order) == (0, 0, 0), \
         f"{dupes} duplicates, {missing} missing, {out_of_order} out of order per key"
+
+
+class Reruns:
+    """A command run the way an operator's retry loop runs it: whenever it stops with exit 75
+    (the cluster stayed unavailable longer than its retries), the same command starts again.
+    Any other exit before the end is a failure."""
+
+    RETRY = 75
+
+    def __init__(self, start, stderr_of=None):
+        self.start, self.stderr_of = start, stderr_of or (lambda proc: "")
+        self.codes: list[int] = []
+        self.proc = start(0)
+
+    def running(self) -> None:
+        """Before an outage: the command must be mid-run (restarted if it stopped with 75)."""
+        code = self.proc.poll()
+        if code is None:
+            return
+        self.codes.append(code)
+        assert code == self.RETRY, f"exit {code} before the outage: {self.stderr_of(self.proc)}"
+        self.proc = self.start(len(self.codes))
+
+    def finish(self, timeout: float, attempts: int = 4) -> list[int]:
+        while True:
+            code = self.proc.wait(timeout)
+            self.codes.append(code)
+            if code != self.RETRY or len(self.codes) > attempts:
+                break
+            self.proc = self.start(len(self.codes))
+        assert self.codes[-1] == 0, f"exit codes {self.codes}: {self.stderr_of(self.proc)}"
+        assert set(self.codes) <= {0, self.RETRY}, f"exit codes {self.codes}"
+        return self.codes
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

@@ -27,19 +27,6 @@ def _seq(value: bytes) -> int:
     return json.loads(value)["i"]
 
 
-def _produce_until_done(cluster3, args, first) -> list[int]:
-    """Wait for `first` (a running produce); rerun the same command while it exits with 75."""
-    codes = [first.wait(timeout=900)]
-    if codes[-1] != 0:
-        print(first.stderr.read())
-    while codes[-1] == ExitCode.RETRY and len(codes) < 4:
-        again = ch.run(cluster3, *args, timeout=900)
-        codes.append(again.returncode)
-    assert codes[-1] == 0, f"exit codes {codes}"
-    assert set(codes) <= {0, ExitCode.RETRY}, f"exit codes {codes}"
-    return codes
-
-
 def _progressed(cluster3, topic, at_least: int) -> bool:
     return sum(ch.high_watermarks(cluster3, topic).values()) >= at_least
 
@@ -51,20 +38,49 @@ def test_produce_survives_leader_and_coordinator_outages(cluster3, tmp_path, how
     _keyed_input(src)
     txid = f"failover-{how}-{topic}"
     args = ("produce", str(src), "-t", topic, "-k", "k", "--transactional-id", txid, "-o", "jsonl")
-    proc = ch.popen(cluster3, *args)
+    runs = ch.Reruns(lambda _i: ch.popen(cluster3, *args), ch.stderr_text)
     try:
-        ch.wait_until(lambda: _progressed(cluster3, topic, LINES // 10), 300, "a tenth of the input")
-        leader = ch.leaders(cluster3, topic)[0]
-        assert proc.poll() is None, "produce ended before the leader outage: the input is too small"
-        ch.outage(cluster3, leader, how, down_s)
-        ch.wait_until(lambda: _progressed(cluster3, topic, LINES // 2), 600, "half of the input")
-        coordinator = ch.coordinator(cluster3, txid)
-        assert proc.poll() is None, "produce ended before the coordinator outage: the input is too small"
-        ch.outage(cluster3, coordinator, how, down_s)
-        codes = _produce_until_done(cluster3, args, proc)
+        ch.wait_until(lambda: runs.running() or _progressed(cluster3, topic, LINES // 10), 300,
+                      "a tenth of the input")
+        runs.running()
+        ch.outage(cluster3, ch.leaders(cluster3, topic)[0], how, down_s)
+        ch.wait_until(lambda: runs.running() or _progressed(cluster3, topic, LINES // 2), 600,
+                      "half of the input")
+        runs.running()
+        ch.outage(cluster3, ch.coordinator(cluster3, txid), how, down_s)
+        codes = runs.finish(900)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        runs.kill()
         ch.wait_healthy(cluster3, [topic])
     print(f"exit codes of the runs: {codes}")
     ch.check_exactly_once_in_order(ch.read_committed(cluster3, topic), range(LINES), _seq)
+
+
+def test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues(cluster3, tmp_path):
+    """A topic that needs all 3 replicas in sync, one broker down: produce cannot commit, stops
+    with exit 75 (not 1) having aborted its open transaction; once the broker is back, the same
+    command continues exactly once."""
+    topic = cluster3.create_topic(partitions=6, replication=3, config={"min.insync.replicas": "3"})
+    src = tmp_path / "keyed.jsonl"
+    n = 20_000
+    with open(src, "w") as f:
+        f.writelines(f'{{"k":"k{i % KEYS}","i":{i}}}\n' for i in range(n))
+    args = ("produce", str(src), "-t", topic, "-k", "k", "-n", "5000", "--transactional-id",
+            f"isr-{topic}", "-X", "message.timeout.ms=3000", "-o", "jsonl")
+    first = ch.run(cluster3, *args)  # the first part commits
+    assert first.returncode == 0, first.stderr
+    with open(src, "a") as f:  # the file grew: the next run continues after line n
+        f.writelines(f'{{"k":"k{i % KEYS}","i":{i}}}\n' for i in range(n, 2 * n))
+    victim = 3
+    cluster3.sandbox.stop_node(victim)
+    try:
+        ch.wait_until(lambda: not ch.isr_full(cluster3, topic), ch.FENCE_WAIT_S, "the ISR to shrink")
+        stuck = ch.run(cluster3, *args, timeout=600)
+        assert stuck.returncode == ExitCode.RETRY, stuck.stderr
+        assert "run the same command again" in stuck.stderr
+    finally:
+        cluster3.sandbox.start_node(victim)
+    ch.wait_healthy(cluster3, [topic])
+    again = ch.run(cluster3, *args, timeout=600)
+    assert again.returncode == 0, again.stderr
+    ch.check_exactly_once_in_order(ch.read_committed(cluster3, topic), range(2 * n), _seq)
