@@ -104,7 +104,7 @@ class Lso:
 
     def __init__(self, bootstrap: str, topic: str):
         self.bootstrap, self.topic = bootstrap, topic
-        self.admin = self._client()
+        self.admin, self.failures = self._client(), 0
 
     def _client(self):
         from confluent_kafka.admin import AdminClient
@@ -119,12 +119,16 @@ class Lso:
         try:
             fut = self.admin.list_offsets({tp: OffsetSpec.latest()},
                                           isolation_level=IsolationLevel.READ_COMMITTED,
-                                          request_timeout=2)[tp]
-            return fut.result(timeout=3).offset
+                                          request_timeout=5)[tp]
+            offset = fut.result(timeout=6).offset
+            self.failures = 0
+            return offset
         except Exception:  # noqa: BLE001 - leader gone or moving
-            # The admin client keeps asking the leader it knew (measured: it never noticed the
-            # new one): a new client reads fresh metadata.
-            self.admin = self._client()
+            # An admin client can keep asking the leader it knew: after a few failures in a row a
+            # new one reads fresh metadata (replacing it at every failure starved it, measured).
+            self.failures += 1
+            if self.failures % 3 == 0:
+                self.admin = self._client()
             return None
 
 
@@ -189,7 +193,7 @@ def one_run(sandbox, bootstrap: str, workload: str, tmp: Path) -> dict:
         if workload == "kxtx pipe":
             cmd = py + ["-m", "kxtx", "pipe", "--in", topic_in, "--out", out, "--udf",
                         f"{ROOT / 'bench' / 'bench_failover.py'}:identity", "--group",
-                        f"fo-{uuid.uuid4().hex[:8]}", "-b", bootstrap, "-o", "jsonl"]
+                        f"bench-fo-{uuid.uuid4().hex[:8]}", "-b", bootstrap, "-o", "jsonl"]
         else:
             cmd = py + [__file__, "--hand-pipe", bootstrap, topic_in, out]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(tmp / "run.err", "w"), env=env,
@@ -215,7 +219,7 @@ def one_run(sandbox, bootstrap: str, workload: str, tmp: Path) -> dict:
             if v is not None and v > before:
                 recovered = time.monotonic() - t0
                 break
-            if proc.poll() is not None:
+            if proc.poll() is not None and v is not None:  # ended, and its last commit is seen
                 break
             time.sleep(0.02)
         alive = proc.poll() is None

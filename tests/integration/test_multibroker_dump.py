@@ -18,7 +18,9 @@ def _commit_offsets(kafka, group: str, topic: str, n: int) -> None:
     c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
         for i in range(1, n + 1):
-            c.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False)
+            # The first commits of a new cluster can meet a coordinator still loading.
+            ch.wait_until(lambda i=i: c.commit(offsets=[TopicPartition(topic, 0, i)],
+                                               asynchronous=False) or True, 60, "an offset commit")
     finally:
         c.close()
 
