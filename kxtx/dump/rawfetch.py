@@ -85,12 +85,24 @@ class RawFetchSource:
             return {}
 
     def _log_starts(self, partitions: list[int]) -> dict[int, int]:
+        """Each partition's log start, asked of its leader. A new consumer per attempt: one that
+        asked a broker that just died keeps asking it (measured), a new one reads fresh metadata."""
+        deadline = time.monotonic() + 3 * self.settings.timeout
+        while True:
+            try:
+                return self._log_starts_once(partitions, min(10.0, self.settings.timeout))
+            except KafkaOperationError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                logger.info(f"{exc}; asking again (a leader may be moving)")
+
+    def _log_starts_once(self, partitions: list[int], timeout: float) -> dict[int, int]:
         from confluent_kafka import TopicPartition
 
         c = clients.consumer(self.settings, **{"group.id": "kxtx-dump-log-start",
                                                "isolation.level": "read_uncommitted"})
         try:
-            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.settings.timeout,
+            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout,
                                                cached=False)[0] for p in partitions}
         except Exception as exc:  # noqa: BLE001 - translated
             raise clients.translate(exc, f"reading the log start offsets of {self.topic}") from exc
