@@ -15,7 +15,7 @@ _kxtx() {
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging cluster create dump fence find-hanging inspect offsets partition pipe produce sandbox start status stop topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging cluster create dump fence find-hanging inspect kill-node offsets partition pause-node pipe produce resume-node sandbox start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
         "") words="abort abort-hanging cluster dump fence find-hanging inspect pipe produce sandbox topic --debug --version" ;;
@@ -32,10 +32,15 @@ _kxtx() {
         "inspect txn") words="--no-history --no-scan --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "sandbox") words="start status stop" ;;
-        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --format -o" ;;
+        "sandbox") words="kill-node pause-node resume-node start start-node status stop stop-node" ;;
+        "sandbox kill-node") words="--state-dir --format -o" ;;
+        "sandbox pause-node") words="--state-dir --format -o" ;;
+        "sandbox resume-node") words="--state-dir --format -o" ;;
+        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --brokers --heap --format -o" ;;
+        "sandbox start-node") words="--state-dir --format -o" ;;
         "sandbox status") words="--state-dir --format -o" ;;
         "sandbox stop") words="--state-dir --format -o" ;;
+        "sandbox stop-node") words="--state-dir --format -o" ;;
         "topic") words="create" ;;
         "topic create") words="--partitions -p --replication-factor -r --topic-config -c --if-not-exists --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
     esac

@@ -11,11 +11,18 @@ from kxtx.errors import (
     FencedError,
     KafkaOperationError,
     KxtxError,
+    Unavailable,
 )
 from kxtx.settings import Settings
 
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
 _FENCED = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED", "FENCED_INSTANCE_ID"}
+#: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
+#: replicas): when they outlast a command's retries it stops with exit 75, and rerunning it helps.
+UNAVAILABLE = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+               "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "NOT_ENOUGH_REPLICAS",
+               "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR", "_MSG_TIMED_OUT",
+               "_ALL_BROKERS_DOWN", "REBALANCE_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"}
 
 
 def producer(settings: Settings, **conf):
@@ -121,6 +128,9 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
     if name == "_SSL":
         return KafkaOperationError(f"{where}TLS handshake failed ({text}); check ssl.ca.location "
                                    "(the CA that signed the broker certificate) and the client certificate")
+    if name in UNAVAILABLE:
+        return Unavailable(f"{where}{text}; the cluster is failing over or short of brokers: run the "
+                           "same command again to continue")
     if type(exc).__name__ == "NoBrokersAvailable" or "Unable to bootstrap" in text:
         return KafkaOperationError(f"{where}no broker reachable{_at(where)} (check -b / "
                                    f"bootstrap.servers){_security_hint()}")

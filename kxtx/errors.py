@@ -37,6 +37,14 @@ class AuthorizationError(KafkaOperationError):
     """The principal lacks a permission; the message names the operation and resource."""
 
 
+class Unavailable(KafkaOperationError):
+    """The cluster could not serve the request for longer than the command retries: leaders or
+    coordinators moving, brokers down, too few in-sync replicas. What was committed stays
+    committed; the same command run again continues exactly once. Exit 75 (EX_TEMPFAIL)."""
+
+    exit_code = ExitCode.RETRY
+
+
 class FencedError(KafkaOperationError):
     """Another instance with the same transactional id took over (this one is a zombie)."""
 

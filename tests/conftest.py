@@ -41,12 +41,13 @@ class Kafka:
 
         return KafkaDistribution(self.version, Path(self.libs)).java(main_class, *args)
 
-    def create_topic(self, name: str | None = None, partitions: int = 1, config: dict | None = None) -> str:
+    def create_topic(self, name: str | None = None, partitions: int = 1, config: dict | None = None,
+                     replication: int = 1) -> str:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         name = name or f"t-{uuid.uuid4().hex[:10]}"
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        fut = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name]
+        fut = admin.create_topics([NewTopic(name, partitions, replication, config=config or {})])[name]
         fut.result(timeout=30)
         _wait_for_leaders(admin, name, partitions)
         return name
@@ -73,6 +74,35 @@ def start_sandbox(broker_config: dict | None = None, version: str | None = None)
     sandbox = Sandbox(state)
     info = sandbox.start(kafka_version=version, port=0, broker_config=broker_config or {}, heap="768m")
     return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox)
+
+
+def start_cluster(nodes: int = 3, broker_config: dict | None = None, version: str | None = None):
+    """A dedicated N-node sandbox (controller quorum, RF 3, min.insync.replicas 2 from 3 nodes)."""
+    from kxtx.sandbox import Sandbox
+
+    state = tempfile.mkdtemp(prefix="kxtx-test-cluster-")
+    version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
+    sandbox = Sandbox(state)
+    # 384 MiB each: three JVMs next to the single-broker fixture and Spark on a CI runner.
+    info = sandbox.start(kafka_version=version, port=0, broker_config=broker_config or {}, heap="384m",
+                         brokers=nodes, wait_s=240)
+    return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox)
+
+
+@pytest.fixture(scope="session")
+def cluster3():
+    """A session 3-node cluster for the `multibroker` tests; tests that kill nodes restart them."""
+    if os.environ.get("KXTX_TEST_BOOTSTRAP"):
+        pytest.fail("multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
+                    "or deselect them with -m 'not multibroker'")
+    # Verification off: the hanging-transaction tests make truly hanging transactions (see
+    # txn_helpers); it changes nothing for clients that follow the protocol.
+    k = start_cluster(3, {"transaction.partition.verification.enable": "false",
+                          "transaction.max.timeout.ms": "600000"})
+    try:
+        yield k
+    finally:
+        k.sandbox.stop()
 
 
 @pytest.fixture(scope="session")

@@ -40,13 +40,13 @@ MaxTimeoutOpt = Annotated[
                  "such as 90s (default: the broker's transaction.max.timeout.ms, else 15)."),
 ]
 
-COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset",
+COLUMNS = ["topic", "partition", "leader", "producer_id", "producer_epoch", "start_offset",
            "age", "transactional_id", "coordinator_state", "lso", "high_watermark", "held_back",
            "blocked_groups"]
 PLAN_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch",
-                "start_offset", "transactional_id", "lso", "high_watermark", "held_back"]
+                "start_offset", "transactional_id", "leader", "lso", "high_watermark", "held_back"]
 RESULT_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset", "outcome",
-                  "detail", "lso_after", "high_watermark"]
+                  "detail", "leader", "lso_after", "high_watermark"]
 
 
 def _minutes(text: str | None) -> float | None:
@@ -122,7 +122,8 @@ def abort_hanging(
 
     --dry-run stops after the plan (exit 3 when it is not empty). Without a terminal, --yes is
     required (else exit 2, nothing changed). Exit 0 only when every targeted partition is no longer
-    hanging afterwards."""
+    hanging afterwards; 75 when the only ones left are partitions whose leader moved mid-run (run
+    it again)."""
     from kxtx.txn import abort
 
     settings = connection(bootstrap, config, command_config, timeout)
@@ -169,8 +170,11 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     # jsonl carries the plan's rows and then these: `kind` tells them apart
     emit_rows([{"kind": "result", **dataclasses.asdict(r)} for r in results], fmt, RESULT_COLUMNS,
               title="abort results")
-    if not all(r.resolved for r in results):
-        raise typer.Exit(ExitCode.ERROR)
+    unresolved = [r for r in results if not r.resolved]
+    if unresolved:
+        # Only leaders that moved mid-run: nothing failed, the next run finds them on the new leader.
+        moved = all(r.outcome == "leader moved" for r in unresolved)
+        raise typer.Exit(ExitCode.RETRY if moved else ExitCode.ERROR)
 
 
 @boundary

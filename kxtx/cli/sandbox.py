@@ -1,4 +1,5 @@
-"""`kxtx sandbox start|status|stop`: a real single-node KRaft Kafka broker on loopback."""
+"""`kxtx sandbox start|status|stop|stop-node|start-node|kill-node|pause-node|resume-node`: a real
+KRaft Kafka cluster (one node, or N with a controller quorum) on loopback."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class Security(str, Enum):
     ssl = "ssl"
 
 
-app = typer.Typer(help="Run a real single-node Apache Kafka (KRaft) broker on loopback.",
+app = typer.Typer(help="Run a real Apache Kafka (KRaft) cluster on loopback: one node or several.",
                   no_args_is_help=True)
 
 StateDirOpt = Annotated[
@@ -33,7 +34,9 @@ StateDirOpt = Annotated[
 
 
 def _row(info) -> dict:
-    return {
+    from kxtx.sandbox.broker import node_state
+
+    row = {
         "running": info.running,
         "bootstrap": info.bootstrap,
         "kafka_version": info.kafka_version,
@@ -43,6 +46,10 @@ def _row(info) -> dict:
         "broker_config": info.broker_config,
         **{k: v for k, v in (info.extra or {}).items() if k != "admin_client"},
     }
+    row["nodes"] = [{"id": n.id, "state": node_state(n), "roles": n.roles, "port": n.port,
+                     "controller_port": n.controller_port, "pid": n.pid, "log": str(n.log)}
+                    for n in info.node_list()]
+    return row
 
 
 @app.command()
@@ -68,9 +75,17 @@ def start(
                      "users admin and limited, authorizer on) or ssl (mutual TLS). Prints a Java "
                      "client.properties per user."),
     ] = Security.plaintext,
+    brokers: Annotated[
+        int, typer.Option("--brokers", min=1, max=9, help="Nodes to run. From 3 on: a 3-node controller "
+                          "quorum, replication factor 3 and min.insync.replicas=2, as in production.")
+    ] = 1,
+    heap: Annotated[
+        Optional[str], typer.Option("--heap", metavar="SIZE",
+                                    help="JVM heap per node (default 1g for one node, 512m each for more).")
+    ] = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """Start the broker (jars from Maven Central, cached), wait until it answers, print the bootstrap."""
+    """Start the nodes (jars from Maven Central, cached), wait until all answer, print the bootstrap."""
     from kxtx.parsers import parse_kv_list
     from kxtx.sandbox import Sandbox
 
@@ -83,11 +98,11 @@ def start(
         from kxtx.sandbox import resolve_distribution
 
         resolve_distribution(kafka_version, progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
-    typer.echo("kxtx: starting the sandbox broker...", err=True)
+    typer.echo(f"kxtx: starting the sandbox ({brokers} node{'s' if brokers > 1 else ''})...", err=True)
     info = Sandbox(state_dir).start(
         kafka_version=kafka_version, port=port,
         broker_config=parse_kv_list(broker_config, "--broker-config"), kafka_home=kafka_home,
-        listeners=listeners,
+        listeners=listeners, brokers=brokers, heap=heap,
     )
     row = _row(info)
     # The one place credentials are printed on purpose: throwaway users of a loopback broker.
@@ -101,7 +116,7 @@ def start(
 @app.command()
 @boundary
 def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Show whether the sandbox runs. Exit 0 when it runs, 3 when it does not."""
+    """Show the sandbox and each node's state. Exit 0 when every node runs, 3 when one does not."""
     from kxtx.sandbox import Sandbox
 
     info = Sandbox(state_dir).info()
@@ -116,9 +131,57 @@ def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
 @app.command()
 @boundary
 def stop(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Stop the broker and remove its state directory (data, logs, config)."""
+    """Stop every node and remove the state directory (data, logs, config)."""
     from kxtx.sandbox import Sandbox
 
     sandbox = Sandbox(state_dir)
     info = sandbox.stop()
     emit({"stopped": info is not None, "state_dir": str(sandbox.dir)}, fmt, title="sandbox")
+
+
+NodeArg = Annotated[int, typer.Argument(metavar="ID", help="Node id (see `kxtx sandbox status`).")]
+
+
+def _node_action(state_dir, node_id: int, action: str, fmt) -> None:
+    from kxtx.sandbox import Sandbox
+    from kxtx.sandbox.broker import node_state
+
+    sandbox = Sandbox(state_dir)
+    node = getattr(sandbox, action)(node_id)
+    emit({"node": node.id, "action": action.replace("_node", ""), "state": node_state(node),
+          "pid": node.pid, "port": node.port}, fmt, title="sandbox node")
+
+
+@app.command("stop-node")
+@boundary
+def stop_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+    """Stop one node with SIGTERM (controlled shutdown: its leaderships move first); data is kept."""
+    _node_action(state_dir, node_id, "stop_node", fmt)
+
+
+@app.command("kill-node")
+@boundary
+def kill_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+    """Kill one node with SIGKILL, as a crash; its leaderships move when the controller fences it."""
+    _node_action(state_dir, node_id, "kill_node", fmt)
+
+
+@app.command("start-node")
+@boundary
+def start_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+    """Start a stopped or killed node again with its data; waits until it is back in the cluster."""
+    _node_action(state_dir, node_id, "start_node", fmt)
+
+
+@app.command("pause-node")
+@boundary
+def pause_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+    """Freeze one node with SIGSTOP, like a long GC pause, until `resume-node`."""
+    _node_action(state_dir, node_id, "pause_node", fmt)
+
+
+@app.command("resume-node")
+@boundary
+def resume_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+    """Let a paused node run again (SIGCONT)."""
+    _node_action(state_dir, node_id, "resume_node", fmt)

@@ -21,12 +21,17 @@ from typing import Iterator
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError
+from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
 _NONE = object()
+#: Fetch errors that mean "this broker does not lead the partition (now)": LEADER_NOT_AVAILABLE,
+#: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
+#: UNKNOWN_LEADER_EPOCH. The partition's leader is looked up again and the fetch retried.
+_LEADER_MOVED = {5, 6, 7, 56, 74, 75}
 
 
 class _Partition:
@@ -72,13 +77,33 @@ class RawFetchSource:
         by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
         return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
 
+    def _leaders_or_none(self, partitions: list[int]) -> dict[int, int]:
+        """As _leaders, but while the cluster is electing: no answer means "ask again later"."""
+        try:
+            return self._leaders(partitions)
+        except KafkaOperationError as exc:
+            logger.info(f"looking up the leaders of {self.topic}: {exc}")
+            return {}
+
     def _log_starts(self, partitions: list[int]) -> dict[int, int]:
+        """Each partition's log start, asked of its leader. A new consumer per attempt: one that
+        asked a broker that just died keeps asking it (measured), a new one reads fresh metadata."""
+        deadline = time.monotonic() + 3 * self.settings.timeout
+        while True:
+            try:
+                return self._log_starts_once(partitions, min(10.0, self.settings.timeout))
+            except KafkaOperationError as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                logger.info(f"{exc}; asking again (a leader may be moving)")
+
+    def _log_starts_once(self, partitions: list[int], timeout: float) -> dict[int, int]:
         from confluent_kafka import TopicPartition
 
         c = clients.consumer(self.settings, **{"group.id": "kxtx-dump-log-start",
                                                "isolation.level": "read_uncommitted"})
         try:
-            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=self.settings.timeout,
+            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout,
                                                cached=False)[0] for p in partitions}
         except Exception as exc:  # noqa: BLE001 - translated
             raise clients.translate(exc, f"reading the log start offsets of {self.topic}") from exc
@@ -110,7 +135,8 @@ class RawFetchSource:
 
             raise UsageError("marking pending/aborted offset commits reads from an offset: use "
                              "--from-beginning or --from-offset, without --follow")
-        leaders = self._leaders(partitions)
+        # The leaders can be moving now (a broker just died): what is not known yet is asked again.
+        leaders = self._leaders_or_none(partitions)
         # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
         low = self._log_starts(partitions)
         offsets = {p: max(low[p], start.value if start.kind == "offset" else 0) for p in partitions}
@@ -119,14 +145,23 @@ class RawFetchSource:
         last_progress = time.monotonic()
         while offsets:
             by_leader: dict[int, dict[int, int]] = {}
+            progressed, stale = False, {p for p in offsets if leaders.get(p, -1) < 0}
             for p, o in offsets.items():
-                by_leader.setdefault(leaders[p], {})[p] = o
-            progressed = False
+                if p not in stale:
+                    by_leader.setdefault(leaders[p], {})[p] = o
             for leader, wanted in by_leader.items():
-                resp = self._fetch(leader, wanted)
+                try:
+                    resp = self._fetch(leader, wanted)
+                except KafkaOperationError as exc:  # e.g. that broker is down: ask who leads now
+                    logger.info(f"fetching {self.topic} from broker {leader}: {exc}")
+                    stale.update(wanted)
+                    continue
                 for t in resp.responses:
                     for part in t.partitions:
                         p = part.partition_index
+                        if part.error_code in _LEADER_MOVED:
+                            stale.add(p)
+                            continue
                         if part.error_code:
                             raise KafkaOperationError(
                                 f"fetching {self.topic}[{p}]: broker error code {part.error_code}")
@@ -140,6 +175,10 @@ class RawFetchSource:
                             released.extend(state[p].ready(flush=True))
                         if released:
                             yield released
+            if stale:
+                # The leader moved (or its broker is down): read on from whichever broker leads now.
+                time.sleep(0.2)
+                leaders.update(self._leaders_or_none(sorted(stale)))
             if progressed:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > self.settings.timeout:

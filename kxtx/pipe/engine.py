@@ -16,7 +16,7 @@ import time
 from typing import Callable
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, KxtxError, UsageError
+from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.pipe import preflight, stopsignals
 from kxtx.pipe import spark as sparkmod
@@ -267,7 +267,8 @@ class Pipe:
             self._seek_to_first(batch)
             n = self.stats.consecutive_aborts
             if n >= MAX_ATTEMPTS:
-                raise KafkaOperationError(
+                error = Unavailable if exc.unavailable else KafkaOperationError  # 75: run again
+                raise error(
                     f"gave up after {plural(n, 'aborted transaction')} in a row; last error: {exc}"
                 ) from None
             logger.warning("transaction aborted (%s); rewound %d records, retrying (%d/%d)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
@@ -23,10 +23,19 @@ DEFAULT_RETRY_BACKOFF_MS = "10"
 class Abortable(Exception):
     """The transaction must be aborted; the batch can be re-read and retried."""
 
+    #: caused by a cluster failing over (leader/coordinator moving, brokers down): when the
+    #: retries run out, the run stops with exit 75 (run it again) instead of 1
+    unavailable = False
+
+
+#: librdkafka errors of a cluster failing over (see Abortable.unavailable).
+_FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
+
 
 class TxnProducer:
     def __init__(self, settings, transactional_id: str, timeout: float):
         self._fatal = None
+        self._last_failover = float("-inf")  # monotonic time of the last broker-down error
         conf = {"transactional.id": transactional_id, "error_cb": self._on_error}
         if "retry.backoff.ms" not in settings.props:
             conf["retry.backoff.ms"] = DEFAULT_RETRY_BACKOFF_MS
@@ -141,29 +150,39 @@ class TxnProducer:
     def _call(self, fn, doing: str, *args):
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + self.timeout
+        # Retriable errors are retried past --timeout while a failover can still end: a killed
+        # broker is fenced after broker.session.timeout.ms (9 s), requests to a stalled one time out
+        # after socket.timeout.ms (60 s), then librdkafka finds the new leader or coordinator.
+        deadline = time.monotonic() + max(self.timeout, FAILOVER_RETRY_S)
         while True:
             try:
                 return fn(*args)
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
-                if err is not None and err.retriable() and not err.txn_requires_abort() \
-                        and time.monotonic() < deadline:
-                    logger.info("%s: %s (retrying)", doing, err.str())
-                    time.sleep(0.05)
-                    continue
+                if err is not None and err.retriable() and not err.txn_requires_abort():
+                    if time.monotonic() < deadline:
+                        logger.info("%s: %s (retrying)", doing, err.str())
+                        time.sleep(0.05)
+                        continue
+                    # Retriable all along (failover): the committed offsets are safe; exit 75.
+                    raise Unavailable(f"{doing}: still failing after {max(self.timeout, FAILOVER_RETRY_S):.0f}s "
+                                      f"({err.str()}); run the same command again to continue") from None
                 self._raise(exc, doing)
 
     def _on_error(self, err) -> None:
         if err.fatal():
             self._fatal = err
+        elif err.name() in _FAILOVER:
+            self._last_failover = time.monotonic()
 
     def _raise(self, exc, doing: str):
         from confluent_kafka import KafkaError, KafkaException
 
         err = exc.args[0] if exc.args else None
         if err is not None and err.txn_requires_abort() and not err.fatal():
-            raise Abortable(f"{doing}: {err.str()}") from None
+            abortable = Abortable(f"{doing}: {err.str()}")
+            abortable.unavailable = err.name() in _FAILOVER
+            raise abortable from None
         if err is not None and err.code() == KafkaError._FATAL:
             # produce() only says "Fatal error"; the cause (e.g. fenced) reaches error_cb.
             if self._fatal is None and self.producer is not None:
@@ -173,8 +192,21 @@ class TxnProducer:
                     self._fatal = served.args[0] if served.args else None
             if self._fatal is not None:
                 exc = KafkaException(self._fatal)
-        raise clients.translate(exc, doing) from None
+        error = clients.translate(exc, doing)
+        if isinstance(error, FencedError) and time.monotonic() - self._last_failover < FAILOVER_FENCE_S:
+            # Fenced right after brokers failed: seen on a 3-node cluster when a leader and the
+            # transaction coordinator went down, i.e. the coordinator bumped the epoch (a timed-out
+            # or recovered transaction), not another instance. This producer cannot go on, but the
+            # committed offsets are safe: exit 75, and a rerun continues exactly once.
+            raise Unavailable(f"{error} shortly after a broker failure; if no other instance runs "
+                              "with this transactional id, run the same command again to continue") from None
+        raise error from None
 
+
+#: A fence within this many seconds of a broker-down error counts as part of the failover.
+FAILOVER_FENCE_S = 120.0
+#: How long a transactional call retries retriable errors at least (see TxnProducer._call).
+FAILOVER_RETRY_S = 90.0
 
 __all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
 

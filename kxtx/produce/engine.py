@@ -15,7 +15,7 @@ import os
 import time
 
 from kxtx import clients
-from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError
+from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.produce import broker, checkpoint as cpmod, inputs, keyed
 from kxtx.produce.dryrun import check_size, set_header
@@ -33,6 +33,16 @@ POLL_EVERY = 2048
 
 class _Abortable(Exception):
     """The open transaction must be aborted and the batch retried from the last checkpoint."""
+
+    def __init__(self, message: str, *errors):
+        super().__init__(message)
+        # Failover (leader/coordinator moving, too few in-sync replicas, delivery timeouts while a
+        # broker is down): when retries run out, exit 75 (run again) rather than 1.
+        self.unavailable = any(e is not None and e.name() in _FAILOVER for e in errors)
+
+
+#: librdkafka errors of a cluster failing over (see `_Abortable.unavailable`).
+_FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
 
 
 class Run:
@@ -107,11 +117,14 @@ class Run:
                 self._stop_if_denied(err, doing)
                 if err.txn_requires_abort():
                     why = self.stats.delivery_error
-                    raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else "")) from exc
+                    raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""),
+                                     err, why) from exc
                 if err.retriable() and not err.fatal():
                     continue
                 raise self._fatal(exc, doing) from exc
-        raise KafkaOperationError(f"{doing}: still failing after {MAX_RETRIES} retries")
+        # Retriable errors all along: the cluster is failing over. Committed work is safe: exit 75.
+        raise Unavailable(f"{doing}: still failing after {MAX_RETRIES} retries ({err.str()}); "
+                          "run the same command again to continue")
 
     def _stop_if_denied(self, err, doing: str) -> None:
         """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
@@ -164,8 +177,8 @@ class Run:
                 except _Abortable as exc:
                     self._abort()
                     if attempt == MAX_RETRIES:
-                        raise KafkaOperationError(
-                            f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
+                        error = Unavailable if exc.unavailable else KafkaOperationError
+                        raise error(f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
                     plans = self._plans()
             raise AssertionError("unreachable")
@@ -384,7 +397,7 @@ class Run:
             self._bad(src, line, err.str())
         elif err.txn_requires_abort():
             self._stop_if_denied(err, "producing")
-            raise _Abortable(f"producing: {err.str()}") from exc
+            raise _Abortable(f"producing: {err.str()}", err) from exc
         else:
             raise self._fatal(exc, "producing") from exc
 

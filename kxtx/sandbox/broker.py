@@ -1,7 +1,9 @@
-"""Start, watch and stop one KRaft broker+controller process on loopback.
+"""Start, watch and stop a KRaft sandbox on loopback: one node, or N nodes with a controller quorum.
 
-The broker's files (config, data, log, pid/state) live in a state directory; `stop` removes it.
-The same code serves `kxtx sandbox` and the test suite.
+The sandbox's files (config, data, logs, the state file) live in a state directory, one
+`node-<id>/` folder per node; `stop` removes it. The same code serves `kxtx sandbox` and the tests.
+Node control (`stop_node`, `start_node`, `kill_node`, `pause_node`) rehearses failover: a stopped
+node keeps its data and rejoins with it.
 """
 
 from __future__ import annotations
@@ -18,26 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kxtx.errors import KxtxError, UsageError
+from kxtx.sandbox import nodes as _nodes
 from kxtx.sandbox.distribution import KafkaDistribution, resolve_distribution
+from kxtx.sandbox.nodes import NodeInfo
 
 STATE_FILE = "sandbox.json"
-
-#: Settings suited to transactions on one node. Unknown keys are ignored by older brokers.
-BASE_CONFIG = {
-    "process.roles": "broker,controller",
-    "node.id": "1",
-    "controller.listener.names": "CONTROLLER",
-    "inter.broker.listener.name": "PLAINTEXT",
-    "num.partitions": "1",
-    "offsets.topic.replication.factor": "1",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
-    # Groups form at once: nothing to wait for with one test consumer.
-    "group.initial.rebalance.delay.ms": "0",
-    "auto.create.topics.enable": "true",
-}
+#: Most nodes a loopback sandbox starts (each is a JVM; beyond this a laptop only swaps).
+MAX_NODES = 9
 
 
 def default_state_dir() -> Path:
@@ -47,24 +36,42 @@ def default_state_dir() -> Path:
     return Path(base) / "kxtx" / "sandbox"
 
 
+def default_heap(nodes: int) -> str:
+    """1 GiB for one node; 512 MiB each from two on (3 nodes stay well under 4 GiB resident)."""
+    return "1g" if nodes <= 1 else "512m"
+
+
 @dataclass
 class SandboxInfo:
     bootstrap: str
     kafka_version: str
-    pid: int
-    port: int
+    pid: int  # node 1's (the only node of a one-node sandbox)
+    port: int  # node 1's
     controller_port: int
     state_dir: str
     libs: str
     started_at: float
     broker_config: dict[str, str] = field(default_factory=dict)
+    #: True when every node runs
     running: bool = True
     #: extra data other parts add (e.g. security material paths)
     extra: dict = field(default_factory=dict)
+    nodes: list[dict] = field(default_factory=list)
+    heap: str = "1g"
 
     @property
     def distribution(self) -> KafkaDistribution:
         return KafkaDistribution(self.kafka_version, Path(self.libs))
+
+    def node_list(self) -> list[NodeInfo]:
+        return [NodeInfo(**n) for n in self.nodes]
+
+    def node(self, node_id: int) -> NodeInfo:
+        for n in self.node_list():
+            if n.id == node_id:
+                return n
+        ids = ", ".join(str(n.id) for n in self.node_list())
+        raise UsageError(f"no node {node_id} in the sandbox at {self.state_dir} (nodes: {ids})")
 
 
 def free_port() -> int:
@@ -79,14 +86,13 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def node_state(node: NodeInfo) -> str:
+    """running | paused (SIGSTOP) | starting (process up, port closed) | stopped."""
+    if not _nodes.alive(node.pid):
+        return "stopped"
+    if _nodes.paused(node.pid):
+        return "paused"
+    return "running" if _port_open(node.port) else "starting"
 
 
 class Sandbox:
@@ -100,8 +106,16 @@ class Sandbox:
         except (OSError, ValueError):
             return None
         info = SandboxInfo(**data)
-        info.running = _alive(info.pid) and _port_open(info.port)
+        if not info.nodes:  # a state file written before multi-node sandboxes
+            info.nodes = [asdict(NodeInfo(1, info.port, info.controller_port, str(self.dir), info.pid))]
+        info.running = all(node_state(n) == "running" for n in info.node_list())
         return info
+
+    def _save(self, info: SandboxInfo) -> None:
+        info.pid = info.nodes[0]["pid"]
+        tmp = self.dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2))
+        os.replace(tmp, self.dir / STATE_FILE)  # a concurrent `status` never reads half a file
 
     # --- start -----------------------------------------------------------------------------------
     def start(
@@ -111,74 +125,89 @@ class Sandbox:
         broker_config: dict[str, str] | None = None,
         kafka_home: str | None = None,
         wait_s: float = 120.0,
-        heap: str = "1g",
+        heap: str | None = None,
         listeners=None,
+        brokers: int = 1,
     ) -> SandboxInfo:
-        """Start the broker and wait until it answers. `listeners` customises security (see security)."""
+        """Start `brokers` nodes and wait until all answer. `port` is node 1's client port (0 = any
+        free port; node i gets port + i - 1). `listeners` customises security (see security)."""
+        if not 1 <= brokers <= MAX_NODES:
+            raise UsageError(f"--brokers {brokers}: choose 1 to {MAX_NODES}")
         existing = self.info()
-        if existing and existing.running:
+        if existing and any(node_state(n) != "stopped" for n in existing.node_list()):
             raise KxtxError(f"a sandbox is already running at {existing.bootstrap} (state {self.dir}); "
                             "stop it first or use another --state-dir")
         dist = resolve_distribution(kafka_version, kafka_home)
-        port = port or free_port()
-        if _port_open(port):
-            raise UsageError(f"port {port} is already in use on 127.0.0.1; pick another with --port")
-        cport = free_port()
-        self._reset_dir()
-        props = self._properties(port, cport, broker_config or {}, listeners)
-        config = self.dir / "server.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        # Written once, used by both the storage formatter and the broker.
-        logging_flags = (f"-Dlog4j.configuration=file:{self._log4j1()}",
-                         f"-Dlog4j2.configurationFile={self._log4j2()}")
-        self._format_storage(dist, config, logging_flags,
-                             getattr(listeners, "format_args", lambda: [])())
-        jvm = (f"-Xmx{heap}", "-Xms256m", "-Djava.awt.headless=true",
-               f"-Dkafka.logs.dir={self.dir / 'logs'}",
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", *logging_flags)
-        # The child keeps its own descriptor; the parent's copy is closed when the block ends.
-        with open(self.dir / "broker.log", "ab") as log:
-            proc = subprocess.Popen(
-                dist.java("kafka.Kafka", str(config), jvm=jvm),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,  # survives the CLI process; stopped by `sandbox stop`
-            )
-        bootstrap = (listeners.bootstrap(port) if listeners else f"127.0.0.1:{port}")
+        node_list = self._plan_nodes(brokers, port)
+        self._reset_dir(node_list)
+        voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in node_list if n.controller_port)
+        if hasattr(listeners, "prepare"):
+            listeners.prepare(self.dir, [n.port for n in node_list])
+        cluster_id = _cluster_id()
+        for node in node_list:
+            props = _nodes.node_properties(node, voters, brokers)
+            if listeners:
+                if node.id > 1:
+                    listeners.internal_port = 0  # each node its own inter-broker port
+                props.update(listeners.broker_properties(self.dir, node.port, node.controller_port))
+                node.internal_port = getattr(listeners, "internal_port", 0)
+            props.update(broker_config or {})
+            node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            self._format_storage(dist, node.config, cluster_id,
+                                 getattr(listeners, "format_args", lambda: [])())
+        bootstrap = ",".join((listeners.bootstrap(n.port) if listeners else f"127.0.0.1:{n.port}")
+                             for n in node_list)
         info = SandboxInfo(
-            bootstrap=bootstrap, kafka_version=dist.version, pid=proc.pid, port=port,
-            controller_port=cport, state_dir=str(self.dir), libs=str(dist.libs),
-            started_at=time.time(), broker_config=dict(broker_config or {}),
-            extra=(listeners.extra() if listeners else {}),
+            bootstrap=bootstrap, kafka_version=dist.version, pid=0, port=node_list[0].port,
+            controller_port=node_list[0].controller_port or 0, state_dir=str(self.dir),
+            libs=str(dist.libs), started_at=time.time(), broker_config=dict(broker_config or {}),
+            extra=(listeners.extra() if listeners else {}), heap=heap or default_heap(brokers),
         )
-        (self.dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2))
-        self._wait_ready(proc, port, wait_s)
-        if hasattr(listeners, "after_start"):
-            try:
+        # Every node at once: a controller waits for a majority of the voters to come up.
+        for node in node_list:
+            node.pid = _nodes.launch(self._command(info, node), node)
+        info.nodes = [asdict(n) for n in node_list]
+        self._save(info)
+        try:
+            self._wait_ready(info, node_list, wait_s)
+            if hasattr(listeners, "after_start"):
                 listeners.after_start(info)  # e.g. ACLs, which need a running broker
-            except BaseException:
-                self.stop()
-                raise
+        except BaseException:
+            self.stop(remove=False)
+            raise
         return info
 
-    def _reset_dir(self) -> None:
+    def _plan_nodes(self, count: int, port: int) -> list[NodeInfo]:
+        voters = _nodes.voter_count(count)
+        planned: list[NodeInfo] = []
+        for i in range(count):
+            client = port + i if port else free_port()
+            if port and _port_open(client):
+                raise UsageError(f"port {client} is already in use on 127.0.0.1; pick another with "
+                                 f"--port (node i uses port + i - 1), or --port 0")
+            planned.append(NodeInfo(id=i + 1, port=client,
+                                    controller_port=free_port() if i < voters else None,
+                                    dir=str(self.dir / f"node-{i + 1}")))
+        return planned
+
+    def _reset_dir(self, node_list: list[NodeInfo]) -> None:
         if self.dir.exists():
             shutil.rmtree(self.dir)
-        (self.dir / "data").mkdir(parents=True)
+        for node in node_list:
+            (Path(node.dir) / "data").mkdir(parents=True)
         (self.dir / "logs").mkdir()
 
-    def _properties(self, port, cport, extra, listeners) -> dict[str, str]:
-        props = dict(BASE_CONFIG)
-        props.update({
-            "controller.quorum.voters": f"1@127.0.0.1:{cport}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.dir / "data"),
-        })
-        if listeners:
-            props.update(listeners.broker_properties(self.dir, port, cport))
-        props.update(extra)
-        return props
+    def _logging_flags(self) -> tuple[str, str]:
+        return (f"-Dlog4j.configuration=file:{self._log4j1()}",
+                f"-Dlog4j2.configurationFile={self._log4j2()}")
+
+    def _command(self, info: SandboxInfo, node: NodeInfo) -> list[str]:
+        jvm = (f"-Xmx{info.heap}", "-Xms128m", "-Djava.awt.headless=true",
+               # The JIT and GC get fewer threads: N JVMs share a laptop's (or CI runner's) cores.
+               "-XX:CICompilerCount=2", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
+               f"-Dkafka.logs.dir={self.dir / 'logs'}",
+               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", *self._logging_flags())
+        return info.distribution.java("kafka.Kafka", str(node.config), jvm=jvm)
 
     def _log4j1(self) -> Path:
         # Kafka 3.x logs through reload4j; 4.x through slf4j-simple (configured by -D flags).
@@ -202,76 +231,109 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path, logging_flags: tuple,
+    def _format_storage(self, dist: KafkaDistribution, config: Path, cluster_id: str,
                         extra_args=()) -> None:
-        cluster_id = _cluster_id()
         proc = subprocess.run(
             dist.java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
-                      "--ignore-formatted", *extra_args, jvm=logging_flags),
+                      "--ignore-formatted", *extra_args, jvm=self._logging_flags()),
             capture_output=True, text=True, timeout=120,
         )
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
             raise KxtxError(f"formatting the sandbox storage failed: {tail[0]}")
 
-    def _wait_ready(self, proc: subprocess.Popen, port: int, wait_s: float) -> None:
+    def _wait_ready(self, info: SandboxInfo, node_list: list[NodeInfo], wait_s: float) -> None:
+        """Until the cluster's metadata lists every node as a broker."""
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise KxtxError(f"the broker exited with code {proc.returncode} during start-up; "
-                                f"see {self.dir / 'broker.log'}")
-            if _port_open(port) and self._metadata_ok():
+            for node in node_list:
+                if not _nodes.alive(node.pid):
+                    raise KxtxError(f"node {node.id} exited during start-up; see {node.log}")
+            if all(_port_open(n.port) for n in node_list) and \
+                    self.brokers_in_metadata(info) >= {n.id for n in node_list}:
                 return
             time.sleep(0.5)
-        self.stop(remove=False)
-        raise KxtxError(f"the broker did not answer within {wait_s:.0f}s; see {self.dir / 'broker.log'}")
+        raise KxtxError(f"the sandbox did not answer within {wait_s:.0f}s; see the broker.log files "
+                        f"under {self.dir}")
 
-    def _metadata_ok(self) -> bool:
-        info = self.info()
+    def brokers_in_metadata(self, info: SandboxInfo, timeout: float = 2) -> set[int]:
+        """Ids of the brokers the cluster's metadata lists (empty while nothing answers)."""
         from confluent_kafka.admin import AdminClient
 
-        conf = {"bootstrap.servers": info.bootstrap if info else ""}
-        conf.update((info.extra or {}).get("admin_client", {}) if info else {})
+        conf = {"bootstrap.servers": info.bootstrap, "log_level": 2}
+        conf.update((info.extra or {}).get("admin_client", {}))
         try:
-            md = AdminClient(conf).list_topics(timeout=2)
+            md = AdminClient(conf).list_topics(timeout=timeout)
         except Exception:  # noqa: BLE001 - not ready yet
-            return False
-        return bool(md.brokers)
+            return set()
+        return set(md.brokers)
+
+    # --- node control (failover rehearsals) --------------------------------------------------------
+    def _running_info(self) -> SandboxInfo:
+        info = self.info()
+        if info is None:
+            raise KxtxError(f"no sandbox in {self.dir}; start one with `kxtx sandbox start`")
+        return info
+
+    def stop_node(self, node_id: int, wait_s: float = 60.0) -> NodeInfo:
+        """SIGTERM: a controlled shutdown (the node hands its leaderships over first)."""
+        node = self._running_info().node(node_id)
+        _nodes.terminate(node.pid, wait_s)
+        return node
+
+    def kill_node(self, node_id: int) -> NodeInfo:
+        """SIGKILL: a crash. Leaders on the node move only when the controller fences it."""
+        node = self._running_info().node(node_id)
+        _nodes.kill(node.pid)
+        return node
+
+    def pause_node(self, node_id: int) -> NodeInfo:
+        """SIGSTOP: a stall like a long GC pause; `resume_node` (SIGCONT) ends it."""
+        node = self._running_info().node(node_id)
+        if _nodes.alive(node.pid):
+            _nodes.send(node.pid, signal.SIGSTOP)
+            deadline = time.monotonic() + 5  # the kernel stops the threads asynchronously
+            while not _nodes.paused(node.pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return node
+
+    def resume_node(self, node_id: int) -> NodeInfo:
+        node = self._running_info().node(node_id)
+        if _nodes.alive(node.pid):
+            _nodes.send(node.pid, signal.SIGCONT)
+        return node
+
+    def start_node(self, node_id: int, wait_s: float = 120.0) -> NodeInfo:
+        """Start a stopped or killed node again, with its data, and wait until it is a broker again."""
+        info = self._running_info()
+        node = info.node(node_id)
+        if _nodes.alive(node.pid):
+            if _nodes.paused(node.pid):
+                _nodes.send(node.pid, signal.SIGCONT)
+            return node
+        node.pid = _nodes.launch(self._command(info, node), node)
+        info.nodes = [asdict(node) if n["id"] == node_id else n for n in info.nodes]
+        self._save(info)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if not _nodes.alive(node.pid):
+                raise KxtxError(f"node {node_id} exited during start-up; see {node.log}")
+            if _port_open(node.port) and node_id in self.brokers_in_metadata(info):
+                return node
+            time.sleep(0.5)
+        raise KxtxError(f"node {node_id} did not rejoin within {wait_s:.0f}s; see {node.log}")
 
     # --- stop ------------------------------------------------------------------------------------
     def stop(self, remove: bool = True, wait_s: float = 30.0) -> SandboxInfo | None:
-        """Stop the broker (SIGTERM, then SIGKILL after wait_s) and remove the state directory."""
+        """Stop every node (SIGTERM, SIGKILL after wait_s) and remove the state directory.
+
+        All nodes at once: one by one, the last voters would wait for a quorum that is gone."""
         info = self.info()
-        if info and _alive(info.pid):
-            _terminate(info.pid, wait_s)
+        if info:
+            _nodes.terminate_all([n.pid for n in info.node_list()], wait_s)
         if remove and self.dir.exists() and (self.dir / STATE_FILE).exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return info
-
-
-def _terminate(pid: int, wait_s: float) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return
-        _reap(pid)
-        time.sleep(0.2)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    _reap(pid)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _cluster_id() -> str:

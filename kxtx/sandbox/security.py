@@ -44,6 +44,7 @@ class SecureListeners:
     passwords: dict[str, str] = field(default_factory=dict)
     store_password: str = ""
     dir: Path | None = None
+    ports: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.mode = self.mode.lower()
@@ -67,18 +68,31 @@ class SecureListeners:
     def tls(self) -> bool:
         return self.mode in ("sasl_ssl", "ssl")
 
-    # --- hook: broker configuration -----------------------------------------------------------------
-    def broker_properties(self, state_dir, port: int, controller_port: int) -> dict[str, str]:
-        from kxtx.sandbox.broker import free_port
-
+    # --- hooks: broker configuration ---------------------------------------------------------------
+    def prepare(self, state_dir, ports: list[int]) -> None:
+        """Once per sandbox: certificates, and client.properties naming every node's client port."""
         self.dir = Path(state_dir) / "security"
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(state_dir, 0o700)  # server.properties and the state file hold credentials
+        self.ports = list(ports)
+        if self.tls:
+            self._write_material()
+        for user in USERS:
+            self._write_client_properties(user)
+
+    def broker_properties(self, state_dir, port: int, controller_port: int | None) -> dict[str, str]:
+        """One node's listeners: secured client listener, plaintext INTERNAL (and CONTROLLER)."""
+        from kxtx.sandbox.broker import free_port
+
+        if self.dir is None:  # called without prepare(): a one-node sandbox
+            self.prepare(state_dir, [port])
         self.internal_port = self.internal_port or free_port()
         name, lname = self.protocol, self.protocol.lower()
+        listeners = f"{name}://127.0.0.1:{port},INTERNAL://127.0.0.1:{self.internal_port}"
+        if controller_port:
+            listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
         props = {
-            "listeners": f"{name}://127.0.0.1:{port},INTERNAL://127.0.0.1:{self.internal_port},"
-                         f"CONTROLLER://127.0.0.1:{controller_port}",
+            "listeners": listeners,
             "advertised.listeners": f"{name}://127.0.0.1:{port},INTERNAL://127.0.0.1:{self.internal_port}",
             "listener.security.protocol.map": f"{name}:{name},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "INTERNAL",
@@ -93,7 +107,6 @@ class SecureListeners:
                 props[f"listener.name.{lname}.{mech.lower()}.sasl.jaas.config"] = _jaas(
                     "admin", self.passwords["admin"])
         if self.tls:
-            self._write_material()
             props.update({
                 "ssl.keystore.type": "PKCS12",
                 "ssl.keystore.location": str(self.dir / "broker.p12"),
@@ -106,8 +119,6 @@ class SecureListeners:
             props["ssl.client.auth"] = "required"
             # CN=admin -> User:admin, so ACLs read the same in every mode.
             props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
-        for user in USERS:
-            self._write_client_properties(user, port)
         return props
 
     def format_args(self) -> list[str]:
@@ -149,9 +160,10 @@ class SecureListeners:
             conf["ssl.key.location"] = str(self.dir / f"{user}.key")
         return conf
 
-    def java_properties(self, user: str, port: int) -> dict[str, str]:
+    def java_properties(self, user: str) -> dict[str, str]:
         """A Java client.properties, as Kafka's own tools (and kxtx --command-config) read it."""
-        props = {"bootstrap.servers": self.bootstrap(port), "security.protocol": self.protocol}
+        props = {"bootstrap.servers": ",".join(self.bootstrap(p) for p in self.ports),
+                 "security.protocol": self.protocol}
         if self.sasl:
             props["sasl.mechanism"] = USER_MECHANISM[user]
             props["sasl.jaas.config"] = _jaas(user, self.passwords[user])
@@ -168,8 +180,8 @@ class SecureListeners:
     def _properties_path(self, user: str) -> Path:
         return self.dir / f"{user}.properties"
 
-    def _write_client_properties(self, user: str, port: int) -> None:
-        text = "".join(f"{k}={v}\n" for k, v in self.java_properties(user, port).items())
+    def _write_client_properties(self, user: str) -> None:
+        text = "".join(f"{k}={v}\n" for k, v in self.java_properties(user).items())
         _write_private(self._properties_path(user), text.encode())
 
     # --- certificates -----------------------------------------------------------------------------------

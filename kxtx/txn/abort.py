@@ -28,6 +28,8 @@ class Target:
     marker_epoch: int | None = None
     coordinator_epoch: int | None = None
     transactional_id: str | None = None
+    #: the partition's leader when the plan was made (None: not known)
+    leader: int | None = None
 
     def plan_row(self) -> dict:
         e = self.expected
@@ -37,6 +39,7 @@ class Target:
             "coordinator_epoch": decide.abort_coordinator_epoch(
                 self.coordinator_epoch if self.coordinator_epoch is not None else e.coordinator_epoch),
             "start_offset": e.start_offset, "transactional_id": self.transactional_id,
+            "leader": self.leader,
         }
 
 
@@ -51,7 +54,8 @@ def preflight(cluster: Cluster) -> None:
 
 def targets_from_hanging(rows: list[HangingTxn]) -> list[Target]:
     return [Target(OpenTxn(r.topic, r.partition, r.producer_id, r.producer_epoch, r.coordinator_epoch,
-                           r.last_timestamp, r.start_offset), transactional_id=r.transactional_id)
+                           r.last_timestamp, r.start_offset), transactional_id=r.transactional_id,
+                   leader=r.leader)
             for r in rows]
 
 
@@ -94,14 +98,25 @@ def execute(cluster: Cluster, targets: list[Target], progress=None) -> list[Abor
 
 def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     e = t.expected
-    res = AbortOutcome(e.topic, e.partition, e.producer_id, e.producer_epoch, e.start_offset, "failed")
+    res = AbortOutcome(e.topic, e.partition, e.producer_id, e.producer_epoch, e.start_offset, "failed",
+                       planned_leader=t.leader)
+    # Leaders move (a broker restarts, a reassignment, a preferred-leader election): look again
+    # right before acting, and say so when the plan's leader is no longer the one.
+    res.leader = cluster.leaders([e.tp]).get(e.tp)
+    moved = _moved(t.leader, res.leader)
+    if res.leader is None or res.leader < 0:
+        res.outcome = "leader moved"
+        res.detail = f"{moved or 'the partition'} has no leader now (a broker is down?); nothing written"
+        return res
     states, errors = cluster.describe_producers([e.tp])
     if e.tp in errors:
         res.detail = f"re-check failed: {errors[e.tp]}"
+        if _is_leader_error(errors[e.tp]):
+            res.outcome, res.detail = "leader moved", f"{moved or 'leader changed'}: {res.detail}"
         return res
     current, why = decide.recheck(e, states.get(e.tp, []))
     if current is None:
-        res.outcome, res.detail = "already resolved", why
+        res.outcome, res.detail = "already resolved", _join(moved, why)
         _fill_offsets(cluster, res)
         return res
     epoch = t.marker_epoch if t.marker_epoch is not None else current.producer_epoch
@@ -113,9 +128,36 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
         cluster.write_abort_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch)
     except KxtxError as exc:
         res.detail = str(exc)
+        if _is_leader_error(str(exc)):
+            # The marker went to a broker that was no longer (or not yet) the leader: it wrote
+            # nothing. Not a failure of the transaction's abort: the next run finds it on the new one.
+            res.outcome = "leader moved"
+            res.detail = f"the leader moved while writing the marker; nothing written ({exc})"
         return res
     _verify(cluster, res, current)
+    if moved and res.outcome == "aborted":
+        res.detail = _join(f"{moved}; re-checked and aborted on broker {res.leader}", res.detail)
     return res
+
+
+#: Errors meaning "ask the partition's current leader instead" (or: there is none right now).
+_LEADER_ERRORS = ("NOT_LEADER", "LEADER_NOT_AVAILABLE", "NotLeader", "LeaderNotAvailable",
+                  "NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollower", "KafkaConnectionError",
+                  "NodeNotReady", "RequestTimedOut", "REQUEST_TIMED_OUT")
+
+
+def _is_leader_error(text: str) -> bool:
+    return any(name in text for name in _LEADER_ERRORS)
+
+
+def _moved(planned: int | None, now: int | None) -> str:
+    if planned is None or planned == now:
+        return ""
+    return f"leader moved from broker {planned} to {now if now is not None and now >= 0 else 'none'}"
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def _verify(cluster: Cluster, res: AbortOutcome, before: OpenTxn) -> None:

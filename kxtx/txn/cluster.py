@@ -67,6 +67,18 @@ class Cluster:
             out[name] = {p.id: (p.leader, list(p.replicas)) for p in t.partitions.values()}
         return out
 
+    def leaders(self, tps) -> dict[TP, int]:
+        """{partition: leader broker id} from fresh metadata; -1 while a partition has no leader."""
+        out: dict[TP, int] = {}
+        for topic in sorted({t for t, _p in tps}):
+            try:
+                parts = self.topics(topic).get(topic, {})
+            except KafkaOperationError as exc:
+                logger.warning(f"no leader for {topic!r}: {exc}")
+                continue
+            out.update({(topic, p): leader for p, (leader, _r) in parts.items() if (topic, p) in tps})
+        return out
+
     def broker_ids(self) -> list[int]:
         try:
             md = self.admin.list_topics(timeout=self.settings.timeout)

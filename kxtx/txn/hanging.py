@@ -80,6 +80,8 @@ def find_hanging(cluster: Cluster, scope: Scope, max_timeout_minutes: float | No
     report.candidates = len(candidates)
     if candidates:
         report.hanging = classify(cluster, candidates, now, report.warnings)
+    if report.hanging:
+        add_leaders(cluster, report.hanging)
     if report.hanging and extras:
         add_evidence(cluster, report.hanging)
     if report.hanging:
@@ -128,6 +130,14 @@ def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict
                         f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
                         f"that ListTransactions did not map: {exc}")
         return {}
+
+
+def add_leaders(cluster: Cluster, rows: list[HangingTxn]) -> None:
+    """Each hanging partition's leader now: the broker abort-hanging will write the marker to (it
+    checks again before writing: leaders move)."""
+    leaders = cluster.leaders({r.tp for r in rows})
+    for r in rows:
+        r.leader = leaders.get(r.tp)
 
 
 def add_evidence(cluster: Cluster, rows: list[HangingTxn]) -> None:

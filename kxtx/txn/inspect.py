@@ -69,9 +69,29 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
         })
     else:
         out["state"] = "unknown to the coordinator"
+    out.update(_log_partition(cluster, transactional_id, coord))
     out["partitions"] = parts
     if with_history:
         out["history"] = past if past is not None else unavailable
+    return out
+
+
+def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTxn | None) -> dict:
+    """Where the id's state lives: its `__transaction_state` partition, whose leader is the
+    coordinator (the broker that moves when that leader moves)."""
+    from kxtx.records.partition import partition_for
+
+    try:
+        parts = cluster.topics("__transaction_state").get("__transaction_state", {})
+    except KxtxError as exc:  # e.g. no DESCRIBE on internal topics: the coordinator's word stands
+        logger.debug(f"__transaction_state metadata: {exc}")
+        return {}
+    if not parts:
+        return {}
+    p = partition_for(transactional_id, len(parts))
+    out = {"transaction_log_partition": f"__transaction_state:{p}"}
+    if coord is None:
+        out["coordinator"] = parts[p][0]
     return out
 
 
@@ -88,12 +108,13 @@ def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: Coo
         return [], []
     states, errors = cluster.describe_producers(tps)
     offsets = cluster.offsets(tps)
+    leaders = cluster.leaders(tps)  # which broker holds each partition's producer state now
     max_ms = None
     rows, hanging_on = [], []
     for tp in tps:
         mine = [p for p in states.get(tp, []) if p.producer_id in pids and p.is_open]
         o = offsets[tp]
-        row = {"topic": tp[0], "partition": tp[1],
+        row = {"topic": tp[0], "partition": tp[1], "leader": leaders.get(tp),
                "in_coordinator_transaction": bool(coord and tp in coord.partitions),
                "open_start_offset": mine[0].start_offset if mine else None,
                "producer_epoch": mine[0].producer_epoch if mine else None,
@@ -125,7 +146,7 @@ def inspect_partition(cluster: Cluster, tp: TP, max_timeout_minutes: float | Non
     committed = cluster.committed([tp]).get(tp, {})
     blocked = set(decide.blocked_groups(committed, o.lso, o.high_watermark))
     return {
-        "topic": tp[0], "partition": tp[1], "leader": meta[tp[1]][0],
+        "topic": tp[0], "partition": tp[1], "leader": meta[tp[1]][0], "replicas": meta[tp[1]][1],
         "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
         "open_transactions": _open_rows(cluster, tp, open_, o.lso, max_timeout_minutes, now),
         "groups": [{"group": g, "committed": off, "blocked": g in blocked}

@@ -97,6 +97,9 @@ class HangingTxn:
     #: the principal may lack DESCRIBE on the transactional id or topic, so the broker may have hidden
     #: the live transaction that owns this (set by hanging.acl_warning)
     maybe_false_positive: bool = False
+    #: the partition's leader when find-hanging read the metadata (the broker that holds the
+    #: transaction open and that abort-hanging writes the marker to)
+    leader: int | None = None
 
     @property
     def tp(self) -> TP:
@@ -110,13 +113,17 @@ class AbortOutcome:
     producer_id: int
     producer_epoch: int
     start_offset: int
-    #: "aborted" | "already resolved" | "failed"
+    #: "aborted" | "already resolved" | "failed" | "leader moved" (nothing written: the partition's
+    #: leader moved or was unreachable at the moment of the write; run the command again)
     outcome: str
     detail: str = ""
     coordinator_epoch: int | None = None
     lso_before: int | None = None
     lso_after: int | None = None
     high_watermark: int | None = None
+    #: the leader in the plan, and the one the marker went to (they differ when it moved between)
+    planned_leader: int | None = None
+    leader: int | None = None
 
     @property
     def resolved(self) -> bool:

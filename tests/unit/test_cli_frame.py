@@ -118,7 +118,7 @@ def test_bash_completion_offers_subcommands_and_choices():
         return subprocess.run(["bash", "-c", prog], capture_output=True, text=True).stdout.split()
 
     assert "sandbox" in complete("") or "sandbox" in complete("s")
-    assert set(complete("sandbox", "st")) == {"start", "status", "stop"}
+    assert set(complete("sandbox", "st")) == {"start", "status", "stop", "start-node", "stop-node"}
     assert complete("cluster", "--format", "j") == ["json", "jsonl"]
 
 

@@ -32,6 +32,10 @@ class FakeCluster:
             out.setdefault(t, {})[p] = (1, [1, 2] if p % 2 == 0 else [2, 3])
         return {k: v for k, v in out.items() if topic in (None, k)}
 
+    def leaders(self, tps):
+        moved = getattr(self, "moved_leaders", {})
+        return {tp: moved.get(tp, self.topics(tp[0])[tp[0]][tp[1]][0]) for tp in tps}
+
     def describe_producers(self, tps, broker_id=None, progress=None):
         return {tp: self.producers.get(tp, []) for tp in tps}, {}
 
@@ -142,6 +146,20 @@ def test_abort_rechecks_then_writes_epoch_zero_and_verifies():
     assert out[("a", 0)].outcome == "aborted" and out[("a", 0)].lso_after == 10
     assert out[("a", 1)].outcome == "already resolved"
     assert all(o.resolved for o in out.values())
+
+
+def test_abort_reports_leaders_that_moved_since_the_plan():
+    c = FakeCluster(producers={("a", 0): [_o("a", 0, 1)], ("a", 1): [_o("a", 1, 2)],
+                               ("a", 2): [_o("a", 2, 3)]})
+    targets = abort.targets_from_hanging(hanging.find_hanging(c, hanging.Scope(), now_ms=NOW).hanging)
+    assert [t.plan_row()["leader"] for t in targets] == [1, 1, 1]
+    c.moved_leaders = {("a", 1): 3, ("a", 2): -1}  # a:1 moved to broker 3; a:2 has none right now
+    out = {o.partition: o for o in abort.execute(c, targets)}
+    assert (out[0].outcome, out[0].planned_leader, out[0].leader) == ("aborted", 1, 1)
+    assert out[1].outcome == "aborted" and out[1].leader == 3
+    assert "leader moved from broker 1 to 3" in out[1].detail
+    assert out[2].outcome == "leader moved" and not out[2].resolved
+    assert [m[0] for m in c.markers] == [("a", 0), ("a", 1)]  # nothing written without a leader
 
 
 def test_manual_abort_by_start_offset_and_unknown_offset():

@@ -1,0 +1,165 @@
+"""One sandbox node: its ports, its server.properties, its process.
+
+A sandbox of N nodes runs a KRaft controller quorum inside the first nodes (process.roles =
+broker,controller: one JVM per node, which keeps 3 nodes well under 4 GiB) and plain brokers after
+them. Three voters when N >= 3, so any one node can be killed and the quorum keeps a majority; one
+voter below that (two voters would make either node's loss stop the quorum, which is worse than one).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Settings suited to transactions on loopback. Unknown keys are ignored by older brokers.
+BASE_CONFIG = {
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "num.partitions": "1",
+    # Groups form at once: nothing to wait for with one test consumer.
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+}
+
+
+def voter_count(nodes: int) -> int:
+    return 3 if nodes >= 3 else 1
+
+
+def replication_config(nodes: int) -> dict[str, str]:
+    """Production-shaped durability: RF = min(3, N); min.insync.replicas = 2 from 3 nodes on."""
+    rf = str(min(3, nodes))
+    isr = "2" if nodes >= 3 else "1"
+    return {
+        "offsets.topic.replication.factor": rf,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": isr,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": isr,
+        "default.replication.factor": rf,
+        "min.insync.replicas": isr,
+    }
+
+
+@dataclass
+class NodeInfo:
+    id: int
+    port: int
+    controller_port: int | None  # None: broker only
+    dir: str
+    pid: int = 0
+    #: a secured sandbox's plaintext inter-broker listener (0 when there is none)
+    internal_port: int = 0
+
+    @property
+    def roles(self) -> str:
+        return "broker,controller" if self.controller_port else "broker"
+
+    @property
+    def config(self) -> Path:
+        return Path(self.dir) / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        return Path(self.dir) / "broker.log"
+
+
+def node_properties(node: NodeInfo, voters: str, nodes: int) -> dict[str, str]:
+    props = dict(BASE_CONFIG)
+    props.update(replication_config(nodes))
+    listeners = f"PLAINTEXT://127.0.0.1:{node.port}"
+    if node.controller_port:
+        listeners += f",CONTROLLER://127.0.0.1:{node.controller_port}"
+    props.update({
+        "process.roles": node.roles,
+        "node.id": str(node.id),
+        "controller.quorum.voters": voters,
+        "listeners": listeners,
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(Path(node.dir) / "data"),
+    })
+    return props
+
+
+def launch(cmd: list[str], node: NodeInfo) -> int:
+    """Start the node's JVM in its own session (it outlives the CLI) and return its pid."""
+    # The child keeps its own descriptor; the parent's copy is closed when the block ends.
+    with open(node.log, "ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    return proc.pid
+
+
+def alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed node whose parent (e.g. the test process that started it) has not reaped it yet.
+    return _proc_state(pid) not in ("Z", "X")
+
+
+def _proc_state(pid: int) -> str:
+    """The process state letter from /proc (Linux); "" where there is no /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[0]
+
+
+def paused(pid: int) -> bool:
+    """True when the process is stopped by SIGSTOP (state T)."""
+    return _proc_state(pid) in ("T", "t")
+
+
+def send(pid: int, sig: int) -> None:
+    """Signal the node's whole process group (the JVM is its leader)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def terminate(pid: int, wait_s: float) -> None:
+    """SIGTERM (a controlled shutdown: leaders move away first), SIGKILL after wait_s."""
+    terminate_all([pid], wait_s)
+
+
+def terminate_all(pids: list[int], wait_s: float) -> None:
+    pids = [p for p in pids if alive(p)]
+    for pid in pids:
+        if paused(pid):
+            send(pid, signal.SIGCONT)  # a stopped JVM cannot act on SIGTERM
+        send(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.2)
+    for pid in pids:
+        if alive(pid):
+            kill(pid)
+
+
+def kill(pid: int) -> None:
+    send(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _reap(pid: int) -> None:
+    """Collect a child that exited (when this process started it), so it does not look alive."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
