@@ -59,6 +59,8 @@ SCENARIOS: dict[str, list[str]] = {
     "pipe": [r"kxtx pipe --in orders --out orders-enriched --udf (examples/)?enrich\.py:enrich .*"],
     "dump": [r"kxtx dump txn-state -t my-app-tx-1", r"kxtx dump txn-state --latest --state Ongoing",
              r"kxtx dump offsets -g my-group --latest -o json"],
+    "nodes": [r"kxtx sandbox start --brokers 3 --port 0", r"kxtx sandbox status", r"kxtx sandbox kill-node 2",
+              r"kxtx sandbox start-node 2", r"kxtx sandbox stop-node 3", r"kxtx sandbox pause-node 1"],
     "security": [r"kxtx sandbox start --security sasl_ssl --port 0",
                  r"kxtx find-hanging --command-config ~/\.local/state/kxtx/sandbox/security/admin\.properties"],
 }
@@ -208,6 +210,30 @@ def test_first_steps(ctx, tmp_path):
         assert _rows(ctx.run(produce))[0]["records"] == 200
     finally:
         ctx.run(stop)
+
+
+def test_node_examples(ctx, tmp_path):
+    """The README's incident rehearsal, in its order, on a 3-node sandbox of its own."""
+    start, status, kill, restart, stop_node, pause = (_by("nodes", p) for p in SCENARIOS["nodes"])
+    ctx.env["KXTX_SANDBOX_DIR"] = str(tmp_path / "sandbox")
+
+    def states(expect: int) -> dict[int, str]:
+        return {n["id"]: n["state"] for n in _rows(ctx.run(status, expect=expect))[0]["nodes"]}
+
+    try:
+        ctx.run(start, timeout=900)
+        assert states(0) == {1: "running", 2: "running", 3: "running"}
+        assert _rows(ctx.run(kill))[0]["node"] == 2
+        assert states(3)[2] == "stopped"
+        ctx.run(restart, timeout=600)
+        ctx.run(stop_node, timeout=600)
+        assert states(3) == {1: "running", 2: "running", 3: "stopped"}
+        ctx.run(pause)
+        assert states(3)[1] == "paused"
+    finally:
+        for word in ("resume-node 1", "stop"):
+            subprocess.run([sys.executable, "-m", "kxtx", "sandbox", *word.split()], timeout=600,
+                           env={**os.environ, **ctx.env}, capture_output=True, stdin=subprocess.DEVNULL)
 
 
 def test_quickstart(ctx):
