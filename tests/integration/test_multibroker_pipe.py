@@ -49,12 +49,7 @@ def _grows(kafka, topic, runs, timeout=240) -> None:
 
 @pytest.mark.parametrize("how,down_s,roles", [
     ("kill", 8, ("input leader", "output leader", "group coordinator", "txn coordinator")),
-    # Known flaky, cause not found (issue 13 stays open for it): in the full CI run of 2026-11-23,
-    # right after the kill variant on the same session cluster, this failed once; alone it passes
-    # (5 min). Its run's pipe logged one abort (UNKNOWN_MEMBER after the paused group coordinator
-    # woke) and ended with 200,000 in and out. Non-strict: it still runs and reports XPASS/XFAIL.
-    pytest.param("pause", 30, ("input leader", "txn coordinator"), marks=pytest.mark.xfail(
-        strict=False, reason="flaky after the kill variant on a shared cluster; under investigation (issue 13)")),
+    ("pause", 30, ("input leader", "txn coordinator")),
 ])
 def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, down_s, roles):
     src = cluster3.create_topic(partitions=6, replication=3)
