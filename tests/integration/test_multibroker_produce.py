@@ -37,7 +37,11 @@ def test_produce_survives_leader_and_coordinator_outages(cluster3, tmp_path, how
     src = tmp_path / "keyed.jsonl"
     _keyed_input(src)
     txid = f"failover-{how}-{topic}"
-    args = ("produce", str(src), "-t", topic, "-k", "k", "--transactional-id", txid, "-o", "jsonl")
+    # 200 records a transaction: the keyed fast path wrote the 1M lines in seconds, so the run had
+    # ended before the second outage (the test failed with "exit 0 before the outage"); with
+    # 5,000 transactions it is mid-run at both, and each outage meets many commits.
+    args = ("produce", str(src), "-t", topic, "-k", "k", "-n", "200", "--transactional-id", txid,
+            "-o", "jsonl")
     runs = ch.Reruns(lambda _i: ch.popen(cluster3, *args), ch.stderr_text)
     try:
         ch.wait_until(lambda: runs.running() or _progressed(cluster3, topic, LINES // 10), 300,
