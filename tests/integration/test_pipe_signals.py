@@ -76,13 +76,18 @@ def child_named(proc: subprocess.Popen, name: str):
 
 
 def output_grew(kafka, topic: str):
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "hw"})
 
     def check() -> bool:
-        return any(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] > 0
-                   for p in (0, 1))
+        # A poll that fails (NOT_LEADER_FOR_PARTITION was seen once in CI) is "not yet": the
+        # caller polls again until its deadline.
+        try:
+            return any(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] > 0
+                       for p in (0, 1))
+        except KafkaException:
+            return False
 
     return check
 
@@ -97,10 +102,7 @@ MOMENTS = [
     pytest.param(signal.SIGINT, True, "workers", 0.0, id="INT-first-spark-job"),
     pytest.param(signal.SIGINT, True, "output", 0.5, id="INT-running"),
     pytest.param(signal.SIGTERM, False, "output", 0.5, id="TERM-running"),
-    # Failed once in the full CI run of 2026-11-23: the test's own watermark poll got
-    # NOT_LEADER_FOR_PARTITION (a helper without a retry, not kxtx). Non-strict: it still runs.
-    pytest.param(signal.SIGHUP, True, "output", 0.5, id="HUP-running", marks=pytest.mark.xfail(
-        strict=False, reason="failed once in a full CI run, cause not found (issue 11)")),
+    pytest.param(signal.SIGHUP, True, "output", 0.5, id="HUP-running"),
 ]
 
 
