@@ -245,7 +245,7 @@ class Pipe:
             self.txn.begin()
             self.txn.commit(behind, self.consumer.consumer_group_metadata())
         except Abortable as exc:  # e.g. a rebalance: the next catch-up tries again
-            self.txn.abort()
+            self.txn.abort(exc)
             logger.info("committing offsets past skipped records: %s", exc)
             return
         self.committed.note(behind)
@@ -263,7 +263,7 @@ class Pipe:
             # each partition) and read again: a rebalance that caused it is served on the way.
             self.stats.aborted += 1
             self.stats.consecutive_aborts += 1
-            self.txn.abort()
+            self.txn.abort(exc)
             self._seek_to_first(batch)
             n = self.stats.consecutive_aborts
             if n >= MAX_ATTEMPTS:

@@ -123,10 +123,23 @@ class TxnProducer:
         self._call(self.producer.commit_transaction, "committing the transaction", self.timeout)
         self.open = self.offsets_sent = False
 
-    def abort(self) -> None:
+    def abort(self, cause: Abortable | None = None) -> None:
+        """Abort the open transaction; `cause` is the abortable error that made it necessary."""
         if not self.open:
             return
-        self._call(self.producer.abort_transaction, "aborting the transaction", self.timeout)
+        try:
+            self._call(self.producer.abort_transaction, "aborting the transaction", self.timeout)
+        except FencedError as exc:
+            if cause is None:
+                raise
+            # The transaction had already failed (`cause`); a fence now means its coordinator ended
+            # it and bumped the epoch first (transaction.timeout.ms ran out while a broker stalled,
+            # or a moved coordinator recovered it), as seen on a 3-node cluster with the coordinator
+            # SIGSTOPped for 30 s. A takeover by another instance fences the next produce or commit
+            # instead. Nothing of the batch was committed: exit 75, a rerun continues exactly once.
+            raise Unavailable(f"{exc} after the transaction had failed ({cause}); if no other "
+                              "instance runs with this transactional id, run the same command "
+                              "again to continue") from None
         self.open = self.offsets_sent = False
 
     def end_for_shutdown(self) -> None:
@@ -160,6 +173,7 @@ class TxnProducer:
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if err is not None and err.retriable() and not err.txn_requires_abort():
+                    self._note_failover(err)
                     if time.monotonic() < deadline:
                         logger.info("%s: %s (retrying)", doing, err.str())
                         time.sleep(0.05)
@@ -172,13 +186,21 @@ class TxnProducer:
     def _on_error(self, err) -> None:
         if err.fatal():
             self._fatal = err
-        elif err.name() in _FAILOVER:
+        else:
+            self._note_failover(err)
+
+    def _note_failover(self, err) -> None:
+        # Seen through error_cb (a broker down) and through the transactional calls themselves: a
+        # stalled (SIGSTOPped, GC-paused) coordinator never closes its connection, so error_cb may
+        # stay silent and the only sign is a call that timed out or was told to go elsewhere.
+        if err is not None and err.name() in _FAILOVER:
             self._last_failover = time.monotonic()
 
     def _raise(self, exc, doing: str):
         from confluent_kafka import KafkaError, KafkaException
 
         err = exc.args[0] if exc.args else None
+        self._note_failover(err)
         if err is not None and err.txn_requires_abort() and not err.fatal():
             abortable = Abortable(f"{doing}: {err.str()}")
             abortable.unavailable = err.name() in _FAILOVER
