@@ -1,3 +1,3 @@
-from kxtx.cli.app import main
+from kxtx.cli.entry import main
 
 main()

@@ -17,7 +17,35 @@ def _raise_terminated(signum, frame):  # noqa: ARG001 - signal handler signature
     raise Terminated()
 
 
+#: The stop signals kxtx covers from its first line, and the handlers they had before.
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_before_start: dict[int, object] = {}
+
+
+def _stopped_while_starting(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    # os.write and os._exit: safe in the middle of any import; nothing has been done yet that
+    # needs cleaning up (no client, no JVM, no output).
+    import os
+
+    os.write(2, f"kxtx: stopped by {signal.Signals(signum).name} while starting\n".encode())
+    os._exit(128 + signum)
+
+
+def while_starting() -> None:
+    """From the entry point's first line until a command's `install`: a stop signal prints one line
+    and exits 128 + n (Python's defaults would print a KeyboardInterrupt traceback from inside an
+    import, or end silently on SIGTERM/SIGHUP). A signal ignored at start (nohup) stays ignored."""
+    for sig in _STOPS:
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            _before_start[sig] = signal.signal(sig, _stopped_while_starting)
+
+
 def install() -> None:
+    """A command starts: SIGINT and SIGHUP get back their handlers from before `while_starting`
+    (KeyboardInterrupt for SIGINT), SIGTERM raises `Terminated`."""
+    for sig, handler in _before_start.items():
+        signal.signal(sig, handler)
+    _before_start.clear()
     signal.signal(signal.SIGTERM, _raise_terminated)
 
 

@@ -50,7 +50,10 @@ class Guard:
 
     def __exit__(self, *exc) -> None:
         self._depth -= 1
-        if self._depth:
+        if self._depth or self.received:
+            # Stopping because of a signal: the stop line, the summary and the interpreter's own
+            # shutdown still follow, and an impatient second Ctrl-C there would otherwise kill the
+            # process with SIGINT's default action (status -2, no summary). Keep only noting them.
             return
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)

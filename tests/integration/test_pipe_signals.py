@@ -112,10 +112,7 @@ def test_signal_leaves_nothing_behind_and_says_one_line(kafka, source, tmp_path,
     signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay)
 
 
-@pytest.mark.parametrize("moment", ["jvm", pytest.param("output", marks=pytest.mark.xfail(
-    # Failed once in the full CI run of 2026-11-23: after its one stop line kxtx died of a later
-    # SIGINT (returncode -2, not 130): the last steps of exit are outside the guard (issue 11).
-    strict=False, reason="failed once in a full CI run, cause not found (issue 11)"))])
+@pytest.mark.parametrize("moment", ["jvm", "output"])
 def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path, moment):
     """Ctrl-C pressed again while the pipe stops: the same one line and summary, not a bare
     "interrupted" from a second KeyboardInterrupt in the clean-up."""

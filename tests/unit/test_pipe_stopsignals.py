@@ -12,7 +12,7 @@ from kxtx.pipe.stopsignals import Guard, Stopped, guarded
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_is_noted_and_raised_at_check(sig):
-    before = signal.getsignal(sig)
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     with Guard() as guard:
         assert guarded()
         os.kill(os.getpid(), sig)  # delivered to this (main) thread at once; must not raise
@@ -20,7 +20,21 @@ def test_a_signal_is_noted_and_raised_at_check(sig):
         with pytest.raises(Stopped) as info:
             guard.check()
         assert info.value.signum == sig
-    assert signal.getsignal(sig) == before
+    try:
+        # Stopping: the exit's last steps stay guarded, a second signal is only noted.
+        assert guarded()
+        os.kill(os.getpid(), sig)
+        assert guard.received == [sig, sig]
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def test_without_a_signal_the_handlers_come_back():
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    with Guard():
+        assert guarded()
+    assert {s: signal.getsignal(s) for s in before} == before
     assert not guarded()
 
 
@@ -46,6 +60,4 @@ def test_entered_twice_keeps_recording_until_the_outer_exit():
         with guard:
             pass
         assert guarded()
-        os.kill(os.getpid(), signal.SIGINT)
-        assert guard.received == [signal.SIGINT]
     assert not guarded()

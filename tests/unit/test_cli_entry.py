@@ -1,0 +1,50 @@
+"""A stop signal in kxtx's first fraction of a second (imports, before any command's own handling):
+one line, exit 128 + n, no traceback (issue 11, item 2: "any moment")."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def _caught(pid: int, sig: int) -> bool:
+    """Has process `pid` installed a handler for `sig` (the SigCgt mask of /proc/PID/status)?"""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigCgt:"))
+    except (FileNotFoundError, StopIteration, ProcessLookupError):
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def _signal_while_starting(sig: int, delay: float) -> tuple[int, str]:
+    # --version is the quickest command; the signal goes in as soon as kxtx's entry catches SIGTERM
+    # (Python itself catches only SIGINT), i.e. during the imports that follow.
+    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "--version"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not _caught(proc.pid, signal.SIGTERM) and proc.poll() is None:
+        assert time.monotonic() < deadline, "kxtx never caught SIGTERM while starting"
+        time.sleep(0.0005)
+    time.sleep(delay)
+    if proc.poll() is None:
+        os.kill(proc.pid, sig)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.03, 0.08])  # at once, in the imports, later on
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_starting_is_one_line(sig, delay):
+    for _ in range(5):  # the start takes ~0.2 s; a run that finished first proves nothing
+        code, err = _signal_while_starting(sig, delay)
+        if code != 0:
+            break
+    name = signal.Signals(sig).name
+    assert code == 128 + sig, err
+    assert err == f"kxtx: stopped by {name} while starting\n"
