@@ -110,6 +110,11 @@ class KeyedFile(PlainFile):
         if header is None:
             return
         for block in inputs.read_blocks(self.src, start, lineno):
+            if colmod.csv_splits(block, spec):
+                cols = colmod.csv_split_columns(header, spec, mapper.const_headers, block, parts,
+                                                self.partition, limit)
+                yield self._map_odd(_Mapped(block, cols))
+                continue
             rows = colmod.csv_rows(block)
             if rows is None:
                 yield _Mapped(block, None)

@@ -213,6 +213,7 @@ CSV_OPTS = [
     {"mapping": MappingSpec(key_field="id", value_field="name", timestamp_field="ts",
                             header_fields=(("n", "name"),))},
     {"mapping": MappingSpec(key_field="id", partition_field="p", value_as_json=True)},
+    {"mapping": MappingSpec(key_field="id", partition_field="p")},
 ]
 POLICIES = [{"on_error": "skip"}, {"on_error": "dlq:dead", "records_per_txn": 7},
             {"on_error": "skip", "records_per_txn": 1}, {"on_error": "skip", "bytes_per_txn": 700}]
@@ -250,6 +251,24 @@ def test_csv_fast_path_equals_general_path(tmp_path, monkeypatch, opts, policy, 
     txns, summary = _compare(monkeypatch, paths, {**opts, **policy})
     assert summary["records"] > 100 and summary["skipped"] + summary["dead_lettered"] >= 2
     assert sum(p["records"] for p in summary["partitions"]) == summary["records"]
+
+
+@pytest.mark.parametrize("block,cut", [(150, True), (1 << 20, False)])
+def test_csv_blocks_without_quotes_are_cut_at_commas(tmp_path, monkeypatch, block, cut):
+    """Blocks with no quote, CR or empty line take the comma-cutting reader (and the comparison
+    above then covers it); a block with any of them takes csv.reader."""
+    from kxtx.produce import columns
+
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    calls = Counter()
+    for name in ("csv_split_columns", "csv_columns"):
+        def spy(*args, _real=getattr(columns, name), _name=name, **kw):
+            calls[_name] += 1
+            return _real(*args, **kw)
+        monkeypatch.setattr(columns, name, spy)
+    path = _write(tmp_path, "a.csv", CSV)
+    run(monkeypatch, [path], True, mapping=MappingSpec(key_field="id"), on_error="skip")
+    assert (calls["csv_split_columns"] > 0) == cut
 
 
 @pytest.mark.parametrize("block", [7, 150, 1 << 20])
