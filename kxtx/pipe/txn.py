@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from kxtx import clients
-from kxtx.errors import FencedError, KafkaOperationError, Unavailable
+from kxtx import clients, failover
+from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its backoff when the coordinator answers
@@ -28,14 +28,10 @@ class Abortable(Exception):
     unavailable = False
 
 
-#: librdkafka errors of a cluster failing over (see Abortable.unavailable).
-_FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
-
-
 class TxnProducer:
     def __init__(self, settings, transactional_id: str, timeout: float):
         self._fatal = None
-        self._last_failover = float("-inf")  # monotonic time of the last broker-down error
+        self.failover = failover.Watch()
         conf = {"transactional.id": transactional_id, "error_cb": self._on_error}
         if "retry.backoff.ms" not in settings.props:
             conf["retry.backoff.ms"] = DEFAULT_RETRY_BACKOFF_MS
@@ -127,19 +123,9 @@ class TxnProducer:
         """Abort the open transaction; `cause` is the abortable error that made it necessary."""
         if not self.open:
             return
-        try:
-            self._call(self.producer.abort_transaction, "aborting the transaction", self.timeout)
-        except FencedError as exc:
-            if cause is None:
-                raise
-            # The transaction had already failed (`cause`); a fence now means its coordinator ended
-            # it and bumped the epoch first (transaction.timeout.ms ran out while a broker stalled,
-            # or a moved coordinator recovered it), as seen on a 3-node cluster with the coordinator
-            # SIGSTOPped for 30 s. A takeover by another instance fences the next produce or commit
-            # instead. Nothing of the batch was committed: exit 75, a rerun continues exactly once.
-            raise Unavailable(f"{exc} after the transaction had failed ({cause}); if no other "
-                              "instance runs with this transactional id, run the same command "
-                              "again to continue") from None
+        if cause is not None:
+            self.failover.failed_transaction()  # a fence now: see kxtx.failover
+        self._call(self.producer.abort_transaction, "aborting the transaction", self.timeout)
         self.open = self.offsets_sent = False
 
     def end_for_shutdown(self) -> None:
@@ -173,7 +159,7 @@ class TxnProducer:
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if err is not None and err.retriable() and not err.txn_requires_abort():
-                    self._note_failover(err)
+                    self.failover.note(err)
                     if time.monotonic() < deadline:
                         logger.info("%s: %s (retrying)", doing, err.str())
                         time.sleep(0.05)
@@ -187,23 +173,16 @@ class TxnProducer:
         if err.fatal():
             self._fatal = err
         else:
-            self._note_failover(err)
-
-    def _note_failover(self, err) -> None:
-        # Seen through error_cb (a broker down) and through the transactional calls themselves: a
-        # stalled (SIGSTOPped, GC-paused) coordinator never closes its connection, so error_cb may
-        # stay silent and the only sign is a call that timed out or was told to go elsewhere.
-        if err is not None and err.name() in _FAILOVER:
-            self._last_failover = time.monotonic()
+            self.failover.note(err)
 
     def _raise(self, exc, doing: str):
         from confluent_kafka import KafkaError, KafkaException
 
         err = exc.args[0] if exc.args else None
-        self._note_failover(err)
+        self.failover.note(err)
         if err is not None and err.txn_requires_abort() and not err.fatal():
             abortable = Abortable(f"{doing}: {err.str()}")
-            abortable.unavailable = err.name() in _FAILOVER
+            abortable.unavailable = err.name() in failover.FAILOVER
             raise abortable from None
         if err is not None and err.code() == KafkaError._FATAL:
             # produce() only says "Fatal error"; the cause (e.g. fenced) reaches error_cb.
@@ -214,19 +193,9 @@ class TxnProducer:
                     self._fatal = served.args[0] if served.args else None
             if self._fatal is not None:
                 exc = KafkaException(self._fatal)
-        error = clients.translate(exc, doing)
-        if isinstance(error, FencedError) and time.monotonic() - self._last_failover < FAILOVER_FENCE_S:
-            # Fenced right after brokers failed: seen on a 3-node cluster when a leader and the
-            # transaction coordinator went down, i.e. the coordinator bumped the epoch (a timed-out
-            # or recovered transaction), not another instance. This producer cannot go on, but the
-            # committed offsets are safe: exit 75, and a rerun continues exactly once.
-            raise Unavailable(f"{error} shortly after a broker failure; if no other instance runs "
-                              "with this transactional id, run the same command again to continue") from None
-        raise error from None
+        raise self.failover.explain(clients.translate(exc, doing)) from None
 
 
-#: A fence within this many seconds of a broker-down error counts as part of the failover.
-FAILOVER_FENCE_S = 120.0
 #: How long a transactional call retries retriable errors at least (see TxnProducer._call).
 FAILOVER_RETRY_S = 90.0
 

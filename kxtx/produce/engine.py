@@ -14,7 +14,7 @@ import dataclasses
 import os
 import time
 
-from kxtx import clients
+from kxtx import clients, failover
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.produce import broker, checkpoint as cpmod, inputs, keyed
@@ -38,11 +38,7 @@ class _Abortable(Exception):
         super().__init__(message)
         # Failover (leader/coordinator moving, too few in-sync replicas, delivery timeouts while a
         # broker is down): when retries run out, exit 75 (run again) rather than 1.
-        self.unavailable = any(e is not None and e.name() in _FAILOVER for e in errors)
-
-
-#: librdkafka errors of a cluster failing over (see `_Abortable.unavailable`).
-_FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
+        self.unavailable = any(e is not None and e.name() in failover.FAILOVER for e in errors)
 
 
 class Run:
@@ -64,6 +60,7 @@ class Run:
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
         self._admin = None
+        self.failover = failover.Watch()  # a fence right after one is not a takeover
 
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -120,6 +117,7 @@ class Run:
                     raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""),
                                      err, why) from exc
                 if err.retriable() and not err.fatal():
+                    self.failover.note(err)
                     continue
                 raise self._fatal(exc, doing) from exc
         # Retriable errors all along: the cluster is failing over. Committed work is safe: exit 75.
@@ -145,11 +143,10 @@ class Run:
     def _fatal(self, exc, doing: str):
         err = clients.translate(exc, f"{doing} (transactional id {self.txid})")
         if isinstance(err, FencedError):
-            return FencedError(
+            err = self.failover.explain(FencedError(
                 f"transactional id {self.txid!r} was taken over by another producer (fenced); this "
                 f"run stopped after committing {plural(self.stats.records, 'record')}; its open "
-                "transaction "
-                "is aborted")
+                "transaction is aborted"))
         return err
 
     # --- the run --------------------------------------------------------------------------------
@@ -203,6 +200,7 @@ class Run:
         if self.producer is None or not self.in_txn:
             return
         self.in_txn = False
+        self.failover.failed_transaction()
         try:
             self.producer.abort_transaction(min(10.0, self.settings.timeout))
         except Exception as exc:  # noqa: BLE001 - best effort: the next run fences and aborts it

@@ -5,6 +5,7 @@ behaviour against a real 3-node cluster is in tests/integration/test_multibroker
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from kxtx import failover
 from kxtx.errors import FencedError, Unavailable
 from kxtx.pipe.txn import Abortable, TxnProducer
 
@@ -36,7 +37,7 @@ class ScriptedProducer:
 
 def _txn(producer) -> TxnProducer:
     txn = TxnProducer.__new__(TxnProducer)  # no client: the scripted producer stands in
-    txn._fatal, txn._last_failover = None, float("-inf")
+    txn._fatal, txn.failover = None, failover.Watch()
     txn.producer, txn.transactional_id, txn.timeout = producer, "t", 1.0
     txn.open, txn.offsets_sent = True, False
     return txn
@@ -63,7 +64,7 @@ def test_fence_after_a_timed_out_commit_counts_as_failover():
     """A stalled coordinator shows only as calls that time out (error_cb may stay silent): a fence
     that follows is the coordinator's epoch bump, exit 75, not a takeover."""
     txn = _txn(ScriptedProducer(commit=[TIMED_OUT, FENCED]))
-    with pytest.raises(Unavailable, match="shortly after a broker failure"):
+    with pytest.raises(Unavailable, match="shortly after the cluster failed over"):
         txn.commit([], None)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kxtx.errors import FencedError, KafkaOperationError
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.produce import broker, engine
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions
@@ -126,6 +126,17 @@ def test_fenced_stops_with_a_message(fake, tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"a\n")
     with pytest.raises(FencedError, match="was taken over by another producer"):
+        _run(path)
+
+
+def test_fenced_after_a_failed_transaction_is_run_again(fake, tmp_path):
+    """The coordinator ended the failed transaction and bumped the epoch (kxtx.failover): exit 75,
+    not 1 "taken over" (the message still names both)."""
+    abortable = KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True)
+    fake({1: abortable, 2: KafkaError(KafkaError._FENCED, "fenced", fatal=True)})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\n")
+    with pytest.raises(Unavailable, match="taken over .* run the same command again"):
         _run(path)
 
 
