@@ -17,6 +17,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _children_get_default_stop_signals() -> None:
+    """A suite started in the background by a non-interactive shell (`bash .ci/run &`) or under
+    nohup inherits SIGINT/SIGHUP *ignored*, and every kxtx it starts would too: kxtx keeps an
+    ignored signal ignored (nohup's contract), so the tests that stop kxtx with Ctrl-C or SIGHUP
+    would wait in vain. A no-op handler here keeps ignoring them in this process while the
+    processes it starts begin with the default (handlers, unlike SIG_IGN, do not survive exec)."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, lambda signum, frame: None)
+
+
+_children_get_default_stop_signals()
+
+
 @dataclass
 class Kafka:
     bootstrap: str
