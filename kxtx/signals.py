@@ -52,3 +52,11 @@ def install() -> None:
 def stop_signal(exc: BaseException) -> tuple[int, str]:
     """(signal number, name) of the stop that `exc` (KeyboardInterrupt or Terminated) stands for."""
     return (15, "SIGTERM") if isinstance(exc, Terminated) else (2, "SIGINT")
+
+
+def ignore_stop_signals() -> None:
+    """The process is about to exit because of a stop signal: further ones change nothing. SIG_IGN
+    rather than a Python handler, because Python puts SIG_DFL back for its own handlers while it
+    finalizes (then a second Ctrl-C ends the process with status -2 instead of 130)."""
+    for sig in _STOPS:
+        signal.signal(sig, signal.SIG_IGN)

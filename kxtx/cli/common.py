@@ -107,7 +107,9 @@ def stopped(message: str, code: int) -> None:
     """A stop by a signal (Ctrl-C, SIGTERM) after cleaning up: one line on stderr saying so and
     what was done, not an "error", and exit 130 / 143 (see `kxtx.errors.Interrupted`)."""
     from kxtx.security import scrub
+    from kxtx.signals import ignore_stop_signals
 
+    ignore_stop_signals()  # an impatient second Ctrl-C must not turn 130 into -2 at exit
     typer.echo(f"kxtx: {scrub(message)}", err=True)
     raise typer.Exit(int(code))
 

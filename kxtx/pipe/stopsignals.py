@@ -16,6 +16,8 @@ from __future__ import annotations
 import signal
 import threading
 
+from kxtx.signals import ignore_stop_signals
+
 NAMES = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 
 
@@ -50,10 +52,14 @@ class Guard:
 
     def __exit__(self, *exc) -> None:
         self._depth -= 1
-        if self._depth or self.received:
-            # Stopping because of a signal: the stop line, the summary and the interpreter's own
-            # shutdown still follow, and an impatient second Ctrl-C there would otherwise kill the
-            # process with SIGINT's default action (status -2, no summary). Keep only noting them.
+        if self._depth:
+            return
+        if self.received:
+            # Stopping because of a signal: the stop line and the interpreter's shutdown (py4j,
+            # atexit) still follow, and an impatient second Ctrl-C there would otherwise kill the
+            # process with SIGINT's default action (status -2). Ignored, not a Python handler:
+            # Python puts SIG_DFL back for its own handlers when it finalizes, not for SIG_IGN.
+            ignore_stop_signals()
             return
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)

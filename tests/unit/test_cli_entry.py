@@ -51,3 +51,21 @@ def test_a_signal_while_starting_is_one_line(sig, delay):
     name = signal.Signals(sig).name
     assert code == 128 + sig, err
     assert err == f"kxtx: stopped by {name} while starting\n"
+
+
+def test_a_stop_by_signal_ignores_further_ones_until_the_exit():
+    """After the stop line, Python's finalization puts SIG_DFL back for its own handlers (not for
+    SIG_IGN): an impatient second Ctrl-C would end kxtx with -2 instead of 130."""
+    import typer
+
+    from kxtx.cli.common import stopped
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with pytest.raises(typer.Exit) as info:
+            stopped("stopped by SIGINT after 3 rows", 130)
+        assert info.value.exit_code == 130
+        assert {s: signal.getsignal(s) for s in before} == dict.fromkeys(before, signal.SIG_IGN)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
