@@ -148,11 +148,24 @@ def _consumer(job: Job):
     if c is None:
         from confluent_kafka import Consumer
 
-        c = Consumer({**job.conf, "group.id": job.group, "enable.auto.commit": False,
-                      "enable.auto.offset.store": False, "isolation.level": "read_committed",
-                      "enable.partition.eof": True, "auto.offset.reset": job.start})
+        c = Consumer(consumer_conf(job))
         consumers[key] = c
     return c
+
+
+def consumer_conf(job: Job) -> dict:
+    # A task reads up to a known end offset and then unassigns; the next task of the worker
+    # assigns another partition. fetch.wait.max.ms: librdkafka's 500 ms long poll at the end of
+    # a partition is still in flight then and the next assign waits for it (1-record rounds over
+    # 4 partitions, local[2]: 1.34 s with 500 ms, 0.69 s with 10 ms). fetch.queue.backoff.ms:
+    # a partition whose prefetch queue filled up in one round kept its 1 s fetch backoff into
+    # the next (consume time of 1M records, local[2]: 4.9-6.8 s, 2.8 s with 10 ms).
+    # A user's own values win.
+    return {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 10, **job.conf,
+            "group.id": job.group,
+            "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "isolation.level": "read_committed", "enable.partition.eof": True,
+            "auto.offset.reset": job.start}
 
 
 def run_plan(job: Job, plan: Plan) -> dict:
