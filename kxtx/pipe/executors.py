@@ -27,7 +27,7 @@ from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+from kxtx.pipe.config import PipeConfig, Stats, interrupted
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -79,7 +79,8 @@ class ExecutorPipe:
             out=self.cfg.out, dlq=self.cfg.dlq, start=self.cfg.start,
             record_mode=self.cfg.record_input, mapper=mapper,
             chunk=sparkmod.batch_job(self.session, None).chunk, udf_name=loaded.name,
-            timeout=self.settings.timeout)
+            timeout=self.settings.timeout,
+            executor_log=not sparkmod.is_local(self.session.sparkContext.master))
         self.task = taskmod.make_task(job)
 
     def _check_topics(self) -> None:
@@ -108,13 +109,10 @@ class ExecutorPipe:
                 self._loop()
                 return self.stats.summary(self.cfg)
             except BaseException as exc:
-                from kxtx.pipe.engine import _signal_number
-
-                signum = _signal_number(exc)
-                if signum is None:
+                stop = interrupted(exc, self.stats, self.cfg)
+                if stop is None:
                     raise
-                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
-                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+                raise stop from None
             finally:
                 self.close()
 
@@ -131,12 +129,17 @@ class ExecutorPipe:
                     return
             plans = self._plan(budget)
             began = time.monotonic()
+            failures = self._failed_rounds
             got = self._round(plans) if plans else 0
             now = time.monotonic()
             if got:
                 last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
+            elif self._failed_rounds > failures:
+                # A failed round is not an idle one: its records are still there. (A run whose
+                # rounds keep failing ends after MAX_FAILED_ROUNDS, with an error.)
+                last_data = now
             elif cfg.until_idle is not None and now - last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"
                 return

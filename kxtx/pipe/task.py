@@ -79,6 +79,9 @@ class Job:
     chunk: int
     udf_name: str
     timeout: float
+    #: write a line to the executor's log (its stderr) when an attempt does not commit: on a
+    #: cluster the driver's log is not where the attempt ran; locally the driver logs it anyway
+    executor_log: bool = False
 
 
 def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
@@ -188,6 +191,11 @@ def run_plan(job: Job, plan: Plan) -> dict:
         result["error"] = f"{name}: {err.str() if err is not None else exc}"
         result["token"] = None
         _drop_or_abort(job, tid, prod, fatal=fenced)
+        if job.executor_log:
+            sys.stderr.write(f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
+                             f"{tid}): {result['status']}, {result['error']}; nothing of this "
+                             "attempt was committed\n")
+            sys.stderr.flush()
     return result
 
 

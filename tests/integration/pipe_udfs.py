@@ -57,3 +57,21 @@ def marking_slow_identity(v):
         open(marker, "w").close()
     time.sleep(0.002)
     return v
+
+
+def freezing_identity(v):
+    """~0.5 ms a record. The record b"freeze|PATH" stops its Python worker (SIGSTOP) the first
+    time it is seen: PATH gets the worker's pid first, PATH.thawed once it runs on (SIGCONT)."""
+    import os
+    import signal
+
+    if v.startswith(b"freeze|"):
+        path = v[len(b"freeze|"):].decode()
+        if not os.path.exists(path):
+            with open(path + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(path + ".tmp", path)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            open(path + ".thawed", "w").close()
+    time.sleep(0.0005)
+    return v

@@ -42,11 +42,11 @@ class SparkCluster:
                    SPARK_WORKER_DIR=str(self.work / "worker"))
         return env
 
-    def _spawn(self, name: str, *args: str) -> subprocess.Popen:
+    def _spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.work / f"{name}.log", "w")
         proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], stdout=log,
-                                stderr=subprocess.STDOUT, env=self.env(), cwd=self.work,
-                                start_new_session=True)
+                                stderr=subprocess.STDOUT, env={**self.env(), **(env or {})},
+                                cwd=self.work, start_new_session=True)
         self.procs.append((name, proc))
         return proc
 
@@ -61,11 +61,15 @@ class SparkCluster:
         return self
 
     def add_worker(self, i: int) -> None:
+        # Each worker on a loopback address of its own (127.0.0.2, .3, ...): to Spark they are
+        # separate hosts, as on a real cluster. Speculation needs that: Spark never runs a copy
+        # of a task on a host where an attempt of it already runs.
+        host = f"127.0.0.{2 + i}"
         work = self.work / f"worker{i}"
         work.mkdir(exist_ok=True)
-        self._spawn(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+        self._spawn(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", host,
                     "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                    "--work-dir", str(work), self.master_url)
+                    "--work-dir", str(work), self.master_url, env={"SPARK_LOCAL_IP": host})
 
     def registered(self) -> int:
         """Workers that registered with the master (from its log)."""

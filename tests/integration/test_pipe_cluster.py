@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +211,70 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
     exactly_once(kafka, out, Counter(v.upper() for v in vals if v != b"poison"))
     (dead,) = read_committed(kafka.bootstrap, dlq)
     assert dead.value() == b"poison"
+
+
+# Spark speculation (README: safe in executors mode). The losing attempt's Python worker would be
+# killed by its daemon 2 s after the copy won (spark.python.task.killTimeout); the test keeps it
+# alive, as for an executor that never gets or acts on that kill, so the zombie really comes back.
+SPECULATION = ["--spark-conf", "spark.speculation=true",
+               "--spark-conf", "spark.speculation.interval=100ms",
+               "--spark-conf", "spark.speculation.efficiency.enabled=false",
+               "--spark-conf", "spark.python.task.killTimeout=3600s"]
+
+
+def process_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def wait_for(what: str, check, proc: subprocess.Popen, tmp_path, name: str, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        assert proc.poll() is None, f"pipe ended ({proc.returncode}) before {what}: " + (
+            tmp_path / f"{name}.err").read_text()
+        time.sleep(0.2)
+    pytest.fail(f"no {what} within {timeout} s")
+
+
+def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluster, tmp_path):
+    """A Python worker freezes (SIGSTOP) mid-UDF, after its task read the partition's start
+    offset. Spark's speculative copy of the task runs on the other worker: its producer (same
+    transactional id) fences the frozen one, and the round ends without it. Thawed after the
+    whole input is committed, the zombie runs on into the fence: every output exactly once."""
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    pidfile = tmp_path / "zombie.pid"
+    vals = [b"s-%d" % i for i in range(8000)]
+    vals[2500] = b"freeze|" + str(pidfile).encode()
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(len(vals))])
+    name = "zombie"
+    proc = start_pipe(kafka, cluster, tmp_path, name, "--mode", "executors", "--in", src,
+                      "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+                      "--udf", f"{UDFS}:freezing_identity", "--batch-max-records", "1000",
+                      *SPECULATION)
+    zombie = None
+    try:
+        wait_for("frozen worker", pidfile.exists, proc, tmp_path, name, 240)
+        zombie = int(pidfile.read_text())
+        wait_for("stopped state", lambda: process_state(zombie) == "T", proc, tmp_path, name, 30)
+        # Past the round: all input, the frozen task's partition included, is committed by others.
+        wait_for("complete output", lambda: len(read_committed(kafka.bootstrap, out, 30))
+                 >= len(vals), proc, tmp_path, name, 240)
+        assert process_state(zombie) == "T"
+        os.kill(zombie, signal.SIGCONT)
+        wait_for("thawed zombie", Path(f"{pidfile}.thawed").exists, proc, tmp_path, name, 60)
+        # The zombie runs on: its writes are refused, and the task says so in its executor's log.
+        fenced = re.compile(r"kxtx pipe: \S+ \(transactional id \S+\): fenced, \S*FENCED")
+        wait_for("the zombie's fence", lambda: fenced.search(cluster.logs_text()), proc,
+                 tmp_path, name, 120)
+    finally:
+        if zombie is not None and process_state(zombie) == "T":
+            os.kill(zombie, signal.SIGCONT)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(120)
+    assert rc == 128 + signal.SIGTERM, (tmp_path / f"{name}.err").read_text()
+    exactly_once(kafka, out, Counter(vals))

@@ -1,0 +1,48 @@
+"""The driver loop of `kxtx pipe --mode executors` (kxtx/pipe/executors.py): when it stops.
+
+Rounds are stood in for (no Spark, no broker): what is tested is the loop's own bookkeeping."""
+
+from __future__ import annotations
+
+from kxtx.pipe import executors, stopsignals
+from kxtx.pipe.config import PipeConfig, Stats
+
+
+class Loop(executors.ExecutorPipe):
+    """Planned work for `rounds` rounds; each round either fails (Spark job error) or reads."""
+
+    def __init__(self, rounds: list, until_idle: float):
+        self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f",
+                              until_idle=until_idle)
+        self.stats, self.progress, self.lag = Stats(), None, 0
+        self.signals = stopsignals.Guard()
+        self._failed_rounds, self._next_progress = 0, 0.0
+        self.rounds, self.ran = list(rounds), []
+
+    def _plan(self, budget):
+        return ["plan"] if self.rounds else []
+
+    def _round(self, plans):
+        outcome = self.rounds.pop(0)
+        self.ran.append(outcome)
+        if outcome == "fail":
+            self._failed("Spark job failed: lost executor")
+            return 0
+        self._failed_rounds = 0
+        self.stats.add_batch(outcome, outcome, 0, 0)
+        return outcome
+
+
+def test_failed_rounds_do_not_count_as_idle():
+    # Each failed round backs off (0.2 s, 0.4 s, ...), longer than --until-idle: the records are
+    # still there, so the run goes on until they are processed, then stops idle.
+    loop = Loop(["fail", "fail", "fail", 7], until_idle=0.1)
+    loop._loop()
+    assert loop.ran == ["fail", "fail", "fail", 7]
+    assert (loop.stats.records_in, loop.stats.stopped) == (7, "idle")
+
+
+def test_no_planned_work_is_idle():
+    loop = Loop([], until_idle=0.05)
+    loop._loop()
+    assert (loop.ran, loop.stats.stopped) == ([], "idle")
