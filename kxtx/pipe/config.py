@@ -63,9 +63,9 @@ class PipeConfig:
 
     def resolved_mode(self) -> str:
         """auto: driver mode on a local master, executors on a cluster. bench/bench_pipe_modes.py
-        (200k JSON records, 4 partitions, JSON enrichment, 2 shared cores): local[2] executors /
-        driver 0.79; 2-worker standalone cluster executors / driver 2.12, executors / one-process
-        EOS loop 1.38."""
+        (1M JSON records, 4 partitions, JSON enrichment, one 2-core machine): on local[2]
+        executors / driver mode 0.95 (median of 3); on a cluster only executors mode grows with
+        the machines (the bench docstring has the figures and the model)."""
         if self.mode != "auto":
             return self.mode
         return "driver" if self.master.startswith("local") else "executors"
@@ -167,3 +167,15 @@ class PipeInterrupted(Interrupted):
                          f"{plural(summary['transactions'], 'transaction')}; no transaction left "
                          "open", signum)
         self.summary = summary
+
+
+def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
+    """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
+    (an error stays an error, signal or not). Both modes' `run` use it."""
+    from kxtx.pipe.stopsignals import NAMES, signal_number
+
+    signum = signal_number(exc)
+    if signum is None:
+        return None
+    stats.stopped = NAMES.get(signum, str(signum))
+    return PipeInterrupted(stats.summary(cfg), signum)

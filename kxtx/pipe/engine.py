@@ -22,7 +22,7 @@ from kxtx.pipe import preflight, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats
+from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
 from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
 from kxtx.wording import plural
@@ -134,11 +134,10 @@ class Pipe:
                 return self.stats.summary(self.cfg)
             except BaseException as exc:
                 self._abort_quietly()
-                signum = _signal_number(exc)  # an error stays an error, signal or not
-                if signum is None:
+                stop = interrupted(exc, self.stats, self.cfg)
+                if stop is None:
                     raise
-                self.stats.stopped = stopsignals.NAMES.get(signum, str(signum))
-                raise PipeInterrupted(self.stats.summary(self.cfg), signum) from None
+                raise stop from None
             finally:
                 self.close()
 
@@ -370,18 +369,6 @@ def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw"
     return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
             "the transaction was aborted: nothing of this batch was written and the group's "
             "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
-
-
-def _signal_number(exc: BaseException) -> int | None:
-    from kxtx.signals import Terminated
-
-    if isinstance(exc, KeyboardInterrupt):
-        return 2
-    if isinstance(exc, Terminated):
-        return 15
-    if isinstance(exc, stopsignals.Stopped):
-        return exc.signum
-    return None
 
 
 __all__ = ["Pipe", "PipeConfig", "PipeInterrupted", "UdfFailed", "UsageError", "run"]

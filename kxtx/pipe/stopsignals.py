@@ -77,3 +77,16 @@ class Guard:
 def guarded() -> bool:
     """Is a Guard recording signals right now (so callers need not defer them themselves)?"""
     return any(isinstance(getattr(signal.getsignal(sig), "__self__", None), Guard) for sig in NAMES)
+
+
+def signal_number(exc: BaseException) -> int | None:
+    """The stop signal behind `exc` (KeyboardInterrupt, Terminated, Stopped), or None."""
+    from kxtx.signals import Terminated
+
+    if isinstance(exc, KeyboardInterrupt):
+        return 2
+    if isinstance(exc, Terminated):
+        return 15
+    if isinstance(exc, Stopped):
+        return exc.signum
+    return None

@@ -1,0 +1,34 @@
+"""Both pipe modes turn a stop signal into PipeInterrupted with the summary, and leave errors be."""
+
+from __future__ import annotations
+
+import pytest
+
+from kxtx.pipe import stopsignals
+from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
+from kxtx.signals import Terminated
+
+
+def cfg() -> PipeConfig:
+    return PipeConfig(inputs=["in"], out="out", udf="m:f", group="g")
+
+
+@pytest.mark.parametrize("exc, code, name", [
+    (KeyboardInterrupt(), 130, "SIGINT"),
+    (Terminated(), 143, "SIGTERM"),
+    (stopsignals.Stopped(1), 129, "SIGHUP"),
+])
+def test_a_stop_signal_becomes_pipe_interrupted_with_the_summary(exc, code, name):
+    stats = Stats()
+    stats.add_batch(5, 4, 1, 0)
+    stop = interrupted(exc, stats, cfg())
+    assert isinstance(stop, PipeInterrupted)
+    assert (stop.exit_code, stop.summary["stopped"], stop.summary["records_in"]) == (code, name, 5)
+    assert name in str(stop)
+
+
+@pytest.mark.parametrize("exc", [ValueError("x"), RuntimeError("y"), SystemExit(3)])
+def test_an_error_stays_an_error(exc):
+    stats = Stats()
+    assert interrupted(exc, stats, cfg()) is None
+    assert not stats.stopped
