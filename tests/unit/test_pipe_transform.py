@@ -114,3 +114,92 @@ def test_task_on_an_empty_partition():
 def test_plain_output(func, values, is_plain):
     out = pa.Table.from_pylist(mapped(func, values), schema=tf.output_schema())
     assert (tf.plain_output(out, len(values)) is not None) == is_plain
+
+
+DICTS = [{"a": 1}, {}, {"é": "ü\u2028😀"}, {"n": [1, 2.5, None, True]}, {"f": 1e16},
+         {"f": 1.5e-7}, {"nan": float("nan")}, {"big": 2**70}, {"nested": {"x": {"y": []}}},
+         {1: "int key"}, {"key": "k", "other": 1}]
+
+
+@pytest.mark.parametrize("fmt", ["raw", "json"])
+def test_dict_results_equal_the_contracts_encoding(fmt):
+    # the column-wise dict -> JSON path must give the bytes encode_value gives, record for record
+    from kxtx.pipe.contract import encode_value
+
+    values = [str(i).encode() for i in range(len(DICTS))]
+    if fmt == "json":
+        values = [b'"%d"' % i for i in range(len(DICTS))]
+    out = mapped(lambda v: DICTS[int(v)], values, fmt)
+    assert [r["value"] for r in out] == [encode_value(d, fmt == "json") for d in DICTS]
+    assert all(r["error"] is None and not r["key_set"] for r in out)
+
+
+def test_a_record_spec_among_dicts_keeps_its_meaning():
+    specs = [{"x": 1}, {"key": "k", "value": {"y": 2}}, {"topic": "elsewhere", "value": "v"}]
+    out = mapped(lambda v: specs[int(v)], [b"0", b"1", b"2"])
+    assert [(r["key_set"], r["key"], r["value"], r["topic"]) for r in out] == [
+        (False, None, b'{"x":1}', None), (True, b"k", b'{"y":2}', None),
+        (False, None, b"v", "elsewhere")]
+
+
+def test_an_unencodable_dict_is_that_records_error_only():
+    bad = [{"ok": 1}, {"s": {1, 2}}, {"t": "\ud800"}, {"ok": 2}]
+    out = mapped(lambda v: bad[int(v)], [b"0", b"1", b"2", b"3"])
+    assert [(r["idx"], r["value"]) for r in out if r["error"] is None] == [
+        (0, b'{"ok":1}'), (3, b'{"ok":2}')]
+    errors = [r["error"] for r in out if r["error"]]
+    assert "cannot encode a dict" in errors[0] and "set is not JSON serializable" in errors[0]
+    assert "surrogates not allowed" in errors[1]
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1}', '[1, 2.5, "x"]', '"\\u00e9\\ud83d\\ude00"', "1e400", "-0", "NaN",
+    '{"big": 123456789012345678901234567890}', '"\\ud800"', '{"a": 1, "a": 2}', "1.0",
+    "[" * 600 + "]" * 600, "1.7976931348623157e309", "-0.0", '"\\u0000"', " 7 ",
+    "12345678901234567890123", "-12345678901234567890123.5e-3",
+])
+def test_json_input_decodes_as_json_loads_does(text):
+    import json
+    import math
+
+    got = tf._loads(text)
+    want = json.loads(text)
+    if isinstance(want, float) and math.isnan(want):
+        assert math.isnan(got)
+    else:
+        assert got == want and type(got) is type(want)
+
+
+@pytest.mark.parametrize("text", ['{"a": ', "tru", "{'a': 1}", "", '"a\x01b"', "\ufeff1",
+                                  "[1,]", '{"a":1,}', "01", "1 2"])
+def test_bad_json_input_fails_with_json_loads_error(text):
+    import json
+
+    with pytest.raises(json.JSONDecodeError) as want:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as got:
+        tf._loads(text)
+    assert str(got.value) == str(want.value)
+
+
+def test_the_worker_code_pickles_by_value():
+    # On a cluster, Spark ships this module by value (executors need not have kxtx): everything
+    # a mapper reaches must pickle, and work after unpickling.
+    import pickle
+
+    from pyspark import cloudpickle
+
+    from kxtx.pipe import contract
+
+    for mod in (tf, contract):
+        try:
+            cloudpickle.register_pickle_by_value(mod)
+        except ValueError:
+            pass
+    try:
+        mapper = tf.make_mapper(lambda d: {**d, "n": 1}, udf.ROW, "json", False)
+        (out,) = list(pickle.loads(cloudpickle.dumps(mapper))(iter([batch_of([b'{"a":1}'])])))
+    finally:
+        for mod in (tf, contract):
+            cloudpickle.unregister_pickle_by_value(mod)
+    assert out.to_pylist() == [plain(0, b'{"a":1,"n":1}')]
