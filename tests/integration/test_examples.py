@@ -10,7 +10,7 @@ The scenarios run the example text as found, with these substitutions only:
 - `kxtx sandbox start` gets `--port 0` (9092 may be taken on a shared machine) and a temporary
   `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it); the
   `export KXTX_BOOTSTRAP_SERVERS=...` line the README shows is the one `sandbox start` printed;
-- `kxtx pipe`, which runs until stopped, gets `--until-idle 10` appended;
+- `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
 - `kxtx --install-completion` runs in `bash -c` (typer installs for the shell it is typed in) with
   HOME in a temporary directory;
 - `bash scripts/quickstart.sh` runs with KXTX_QUICKSTART_NO_INSTALL=1: kxtx is installed already,
@@ -155,7 +155,7 @@ class Ctx:
         if words[3:5] == ["sandbox", "start"] and "--port" not in words:
             words += ["--port", "0"]
         if words[3:4] == ["pipe"]:
-            words += ["--until-idle", "10"]
+            words += ["--until-idle", "5"]
         return words
 
     def run(self, ex: Example, expect: int = 0, timeout: float = 600) -> subprocess.CompletedProcess:

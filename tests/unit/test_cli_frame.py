@@ -160,7 +160,9 @@ def test_bash_completion_completes_option_values(words, expected):
 def test_install_completion_is_in_the_readme_and_works(tmp_path):
     assert "kxtx --install-completion" in (ROOT / "README.md").read_text()
     # typer installs for the shell it runs in: typed in bash (not under a test runner's process tree)
-    argv = " ".join([sys.executable, "-m", "kxtx", "--install-completion"])
+    # ("; exit $?": bash would exec a lone command in its own place, and kxtx would then find no
+    # shell among its parents when the suite itself runs detached from one)
+    argv = " ".join([sys.executable, "-m", "kxtx", "--install-completion"]) + "; exit $?"
     r = subprocess.run(["bash", "-c", argv], capture_output=True, text=True, cwd=ROOT, timeout=60,
                        env={**os.environ, "HOME": str(tmp_path)})
     assert r.returncode == 0, r.stdout + r.stderr
