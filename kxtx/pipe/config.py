@@ -64,8 +64,8 @@ class PipeConfig:
     def resolved_mode(self) -> str:
         """auto: driver mode on a local master, executors on a cluster. bench/bench_pipe_modes.py
         (1M JSON records, 4 partitions, JSON enrichment, one 2-core machine): on local[2]
-        executors / driver mode 0.95 (median of 3); on a cluster only executors mode grows with
-        the machines (the bench docstring has the figures and the model)."""
+        executors / driver mode 0.95-1.19 (two sessions' medians); on a cluster only executors
+        mode grows with the machines (the bench docstring has the figures and the model)."""
         if self.mode != "auto":
             return self.mode
         return "driver" if self.master.startswith("local") else "executors"
