@@ -40,6 +40,10 @@ c 72.3k, 66.1k; d 66.2k, 67.1k; d one executor 63.1k, 53.4k. Medians of the rati
 2.2-2.6, driver JVM 14.4-15.7, driver Python 0.8-1.0, executor JVMs 14.2-15.2, Python workers
 13.1-14.0; of cluster c: driver Python 4.8-4.9, Python workers 7.4-7.9 (the UDF only).
 
+`--skip-cluster --repeat 5` right after (same code), records/s: b 63.5k, 66.0k, 63.9k, 80.4k,
+80.4k | c 78.3k, 72.1k, 71.8k, 78.6k, 73.1k | d 79.5k, 70.5k, 71.4k, 76.6k, 73.7k: d/c median
+1.00 (0.98-1.02), d/b 1.07, c/b 1.09; round cost 0.8 s. local[2] is a tie, auto keeps driver.
+
 Paper model for N machines: a round takes the longest task (records per task x per-record cost)
 plus the fixed cost. With P >= N partitions spread evenly the executors' part divides by N while
 the driver only plans, so d ~ N x (one executor core's rate: 43k/s here before the mapper change,

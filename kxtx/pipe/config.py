@@ -64,7 +64,7 @@ class PipeConfig:
     def resolved_mode(self) -> str:
         """auto: driver mode on a local master, executors on a cluster. bench/bench_pipe_modes.py
         (1M JSON records, 4 partitions, JSON enrichment, one 2-core machine): on local[2]
-        executors / driver mode 0.95-1.19 (two sessions' medians); on a cluster only executors
+        executors / driver mode 1.00 (median of 5 rounds: a tie); on a cluster only executors
         mode grows with the machines (the bench docstring has the figures and the model)."""
         if self.mode != "auto":
             return self.mode
