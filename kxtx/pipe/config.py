@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from kxtx.errors import Interrupted, UsageError
+from kxtx.pipe.stopsignals import NAMES, signal_number
 from kxtx.wording import plural
 
 #: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
@@ -172,8 +173,6 @@ class PipeInterrupted(Interrupted):
 def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
     """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
     (an error stays an error, signal or not). Both modes' `run` use it."""
-    from kxtx.pipe.stopsignals import NAMES, signal_number
-
     signum = signal_number(exc)
     if signum is None:
         return None

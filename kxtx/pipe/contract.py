@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 from kxtx.wording import article
 
 SPEC_KEYS = frozenset({"key", "value", "headers", "topic"})
+#: how values become JSON text (compact, non-ASCII as is); `_json` and transform's column path
+json_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class ContractError(ValueError):
@@ -59,8 +61,13 @@ def to_outputs(result: Any, json_values: bool = False) -> list[Out]:
     return [_one(result, json_values)]
 
 
+def is_spec(item: Any) -> bool:
+    """Is this result a record spec (a non-empty dict of only key/value/headers/topic)?"""
+    return isinstance(item, dict) and bool(item) and SPEC_KEYS.issuperset(item)
+
+
 def _one(item: Any, json_values: bool) -> Out:
-    if isinstance(item, dict) and item and SPEC_KEYS.issuperset(item):
+    if is_spec(item):
         return _from_spec(item, json_values)
     return Out(False, None, encode_value(item, json_values), False, None, None)
 
@@ -139,7 +146,7 @@ def encode_headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 def _json(value: Any) -> bytes:
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        return json_text(value).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise ContractError(
             f"cannot encode {article(type(value).__name__)} as a value ({exc}); return bytes, str, "

@@ -15,13 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterator
 
-from kxtx.pipe.contract import SPEC_KEYS, ContractError, to_outputs
+from kxtx.pipe.contract import ContractError, is_spec, json_text, to_outputs
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
 
 RAW, STRING, JSON = "raw", "string", "json"
 RECORD_FIELDS = ("key", "value", "headers", "topic", "partition", "offset", "timestamp")
-#: contract._json's encoding, as a str (Arrow encodes it as UTF-8)
-_DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def input_schema(record_mode: bool):
@@ -225,11 +223,11 @@ def _plain_values(results: list, json_values: bool):
             return pa.array(results, pa.string()).cast(pa.binary())
         except Exception:  # noqa: BLE001 - e.g. a lone surrogate: the contract path names it
             return None
-    if types == {dict} and not any(d and SPEC_KEYS.issuperset(d) for d in results):
+    if types == {dict} and not any(map(is_spec, results)):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
-        # makes, without building an Out per record (the JSON-enrich case).
+        # makes (the contract's JSON text, UTF-8 by Arrow), without an Out per record.
         try:
-            return pa.array(list(map(_DUMPS, results)), pa.string()).cast(pa.binary())
+            return pa.array(list(map(json_text, results)), pa.string()).cast(pa.binary())
         except Exception:  # noqa: BLE001 - not JSON-serialisable: the contract path names it
             return None
     return None
