@@ -205,9 +205,7 @@ def ship(session, source: Path | None, module) -> None:
     remote = not is_local(session.sparkContext.master)
     modules = [module] if source is not None else []
     if remote:
-        from kxtx.pipe import contract, transform as worker_code, udf
-
-        modules += [worker_code, contract, udf]
+        modules += worker_modules()
     for mod in modules:
         try:
             cloudpickle.register_pickle_by_value(mod)
@@ -215,6 +213,16 @@ def ship(session, source: Path | None, module) -> None:
             pass  # already registered
     if remote and source is not None:
         session.sparkContext.addPyFile(str(source))
+
+
+def worker_modules() -> list:
+    """Every kxtx module the worker code reaches (pickled by value on a cluster). One left out is
+    pickled by reference, and executors without kxtx installed then cannot unpickle the task
+    (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
+    from kxtx import wording
+    from kxtx.pipe import contract, transform, udf
+
+    return [transform, contract, udf, wording]
 
 
 @dataclass(frozen=True)
@@ -364,6 +372,16 @@ def _quiet_log4j() -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The line that says what went wrong. For an error from a Python worker that is the last
+    line of its traceback (e.g. "ModuleNotFoundError: No module named 'confluent_kafka'" on an
+    executor), after the first ("An exception was thrown from the Python worker:")."""
     text = str(exc).strip() or type(exc).__name__
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[0][:500] if lines else text
+    if not lines:
+        return text
+    if any(ln.startswith("Traceback (most recent call last)") for ln in lines):
+        said = [ln for ln in lines[1:] if not ln[0].isspace() and not ln.startswith(
+            ("Traceback (", "During handling of", "The above exception"))]
+        if said:
+            return f"{lines[0].rstrip(':. ')}: {said[-1]}"[:500]
+    return lines[0][:500]

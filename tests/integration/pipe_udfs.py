@@ -23,6 +23,15 @@ def enrich(doc):
     return {**doc, "total": round(doc["price"] * doc["qty"], 2), "enriched": True}
 
 
+def enrich_without_kxtx(doc):
+    """enrich, on an executor that must not have kxtx (the cluster fixture blocks it)."""
+    try:
+        import kxtx  # noqa: F401
+    except ImportError:
+        return enrich(doc)
+    raise RuntimeError("kxtx is importable on this executor: the fixture's block is not active")
+
+
 def route(doc):
     return {"topic": doc["to"], "value": doc, "key": str(doc["n"])}
 

@@ -1,9 +1,10 @@
 """A real standalone Spark cluster for tests: a master and N one-core workers on loopback, started
 with pyspark's own `bin/spark-class` (the same launcher `sbin/start-master.sh` uses), stopped after.
 
-The workers run without this worktree on PYTHONPATH and from another directory, so the executors
-only have what `kxtx pipe` ships with the job (and the venv's packages): a test on this cluster
-fails if the executor-side code is not shipped.
+The workers run without this worktree on PYTHONPATH, from another directory, and with `import kxtx`
+made to fail in their Python workers (a sitecustomize on their PYTHONPATH; the venv has kxtx
+installed), so the executors only have what `kxtx pipe` ships with the job and the venv's other
+packages: a test on this cluster fails if any executor-side code is not shipped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,18 @@ from pathlib import Path
 import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).parent
+
+
+NO_KXTX = """
+import importlib.abc, sys
+
+class _NoKxtx(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "kxtx" or name.startswith("kxtx."):
+            raise ImportError(f"No module named {name!r} (the test cluster's executors lack kxtx)")
+
+sys.meta_path.insert(0, _NoKxtx())
+"""
 
 
 def free_port() -> int:
@@ -39,8 +52,16 @@ class SparkCluster:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
                    PYSPARK_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.work),
-                   SPARK_WORKER_DIR=str(self.work / "worker"))
+                   SPARK_WORKER_DIR=str(self.work / "worker"), PYTHONPATH=str(self._no_kxtx()))
         return env
+
+    def _no_kxtx(self) -> Path:
+        """A directory whose sitecustomize makes `import kxtx` fail (Spark passes the worker's
+        PYTHONPATH on to the executors' Python workers)."""
+        path = self.work / "no-kxtx"
+        path.mkdir(exist_ok=True)
+        (path / "sitecustomize.py").write_text(NO_KXTX)
+        return path
 
     def _spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.work / f"{name}.log", "w")

@@ -102,7 +102,7 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     assert Counter((m.key(), m.value()) for m in got) == Counter(
         (b"k%d" % (i % 13), v) for i, v in enumerate(vals))
     p = start_pipe(kafka, cluster, tmp_path, "enrich", "--in", src_json, "--out", out_json,
-                   "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:enrich",
+                   "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:enrich_without_kxtx",
                    "--value-format", "json", "--until-idle", "3")
     finish(p, tmp_path, "enrich")
     got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
