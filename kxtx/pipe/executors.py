@@ -48,6 +48,7 @@ class ExecutorPipe:
         self.lag: int | None = None
         self._next_progress = 0.0
         self._failed_rounds = 0
+        self._plan_s = 0.0
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -127,8 +128,10 @@ class ExecutorPipe:
                 if budget <= 0:
                     self.stats.stopped = "max-records"
                     return
+            planned = time.monotonic()
             plans = self._plan(budget)
             began = time.monotonic()
+            self._plan_s = began - planned
             failures = self._failed_rounds
             got = self._round(plans) if plans else 0
             now = time.monotonic()
@@ -213,7 +216,9 @@ class ExecutorPipe:
                     self.task).collect(), None
             except Exception as exc:  # noqa: BLE001 - lost executors, tasks out of retries
                 results, error = [], exc
-        self.stats.spark_s += time.perf_counter() - t0
+        job_s = time.perf_counter() - t0
+        self.stats.spark_s += job_s
+        _log_round(plans, results, self._plan_s, job_s)
         if received:
             self._absorb(results)
             from kxtx.signals import Terminated
@@ -292,6 +297,21 @@ def ship(session, loaded) -> None:
             cloudpickle.register_pickle_by_value(taskmod)
         except ValueError:
             pass  # already registered
+
+
+def _log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
+    """With --debug: where a round's time went (the per-round fixed cost is what bounds small
+    rounds; a task that started a producer has moved or was fenced)."""
+    if not results or not logger.isEnabledFor(10):
+        return
+    slow = max(results, key=lambda r: r["task_s"])
+    logger.debug(
+        "round: %d task(s), %d record(s); plan %.0f ms, Spark job %.0f ms, task time sum %.0f ms;"
+        " %d producer(s) started; slowest %s[%d] %.0f ms (init %.0f, consume %.0f, udf %.0f,"
+        " produce %.0f, commit %.0f)", len(plans), sum(r["in"] for r in results), 1000 * plan_s,
+        1000 * job_s, 1000 * sum(r["task_s"] for r in results), sum(r["init"] for r in results),
+        slow["topic"], slow["partition"], *(1000 * slow[k] for k in (
+            "task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")))
 
 
 def _split(budget: int | None, wants: list[int]) -> list[int]:

@@ -177,10 +177,13 @@ def run_plan(job: Job, plan: Plan) -> dict:
     tid = transactional_id(job.pipe_id, plan.topic, plan.partition)
     result = {"topic": plan.topic, "partition": plan.partition, "status": "ok", "in": 0, "out": 0,
               "dlq": 0, "dropped": 0, "token": None, "init": False, "committed": None,
-              "consume_s": 0.0, "udf_s": 0.0, "produce_s": 0.0, "commit_s": 0.0}
+              "consume_s": 0.0, "udf_s": 0.0, "produce_s": 0.0, "commit_s": 0.0,
+              "init_s": 0.0, "task_s": 0.0}
+    began = time.perf_counter()
     prod = None
     try:
         prod, result["init"] = _producer(job, plan, tid)
+        result["init_s"] = time.perf_counter() - began
         result["token"] = prod.token
         _process(job, plan, prod, result)
     except KafkaException as exc:
@@ -196,6 +199,7 @@ def run_plan(job: Job, plan: Plan) -> dict:
                              f"{tid}): {result['status']}, {result['error']}; nothing of this "
                              "attempt was committed\n")
             sys.stderr.flush()
+    result["task_s"] = time.perf_counter() - began
     return result
 
 

@@ -46,3 +46,21 @@ def test_no_planned_work_is_idle():
     loop = Loop([], until_idle=0.05)
     loop._loop()
     assert (loop.ran, loop.stats.stopped) == ([], "idle")
+
+
+def test_a_round_says_where_its_time_went_with_debug(caplog):
+    def result(partition, task_s, init):
+        return {"topic": "in", "partition": partition, "in": 10, "task_s": task_s, "init": init,
+                "init_s": 0.1 if init else 0.0, "consume_s": 0.01, "udf_s": 0.02,
+                "produce_s": 0.003, "commit_s": 0.04}
+
+    results = [result(0, 0.2, False), result(1, 0.5, True)]
+    with caplog.at_level("INFO", logger="kxtx"):
+        executors._log_round(["p0", "p1"], results, 0.012, 0.9)
+    assert caplog.records == []  # only with --debug
+    with caplog.at_level("DEBUG", logger="kxtx"):
+        executors._log_round(["p0", "p1"], results, 0.012, 0.9)
+    assert caplog.messages == [
+        "round: 2 task(s), 20 record(s); plan 12 ms, Spark job 900 ms, task time sum 700 ms; "
+        "1 producer(s) started; slowest in[1] 500 ms (init 100, consume 10, udf 20, produce 3, "
+        "commit 40)"]
