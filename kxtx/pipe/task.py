@@ -111,10 +111,22 @@ class _Producer:
     def __init__(self, job: Job, tid: str):
         from confluent_kafka import Producer
 
-        conf = {**job.conf, "transactional.id": tid}
-        conf.setdefault("retry.backoff.ms", 10)
-        self.producer, self.tid, self.token = Producer(conf), tid, uuid.uuid4().hex
+        self.producer = Producer(producer_conf(job, tid))
+        self.tid, self.token = tid, uuid.uuid4().hex
         _retry(job, self.producer.init_transactions, job.timeout)
+
+
+def producer_conf(job: Job, tid: str) -> dict:
+    # A task starts a producer whenever its partition moved to another worker (Spark does not
+    # keep a partition's task on one executor: on a 2-executor cluster 2-4 of 4 tasks a round).
+    # librdkafka drops the bootstrap connection after the first metadata; the coordinator lookup
+    # of init_transactions then found no broker up about half the time and waited for its 500 ms
+    # retry timer (fresh ids: 60 ms or 510 ms). Connecting to the brokers as soon as they are
+    # known: 10-20 ms. (The cost: a producer connects to every broker, not only to the
+    # coordinator and the output's leaders.) retry.backoff.ms: see kxtx/pipe/txn.py. A user's
+    # own values win.
+    return {"enable.sparse.connections": False, "retry.backoff.ms": 10, **job.conf,
+            "transactional.id": tid}
 
 
 def _retry(job: Job, fn, *args):

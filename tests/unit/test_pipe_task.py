@@ -1,4 +1,4 @@
-"""The executor-side task's consumer settings (kxtx/pipe/task.py), without a broker."""
+"""The executor-side task's client settings (kxtx/pipe/task.py), without a broker."""
 
 from __future__ import annotations
 
@@ -25,6 +25,18 @@ def job(conf: dict) -> task.Job:
 ])
 def test_consumer_conf(conf, key, want):
     assert task.consumer_conf(job(conf))[key] == want
+
+
+@pytest.mark.parametrize("conf, key, want", [
+    # a new producer's init_transactions: no 500 ms wait for librdkafka's coordinator timer
+    ({"bootstrap.servers": "b:1"}, "enable.sparse.connections", False),
+    ({}, "retry.backoff.ms", 10),
+    ({"enable.sparse.connections": True}, "enable.sparse.connections", True),  # the user's wins
+    ({"retry.backoff.ms": 100}, "retry.backoff.ms", 100),
+    ({"transactional.id": "mine"}, "transactional.id", "p.t.3"),  # fencing rests on it
+])
+def test_producer_conf(conf, key, want):
+    assert task.producer_conf(job(conf), task.transactional_id("p", "t", 3))[key] == want
 
 
 def test_a_jobs_repr_hides_the_connection_settings():
