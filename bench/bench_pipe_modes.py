@@ -44,14 +44,29 @@ c 72.3k, 66.1k; d 66.2k, 67.1k; d one executor 63.1k, 53.4k. Medians of the rati
 80.4k | c 78.3k, 72.1k, 71.8k, 78.6k, 73.1k | d 79.5k, 70.5k, 71.4k, 76.6k, 73.7k: d/c median
 1.00 (0.98-1.02), d/b 1.07, c/b 1.09; round cost 0.8 s. local[2] is a tie, auto keeps driver.
 
+After task producers got enable.sparse.connections=false (kxtx --debug showed that a producer
+started for a partition that had moved to another worker -- 2-4 of 4 tasks a round on the
+cluster -- waited 510 ms about half the time for librdkafka's coordinator timer), `--repeat 2`,
+records/s: b 90.6k, 91.6k | local[2]: c 88.8k, 98.0k; d 113.2k, 137.2k | cluster: c 72.7k,
+73.3k; d 106.4k, 118.2k; d one executor 81.3k, 79.5k. Medians of the ratios: d/c local[2] 1.34,
+d/b local[2] 1.37, d/c cluster 1.54, d/b cluster 1.23, d 2 vs 1 worker 1.40. Round cost: the
+median steady round (planning + Spark job, from --debug) 185 ms local[2] and 296 ms cluster; the
+first round (Python workers start) 1.9 s and 3.7 s; spread over 24 rounds 267 ms and 444 ms
+(before: 0.8-1.0 s and 1.33 s). CPU s of cluster d (2 workers): broker 1.4-1.6, driver JVM
+10.2-11.1, driver Python 0.7, executor JVMs 10.7-12.2, Python workers 10.2-10.4.
+`--skip-cluster --repeat 3` right after: b 83.2k, 88.7k, 90.9k | c 98.1k, 89.1k, 91.0k |
+d 104.5k, 107.6k, 136.8k: d/c 1.21 (1.07-1.50), d/b 1.26. Over the 5 local[2] rounds d/c is
+1.07-1.50, median 1.27: executors mode is now the faster one on local[2] too (`auto` still
+picks driver mode there; see the README).
+
 Paper model for N machines: a round takes the longest task (records per task x per-record cost)
 plus the fixed cost. With P >= N partitions spread evenly the executors' part divides by N while
-the driver only plans, so d ~ N x (one executor core's rate: 43k/s here before the mapper change,
-53-63k/s after, with the other core left to the broker and the JVMs) until the brokers or P bind. Driver mode stays bound by one driver
-process (58-79k/s here). Targets then need separate machines: d/c >= 3 at N >= 4
-(4 x 58k = 232k against 66-72k), d/b >= 1.2 at N >= 2 (116k against 77-91k), 1 -> 2 workers
-~2x. On this machine the two cores are the ceiling for every case, so 1 -> 2 workers gave
-1.05-1.34x and d/c ~1.0 on the cluster.
+the driver only plans, so d ~ N x (one executor core's rate: 80-81k/s here, with the other core
+left to the broker and the JVMs) until the brokers or P bind. Driver mode stays bound by one
+driver process (72-73k/s on the cluster here). Targets then need separate machines: d/c >= 3 at
+N >= 3 (3 x 80k = 240k against 73k), d/b >= 1.2 already at N = 2 (reached here: 1.23),
+1 -> 2 workers ~2x. On this machine the two cores are the ceiling for every case, so 1 -> 2
+workers gave 1.40x (1.05-1.34x before the round cost fell) and d/c 1.54 on the cluster.
 """
 
 from __future__ import annotations
@@ -59,6 +74,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -81,6 +97,8 @@ def enrich(doc):
     return doc
 '''
 TICK = os.sysconf("SC_CLK_TCK")
+#: kxtx --debug's line per round (executors mode): planning and Spark job milliseconds
+ROUND = re.compile(r"round: .*?; plan (\d+) ms, Spark job (\d+) ms")
 
 
 def enrich_bytes(value: bytes) -> bytes:
@@ -161,11 +179,12 @@ def _kind(cmd: str) -> str:
 
 
 def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: list[str],
-             roots: list[int]) -> dict:
+             roots: list[int], debug: bool = False) -> dict:
     out = new_topic(bootstrap, 2)
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap, "SPARK_LOCAL_IP": "127.0.0.1",
            "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "kxtx", "pipe", "--in", src, "--out", out, "--group",
+    args = [sys.executable, "-m", "kxtx", *(["--debug"] if debug else []), "pipe", "--in", src,
+            "--out", out, "--group",
             f"bench-{uuid.uuid4().hex[:8]}", "--udf", f"{UDF_FILE}:enrich", "--value-format",
             "json", "--mode", mode, "--master", master, "--max-records", str(n), "-o", "json",
             *extra]
@@ -179,7 +198,8 @@ def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: li
     s = json.loads(stdout)
     return {"records_per_s": round(s["processing_records_per_s"]), "wall_s": round(wall, 1),
             "transactions": s["transactions"], "spark_ms_per_batch": s["spark_ms_per_batch"],
-            "cpu_s": cpu.stop()}
+            "cpu_s": cpu.stop(),
+            **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {})}
 
 
 def eos_case(bootstrap: str, src: str, n: int, roots: list[int]) -> dict:
@@ -191,14 +211,18 @@ def eos_case(bootstrap: str, src: str, n: int, roots: list[int]) -> dict:
 
 
 def round_cost(bootstrap: str, master: str, roots: list[int], extra: list[str]) -> dict:
-    """Executors mode, 1 record per partition and round over 4 partitions: the fixed cost."""
+    """Executors mode, 1 record per partition and round over 4 partitions: the fixed cost.
+    ms_per_round spreads the first round (which starts the Python workers) over all rounds;
+    steady_ms_per_round is the median of the others' planning + Spark job (kxtx --debug)."""
     src = new_topic(bootstrap, 4)
-    fill(bootstrap, src, 48, json_doc)
-    r = cli_case(bootstrap, src, 48, "executors", master, ["--batch-max-records", "1", *extra],
-                 roots)
-    rounds = 48 // 4
-    return {"rounds": rounds, "ms_per_round": round(1000 * 48 / r["records_per_s"] / rounds, 1),
-            "spark_ms_per_round": r["spark_ms_per_batch"] * 4}
+    fill(bootstrap, src, 96, json_doc)
+    r = cli_case(bootstrap, src, 96, "executors", master, ["--batch-max-records", "1", *extra],
+                 roots, debug=True)
+    rounds = 96 // 4
+    steady = [float(plan) + float(job) for plan, job in r["rounds"][1:]]
+    return {"rounds": rounds, "ms_per_round": round(1000 * 96 / r["records_per_s"] / rounds, 1),
+            "steady_ms_per_round": round(statistics.median(steady)) if steady else None,
+            "first_round_ms": round(sum(map(float, r["rounds"][0]))) if r["rounds"] else None}
 
 
 def main() -> None:
