@@ -15,6 +15,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Callable
@@ -302,7 +303,7 @@ def ship(session, loaded) -> None:
 def _log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
     """With --debug: where a round's time went (the per-round fixed cost is what bounds small
     rounds; a task that started a producer has moved or was fenced)."""
-    if not results or not logger.isEnabledFor(10):
+    if not results or not logger.isEnabledFor(logging.DEBUG):
         return
     slow = max(results, key=lambda r: r["task_s"])
     logger.debug(

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import ROOT
 
 pytest.importorskip("pyspark")
+from tests.integration.spark_cluster import NO_KXTX  # noqa: E402 - it imports pyspark
 
 PICKLE = textwrap.dedent('''
     import sys
@@ -35,15 +36,10 @@ PICKLE = textwrap.dedent('''
         cloudpickle.dump((transform.make_task(mapper), task.make_task(job), job), f)
 ''')
 
-RUN = textwrap.dedent('''
-    import importlib.abc, json, pickle, sys
+# The test cluster's executors get the same block (their sitecustomize).
+RUN = NO_KXTX + textwrap.dedent('''
+    import json, pickle, sys
 
-    class NoKxtx(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name == "kxtx" or name.startswith("kxtx."):
-                raise ImportError(f"kxtx is not installed here ({name})")
-
-    sys.meta_path.insert(0, NoKxtx())
     import pyarrow as pa
 
     with open(sys.argv[1], "rb") as f:
