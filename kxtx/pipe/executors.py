@@ -1,11 +1,19 @@
 """`kxtx pipe --mode executors`, the driver side: plan rounds, run them as Spark jobs, report.
 
 In driver mode every record passes through the driver twice (consume, ship to Spark, collect,
-produce). Here the driver only plans: per round it lists the input partitions (so partitions and
-pattern-matched topics that appear later are picked up), compares the group's committed offsets
-with each partition's last stable offset, and runs one Spark task per partition with work
+produce). Here the driver only plans. It is a member of the consumer group (it never reads records:
+its partitions stay paused), so the group decides which input partitions are its own, new
+partitions and pattern-matched topics arrive by rebalance, and instances that share the group split
+the partitions as in driver mode. Per round it compares the group's committed offsets with the last
+stable offset of each of its partitions and runs one Spark task per partition with work
 (`kxtx.pipe.task`: consume, UDF, produce and commit in the task's own transaction, fenced by a
 transactional id per partition; the module docstring there says why that is exactly once).
+
+Two fences guard each commit: the partition's transactional id fences every other copy of the task
+(Spark retries, speculation, zombies, a second instance with the same pipe id), and the driver's
+group generation, sent with the task's offsets (KIP-447), refuses a task whose partition the group
+has given to another member since the round was planned -- a member that may use other
+transactional ids (another --transactional-id, or driver mode), which the first fence cannot see.
 
 Failures: a crashed task is retried by Spark (on a cluster) or by the next round; a task that was
 fenced or aborted is simply planned again; a task that stopped on a UDF error (no DLQ) aborted its
@@ -16,7 +24,6 @@ transaction, so killing it loses nothing: a restart continues from the committed
 from __future__ import annotations
 
 import logging
-import re
 import time
 from typing import Callable
 
@@ -34,6 +41,12 @@ from kxtx.pipe.config import PipeConfig, Stats, interrupted
 MAX_FAILED_ROUNDS = 8
 #: How often an idle driver looks for new records (seconds).
 IDLE_POLL_S = 0.25
+#: How soon the driver's group membership notices new input partitions and topics (librdkafka's
+#: default is 5 minutes; one metadata request per interval); -X topic.metadata.refresh.interval.ms wins.
+METADATA_REFRESH_MS = 5000
+#: Before the group's first assignment the idle clock waits this much longer (joining takes a few
+#: seconds; an instance the group gives nothing still stops after --until-idle plus this).
+ASSIGN_GRACE_S = 30.0
 
 
 class ExecutorPipe:
@@ -50,6 +63,10 @@ class ExecutorPipe:
         self._next_progress = 0.0
         self._failed_rounds = 0
         self._plan_s = 0.0
+        #: the input partitions the group gave this driver (its tasks may commit only those)
+        self._assignment: set[tuple[str, int]] = set()
+        self._unpaused: list = []
+        self._last_data = 0.0
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -59,7 +76,9 @@ class ExecutorPipe:
         self.admin = clients.admin(self.settings)
         self.consumer = clients.consumer(self.settings, **{
             "group.id": self.cfg.group, "enable.auto.commit": False,
-            "isolation.level": "read_committed"})
+            "enable.auto.offset.store": False, "isolation.level": "read_committed",
+            "topic.metadata.refresh.interval.ms": self.settings.props.get(
+                "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS)})
         self._check_topics()
         loaded = None
         try:
@@ -108,6 +127,7 @@ class ExecutorPipe:
                 self.signals.check()
                 self.prepare()
                 self.signals.check()
+                self._subscribe()
                 self._loop()
                 return self.stats.summary(self.cfg)
             except BaseException as exc:
@@ -118,11 +138,60 @@ class ExecutorPipe:
             finally:
                 self.close()
 
+    def _subscribe(self) -> None:
+        """Join the group as a member of its own. Only partitions the group assigns to this driver
+        are planned, and tasks commit their offsets with its generation (KIP-447): another member
+        of the group -- a second kxtx pipe with another transactional id, a driver-mode instance --
+        owns the rest, and a task from before a rebalance can no longer commit. The driver never
+        reads records itself: assigned partitions stay paused."""
+        self.consumer.subscribe(self.cfg.inputs, on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_revoke)
+
+    def _on_assign(self, consumer, partitions) -> None:
+        consumer.assign(partitions)
+        self._assignment |= {(p.topic, p.partition) for p in partitions}
+        self._unpaused = list(partitions)
+        self._pause()
+        self._last_data = time.monotonic()
+        logger.info("assigned %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
+
+    def _pause(self) -> None:
+        """librdkafka refuses to pause a new partition its metadata does not show yet ("Unknown
+        partition"): try again on the next call (meanwhile its records are fetched and dropped)."""
+        from confluent_kafka import KafkaException
+
+        if self._unpaused:
+            try:
+                self.consumer.pause(self._unpaused)
+                self._unpaused = []
+            except KafkaException as exc:
+                logger.info("pausing %d new partition(s): %s", len(self._unpaused), exc)
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self._unpaused = []
+        self._assignment -= {(p.topic, p.partition) for p in partitions}
+        for p in partitions:
+            self.tokens.pop((p.topic, p.partition), None)
+        logger.info("revoked %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
+
+    def _serve(self, timeout: float) -> None:
+        """Group membership: rebalance callbacks, heartbeats' errors (no records: all paused)."""
+        from confluent_kafka import KafkaException
+
+        msg = self.consumer.poll(timeout)
+        self._pause()
+        if msg is not None and msg.error() is not None:
+            err = msg.error()
+            if err.fatal():
+                raise clients.translate(KafkaException(err), "taking part in the group")
+            logger.info("group membership: %s", err.str())
+
     def _loop(self) -> None:
         cfg = self.cfg
-        last_data = time.monotonic()
+        self._last_data = time.monotonic() + ASSIGN_GRACE_S  # _on_assign starts the idle clock
         while True:
             self.signals.check()  # between rounds: no task of this driver is running
+            self._serve(0)
             budget = None
             if cfg.max_records is not None:
                 budget = cfg.max_records - self.stats.records_in
@@ -137,42 +206,55 @@ class ExecutorPipe:
             got = self._round(plans) if plans else 0
             now = time.monotonic()
             if got:
-                last_data = now
+                self._last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
             elif self._failed_rounds > failures:
                 # A failed round is not an idle one: its records are still there. (A run whose
                 # rounds keep failing ends after MAX_FAILED_ROUNDS, with an error.)
-                last_data = now
-            elif cfg.until_idle is not None and now - last_data >= cfg.until_idle:
+                self._last_data = now
+            elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"
                 return
             self._report()
             if not got:
-                time.sleep(IDLE_POLL_S)
+                self._serve(IDLE_POLL_S)
 
     def _plan(self, budget: int | None) -> list:
         """One Plan per input partition whose last stable offset is past its committed offset."""
-        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        tps = [TopicPartition(t, p) for t, p in self._partitions()]
+        tps = [TopicPartition(t, p) for t, p in sorted(self._assignment)]
         if not tps:
             return []
+        # Read now, after the last rebalance callback: the generation the tasks commit under.
+        generation = self.consumer.consumer_group_metadata()
         committed = self._committed(tps)
         futures = self.admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
                                           isolation_level=IsolationLevel.READ_COMMITTED,
                                           request_timeout=self.settings.timeout)
-        work = []
+        work, unknown = [], 0
         for tp, fut in futures.items():
-            end = fut.result().offset
+            try:
+                end = fut.result().offset
+            except KafkaException as exc:
+                if not _later(exc):
+                    raise clients.translate(exc, f"reading {tp.topic}[{tp.partition}]'s end") from exc
+                unknown += 1
+                continue
             key = (tp.topic, tp.partition)
             done = committed.get(key, -1001)
             if end > 0 and (done < 0 or end > done):
                 work.append((key, end, end - max(done, 0)))
+        if unknown:
+            # A partition the group assigned before this client's metadata shows it (just
+            # created), or one whose leader moves: planned next round, with fresh metadata.
+            logger.info("%d partition(s) not readable yet; planned next round", unknown)
+            self._metadata()
         self.lag = sum(n for _, _, n in work)
         limits = _split(budget, [min(self.cfg.batch_max_records, n) for _, _, n in work])
-        return [taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)))
+        return [taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation)
                 for ((t, p), end, _), limit in zip(work, limits) if limit > 0]
 
     def _committed(self, tps: list) -> dict:
@@ -194,18 +276,6 @@ class ExecutorPipe:
                     logger.info("reading the group's offsets: %s", exc)
                     return {}
                 time.sleep(0.1)
-
-    def _partitions(self) -> list[tuple[str, int]]:
-        md = self._metadata()
-        patterns = [re.compile(t) for t in self.cfg.inputs if t.startswith("^")]
-        out = []
-        for name, topic in md.topics.items():
-            if topic.error is not None:
-                continue
-            if name in self.cfg.inputs or (not name.startswith("__")
-                                           and any(p.match(name) for p in patterns)):
-                out += [(name, p) for p in sorted(topic.partitions)]
-        return sorted(out)
 
     def _round(self, plans: list) -> int:
         """Run one round as a Spark job; returns the records read by tasks that committed."""
@@ -313,6 +383,19 @@ def _log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
         1000 * job_s, 1000 * sum(r["task_s"] for r in results), sum(r["init"] for r in results),
         slow["topic"], slow["partition"], *(1000 * slow[k] for k in (
             "task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")))
+
+
+def _later(exc) -> bool:
+    """An error that a later round gets past (the partition is new, or its leader moves)."""
+    err = exc.args[0] if exc.args else None
+    if err is None or not hasattr(err, "code"):
+        return False
+    from confluent_kafka import KafkaError
+
+    return err.retriable() or err.code() in (KafkaError._UNKNOWN_PARTITION,
+                                             KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                             KafkaError.LEADER_NOT_AVAILABLE,
+                                             KafkaError.NOT_LEADER_FOR_PARTITION)
 
 
 def _split(budget: int | None, wants: list[int]) -> list[int]:

@@ -61,6 +61,10 @@ class Plan:
     limit: int  # at most this many records
     end: int  # the partition's last stable offset when the round was planned
     token: str | None  # the producer that last committed this partition (or None)
+    #: the driver's group metadata (member id and generation) when it planned the round: the
+    #: offsets commit only while the group still gives this partition to that driver (KIP-447).
+    #: None: no generation check (a task run on its own, as in the tests' task runner).
+    generation: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
     t2 = time.perf_counter()
     _retry(job, p.send_offsets_to_transaction,
            [TopicPartition(plan.topic, plan.partition, next_offset)],
-           consumer.consumer_group_metadata(), job.timeout)
+           plan.generation or consumer.consumer_group_metadata(), job.timeout)
     _retry(job, p.commit_transaction, job.timeout)
     result["commit_s"] = time.perf_counter() - t2
     result["in"], result["committed"] = len(msgs), next_offset

@@ -14,13 +14,12 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration import cluster_helpers as ch
-from tests.integration.pipe_helpers import UDFS, produce
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.spark, pytest.mark.timeout(1500)]
 
 N = int(os.environ.get("KXTX_TEST_FAILOVER_PIPE_RECORDS", "200000"))
 KEYS = 97
-FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=1000"]
 #: extra pipe arguments when investigating, e.g. "-X debug=eos"
 EXTRA = os.environ.get("KXTX_TEST_PIPE_ARGS", "").split()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration.pipe_helpers import UDFS, produce, read_committed, values
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, read_committed, values
 from tests.integration.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -49,7 +49,7 @@ def start_pipe(kafka, cluster, tmp_path, name: str, *args: str,
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.Popen(
         [sys.executable, "-m", "kxtx", "pipe", "--master", cluster.master_url, *FAST_SPARK,
-         *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT,
+         *FAST_GROUP, *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT,
         start_new_session=new_session)
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, read_committed, values
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, read_committed, values
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -61,10 +61,10 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [3000]
 
 
-def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:
+def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors") -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
     return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--mode", "executors", "--master", "local[1]",
+        [sys.executable, "-m", "kxtx", "pipe", "--mode", mode, "--master", "local[1]",
          *args, "-o", "json"], stdout=open(tmp_path / f"{name}.out", "w"),
         stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
 
@@ -95,6 +95,30 @@ def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
     assert not {v: c for v, c in counts.items() if c > 1}
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
+
+
+@pytest.mark.parametrize("second", [
+    pytest.param(("executors", "--transactional-id", "other-id"), id="executors-other-id"),
+    pytest.param(("driver",), id="driver-mode")])
+def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
+    """Same group, transactional ids that cannot fence each other (another --transactional-id,
+    or driver mode): the group splits the partitions and a task commits only with its driver's
+    generation, so nothing is processed twice."""
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [b"mix-%d" % i for i in range(12_000)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
+    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
+            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "500", "--until-idle", "8",
+            *FAST_GROUP]
+    mode, *extra = second
+    procs = [start_pipe(kafka, tmp_path, "p0", *args),
+             start_pipe(kafka, tmp_path, "p1", *args, *extra, mode=mode)]
+    summaries = wait_all(procs, tmp_path)
+    counts = values(read_committed(kafka.bootstrap, out))
+    assert not {v: c for v, c in counts.items() if c > 1}
+    assert counts == Counter(vals)
+    assert sum(s["records_in"] for s in summaries) == len(vals)
+    assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
 
 
 def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):

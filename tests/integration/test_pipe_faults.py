@@ -20,13 +20,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.conftest import ROOT
-from tests.integration.pipe_helpers import UDFS, produce, read_committed, values
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, read_committed, values
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 # A killed member stays in the group until its session times out; the broker's minimum keeps
 # each restart's rebalance short.
-FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=1000"]
 
 
 def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:

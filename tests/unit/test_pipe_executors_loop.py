@@ -4,6 +4,8 @@ Rounds are stood in for (no Spark, no broker): what is tested is the loop's own 
 
 from __future__ import annotations
 
+import time
+
 from kxtx.pipe import executors, stopsignals
 from kxtx.pipe.config import PipeConfig, Stats
 
@@ -11,13 +13,21 @@ from kxtx.pipe.config import PipeConfig, Stats
 class Loop(executors.ExecutorPipe):
     """Planned work for `rounds` rounds; each round either fails (Spark job error) or reads."""
 
-    def __init__(self, rounds: list, until_idle: float):
+    def __init__(self, rounds: list, until_idle: float, assign_after: int | None = 1):
         self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f",
                               until_idle=until_idle)
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = stopsignals.Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
         self.rounds, self.ran = list(rounds), []
+        self.assign_after, self.served = assign_after, 0
+
+    def _serve(self, timeout):
+        """The group assigns partitions at the `assign_after`-th call (None: never)."""
+        self.served += 1
+        time.sleep(min(timeout, 0.01))
+        if self.served == self.assign_after:
+            self._last_data = time.monotonic()  # what _on_assign does to the idle clock
 
     def _plan(self, budget):
         return ["plan"] if self.rounds else []
@@ -46,6 +56,19 @@ def test_no_planned_work_is_idle():
     loop = Loop([], until_idle=0.05)
     loop._loop()
     assert (loop.ran, loop.stats.stopped) == ([], "idle")
+
+
+def test_the_idle_clock_waits_for_the_first_assignment(monkeypatch):
+    # Joining the group takes seconds: until then nothing is idle; after it, --until-idle counts.
+    monkeypatch.setattr(executors, "ASSIGN_GRACE_S", 0.6)
+    loop = Loop([], until_idle=0.05, assign_after=None)
+    t0 = time.monotonic()
+    loop._loop()
+    assert loop.stats.stopped == "idle" and time.monotonic() - t0 >= 0.6
+    loop = Loop([], until_idle=0.05, assign_after=2)
+    t0 = time.monotonic()
+    loop._loop()
+    assert loop.stats.stopped == "idle" and time.monotonic() - t0 < 0.6
 
 
 def test_a_round_says_where_its_time_went_with_debug(caplog):
