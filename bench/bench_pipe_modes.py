@@ -8,6 +8,7 @@ output topic, interleaved per repeat:
   (b) the hand-written confluent-kafka EOS loop, one process, 200k records per transaction;
   (c) kxtx pipe --mode driver (the CLI; 200k records per transaction, the default);
   (d) kxtx pipe --mode executors (the CLI; 50k records per partition and round = 200k a round);
+  default: kxtx pipe with neither --mode nor --batch-max-records (local[2] only);
 c and d on local[2] and on a standalone cluster of two 1-core workers started with pyspark's
 bin/spark-class (d also with spark.cores.max=1: one executor). Rates count from the first record
 (Spark start-up and executor launch left out; reported apart as wall time). CPU seconds per
@@ -59,6 +60,12 @@ d 104.5k, 107.6k, 136.8k: d/c 1.21 (1.07-1.50), d/b 1.26. Over the 5 local[2] ro
 1.07-1.50, median 1.27: executors mode is now the faster one on local[2] too (`auto` still
 picks driver mode there; see the README).
 
+After `--mode auto` became executors mode everywhere (default --batch-max-records 100000 per
+partition; `--sweep` gives its memory/throughput trade), `--skip-cluster --repeat 3`, records/s:
+b 90.9k, 90.7k, 90.7k | c 97.5k, 96.0k, 90.0k | d (50k) 125.3k, 127.1k, 144.3k |
+default (no --mode, no --batch-max-records) 125.4k, 141.6k, 163.2k: default / max(c, d) 1.00,
+1.11, 1.13 (median 1.11), d/c 1.32, d/b 1.40; steady round 191 ms, first round 3.1 s.
+
 Paper model for N machines: a round takes the longest task (records per task x per-record cost)
 plus the fixed cost. With P >= N partitions spread evenly the executors' part divides by N while
 the driver only plans, so d ~ N x (one executor core's rate: 80-81k/s here, with the other core
@@ -97,6 +104,7 @@ def enrich(doc):
     return doc
 '''
 TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
 #: kxtx --debug's line per round (executors mode): planning and Spark job milliseconds
 ROUND = re.compile(r"round: .*?; plan (\d+) ms, Spark job (\d+) ms")
 
@@ -113,13 +121,15 @@ class CpuSampler:
 
     def __init__(self, roots: list[int]):
         self.roots, self.last, self.kind = set(roots), {}, {}
+        #: the largest resident memory seen per process kind (all its processes together), MB
+        self.peak_mb: dict[str, int] = {}
         self.stop_flag = threading.Event()
         self.base = self._sample()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _sample(self) -> dict:
-        parent, cpu = {}, {}
+        parent, cpu, rss = {}, {}, {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -128,6 +138,7 @@ class CpuSampler:
                 pid = int(entry.name)
                 parent[pid] = int(fields[1])
                 cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
+                rss[pid] = int(fields[21]) * PAGE
                 # read every time: spark-submit is a shell script that execs the driver JVM
                 # (an exited, unreaped process has no command line: keep what it was)
                 cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -142,6 +153,12 @@ class CpuSampler:
                 p = parent.get(p, 0)
             if p in self.roots:
                 out[pid] = secs
+        now: dict[str, int] = {}
+        for pid in out:
+            k = self.kind.get(pid, "other")
+            now[k] = now.get(k, 0) + rss.get(pid, 0)
+        for k, v in now.items():
+            self.peak_mb[k] = max(self.peak_mb.get(k, 0), v >> 20)
         return out
 
     def _run(self):
@@ -198,7 +215,7 @@ def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: li
     s = json.loads(stdout)
     return {"records_per_s": round(s["processing_records_per_s"]), "wall_s": round(wall, 1),
             "transactions": s["transactions"], "spark_ms_per_batch": s["spark_ms_per_batch"],
-            "cpu_s": cpu.stop(),
+            "cpu_s": cpu.stop(), "peak_rss_mb": cpu.peak_mb,
             **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {})}
 
 
@@ -231,6 +248,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--bootstrap")
     ap.add_argument("--skip-cluster", action="store_true")
+    ap.add_argument("--sweep", metavar="N,N,...",
+                    help="instead: executors mode on local[2] at these --batch-max-records (per "
+                         "partition and round), --repeat times, with the Python workers' peak RSS")
     args = ap.parse_args()
     UDF_FILE.write_text(UDF_SOURCE)
     sandbox = cluster = None
@@ -244,13 +264,15 @@ def main() -> None:
             bootstrap = sandbox.start(kafka_version="4", port=0, broker_config={},
                                       heap="1g").bootstrap
             roots += _broker_pids(bootstrap)
-        if not args.skip_cluster:
+        if not (args.skip_cluster or args.sweep):
             from tests.integration.spark_cluster import SparkCluster
 
             cluster = SparkCluster(Path(tempfile.mkdtemp(prefix="kxtx-bench-spark-"))).start(2)
             roots += [p.pid for _, p in cluster.procs]
         src = new_topic(bootstrap, 4)
         fill(bootstrap, src, args.records, json_doc)
+        if args.sweep:
+            return sweep(bootstrap, src, args, roots)
         d_args = ["--batch-max-records", "50000"]
         cases = {
             "b_eos_loop": lambda: eos_case(bootstrap, src, args.records, roots),
@@ -258,6 +280,9 @@ def main() -> None:
                                                 "local[2]", [], roots),
             "d_executors_local2": lambda: cli_case(bootstrap, src, args.records, "executors",
                                                    "local[2]", d_args, roots),
+            # what a user gets: --mode auto and the default --batch-max-records
+            "default_local2": lambda: cli_case(bootstrap, src, args.records, "auto", "local[2]",
+                                               [], roots),
         }
         if cluster is not None:
             url = cluster.master_url
@@ -290,6 +315,18 @@ def main() -> None:
             sandbox.stop()
 
 
+def sweep(bootstrap: str, src: str, args, roots: list[int]) -> None:
+    """Executors mode's records per partition and round: records/s against memory."""
+    for i in range(args.repeat):
+        for n in [int(x) for x in args.sweep.split(",")]:
+            r = cli_case(bootstrap, src, args.records, "executors", "local[2]",
+                         ["--batch-max-records", str(n)], roots)
+            print(json.dumps({"repeat": i, "batch_max_records": n,
+                              "records_per_s": r["records_per_s"],
+                              "python_workers_peak_rss_mb": r["peak_rss_mb"].get("python_workers")}),
+                  flush=True)
+
+
 def _ratios(runs: list) -> dict:
     def rate(run, name):
         return run[name]["records_per_s"] if name in run else None
@@ -305,11 +342,14 @@ def _ratios(runs: list) -> dict:
         vals = [rate(r, num) / rate(r, den) for r in runs if rate(r, num) and rate(r, den)]
         if vals:
             out[label] = round(statistics.median(vals), 2)
+    best = [rate(r, "default_local2") / max(rate(r, "c_driver_local2"), rate(r, "d_executors_local2"))
+            for r in runs if rate(r, "default_local2")]
+    if best:  # the target: the default mode >= the better of c and d
+        out["default / max(c, d) local[2]"] = round(statistics.median(best), 2)
     return out
 
 
 def _broker_pids(bootstrap: str) -> list[int]:
-    port = bootstrap.rsplit(":", 1)[1]
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

@@ -14,7 +14,7 @@ from kxtx.cli.common import (
     is_tty,
 )
 from kxtx.cli.output import emit
-from kxtx.pipe.config import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS
+from kxtx.pipe.config import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
 
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
@@ -59,7 +59,8 @@ def pipe(
     transactional_id: Annotated[Optional[str], typer.Option(
         "--transactional-id", metavar="ID",
         help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
-             "fences the older one; give each of several parallel instances its own id.")] = None,
+             "fences the older one. Driver mode: give each of several parallel instances its own "
+             "id; executors mode uses ID.TOPIC.PARTITION per input partition.")] = None,
     start: Annotated[StartFrom, typer.Option(
         "--from", help="Where a new group starts.")] = StartFrom.earliest,
     value_format: Annotated[ValueFormat, typer.Option(
@@ -74,12 +75,15 @@ def pipe(
         "--on-udf-error", metavar="fail|dlq:TOPIC", rich_help_panel=_UDF,
         help="fail: abort the transaction and exit 1 naming the record; dlq:TOPIC: write the "
              "input record with kxtx.error headers to TOPIC in the same transaction.")] = "fail",
-    batch_max_records: Annotated[int, typer.Option(
+    batch_max_records: Annotated[Optional[int], typer.Option(
         "--batch-max-records", min=1, rich_help_panel=_BATCH,
-        help="Records per transaction (one Spark job each).")] = DEFAULT_BATCH_RECORDS,
+        help=f"executors mode: records per partition and round (one transaction each; default "
+             f"{EXECUTOR_BATCH_RECORDS}); driver mode: records per transaction (one Spark job "
+             f"each; default {DEFAULT_BATCH_RECORDS}).")] = None,
     batch_max_ms: Annotated[int, typer.Option(
         "--batch-max-ms", min=1, rich_help_panel=_BATCH,
-        help="Commit a partial batch this long after its first record.")] = DEFAULT_BATCH_MS,
+        help="driver mode: commit a partial batch this long after its first record (an "
+             "executors-mode round takes what was there when it was planned).")] = DEFAULT_BATCH_MS,
     until_idle: Annotated[Optional[str], typer.Option(
         "--until-idle", metavar="SECONDS", rich_help_panel=_BATCH,
         help="Stop after no records arrived for this long (e.g. 30, 30s, 5m).")] = None,
@@ -92,8 +96,8 @@ def pipe(
         "--mode", rich_help_panel=_SPARK,
         help="driver: the driver consumes and produces, Spark runs the UDF; executors: each Spark "
              "task consumes, transforms, produces and commits one input partition in its own "
-             "transaction (scales with the cluster); auto: driver on local[...], executors on a "
-             "cluster.")] = Mode.auto,
+             "transaction (scales with the cluster); auto: executors (faster on local[...] too, "
+             "see the README).")] = Mode.auto,
     spark_conf: Annotated[Optional[list[str]], typer.Option(
         "--spark-conf", metavar="KEY=VALUE", rich_help_panel=_SPARK,
         help="Spark setting (repeatable).")] = None,
@@ -107,10 +111,11 @@ def pipe(
 ) -> None:
     """Transform records between topics with a PySpark UDF, exactly once.
 
-    Each batch is one Kafka transaction holding the outputs and the input offsets (KIP-447), so a
+    Each transaction holds outputs and the input offsets they came from (KIP-447), so a
     read_committed consumer of the outputs sees every input's output exactly once across crashes,
-    restarts, rebalances and zombie instances. Instances with the same --group share the input
-    partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
+    restarts, rebalances and zombie instances. By default Spark tasks do the Kafka work, one
+    transaction per input partition and round (--mode). Instances with the same --group share the
+    input partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
 
     Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """

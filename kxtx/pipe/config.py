@@ -18,6 +18,14 @@ from kxtx.wording import plural
 #: 0.65-1.5 s and c/b 0.37-0.69.) Memory stays bounded (~400 MB RSS, flat, over 5M records; the
 #: CLI ran them at 140k records/s). The time bound keeps Spark's fixed cost small when input is slow.
 DEFAULT_BATCH_RECORDS = 200_000
+#: --mode executors: records per partition and round. A task holds its partition's whole round in
+#: its Python worker (input messages, Arrow tables, outputs), so this bounds a task's memory.
+#: `bench/bench_pipe_modes.py --sweep 25000,50000,100000,200000 --repeat 2` (local[2], 1M JSON
+#: records of ~85 B in 4 partitions), records/s and the two Python workers' peak RSS:
+#: 25k 99-118k, 550 MB | 50k 123-149k, 565-585 MB | 100k 131-147k, 615-690 MB | 200k 143-178k,
+#: 770-810 MB. 100k keeps the round's fixed cost (~0.2 s) under a tenth of a round; 200k buys
+#: ~10 % more for memory that grows with the record size and the tasks an executor runs at once.
+EXECUTOR_BATCH_RECORDS = 100_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
 MODES = ("auto", "driver", "executors")
@@ -47,7 +55,9 @@ class PipeConfig:
     udf: str
     transactional_id: str | None = None
     start: str = "earliest"
-    batch_max_records: int = DEFAULT_BATCH_RECORDS
+    #: None: DEFAULT_BATCH_RECORDS per transaction in driver mode, EXECUTOR_BATCH_RECORDS per
+    #: partition and round in executors mode
+    batch_max_records: int | None = None
     batch_max_ms: int = DEFAULT_BATCH_MS
     until_idle: float | None = None
     max_records: int | None = None
@@ -63,15 +73,15 @@ class PipeConfig:
     mode: str = "auto"
 
     def resolved_mode(self) -> str:
-        """auto: driver mode on a local master, executors on a cluster. bench/bench_pipe_modes.py
+        """auto: executors mode, on a cluster and on local[...] alike. bench/bench_pipe_modes.py
         (1M JSON records, 4 partitions, JSON enrichment, one 2-core machine): on a cluster only
         executors mode grows with the machines (1.54x driver mode already on two 1-core workers;
-        the bench docstring has the figures and the model). On local[2] executors mode is now
-        faster too (median 1.27x over 5 rounds); local stays driver mode until the suite's
-        driver-mode runs pin their mode (one transaction per batch, under the id given)."""
+        the bench docstring has the figures and the model); on local[2] it is faster too (median
+        1.27x over 5 rounds), and with a single input partition it still keeps up (94-105k vs
+        96-97k records/s). Driver mode remains for one transaction per batch under the given id."""
         if self.mode != "auto":
             return self.mode
-        return "driver" if self.master.startswith("local") else "executors"
+        return "executors"
 
     def validate(self) -> None:
         if not self.inputs or not all(t.strip() for t in self.inputs):
@@ -80,6 +90,11 @@ class PipeConfig:
             raise UsageError("--out: give the output topic")
         if not self.group.strip():
             raise UsageError("--group: give the consumer group")
+        if self.mode not in MODES:
+            raise UsageError(f"--mode must be one of {', '.join(MODES)}")
+        if self.batch_max_records is None:
+            self.batch_max_records = (EXECUTOR_BATCH_RECORDS if self.resolved_mode() == "executors"
+                                      else DEFAULT_BATCH_RECORDS)
         if self.batch_max_records < 1:
             raise UsageError("--batch-max-records must be at least 1")
         if self.batch_max_ms < 1:
@@ -96,8 +111,6 @@ class PipeConfig:
             raise UsageError("the dead-letter topic cannot be an input topic")
         if self.out in self.inputs:
             raise UsageError("--out cannot be one of the --in topics (the pipe would feed itself)")
-        if self.mode not in MODES:
-            raise UsageError(f"--mode must be one of {', '.join(MODES)}")
         if not self.transactional_id:
             self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
 

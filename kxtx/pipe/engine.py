@@ -358,14 +358,18 @@ def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) ->
     return Pipe(settings, cfg, progress, session, signals).run()
 
 
+def bytes_hint(value_format: str, text: str) -> str:
+    """The common first mistake: a UDF written for dicts or text gets the raw value (both modes)."""
+    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
+        return " (the UDF got the value as bytes: --value-format json or string decodes it)"
+    return ""
+
+
 def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw") -> str:
     idx, text = errors[0]
     m = batch[idx]
     more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
-    hint = ""
-    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
-        # The common first mistake: a UDF written for dicts or text gets the raw value.
-        hint = " (the UDF got the value as bytes: --value-format json or string decodes it)"
+    hint = bytes_hint(value_format, text)
     return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
             "the transaction was aborted: nothing of this batch was written and the group's "
             "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")

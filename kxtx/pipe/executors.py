@@ -309,7 +309,7 @@ class ExecutorPipe:
             s.produce_s += r["produce_s"] + r["udf_s"]
             s.commit_s += r["commit_s"]
             if r["status"] == "udf-error":
-                raise _udf_failed(self.loaded.name, *r["error"])
+                raise _udf_failed(self.loaded.name, self.cfg.value_format, *r["error"])
             if r["status"] == "fatal":
                 raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r['error']}")
             if r["status"] != "ok":
@@ -410,12 +410,14 @@ def _split(budget: int | None, wants: list[int]) -> list[int]:
     return out
 
 
-def _udf_failed(name: str, topic: str, partition: int, offset: int, text: str, n: int):
-    from kxtx.pipe.engine import UdfFailed
+def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset: int, text: str,
+                n: int):
+    from kxtx.pipe.engine import UdfFailed, bytes_hint
 
     more = f" (and {n - 1} more records of this round)" if n > 1 else ""
     return UdfFailed(
-        f"UDF {name} failed on {topic}[{partition}]@{offset}: {text}{more}; the transaction was "
+        f"UDF {name} failed on {topic}[{partition}]@{offset}: {text}"
+        f"{bytes_hint(value_format, text)}{more}; the transaction was "
         "aborted: nothing of this batch was written and the partition's offset did not move "
         "(other partitions commit on their own; --on-udf-error dlq:TOPIC sets such records "
         "aside instead)")

@@ -26,7 +26,7 @@ EXTRA = os.environ.get("KXTX_TEST_PIPE_ARGS", "").split()
 
 def _start(kafka, tmp_path, name, args) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
+    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
                             stdout=open(tmp_path / f"{name}.out", "w"),
                             stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
 

@@ -32,7 +32,7 @@ def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:
     out = open(tmp_path / f"{name}.out", "w")
     err = open(tmp_path / f"{name}.err", "w")
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", *args, *FAST_GROUP, "-o", "json"],
+    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, "-o", "json"],
                             stdout=out, stderr=err, env=env, cwd=ROOT)
 
 

@@ -38,7 +38,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
 
 def pipe(run_kxtx, src, out, group):
-    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:identity",
+    r = run_kxtx("pipe", "--mode", "driver", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:identity",
                  "--until-idle", "4", "--batch-max-ms", "500", "-o", "json", timeout=300)
     assert r.returncode == 0, r.stderr
     return r

@@ -27,7 +27,7 @@ def no_java_env():
 
 
 def run_pipe(run_kxtx, *args, **kw):
-    return run_kxtx("pipe", "--udf", f"{UDFS}:identity", "--until-idle", "2", *args,
+    return run_kxtx("pipe", "--mode", "driver", "--udf", f"{UDFS}:identity", "--until-idle", "2", *args,
                     env=no_java_env(), timeout=120, **kw)
 
 

@@ -126,7 +126,7 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
     stdout, stderr = tmp_path / "out", tmp_path / "err"
     with open(stdout, "w") as o, open(stderr, "w") as e:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kxtx", "pipe", "--in", source, "--out", out,
+            [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", "--in", source, "--out", out,
              "--group", f"sig-{mark[:8]}", "--udf", f"{UDFS}:slow_identity",
              "--batch-max-records", "2000", "--batch-max-ms", "1000", "-o", "json"],
             stdout=o, stderr=e, env=env, cwd=ROOT, start_new_session=True)

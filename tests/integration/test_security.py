@@ -113,7 +113,7 @@ def test_admin_pipe_short_run(sec, tmp_path):
     assert p.flush(30) == 0
     udf = tmp_path / "up.py"
     udf.write_text("def upper(value):\n    return value.upper()\n")
-    r = sec.kxtx("admin", "pipe", "--in", src, "--out", dst, "--group", f"g-{src}", "--udf", f"{udf}:upper",
+    r = sec.kxtx("admin", "pipe", "--mode", "driver", "--in", src, "--out", dst, "--group", f"g-{src}", "--udf", f"{udf}:upper",
                  "--value-format", "string", "--max-records", "4", "--until-idle", "5", "-o", "json")
     assert r.returncode == 0, r.stderr
     assert sorted(read_committed(sec, dst)) == [b"V0", b"V1", b"V2", b"V3"]
@@ -222,7 +222,7 @@ def test_limited_pipe_names_the_group(sec, tmp_path):
     udf = tmp_path / "ident.py"
     udf.write_text("def ident(value):\n    return value\n")
     group = f"g-{src}"
-    r = sec.kxtx("limited", "pipe", "--in", src, "--out", dst, "--group", group, "--transactional-id",
+    r = sec.kxtx("limited", "pipe", "--mode", "driver", "--in", src, "--out", dst, "--group", group, "--transactional-id",
                  f"limited.{src}", "--udf", f"{udf}:ident", "--until-idle", "20", debug=True)
     _fails_naming(sec, r, f"READ on Group '{group}'")
 
