@@ -358,7 +358,7 @@ class ExecutorPipe:
 
 
 def ship(session, loaded) -> None:
-    """The UDF and kxtx's worker code (task + transform + contract) to the executors: by value on
+    """The UDF and kxtx's worker code (task + `spark.worker_modules()`) to the executors: by value on
     a cluster, so executors need confluent-kafka and pyarrow (pandas for pandas UDFs), not kxtx."""
     sparkmod.ship(session, loaded.source, loaded.module)
     if not sparkmod.is_local(session.sparkContext.master):

@@ -198,7 +198,7 @@ def ship(session, source: Path | None, module) -> None:
 
     Functions from the user's own file are pickled by value (workers need not find the file); on a
     cluster the file is also added to the job so imports inside it resolve, and kxtx's worker code
-    (transform + contract) goes by value too, so executors need pyarrow (and pandas for pandas
+    (`worker_modules()`) goes by value too, so executors need pyarrow (and pandas for pandas
     UDFs) but not kxtx."""
     from pyspark import cloudpickle
 

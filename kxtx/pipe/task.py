@@ -203,13 +203,11 @@ def run_plan(job: Job, plan: Plan) -> dict:
         result["token"] = prod.token
         _process(job, plan, prod, result)
     except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
-        name = err.name() if err is not None and hasattr(err, "name") else ""
-        fenced = name in _FENCED or (err is not None and err.fatal())
-        result["status"] = "fenced" if name in _FENCED else ("fatal" if fenced else "aborted")
+        err = _settle(job, tid, prod, exc.args[0] if exc.args else None)
+        name = err.name() if hasattr(err, "name") else ""
+        result["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
         result["error"] = f"{name}: {err.str() if err is not None else exc}"
         result["token"] = None
-        _drop_or_abort(job, tid, prod, fatal=fenced)
         if job.executor_log:
             sys.stderr.write(f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
                              f"{tid}): {result['status']}, {result['error']}; nothing of this "
@@ -219,16 +217,31 @@ def run_plan(job: Job, plan: Plan) -> dict:
     return result
 
 
-def _drop_or_abort(job: Job, tid: str, prod: _Producer | None, fatal: bool) -> None:
+def _settle(job: Job, tid: str, prod: _Producer | None, err):
+    """Abort the attempt's transaction, or drop the producer when it cannot abort; the error to
+    report. A produce() call after a fence raises only `_FATAL` (not flagged fatal) while the
+    fence itself reaches the producer's state: the abort then raises the fence by its name."""
+    from confluent_kafka import KafkaException
+
     if prod is None:
-        return
-    if not fatal:
+        return err
+    if not _final(err):
         try:
             prod.producer.abort_transaction(job.timeout)
-            return
+            return err
+        except KafkaException as exc:
+            cause = exc.args[0] if exc.args else None
+            if _final(cause):
+                err = cause
         except Exception:  # noqa: BLE001 - then start over with a new producer next time
             pass
     _state().producers.pop(tid, None)
+    return err
+
+
+def _final(err) -> bool:
+    """Fenced or fatal: this producer can do nothing more."""
+    return hasattr(err, "name") and (err.name() in _FENCED or err.fatal())
 
 
 def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:

@@ -1,5 +1,6 @@
-"""`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie, two
-instances of one pipe, and input partitions added while it runs (real broker; local Spark)."""
+"""`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie and
+of a worker's cached producer, two instances of one pipe, other members of its group, and input
+partitions added while it runs (real broker; local Spark)."""
 
 from __future__ import annotations
 
@@ -56,9 +57,40 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
             zombie.kill()
             zombie.wait()
     result = json.loads(stdout.splitlines()[-1])
-    assert result["status"] == "fenced", (result, stderr)
+    assert result["status"] == "fenced", (result["status"], result["error"], stderr[-1500:])
     assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [3000]
+
+
+def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
+    """A worker keeps its producer across rounds; fenced meanwhile (here by a producer with the
+    same transactional id), its next round's produce() calls fail with `_FATAL` only. The task
+    still reports `fenced` (so the driver plans the partition again instead of stopping), drops
+    that producer, and nothing of the round is committed; the next round starts a new one."""
+    from confluent_kafka import Producer
+    from tests.integration.pipe_task_runner import job
+
+    from kxtx.pipe import task as taskmod
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(kafka.bootstrap, src, [b"a-%d" % i for i in range(10)])
+    group, pipe_id = f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
+    j = job(kafka.bootstrap, group, pipe_id, out, "identity")
+    first = taskmod.run_plan(j, taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None))
+    assert (first["status"], first["in"]) == ("ok", 10), first
+    tid = taskmod.transactional_id(pipe_id, src, 0)
+    other = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid})
+    other.init_transactions(30)  # fences the worker's cached producer
+    # Enough records that the fence arrives while produce() is still queueing them.
+    produce(kafka.bootstrap, src, [b"b-%d" % i for i in range(200_000)])
+    again = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=first["token"])
+    second = taskmod.run_plan(j, again)
+    assert (second["status"], second["in"], second["init"]) == ("fenced", 0, False), second
+    assert tid not in taskmod._state().producers
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [10]
+    third = taskmod.run_plan(j, again)
+    assert (third["status"], third["in"], third["init"]) == ("ok", 200_000, True), third
+    assert len(read_committed(kafka.bootstrap, out)) == 200_010
 
 
 def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors") -> subprocess.Popen:

@@ -1,10 +1,14 @@
-"""The driver loop of `kxtx pipe --mode executors` (kxtx/pipe/executors.py): when it stops.
+"""The driver loop of `kxtx pipe --mode executors` (kxtx/pipe/executors.py): when it stops, and
+which planning errors it leaves to a later round.
 
 Rounds are stood in for (no Spark, no broker): what is tested is the loop's own bookkeeping."""
 
 from __future__ import annotations
 
 import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kxtx.pipe import executors, stopsignals
 from kxtx.pipe.config import PipeConfig, Stats
@@ -87,3 +91,20 @@ def test_a_round_says_where_its_time_went_with_debug(caplog):
         "round: 2 task(s), 20 record(s); plan 12 ms, Spark job 900 ms, task time sum 700 ms; "
         "1 producer(s) started; slowest in[1] 500 ms (init 100, consume 10, udf 20, produce 3, "
         "commit 40)"]
+
+
+@pytest.mark.parametrize("exc, later", [
+    # A partition the planner's clients do not know yet (just added) or whose leader moves.
+    (KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), True),
+    (KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True),
+    (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
+    (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
+    (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
+    # Nothing a later round changes: the planner stops with the error.
+    (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
+    (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
+    (KafkaException("no error object"), False),
+    (KafkaException(), False),
+])
+def test_which_planning_errors_wait_for_a_later_round(exc, later):
+    assert executors._later(exc) is later
