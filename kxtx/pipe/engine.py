@@ -18,7 +18,7 @@ from typing import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
 from kxtx.log import logger
-from kxtx.pipe import preflight, stopsignals
+from kxtx.pipe import preflight, rounds, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
@@ -55,6 +55,8 @@ class Pipe:
         self._next_progress = 0.0
         self.committed = Committed()
         self._next_catch_up = 0.0
+        #: records per transaction; lowered when one nears max.poll.interval.ms (rounds.pace)
+        self._limit = cfg.batch_max_records
         # The caller's guard if it holds one already (the CLI's, from its first line), so a
         # signal before run() is acted on like any other.
         self.signals = signals or stopsignals.Guard()
@@ -149,7 +151,7 @@ class Pipe:
         batch_deadline = None
         while True:
             self.signals.check()
-            limit = cfg.batch_max_records
+            limit = self._limit
             if cfg.max_records is not None:
                 limit = min(limit, cfg.max_records - self.stats.records_in)
                 if limit <= 0:
@@ -171,7 +173,10 @@ class Pipe:
                     batch_deadline = now + cfg.batch_max_ms / 1000
             due = batch_deadline is not None and now >= batch_deadline
             if self.pending and (len(self.pending) >= limit or due):
+                size, began = len(self.pending), time.perf_counter()
                 self._process_batch()
+                self._limit = rounds.pace(self._limit, size, time.perf_counter() - began,
+                                          self.settings.props, "transaction")
                 batch_deadline = None
             elif not self.pending:
                 batch_deadline = None

@@ -23,13 +23,13 @@ transaction, so killing it loses nothing: a restart continues from the committed
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Callable
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
+from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
@@ -63,6 +63,8 @@ class ExecutorPipe:
         self._next_progress = 0.0
         self._failed_rounds = 0
         self._plan_s = 0.0
+        #: records per partition and round; lowered when rounds near max.poll.interval.ms (pace)
+        self._limit = cfg.batch_max_records
         #: the input partitions the group gave this driver (its tasks may commit only those)
         self._assignment: set[tuple[str, int]] = set()
         self._unpaused: list = []
@@ -239,7 +241,7 @@ class ExecutorPipe:
             try:
                 end = fut.result().offset
             except KafkaException as exc:
-                if not _later(exc):
+                if not rounds.later(exc):
                     raise clients.translate(exc, f"reading {tp.topic}[{tp.partition}]'s end") from exc
                 unknown += 1
                 continue
@@ -253,7 +255,7 @@ class ExecutorPipe:
             logger.info("%d partition(s) not readable yet; planned next round", unknown)
             self._metadata()
         self.lag = sum(n for _, _, n in work)
-        limits = _split(budget, [min(self.cfg.batch_max_records, n) for _, _, n in work])
+        limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
         return [taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation)
                 for ((t, p), end, _), limit in zip(work, limits) if limit > 0]
 
@@ -289,7 +291,9 @@ class ExecutorPipe:
                 results, error = [], exc
         job_s = time.perf_counter() - t0
         self.stats.spark_s += job_s
-        _log_round(plans, results, self._plan_s, job_s)
+        rounds.log_round(plans, results, self._plan_s, job_s)
+        self._limit = rounds.pace(self._limit, max(p.limit for p in plans), job_s,
+                                  self.settings.props, "round")
         if received:
             self._absorb(results)
             from kxtx.signals import Terminated
@@ -368,46 +372,6 @@ def ship(session, loaded) -> None:
             cloudpickle.register_pickle_by_value(taskmod)
         except ValueError:
             pass  # already registered
-
-
-def _log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
-    """With --debug: where a round's time went (the per-round fixed cost is what bounds small
-    rounds; a task that started a producer has moved or was fenced)."""
-    if not results or not logger.isEnabledFor(logging.DEBUG):
-        return
-    slow = max(results, key=lambda r: r["task_s"])
-    logger.debug(
-        "round: %d task(s), %d record(s); plan %.0f ms, Spark job %.0f ms, task time sum %.0f ms;"
-        " %d producer(s) started; slowest %s[%d] %.0f ms (init %.0f, consume %.0f, udf %.0f,"
-        " produce %.0f, commit %.0f)", len(plans), sum(r["in"] for r in results), 1000 * plan_s,
-        1000 * job_s, 1000 * sum(r["task_s"] for r in results), sum(r["init"] for r in results),
-        slow["topic"], slow["partition"], *(1000 * slow[k] for k in (
-            "task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")))
-
-
-def _later(exc) -> bool:
-    """An error that a later round gets past (the partition is new, or its leader moves)."""
-    err = exc.args[0] if exc.args else None
-    if err is None or not hasattr(err, "code"):
-        return False
-    from confluent_kafka import KafkaError
-
-    return err.retriable() or err.code() in (KafkaError._UNKNOWN_PARTITION,
-                                             KafkaError.UNKNOWN_TOPIC_OR_PART,
-                                             KafkaError.LEADER_NOT_AVAILABLE,
-                                             KafkaError.NOT_LEADER_FOR_PARTITION)
-
-
-def _split(budget: int | None, wants: list[int]) -> list[int]:
-    """Each partition's limit for a round: its want, scaled down to fit --max-records exactly."""
-    if budget is None or sum(wants) <= budget:
-        return wants
-    out, left = [], budget
-    for i, want in enumerate(wants):
-        share = min(want, left // (len(wants) - i) if i < len(wants) - 1 else left)
-        out.append(share)
-        left -= share
-    return out
 
 
 def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset: int, text: str,

@@ -47,6 +47,12 @@ def slow_identity(v):
     return v
 
 
+def sluggish_identity(v):
+    """~5 ms a record: a model call, say; 3000 records make a 15 s round."""
+    time.sleep(0.005)
+    return v
+
+
 def two_args(a, b):
     return a
 

@@ -1,6 +1,7 @@
 """`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie and
-of a worker's cached producer, two instances of one pipe, other members of its group, and input
-partitions added while it runs (real broker; local Spark)."""
+of a worker's cached producer, two instances of one pipe, other members of its group, rounds
+longer than the poll interval, and input partitions added while it runs (real broker; local
+Spark)."""
 
 from __future__ import annotations
 
@@ -151,6 +152,27 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
     assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
+
+
+@pytest.mark.parametrize("mode", ["executors", "driver"])
+def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, tmp_path, mode):
+    """A slow UDF and a round (driver mode: a transaction) of 3000 records, 15 s, against
+    -X max.poll.interval.ms=8000: the driver polls the group only between them, so it loses its
+    membership and the commit is refused. The same size again would fail again until the run
+    gives up; instead they shrink (with a warning) and every input arrives exactly once."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    vals = [b"slow-%d" % i for i in range(3000)]
+    produce(kafka.bootstrap, src, vals)
+    proc = start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group",
+                      f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:sluggish_identity",
+                      "--batch-max-records", "3000", "--until-idle", "6", *FAST_GROUP,
+                      "-X", "max.poll.interval.ms=8000", mode=mode)
+    (summary,) = wait_all([proc], tmp_path)
+    err = (tmp_path / "p0.err").read_text()
+    unit = "rounds" if mode == "executors" else "transactions"
+    assert f"more than half of max.poll.interval.ms (8 s); {unit} now take at most" in err, err
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert summary["records_in"] == len(vals)
 
 
 def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):

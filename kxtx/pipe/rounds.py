@@ -1,0 +1,81 @@
+"""Pure helpers of `kxtx pipe`'s loops: how big a round (executors mode) or a transaction (driver
+mode) may be, which planning errors wait for the next round, and the --debug line that says where
+a round's time went."""
+
+from __future__ import annotations
+
+import logging
+
+from kxtx.log import logger
+
+#: librdkafka's default max.poll.interval.ms.
+MAX_POLL_INTERVAL_MS = 300_000
+
+
+def log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
+    """With --debug: where a round's time went (the per-round fixed cost is what bounds small
+    rounds; a task that started a producer has moved or was fenced)."""
+    if not results or not logger.isEnabledFor(logging.DEBUG):
+        return
+    slow = max(results, key=lambda r: r["task_s"])
+    logger.debug(
+        "round: %d task(s), %d record(s); plan %.0f ms, Spark job %.0f ms, task time sum %.0f ms;"
+        " %d producer(s) started; slowest %s[%d] %.0f ms (init %.0f, consume %.0f, udf %.0f,"
+        " produce %.0f, commit %.0f)", len(plans), sum(r["in"] for r in results), 1000 * plan_s,
+        1000 * job_s, 1000 * sum(r["task_s"] for r in results), sum(r["init"] for r in results),
+        slow["topic"], slow["partition"], *(1000 * slow[k] for k in (
+            "task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")))
+
+
+def later(exc) -> bool:
+    """An error that a later round gets past (the partition is new, or its leader moves)."""
+    err = exc.args[0] if exc.args else None
+    if err is None or not hasattr(err, "code"):
+        return False
+    from confluent_kafka import KafkaError
+
+    return err.retriable() or err.code() in (KafkaError._UNKNOWN_PARTITION,
+                                             KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                             KafkaError.LEADER_NOT_AVAILABLE,
+                                             KafkaError.NOT_LEADER_FOR_PARTITION)
+
+
+def round_limit(limit: int, biggest: int, round_s: float, interval_s: float) -> int:
+    """The per-partition limit after a round of `round_s` whose largest task had `biggest`
+    records: unchanged while rounds take at most half of the poll interval, else sized so that
+    such a round takes about a quarter of it (a round's time grows with its largest tasks)."""
+    if round_s <= interval_s / 2 or biggest < 1:
+        return limit
+    return max(1, min(limit, int(biggest * interval_s / 4 / round_s)))
+
+
+def pace(limit: int, biggest: int, took_s: float, props: dict, unit: str) -> int:
+    """The limit after a round or transaction of `biggest` records that took `took_s`, with a
+    warning when it drops. Both loops poll the group only between them: one longer than
+    max.poll.interval.ms costs the membership and its commit is refused (KIP-447), and the same
+    size again fails again until the run gives up. A slow UDF at the default sizes gets there
+    (100k records at 300 records/s)."""
+    interval_s = float(props.get("max.poll.interval.ms", MAX_POLL_INTERVAL_MS)) / 1000
+    new = round_limit(limit, biggest, took_s, interval_s)
+    if new < limit:
+        one, many, per = _UNITS[unit]
+        logger.warning("%s took %.0f s, more than half of max.poll.interval.ms (%.0f s); %s now "
+                       "take at most %d records%s (a larger -X max.poll.interval.ms allows more)",
+                       one, took_s, interval_s, many, new, per)
+    return new
+
+
+_UNITS = {"round": ("a round", "rounds", " per partition"),
+          "transaction": ("a transaction", "transactions", "")}
+
+
+def split(budget: int | None, wants: list[int]) -> list[int]:
+    """Each partition's limit for a round: its want, scaled down to fit --max-records exactly."""
+    if budget is None or sum(wants) <= budget:
+        return wants
+    out, left = [], budget
+    for i, want in enumerate(wants):
+        share = min(want, left // (len(wants) - i) if i < len(wants) - 1 else left)
+        out.append(share)
+        left -= share
+    return out
