@@ -7,6 +7,7 @@ WriteTxnMarkers).
 
 from __future__ import annotations
 
+from kxtx.errnames import PRODUCER_FENCED
 from kxtx.errors import (
     FencedError,
     KafkaOperationError,
@@ -16,7 +17,6 @@ from kxtx.errors import (
 from kxtx.settings import Settings
 
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
-_FENCED = {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED", "FENCED_INSTANCE_ID"}
 #: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
 #: replicas): when they outlast a command's retries it stops with exit 75, and rerunning it helps.
 UNAVAILABLE = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
@@ -117,10 +117,13 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
     if name in authz.AUTHZ_ERRORS:
         needs = [need] if isinstance(need, authz.Need) else list(need or [])
         return authz.explain(name, doing, needs, text)
-    if name in _FENCED:
+    if name in PRODUCER_FENCED:
         return FencedError(
             f"{where}fenced: another instance with the same transactional id took over ({name})"
         )
+    if name == "FENCED_INSTANCE_ID":  # KIP-345 static membership
+        return FencedError(f"{where}fenced: another consumer with the same group.instance.id "
+                           f"joined the group ({name})")
     if name in _AUTHENTICATION or "Authentication" in type(exc).__name__:
         return KafkaOperationError(
             f"{where}authentication failed ({text}); check sasl.mechanism, sasl.username and "

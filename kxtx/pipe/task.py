@@ -43,13 +43,16 @@ import types
 import uuid
 from dataclasses import dataclass, field
 
+from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
 
 _STATE = "kxtx_pipe_worker_state"
 #: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
 _TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
               "UNSTABLE_OFFSET_COMMIT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
-_FENCED = {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING"}
+#: The producer can do nothing more with this transactional id: fenced, or its producer id mapping
+#: gone (expired, transactional.id.expiration.ms). Either way the task drops it; the next starts anew.
+_FENCED = PRODUCER_FENCED | {"INVALID_PRODUCER_ID_MAPPING"}
 
 
 @dataclass(frozen=True)
