@@ -8,7 +8,8 @@ output topic, interleaved per repeat:
   (b) the hand-written confluent-kafka EOS loop, one process, 200k records per transaction;
   (c) kxtx pipe --mode driver (the CLI; 200k records per transaction, the default);
   (d) kxtx pipe --mode executors (the CLI; 50k records per partition and round = 200k a round);
-  default: kxtx pipe with neither --mode nor --batch-max-records (local[2] only);
+  default: kxtx pipe with neither --mode nor --batch-max-records (executors mode, 100k per
+  partition and round), on local[2] and on the cluster (there also with spark.cores.max=1);
 c and d on local[2] and on a standalone cluster of two 1-core workers started with pyspark's
 bin/spark-class (d also with spark.cores.max=1: one executor). Rates count from the first record
 (Spark start-up and executor launch left out; reported apart as wall time). CPU seconds per
@@ -65,6 +66,15 @@ partition; `--sweep` gives its memory/throughput trade), `--skip-cluster --repea
 b 90.9k, 90.7k, 90.7k | c 97.5k, 96.0k, 90.0k | d (50k) 125.3k, 127.1k, 144.3k |
 default (no --mode, no --batch-max-records) 125.4k, 141.6k, 163.2k: default / max(c, d) 1.00,
 1.11, 1.13 (median 1.11), d/c 1.32, d/b 1.40; steady round 191 ms, first round 3.1 s.
+
+After the executors-mode driver joined the --group (2026-11-24, `--repeat 2`; new cases
+default_cluster2/1: --mode auto, no --batch-max-records = 100k per partition), records/s:
+b 90.7k, 89.8k | local[2]: c 97.1k, 88.2k; d (50k) 112.4k, 113.7k; default 111.3k, 149.4k |
+cluster: c 72.0k, 72.8k; d (50k) 78.7k, 98.4k; d one executor 70.5k, 79.7k; default 114.3k,
+110.4k; default one executor 87.2k, 93.6k. Medians: default/c cluster 1.55, default/b cluster
+1.25, default 2 vs 1 worker 1.25; d (50k) d/c cluster 1.22, d 2 vs 1 worker 1.18 (106-118k in
+the run before: this machine's spread, or the per-round group poll; not separated);
+default / max(c, d) local[2] 1.15. Steady round 194 ms local[2], 298 ms cluster (unchanged).
 
 Paper model for N machines: a round takes the longest task (records per task x per-record cost)
 plus the fixed cost. With P >= N partitions spread evenly the executors' part divides by N while
@@ -294,6 +304,11 @@ def main() -> None:
                 "d_executors_cluster1": lambda: cli_case(
                     bootstrap, src, args.records, "executors", url,
                     d_args + ["--spark-conf", "spark.cores.max=1"], roots),
+                # what a user gets on a cluster: --mode auto, the default --batch-max-records
+                "default_cluster2": lambda: cli_case(bootstrap, src, args.records, "auto", url,
+                                                     [], roots),
+                "default_cluster1": lambda: cli_case(bootstrap, src, args.records, "auto", url,
+                                                     ["--spark-conf", "spark.cores.max=1"], roots),
             }
         runs = []
         for i in range(args.repeat):
@@ -336,7 +351,10 @@ def _ratios(runs: list) -> dict:
              "c/b local[2]": ("c_driver_local2", "b_eos_loop"),
              "d/c cluster": ("d_executors_cluster2", "c_driver_cluster2"),
              "d/b cluster": ("d_executors_cluster2", "b_eos_loop"),
-             "d 2 workers / 1 worker": ("d_executors_cluster2", "d_executors_cluster1")}
+             "d 2 workers / 1 worker": ("d_executors_cluster2", "d_executors_cluster1"),
+             "default/c cluster": ("default_cluster2", "c_driver_cluster2"),
+             "default/b cluster": ("default_cluster2", "b_eos_loop"),
+             "default 2 workers / 1 worker": ("default_cluster2", "default_cluster1")}
     out = {}
     for label, (num, den) in pairs.items():
         vals = [rate(r, num) / rate(r, den) for r in runs if rate(r, num) and rate(r, den)]
