@@ -74,6 +74,20 @@ def marking_slow_identity(v):
     return v
 
 
+def gated_identity(v):
+    """Touches $KXTX_TEST_MARKER on its first call, then holds its task until $KXTX_TEST_GATE
+    exists (at most 120 s): a round that stays open while the test changes the group."""
+    import os
+
+    marker, gate = os.environ.get("KXTX_TEST_MARKER"), os.environ.get("KXTX_TEST_GATE")
+    if marker and not os.path.exists(marker):
+        open(marker, "w").close()
+    deadline = time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return v
+
+
 def freezing_identity(v):
     """~0.5 ms a record. The record b"freeze|PATH" stops its Python worker (SIGSTOP) the first
     time it is seen: PATH gets the worker's pid first, PATH.thawed once it runs on (SIGCONT)."""

@@ -1,7 +1,7 @@
 """`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie and
-of a worker's cached producer, two instances of one pipe, other members of its group, rounds
-longer than the poll interval, and input partitions added while it runs (real broker; local
-Spark)."""
+of a worker's cached producer, two instances of one pipe, other members of its group (also one
+joining mid-round), rounds longer than the poll interval, and input partitions added while it
+runs (real broker; local Spark)."""
 
 from __future__ import annotations
 
@@ -94,8 +94,9 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     assert len(read_committed(kafka.bootstrap, out)) == 200_010
 
 
-def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors") -> subprocess.Popen:
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors",
+               env: dict | None = None) -> subprocess.Popen:
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "kxtx", "pipe", "--mode", mode, "--master", "local[1]",
          *args, "-o", "json"], stdout=open(tmp_path / f"{name}.out", "w"),
@@ -152,6 +153,52 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
     assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
+
+
+def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
+    """A driver-mode instance joins the group while a round is open (its first task is held by
+    the UDF until the test has seen the group start rebalancing). The round commits with the
+    generation it was planned in, still current until this driver rejoins; the next rounds plan
+    only the partitions the group gives it, and the newcomer reads from the committed offsets."""
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    vals = [b"join-%d" % i for i in range(4000)]
+    produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    marker, gate = tmp_path / "started", tmp_path / "gate"
+    env = {"KXTX_TEST_MARKER": str(marker), "KXTX_TEST_GATE": str(gate)}
+    args = ["--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:gated_identity",
+            "--batch-max-records", "500", "--until-idle", "8", *FAST_GROUP]
+    procs = [start_pipe(kafka, tmp_path, "p0", *args, env=env)]
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    try:
+        wait_until(lambda: marker.exists(), procs, tmp_path, "the first round's first task")
+        procs.append(start_pipe(kafka, tmp_path, "p1", *args, mode="driver", env=env))
+        # PREPARING_REBALANCING: the newcomer's JoinGroup waits for this driver to rejoin
+        wait_until(lambda: admin.describe_consumer_groups([group])[group].result(30).state
+                   == ConsumerGroupState.PREPARING_REBALANCING, procs, tmp_path,
+                   "the second member's join")
+        # the join arrived mid-round: nothing of the held round is committed yet
+        assert read_committed(kafka.bootstrap, out) == []
+    finally:
+        gate.touch()
+    summaries = wait_all(procs, tmp_path)
+    counts = values(read_committed(kafka.bootstrap, out))
+    assert not {v: c for v, c in counts.items() if c > 1}
+    assert counts == Counter(vals)
+    assert sum(s["records_in"] for s in summaries) == len(vals)
+    assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
+
+
+def wait_until(cond, procs, tmp_path, what: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        errs = [(tmp_path / f"p{i}.err").read_text() for i in range(len(procs))]
+        assert all(p.poll() is None for p in procs), errs
+        assert time.monotonic() < deadline, f"no sign of {what} within {timeout} s: {errs}"
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])
