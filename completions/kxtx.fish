@@ -109,7 +109,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subco
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from txn" -l command-config -r -d "Java client .properties file (as for Kafka's tools). Env: KXTX_COMMAND_CONFIG."
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from txn" -l timeout -r -d "Bound for each network operation (default 30). Env: KXTX_TIMEOUT."
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from txn" -l format -s o -r -a "table json jsonl" -d "Output format (default: table on a terminal, jsonl otherwise)."
-complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l in -s i -r -d "Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern."
+complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l in -s i -r -d "Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern (Kaf"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l out -s t -r -d "Default output topic (must exist)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l udf -r -d "The transform: module:function or path/to/file.py:function; a plain function, or"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l group -s g -r -d "Consumer group; its committed offsets are the progress."

@@ -47,7 +47,8 @@ class StartFrom(str, Enum):
 def pipe(
     inputs: Annotated[list[str], typer.Option(
         "--in", "-i", metavar="TOPIC",
-        help="Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern.")],
+        help="Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern "
+             "(Kafka's internal topics left out).")],
     out: Annotated[str, typer.Option(
         "--out", "-t", metavar="TOPIC", help="Default output topic (must exist).")],
     udf: Annotated[str, typer.Option(

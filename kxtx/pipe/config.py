@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -29,6 +30,29 @@ EXECUTOR_BATCH_RECORDS = 100_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
 MODES = ("auto", "driver", "executors")
+#: Kafka's own topics. librdkafka's pattern subscription matches them too (Java's consumer leaves
+#: them out, exclude.internal.topics): `--in '^.*'` would read offsets and transaction state.
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+
+
+def matches(spec: str, topic: str) -> bool:
+    """Whether the --in entry `spec` takes `topic`: a name equals it; a ^pattern matches it as
+    librdkafka does (a search, so '^orders' also takes 'orders-eu'; only ^ anchors)."""
+    return re.search(spec, topic) is not None if spec.startswith("^") else spec == topic
+
+
+def subscription_conf(props: dict, inputs: list[str]) -> dict:
+    """Consumer settings for subscribing to `inputs`: with a ^pattern among them, Kafka's internal
+    topics are hidden from it (librdkafka's topic.blacklist, added to the user's own), unless
+    one is named as an input."""
+    if not any(t.startswith("^") for t in inputs):
+        return {}
+    hidden = [t for t in INTERNAL_TOPICS if t not in inputs]
+    if not hidden:
+        return {}
+    ours = "^(" + "|".join(re.escape(t) for t in hidden) + ")$"
+    theirs = str(props.get("topic.blacklist") or "").strip()
+    return {"topic.blacklist": f"{theirs},{ours}" if theirs else ours}
 
 
 def default_transactional_id(group: str, inputs: list[str], out: str) -> str:
@@ -107,12 +131,23 @@ class PipeConfig:
             raise UsageError("--from must be earliest or latest")
         if self.value_format not in VALUE_FORMATS:
             raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
-        if self.dlq and self.dlq in self.inputs:
-            raise UsageError("the dead-letter topic cannot be an input topic")
-        if self.out in self.inputs:
-            raise UsageError("--out cannot be one of the --in topics (the pipe would feed itself)")
+        for spec in self.inputs:
+            if spec.startswith("^"):
+                try:
+                    re.compile(spec)
+                except re.error as exc:
+                    raise UsageError(f"--in {spec}: not a regular expression ({exc})") from None
+        if self.dlq and any(matches(t, self.dlq) for t in self.inputs):
+            raise UsageError(f"the dead-letter topic cannot be an input topic ({self._taking(self.dlq)})")
+        if any(matches(t, self.out) for t in self.inputs):
+            raise UsageError("--out cannot be one of the --in topics (the pipe would feed itself; "
+                             f"{self._taking(self.out)})")
         if not self.transactional_id:
             self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
+
+    def _taking(self, topic: str) -> str:
+        spec = next(t for t in self.inputs if matches(t, topic))
+        return f"--in {spec} takes {topic!r}"
 
 
 @dataclass

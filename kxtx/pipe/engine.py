@@ -22,7 +22,7 @@ from kxtx.pipe import preflight, rounds, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
+from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted, subscription_conf
 from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
 from kxtx.wording import plural
@@ -101,6 +101,7 @@ class Pipe:
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "auto.offset.reset": self.cfg.start,
+            **subscription_conf(self.settings.props, self.cfg.inputs),
         }
         self.consumer = clients.consumer(self.settings, **conf)
         topics = self.cfg.inputs

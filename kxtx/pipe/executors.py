@@ -35,7 +35,7 @@ from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, Stats, interrupted
+from kxtx.pipe.config import PipeConfig, Stats, interrupted, subscription_conf
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -80,7 +80,8 @@ class ExecutorPipe:
             "group.id": self.cfg.group, "enable.auto.commit": False,
             "enable.auto.offset.store": False, "isolation.level": "read_committed",
             "topic.metadata.refresh.interval.ms": self.settings.props.get(
-                "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS)})
+                "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS),
+            **subscription_conf(self.settings.props, self.cfg.inputs)})
         self._check_topics()
         loaded = None
         try:

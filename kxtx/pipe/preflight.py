@@ -12,6 +12,7 @@ import time
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
+from kxtx.pipe.config import INTERNAL_TOPICS, matches
 
 #: How long every bootstrap broker may stay unreachable (refused, unresolvable) before the check
 #: gives up, when --timeout is longer: a broker that is down does not come back within a check.
@@ -27,9 +28,7 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
     md = _metadata(admin, settings, errors)
     for topic in dict.fromkeys(inputs):
         if topic.startswith("^"):
-            import re
-
-            if not any(re.fullmatch(topic, t) for t in md.topics):
+            if not any(matches(topic, t) for t in md.topics if t not in INTERNAL_TOPICS):
                 logger.warning("no topic matches --in %s yet; waiting for one to be created",
                                topic)
             continue

@@ -1,7 +1,7 @@
 """`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie and
 of a worker's cached producer, two instances of one pipe, other members of its group (also one
-joining mid-round), rounds longer than the poll interval, and input partitions added while it
-runs (real broker; local Spark)."""
+joining mid-round), pattern inputs (both modes), rounds longer than the poll interval, and input
+partitions added while it runs (real broker; local Spark)."""
 
 from __future__ import annotations
 
@@ -199,6 +199,25 @@ def wait_until(cond, procs, tmp_path, what: str, timeout: float = 180) -> None:
         assert all(p.poll() is None for p in procs), errs
         assert time.monotonic() < deadline, f"no sign of {what} within {timeout} s: {errs}"
         time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", ["executors", "driver"])
+def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, mode):
+    """--in '^(__|PREFIX-)': both PREFIX- topics, and not __consumer_offsets or
+    __transaction_state, which librdkafka's pattern subscription would take too."""
+    prefix = f"re{uuid.uuid4().hex[:8]}"
+    a = kafka.create_topic(f"{prefix}-a", partitions=2)
+    b = kafka.create_topic(f"{prefix}-b")
+    out = kafka.create_topic()
+    produce(kafka.bootstrap, a, [b"a-%d" % i for i in range(300)])
+    produce(kafka.bootstrap, b, [b"b-%d" % i for i in range(200)])
+    proc = start_pipe(kafka, tmp_path, "p0", "--in", f"^(__|{prefix}-)", "--out", out,
+                      "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
+                      "--until-idle", "6", mode=mode)
+    (summary,) = wait_all([proc], tmp_path)
+    want = Counter([b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(200)])
+    assert values(read_committed(kafka.bootstrap, out)) == want
+    assert summary["records_in"] == 500
 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])
