@@ -147,12 +147,16 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     mode, *extra = second
     procs = [start_pipe(kafka, tmp_path, "p0", *args),
              start_pipe(kafka, tmp_path, "p1", *args, *extra, mode=mode)]
-    summaries = wait_all(procs, tmp_path)
+    shared_exactly_once(kafka, out, vals, wait_all(procs, tmp_path))
+
+
+def shared_exactly_once(kafka, out: str, vals: list, summaries: list[dict]) -> None:
+    """Every input's output once, and every instance took part."""
     counts = values(read_committed(kafka.bootstrap, out))
     assert not {v: c for v, c in counts.items() if c > 1}
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
-    assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
+    assert all(s["records_in"] > 0 for s in summaries), summaries
 
 
 def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
@@ -184,12 +188,7 @@ def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
         assert read_committed(kafka.bootstrap, out) == []
     finally:
         gate.touch()
-    summaries = wait_all(procs, tmp_path)
-    counts = values(read_committed(kafka.bootstrap, out))
-    assert not {v: c for v, c in counts.items() if c > 1}
-    assert counts == Counter(vals)
-    assert sum(s["records_in"] for s in summaries) == len(vals)
-    assert all(s["records_in"] > 0 for s in summaries), summaries  # both took part
+    shared_exactly_once(kafka, out, vals, wait_all(procs, tmp_path))
 
 
 def wait_until(cond, procs, tmp_path, what: str, timeout: float = 180) -> None:
