@@ -6,7 +6,7 @@ import time
 import uuid
 from collections import Counter
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 UDFS = __file__.replace("pipe_helpers.py", "pipe_udfs.py")
 #: A killed pipe's group membership ends in 6 s instead of librdkafka's 45 s: its restart (or the
@@ -57,9 +57,20 @@ def values(msgs) -> Counter:
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    """The group's committed offsets; asked again while its coordinator moves or loads (on a
+    fresh broker the first group's __consumer_offsets partition may still be loading)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
-        return [tp.offset for tp in got]
+        while True:
+            try:
+                got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+                return [tp.offset for tp in got]
+            except KafkaException as exc:
+                name = exc.args[0].name() if exc.args else ""
+                if name not in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+                                "COORDINATOR_NOT_AVAILABLE") or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         c.close()
