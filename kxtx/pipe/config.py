@@ -145,6 +145,10 @@ class PipeConfig:
         if not self.transactional_id:
             self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
 
+    def output_topics(self) -> dict[str, str]:
+        """Topic -> what it is, for messages about the topics the pipe writes."""
+        return {self.out: "output topic", **({self.dlq: "dead-letter topic"} if self.dlq else {})}
+
     def _taking(self, topic: str) -> str:
         spec = next(t for t in self.inputs if matches(t, topic))
         return f"--in {spec} takes {topic!r}"

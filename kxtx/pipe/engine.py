@@ -74,10 +74,7 @@ class Pipe:
         except KxtxError as exc:
             if not sparkmod.needs_session(exc):
                 raise
-        outputs = {self.cfg.out: "output topic"}
-        if self.cfg.dlq:
-            outputs[self.cfg.dlq] = "dead-letter topic"
-        preflight.check(self.settings, self.cfg.inputs, outputs)  # before the JVM starts
+        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())  # before the JVM
         self.signals.check()
         if self.session is None:
             self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,

@@ -27,9 +27,9 @@ import time
 from typing import Callable
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.pipe import rounds
+from kxtx.pipe import preflight, rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
@@ -108,14 +108,9 @@ class ExecutorPipe:
         self.task = taskmod.make_task(job)
 
     def _check_topics(self) -> None:
-        md = self._metadata()
-        for topic in [self.cfg.out] + ([self.cfg.dlq] if self.cfg.dlq else []):
-            if topic not in md.topics or md.topics[topic].error is not None:
-                raise UsageError(f"output topic {topic!r} does not exist (create it first)")
-        for topic in self.cfg.inputs:
-            if not topic.startswith("^") and (topic not in md.topics
-                                              or md.topics[topic].error is not None):
-                raise UsageError(f"input topic {topic!r} does not exist")
+        """The same checks as driver mode, before Spark starts: the cluster answers, the named
+        topics exist (or a missing DESCRIBE permission is named), a pattern matches something."""
+        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
 
     def _metadata(self):
         try:

@@ -252,6 +252,21 @@ def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec
     assert sec.offsets(topic) == (0, 0)
 
 
+@pytest.mark.parametrize("mode", ["driver", "executors"])
+def test_limited_pipe_from_a_topic_it_may_not_see_names_the_acl(sec, tmp_path, mode):
+    """Both modes check topics before Spark starts (kxtx.pipe.preflight): a topic hidden by a
+    missing DESCRIBE permission is named as that, not as a missing topic to create."""
+    src, dst = sec.create_topic(), sec.create_topic()
+    sec.grant("limited", "topic", dst, "WRITE", "DESCRIBE")
+    udf = tmp_path / "ident.py"
+    udf.write_text("def ident(value):\n    return value\n")
+    r = sec.kxtx("limited", "pipe", "--mode", mode, "--in", src, "--out", dst, "--group",
+                 f"g-{src}", "--transactional-id", f"limited.{src}", "--udf", f"{udf}:ident",
+                 "--until-idle", "5")
+    _fails_naming(sec, r, f"DESCRIBE on Topic '{src}'", f"READ on Topic '{src}'")
+    assert "create it first" not in r.stderr and "Traceback" not in r.stderr
+
+
 def test_limited_topic_create_names_create_on_the_topic(sec):
     name = f"other-{uuid.uuid4().hex[:6]}"
     r = sec.kxtx("limited", "topic", "create", name, "-p", "2")
