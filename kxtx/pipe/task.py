@@ -285,7 +285,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
 
     consumer.assign([TopicPartition(plan.topic, plan.partition, start if start >= 0 else -1001)])
     try:
-        msgs, eof = [], False
+        msgs, eof, eof_at = [], False, -1
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
             got = consumer.consume(min(10000, plan.limit - len(msgs)), 0.2)
@@ -294,7 +294,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
                 if err is None:
                     msgs.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
-                    eof = True
+                    eof, eof_at = True, m.offset()  # the fetch position: past all it skipped
                 elif err.fatal() or not err.retriable():
                     raise KafkaException(err)
             if msgs and msgs[-1].offset() + 1 >= plan.end:
@@ -302,12 +302,12 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
             if not got and time.monotonic() > deadline:
                 break
         nxt = msgs[-1].offset() + 1 if msgs else None
-        if eof or not msgs:
-            # Past aborted records and transaction markers at the end: commit the position, so
-            # the group's lag reaches 0 instead of pointing at records nobody can read.
-            (pos,) = consumer.position([TopicPartition(plan.topic, plan.partition)])
-            if pos.offset >= 0 and eof:
-                nxt = max(nxt or 0, pos.offset)
+        if eof_at >= 0:
+            # Commit the end, past aborted records and transaction markers, so the group's lag
+            # reaches 0 instead of pointing at records nobody can read. With no committed
+            # offset and nothing read, this pins where --from resolved to: the next round
+            # starts there, not at a new "latest" that skips what came in between.
+            nxt = max(nxt or 0, eof_at)
         return msgs, nxt
     finally:
         consumer.unassign()

@@ -94,6 +94,34 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     assert len(read_committed(kafka.bootstrap, out)) == 200_010
 
 
+@pytest.mark.parametrize("start, first_in", [("earliest", 50), ("latest", 0)])
+def test_a_partition_without_committed_offset_starts_where_from_says(kafka, start, first_in):
+    """--from names where a group without committed offsets starts; the task asks for that
+    offset itself (not through auto.offset.reset). Either way the first round pins it by a
+    commit, so what arrives after it is read, and only once."""
+    import dataclasses
+
+    from tests.integration.pipe_task_runner import job
+
+    from kxtx.pipe import task as taskmod
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    old = [b"old-%d" % i for i in range(50)]
+    produce(kafka.bootstrap, src, old)
+    group, pipe_id = f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
+    j = dataclasses.replace(job(kafka.bootstrap, group, pipe_id, out, "identity"), start=start)
+    plan = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None)
+    first = taskmod.run_plan(j, plan)
+    assert (first["status"], first["in"], first["committed"]) == ("ok", first_in, 50), first
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [50]
+    new = [b"new-%d" % i for i in range(30)]
+    produce(kafka.bootstrap, src, new)
+    second = taskmod.run_plan(j, dataclasses.replace(plan, token=first["token"]))
+    assert (second["status"], second["in"], second["committed"]) == ("ok", 30, 80), second
+    expected = (old if start == "earliest" else []) + new
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(expected)
+
+
 def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors",
                env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
@@ -265,3 +293,30 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
     (summary,) = wait_all([proc], tmp_path)
     assert values(read_committed(kafka.bootstrap, out)) == Counter(first + later)
     assert summary["records_in"] == len(first) + len(later)
+
+
+def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
+    """`--from latest`, a new group, 4 partitions that already hold records: the first round
+    commits their ends, so records written while the pipe runs are all read, once (before,
+    every round started at a new "latest" and skipped what had come in between)."""
+    src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
+    old = [b"old-%d" % i for i in range(400)]
+    produce(kafka.bootstrap, src, old, [b"k%d" % (i % 13) for i in range(len(old))])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    procs = [start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group", group,
+                        "--udf", f"{UDFS}:identity", "--from", "latest", "--until-idle", "6")]
+    ends: list[int] = []
+
+    def pinned():
+        ends[:] = committed_offsets(kafka.bootstrap, group, src, 4)
+        return all(o >= 0 for o in ends)
+
+    wait_until(pinned, procs, tmp_path, "the first round's commits")
+    assert sum(ends) == len(old)
+    new = [b"new-%d" % i for i in range(300)]
+    for i in range(0, len(new), 50):  # across several rounds
+        produce(kafka.bootstrap, src, new[i:i + 50], [b"k%d" % (j % 13) for j in range(50)])
+        time.sleep(0.3)
+    (summary,) = wait_all(procs, tmp_path)
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(new)
+    assert summary["records_in"] == len(new)
