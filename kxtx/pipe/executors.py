@@ -75,6 +75,10 @@ class ExecutorPipe:
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
         mode = "record" if self.cfg.record_input else "value"
+        # The same checks as driver mode, before any client of this run and before Spark starts:
+        # the cluster answers, the named topics exist (or a missing DESCRIBE permission is
+        # named), a pattern matches something.
+        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
         self.admin = clients.admin(self.settings)
         self.consumer = clients.consumer(self.settings, **{
             "group.id": self.cfg.group, "enable.auto.commit": False,
@@ -82,7 +86,6 @@ class ExecutorPipe:
             "topic.metadata.refresh.interval.ms": self.settings.props.get(
                 "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS),
             **subscription_conf(self.settings.props, self.cfg.inputs)})
-        self._check_topics()
         loaded = None
         try:
             loaded = udfmod.load(target, mode)
@@ -106,11 +109,6 @@ class ExecutorPipe:
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master))
         self.task = taskmod.make_task(job)
-
-    def _check_topics(self) -> None:
-        """The same checks as driver mode, before Spark starts: the cluster answers, the named
-        topics exist (or a missing DESCRIBE permission is named), a pattern matches something."""
-        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
 
     def _metadata(self):
         try:
