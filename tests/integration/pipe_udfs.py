@@ -62,14 +62,20 @@ def upper_series(s: pd.Series) -> pd.Series:
     return s.str.upper()
 
 
-def marking_slow_identity(v):
-    """Touches $KXTX_TEST_MARKER on its first call (the task has read its start offset by
-    then), then ~2 ms a record: a window to freeze the task in."""
+def _touch_marker():
+    """Creates $KXTX_TEST_MARKER if it is set and missing: the test's sign that a task has read
+    its start offset and is running the UDF."""
     import os
 
     marker = os.environ.get("KXTX_TEST_MARKER")
     if marker and not os.path.exists(marker):
         open(marker, "w").close()
+
+
+def marking_slow_identity(v):
+    """Touches $KXTX_TEST_MARKER on its first call (the task has read its start offset by
+    then), then ~2 ms a record: a window to freeze the task in."""
+    _touch_marker()
     time.sleep(0.002)
     return v
 
@@ -79,9 +85,8 @@ def gated_identity(v):
     exists (at most 120 s): a round that stays open while the test changes the group."""
     import os
 
-    marker, gate = os.environ.get("KXTX_TEST_MARKER"), os.environ.get("KXTX_TEST_GATE")
-    if marker and not os.path.exists(marker):
-        open(marker, "w").close()
+    _touch_marker()
+    gate = os.environ.get("KXTX_TEST_GATE")
     deadline = time.monotonic() + 120
     while gate and not os.path.exists(gate) and time.monotonic() < deadline:
         time.sleep(0.05)

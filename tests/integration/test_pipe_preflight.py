@@ -26,7 +26,7 @@ def no_java_env():
     return {**NO_JAVA, "PATH": path}
 
 
-@pytest.fixture(params=["driver", "executors"], autouse=True)
+@pytest.fixture(params=["driver", "executors"])
 def mode(request):
     """Both modes run the same checks (kxtx.pipe.preflight) before Spark starts."""
     return request.param
