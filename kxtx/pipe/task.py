@@ -47,6 +47,8 @@ from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
 
 _STATE = "kxtx_pipe_worker_state"
+#: records per consume() call, and how long a call waits for them when fewer are there
+CONSUME_BATCH, CONSUME_WAIT_S = 10000, 0.02
 #: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
 _TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
               "UNSTABLE_OFFSET_COMMIT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
@@ -110,6 +112,8 @@ def _state():
     if state is None:
         state = types.ModuleType(_STATE)
         state.producers, state.consumers = {}, {}
+        #: (consumer key, topic) pairs whose metadata that consumer has loaded (see _consumer)
+        state.topics_known = set()
         sys.modules[_STATE] = state
     return state
 
@@ -163,15 +167,27 @@ def _producer(job: Job, plan: Plan, tid: str) -> tuple[_Producer, bool]:
     return fresh, True
 
 
-def _consumer(job: Job):
-    consumers = _state().consumers
-    key = (job.group, tuple(sorted((k, str(v)) for k, v in job.conf.items())))
-    c = consumers.get(key)
+def _consumer_key(job: Job) -> tuple:
+    return job.group, tuple(sorted((k, str(v)) for k, v in job.conf.items()))
+
+
+def _consumer(job: Job, topic: str):
+    state = _state()
+    key = _consumer_key(job)
+    c = state.consumers.get(key)
     if c is None:
         from confluent_kafka import Consumer
 
         c = Consumer(consumer_conf(job))
-        consumers[key] = c
+        state.consumers[key] = c
+    if (key, topic) not in state.topics_known:
+        # librdkafka does not look up the leaders of a topic first seen in assign(): the fetch
+        # waited for its 1 s metadata scan. If this fails, the fetcher finds the leader later.
+        try:
+            c.list_topics(topic, timeout=job.timeout)
+            state.topics_known.add((key, topic))
+        except Exception:  # noqa: BLE001
+            pass
     return c
 
 
@@ -250,7 +266,7 @@ def _final(err) -> bool:
 def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
     from confluent_kafka import TopicPartition
 
-    consumer = _consumer(job)
+    consumer = _consumer(job, plan.topic)
     tp = TopicPartition(plan.topic, plan.partition)
     t0 = time.perf_counter()
     # Read after init_transactions (see the module docstring): a stable committed offset.
@@ -283,12 +299,14 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
     the partition; and the offset to commit after them (None: nothing was read)."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-    consumer.assign([TopicPartition(plan.topic, plan.partition, start if start >= 0 else -1001)])
+    consumer.assign([TopicPartition(plan.topic, plan.partition, _start_offset(job, start))])
     try:
         msgs, eof, eof_at = [], False, -1
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
-            got = consumer.consume(min(10000, plan.limit - len(msgs)), 0.2)
+            nxt = msgs[-1].offset() + 1 if msgs else start
+            got = consumer.consume(consume_count(plan.limit - len(msgs), nxt, plan.end),
+                                   CONSUME_WAIT_S)
             for m in got:
                 err = m.error()
                 if err is None:
@@ -311,6 +329,26 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
         return msgs, nxt
     finally:
         consumer.unassign()
+
+
+def consume_count(left: int, nxt: int, end: int) -> int:
+    """Records for one consume() call: `left` may still be read, `nxt` is the next offset (< 0:
+    not known yet), `end` the planned end. consume() returns with that many or after its wait,
+    not at the end of the partition: no more than the planned range (which may hold fewer
+    records than offsets: markers, aborted records) and a short wait spare each task a wait."""
+    want = min(CONSUME_BATCH, left)
+    return max(1, min(want, end - nxt)) if nxt >= 0 else want
+
+
+def _start_offset(job: Job, committed: int) -> int:
+    """The committed offset, else --from as a logical offset: INVALID would reach the same start
+    through auto.offset.reset, after a 100 ms backoff. (auto.offset.reset still serves a
+    committed offset that has left the log.)"""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
+
+    if committed >= 0:
+        return committed
+    return OFFSET_BEGINNING if job.start == "earliest" else OFFSET_END
 
 
 def _transform_and_produce(job: Job, producer, msgs: list, result: dict):

@@ -46,3 +46,73 @@ def test_a_jobs_repr_hides_the_connection_settings():
 def test_transactional_id_is_a_function_of_pipe_topic_and_partition():
     assert task.transactional_id("p", "t", 3) == task.transactional_id("p", "t", 3) == "p.t.3"
     assert task.transactional_id("p", "t", 3) != task.transactional_id("p", "t", 4)
+
+
+@pytest.mark.parametrize("left, nxt, end, want", [
+    (100_000, -1001, 50, task.CONSUME_BATCH),  # start not known yet: a whole batch
+    (100_000, 0, 1 << 62, task.CONSUME_BATCH),  # no planned end in sight
+    (100_000, 40, 50, 10),  # the planned range holds 10: ask for 10, not a batch
+    (5, 40, 50, 5),  # the limit is closer than the end
+    (100_000, 50, 50, 1),  # at the planned end (markers past it): one, never 0
+    (100_000, 60, 50, 1),  # a start already past the planned end
+    (0, 40, 50, 1),
+])
+def test_consume_count(left, nxt, end, want):
+    assert task.consume_count(left, nxt, end) == want
+
+
+@pytest.mark.parametrize("start, committed, want", [
+    ("earliest", 17, 17),
+    ("latest", 17, 17),  # a committed offset always wins
+    ("earliest", 0, 0),
+    ("earliest", -1001, -2),  # librdkafka OFFSET_BEGINNING, not INVALID (100 ms backoff)
+    ("latest", -1001, -1),  # OFFSET_END
+])
+def test_start_offset(start, committed, want):
+    import dataclasses
+
+    assert task._start_offset(dataclasses.replace(job({}), start=start), committed) == want
+
+
+class _Consumer:
+    """Stands in for a worker's cached consumer: counts metadata requests, may fail them."""
+
+    def __init__(self, fail: bool = False):
+        self.asked, self.fail = [], fail
+
+    def list_topics(self, topic, timeout):
+        self.asked.append(topic)
+        if self.fail:
+            raise RuntimeError("broker not reachable")
+
+
+@pytest.fixture
+def worker_state(monkeypatch):
+    import sys
+    import types
+
+    state = types.ModuleType(task._STATE)
+    state.producers, state.consumers, state.topics_known = {}, {}, set()
+    monkeypatch.setitem(sys.modules, task._STATE, state)
+    return state
+
+
+def _cache(state, j: task.Job, consumer) -> None:
+    state.consumers[task._consumer_key(j)] = consumer
+
+
+def test_a_worker_loads_a_topics_metadata_once(worker_state):
+    j, c = job({"bootstrap.servers": "b:1"}), _Consumer()
+    _cache(worker_state, j, c)
+    assert task._consumer(j, "t1") is c
+    assert task._consumer(j, "t1") is c
+    assert task._consumer(j, "t2") is c
+    assert c.asked == ["t1", "t2"]
+
+
+def test_a_failed_metadata_request_is_asked_again_and_fails_no_task(worker_state):
+    j, c = job({"bootstrap.servers": "b:1"}), _Consumer(fail=True)
+    _cache(worker_state, j, c)
+    assert task._consumer(j, "t1") is c
+    assert task._consumer(j, "t1") is c
+    assert c.asked == ["t1", "t1"]
