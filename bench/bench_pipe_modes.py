@@ -14,7 +14,8 @@ c and d on local[2] and on a standalone cluster of two 1-core workers started wi
 bin/spark-class (d also with spark.cores.max=1: one executor). Rates count from the first record
 (Spark start-up and executor launch left out; reported apart as wall time). CPU seconds per
 process kind (broker, driver Python, driver JVM, executor JVMs, Python workers) are sampled from
-/proc during each case. Last, the per-round fixed cost of executors mode: rounds of one record per
+/proc during each case; `busy_cores` is each kind's share of the machine while the Python workers
+did the middle 80% of their work (the steady state: no JVM start-up, no shutdown). Last, the per-round fixed cost of executors mode: rounds of one record per
 partition (4 one-record transactions per round).
 
 Without --bootstrap a sandbox broker is started (and stopped) with kxtx's own sandbox code.
@@ -76,14 +77,34 @@ cluster: c 72.0k, 72.8k; d (50k) 78.7k, 98.4k; d one executor 70.5k, 79.7k; defa
 the run before: this machine's spread, or the per-round group poll; not separated);
 default / max(c, d) local[2] 1.15. Steady round 194 ms local[2], 298 ms cluster (unchanged).
 
+After the tasks stopped waiting (2026-11-24: no 0.2 s wait for a full batch at each task's end,
+a topic's metadata loaded before a worker's first assign, a logical start offset for a new
+group), `--repeat 2`, records/s: b 93.9k, 94.5k | local[2]: c 110.3k, 100.4k; d (50k) 170.3k,
+153.2k; default 182.3k, 178.9k | cluster: c 72.9k, 74.7k; d (50k) 127.2k, 132.5k; d one executor
+112.6k, 115.6k; default 135.4k, 147.3k; default one executor 130.6k, 132.2k. Medians:
+default/c cluster 1.91, default/b cluster 1.50, default 2 vs 1 worker 1.08; d/c cluster 1.76,
+d 2 vs 1 worker 1.14; default / max(c, d) local[2] 1.12. Steady round 134 ms local[2], 250 ms
+cluster; first round 1.5 s and 2.2 s (before: 3.0 s and 5.7 s). One executor now keeps its core
+busy by itself, so a second worker on the same two cores adds little.
+`--records 3000000` (one repeat; start-up weighs less), records/s: b 94.0k | local[2]: c 119.0k,
+d 160.6k, default 197.3k | cluster: c 90.9k, d 181.7k, d one executor 133.1k, default 197.7k,
+default one executor 152.4k: default/c cluster 2.18, default/b 2.10, default 2 vs 1 worker
+1.30, d 2 vs 1 worker 1.36. busy_cores (share of the 2 cores in the steady state): default
+cluster, 2 workers: all 1.88 (Python workers 1.44, broker 0.19, driver JVM 0.15, executor JVMs
+0.10); 1 worker: all 1.26 (Python worker 0.97: its one core is full); driver mode on the
+cluster: all 1.13 (driver Python 0.28, Python workers 0.43): bound by its one driver, not by
+the cores. Round cost as above (140 ms, 257 ms).
+
 Paper model for N machines: a round takes the longest task (records per task x per-record cost)
 plus the fixed cost. With P >= N partitions spread evenly the executors' part divides by N while
-the driver only plans, so d ~ N x (one executor core's rate: 80-81k/s here, with the other core
-left to the broker and the JVMs) until the brokers or P bind. Driver mode stays bound by one
-driver process (72-73k/s on the cluster here). Targets then need separate machines: d/c >= 3 at
-N >= 3 (3 x 80k = 240k against 73k), d/b >= 1.2 already at N = 2 (reached here: 1.23),
-1 -> 2 workers ~2x. On this machine the two cores are the ceiling for every case, so 1 -> 2
-workers gave 1.40x (1.05-1.34x before the round cost fell) and d/c 1.54 on the cluster.
+the driver only plans, so d ~ N x (one executor core's rate: 131-152k/s here, with the other
+core left to the broker and the JVMs) until the brokers or P bind. Driver mode stays bound by one
+driver process (73-91k/s on the cluster here, using 1.13 of the 2 cores). Targets then need
+separate machines: d/c >= 3 at N = 2-3 (2 x 131-152k = 262-304k against 73-91k), d/b >= 1.2
+at N = 1, 1 -> 2 workers ~2x. On this machine the two cores are the ceiling: two Python workers
+at 1.44 cores plus the broker and JVMs fill 1.88 of 2, which is why 1 -> 2 workers gives 1.08x
+(1M) to 1.30x (3M) and default/c 1.91x (1M) to 2.18x (3M). Meeting d/c >= 3 here would take
+~220-270k/s, i.e. Python workers at ~7 CPU s per 1M records needing 1.5-1.9 cores by themselves.
 """
 
 from __future__ import annotations
@@ -134,6 +155,8 @@ class CpuSampler:
         #: the largest resident memory seen per process kind (all its processes together), MB
         self.peak_mb: dict[str, int] = {}
         self.stop_flag = threading.Event()
+        #: (time, CPU seconds per kind so far), one per sample
+        self.series: list[tuple[float, dict]] = []
         self.base = self._sample()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -174,6 +197,27 @@ class CpuSampler:
     def _run(self):
         while not self.stop_flag.wait(0.5):
             self.last.update(self._sample())
+            self.series.append((time.monotonic(), self._per_kind()))
+
+    def _per_kind(self) -> dict:
+        per_kind: dict[str, float] = {}
+        for pid, secs in self.last.items():
+            k = self.kind.get(pid, "other")
+            per_kind[k] = per_kind.get(k, 0.0) + secs - self.base.get(pid, 0.0)
+        return per_kind
+
+    def busy_cores(self, lead: str = "python_workers") -> dict | None:
+        """Cores in use per process kind while `lead` did the middle 80% of its CPU work (from
+        10% to 90% of its total): the steady state, without JVM start-up and shutdown."""
+        total = self.series[-1][1].get(lead, 0.0) if self.series else 0.0
+        marks = [next((t, k) for t, k in self.series if k.get(lead, 0.0) >= f * total)
+                 for f in (0.1, 0.9)] if total >= 1.0 else []
+        if not marks or marks[1][0] - marks[0][0] < 1.0:
+            return None
+        (t0, k0), (t1, k1) = marks
+        cores = {k: round((v - k0.get(k, 0.0)) / (t1 - t0), 2) for k, v in sorted(k1.items())}
+        cores = {k: v for k, v in cores.items() if v >= 0.01}
+        return {**cores, "all": round(sum(cores.values()), 2), "window_s": round(t1 - t0, 1)}
 
     def add_root(self, pid: int) -> None:
         self.roots.add(pid)
@@ -182,11 +226,8 @@ class CpuSampler:
         self.stop_flag.set()
         self.thread.join()
         self.last.update(self._sample())
-        per_kind: dict[str, float] = {}
-        for pid, secs in self.last.items():
-            k = self.kind.get(pid, "other")
-            per_kind[k] = per_kind.get(k, 0.0) + secs - self.base.get(pid, 0.0)
-        return {k: round(v, 1) for k, v in sorted(per_kind.items()) if v >= 0.05}
+        self.series.append((time.monotonic(), self._per_kind()))
+        return {k: round(v, 1) for k, v in sorted(self._per_kind().items()) if v >= 0.05}
 
 
 def _kind(cmd: str) -> str:
@@ -225,7 +266,7 @@ def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: li
     s = json.loads(stdout)
     return {"records_per_s": round(s["processing_records_per_s"]), "wall_s": round(wall, 1),
             "transactions": s["transactions"], "spark_ms_per_batch": s["spark_ms_per_batch"],
-            "cpu_s": cpu.stop(), "peak_rss_mb": cpu.peak_mb,
+            "cpu_s": cpu.stop(), "busy_cores": cpu.busy_cores(), "peak_rss_mb": cpu.peak_mb,
             **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {})}
 
 
