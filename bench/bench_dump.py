@@ -52,13 +52,18 @@ def fill_offsets(bootstrap: str, records: int, groups: int = 20, partitions: int
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     time.sleep(1)
     rounds = max(1, records // groups // partitions)
-    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-g{g}-{topic}",
-                           "enable.auto.commit": False}) for g in range(groups)]
+    consumers = [
+        Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"bench-g{g}-{topic}", "enable.auto.commit": False}
+        )
+        for g in range(groups)
+    ]
     for i in range(rounds):
         last = (i + 1) % 20 == 0 or i == rounds - 1  # a synchronous commit now and then bounds in-flight
         for c in consumers:  # one record per partition per commit
-            c.commit(offsets=[TopicPartition(topic, p, i + 1) for p in range(partitions)],
-                     asynchronous=not last)
+            c.commit(
+                offsets=[TopicPartition(topic, p, i + 1) for p in range(partitions)], asynchronous=not last
+            )
     for c in consumers:
         c.close()
 
@@ -72,7 +77,9 @@ def fill_txn(bootstrap: str, records: int, threads: int = 8) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     time.sleep(1)
-    meta = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-txn-{topic}"}).consumer_group_metadata()
+    meta = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"bench-txn-{topic}"}
+    ).consumer_group_metadata()
 
     def work(n: int) -> None:
         # Many transactional ids so the records spread over the coordinator partitions.
@@ -94,8 +101,9 @@ def fill_txn(bootstrap: str, records: int, threads: int = 8) -> None:
 def raw_consume_process(bootstrap: str, topic: str) -> tuple[int, float, float]:
     """(a) as a process of its own, timed like (b) and (c): interpreter start-up and client set-up
     included, as they are in the other two."""
-    wall, _, tail = timed([sys.executable, str(Path(__file__).resolve()), "--raw-consume", topic,
-                           "--bootstrap", bootstrap])
+    wall, _, tail = timed(
+        [sys.executable, str(Path(__file__).resolve()), "--raw-consume", topic, "--bootstrap", bootstrap]
+    )
     words = tail.strip().splitlines()[-1].split()  # "<count> records read in <s>s in-process"
     return int(words[0]), wall, float(words[4].rstrip("s"))
 
@@ -108,8 +116,14 @@ def raw_consume(bootstrap: str, topic: str) -> tuple[int, float]:
     from kxtx.dump.source import BATCH, CONSUMER_CONFIG, WAIT_S
 
     t0 = time.perf_counter()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-raw-{uuid.uuid4().hex[:6]}",
-                  "isolation.level": "read_committed", **CONSUMER_CONFIG})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-raw-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            **CONSUMER_CONFIG,
+        }
+    )
     n_parts = len(c.list_topics(topic, timeout=30).topics[topic].partitions)
     ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(n_parts)}
     live = {p for p, e in ends.items() if e > 0}
@@ -134,8 +148,11 @@ def timed(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> 
     The RSS comes from GNU time when present: a child forked straight from this (big) process would
     report this process's peak as its own (Linux keeps the pre-exec high-water mark)."""
     gnu_time = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
-    with open(os.devnull, "w") as null, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r") as rss_file:
+    with (
+        open(os.devnull, "w") as null,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r") as rss_file,
+    ):
         if gnu_time:
             argv = [gnu_time, "-f", "%M", "-o", rss_file.name, *argv]
         t0 = time.perf_counter()
@@ -154,24 +171,54 @@ def timed(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> 
 def kxtx_dump(bootstrap: str, command: str, *extra: str, root: Path = ROOT) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     # cwd too: `python -m` puts the working directory first on sys.path, before PYTHONPATH.
-    wall, rss, _ = timed([sys.executable, "-m", "kxtx", "dump", command, "-b", bootstrap, "--format",
-                          "jsonl", "--timeout", "60", *extra], env, cwd=root)
+    wall, rss, _ = timed(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "dump",
+            command,
+            "-b",
+            bootstrap,
+            "--format",
+            "jsonl",
+            "--timeout",
+            "60",
+            *extra,
+        ],
+        env,
+        cwd=root,
+    )
     return wall, rss
 
 
 def console(dist, bootstrap: str, topic: str, formatter: str, count: int) -> float:
-    argv = dist.java("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bootstrap,
-                     "--topic", topic, "--from-beginning", "--max-messages", str(count),
-                     "--timeout-ms", "20000", "--isolation-level", "read_committed",
-                     "--formatter", f"org.apache.kafka.tools.consumer.{formatter}",
-                     "--consumer-property", "exclude.internal.topics=false")
+    argv = dist.java(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        str(count),
+        "--timeout-ms",
+        "20000",
+        "--isolation-level",
+        "read_committed",
+        "--formatter",
+        f"org.apache.kafka.tools.consumer.{formatter}",
+        "--consumer-property",
+        "exclude.internal.topics=false",
+    )
     wall, _, tail = timed(argv)
     assert f"Processed a total of {count} messages" in tail, tail
     return wall
 
 
-def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repeat: int,
-            baseline: Path | None) -> None:
+def measure(
+    bootstrap: str, dist, topic: str, command: str, formatter: str, repeat: int, baseline: Path | None
+) -> None:
     """Rounds of (a), (b), (c) one after the other, then the medians of rates and ratios."""
     from statistics import median
 
@@ -180,28 +227,37 @@ def measure(bootstrap: str, dist, topic: str, command: str, formatter: str, repe
         count, a, a_read = raw_consume_process(bootstrap, topic)
         if baseline is not None:
             b0, _ = kxtx_dump(bootstrap, command, root=baseline)
-            print(f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
-                  f"({b0:.1f}s) | b0/a {a / b0:.2f}", flush=True)
+            print(
+                f"{topic} round {i + 1}: (b0) kxtx dump from {baseline}: {count / b0:,.0f} rec/s "
+                f"({b0:.1f}s) | b0/a {a / b0:.2f}",
+                flush=True,
+            )
         b, rss_workers = kxtx_dump(bootstrap, command)
         b1, rss_stream = kxtx_dump(bootstrap, command, "--workers", "1")
         _, rss_tenth = kxtx_dump(bootstrap, command, "--limit", str(count // 10))
         _, rss_latest = kxtx_dump(bootstrap, command, "--latest")
         c = console(dist, bootstrap, topic, formatter, count) if dist else float("nan")
         ra, rb, rb1, rc = count / a, count / b, count / b1, count / c
-        rounds.append((ra, rb, rb1, rc, rb / ra, rb / rc, rb1 / ra, rss_tenth, rss_stream, rss_latest,
-                       rss_workers))
-        print(f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s, "
-              f"{a_read:.1f}s of it reading) | (b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s; one process: "
-              f"{rb1:,.0f} rec/s) | (c) console+formatter {rc:,.0f} rec/s ({c:.1f}s) | b/a {rb / ra:.2f} "
-              f"(one process {rb1 / ra:.2f}) | b/c {rb / rc:.2f} | kxtx peak RSS of one process "
-              f"streaming a tenth {rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} MiB, --latest "
-              f"{rss_latest / 1024:.0f} MiB; largest of the {WORKERS} processes {rss_workers / 1024:.0f} MiB",
-              flush=True)
+        rounds.append(
+            (ra, rb, rb1, rc, rb / ra, rb / rc, rb1 / ra, rss_tenth, rss_stream, rss_latest, rss_workers)
+        )
+        print(
+            f"{topic} round {i + 1}: {count} records | (a) raw confluent {ra:,.0f} rec/s ({a:.1f}s, "
+            f"{a_read:.1f}s of it reading) | (b) kxtx dump {rb:,.0f} rec/s ({b:.1f}s; one process: "
+            f"{rb1:,.0f} rec/s) | (c) console+formatter {rc:,.0f} rec/s ({c:.1f}s) | b/a {rb / ra:.2f} "
+            f"(one process {rb1 / ra:.2f}) | b/c {rb / rc:.2f} | kxtx peak RSS of one process "
+            f"streaming a tenth {rss_tenth / 1024:.0f} MiB, all {rss_stream / 1024:.0f} MiB, --latest "
+            f"{rss_latest / 1024:.0f} MiB; largest of the {WORKERS} processes {rss_workers / 1024:.0f} MiB",
+            flush=True,
+        )
     ra, rb, rb1, rc, ba, bc, b1a, rt, rs, rl, rw = (median(col) for col in zip(*rounds))
-    print(f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s (one process "
-          f"{rb1:,.0f}) | (c) {rc:,.0f} rec/s | b/a {ba:.2f} (one process {b1a:.2f}) | b/c {bc:.2f} | "
-          f"peak RSS streaming a tenth {rt / 1024:.0f} MiB, all {rs / 1024:.0f} MiB, --latest "
-          f"{rl / 1024:.0f} MiB, per process with {WORKERS} workers {rw / 1024:.0f} MiB", flush=True)
+    print(
+        f"{topic} median of {repeat}: (a) {ra:,.0f} rec/s | (b) {rb:,.0f} rec/s (one process "
+        f"{rb1:,.0f}) | (c) {rc:,.0f} rec/s | b/a {ba:.2f} (one process {b1a:.2f}) | b/c {bc:.2f} | "
+        f"peak RSS streaming a tenth {rt / 1024:.0f} MiB, all {rs / 1024:.0f} MiB, --latest "
+        f"{rl / 1024:.0f} MiB, per process with {WORKERS} workers {rw / 1024:.0f} MiB",
+        flush=True,
+    )
 
 
 def fold_memory() -> None:
@@ -211,7 +267,7 @@ def fold_memory() -> None:
     import struct
     import tracemalloc
 
-    from kxtx.dump import _fold
+    from kxtx.dump.engine import _fold
     from kxtx.dump.rows import builder
 
     build = builder(OFFSETS, None, with_keys=True)
@@ -221,21 +277,34 @@ def fold_memory() -> None:
             raw = []
             for i in range(start, min(records, start + 10000)):
                 k = i % keys
-                key = struct.pack(">hh", 1, 5) + b"group" + struct.pack(">h", 5) + b"topic" + \
-                    struct.pack(">i", k)
+                key = (
+                    struct.pack(">hh", 1, 5)
+                    + b"group"
+                    + struct.pack(">h", 5)
+                    + b"topic"
+                    + struct.pack(">i", k)
+                )
                 value = struct.pack(">hqih", 3, i, -1, 0) + struct.pack(">q", 1700000000000)
                 raw.append((k % 50, i, 1700000000000, key, value, None))
             yield build(raw)
 
-    for records, keys in ((200_000, 1_000), (800_000, 1_000), (200_000, 50_000),
-                          (800_000, 50_000), (800_000, 200_000)):
+    for records, keys in (
+        (200_000, 1_000),
+        (800_000, 1_000),
+        (200_000, 50_000),
+        (800_000, 50_000),
+        (800_000, 200_000),
+    ):
         tracemalloc.start()
         rows = _fold(batches(records, keys))
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert len(rows) == keys
-        print(f"--latest fold: {records:>7,} records, {keys:>7,} keys -> {len(rows):>7,} rows, "
-              f"peak {peak / 2**20:6.1f} MiB", flush=True)
+        print(
+            f"--latest fold: {records:>7,} records, {keys:>7,} keys -> {len(rows):>7,} rows, "
+            f"peak {peak / 2**20:6.1f} MiB",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -246,14 +315,24 @@ def main() -> None:
     ap.add_argument("--kafka-libs", help="Kafka jars for the console consumer (with --bootstrap)")
     ap.add_argument("--kafka-version", default="4")
     ap.add_argument("--no-fill", action="store_true", help="measure what the topics already hold")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="rounds of a, b, c side by side (the machine's load varies); medians reported")
-    ap.add_argument("--baseline-root", type=Path,
-                    help="also time `kxtx dump` from this checkout (e.g. a git archive of an older commit)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of a, b, c side by side (the machine's load varies); medians reported",
+    )
+    ap.add_argument(
+        "--baseline-root",
+        type=Path,
+        help="also time `kxtx dump` from this checkout (e.g. a git archive of an older commit)",
+    )
     ap.add_argument("--raw-consume", metavar="TOPIC", help=argparse.SUPPRESS)  # (a)'s own process
     ap.add_argument("--only", choices=("offsets", "txn-state"), help="measure one topic only")
-    ap.add_argument("--fold-memory", action="store_true",
-                    help="only the --latest fold's memory against records and keys (no broker)")
+    ap.add_argument(
+        "--fold-memory",
+        action="store_true",
+        help="only the --latest fold's memory against records and keys (no broker)",
+    )
     args = ap.parse_args()
     if args.fold_memory:
         fold_memory()
@@ -278,8 +357,10 @@ def main() -> None:
             fill_offsets(bootstrap, args.offsets_records)
             fill_txn(bootstrap, args.txn_records)
             print(f"fill: {time.perf_counter() - t0:.0f}s", flush=True)
-        for topic, command, formatter in ((OFFSETS, "offsets", "OffsetsMessageFormatter"),
-                                          (TXN, "txn-state", "TransactionLogMessageFormatter")):
+        for topic, command, formatter in (
+            (OFFSETS, "offsets", "OffsetsMessageFormatter"),
+            (TXN, "txn-state", "TransactionLogMessageFormatter"),
+        ):
             if args.only and args.only != command:
                 continue
             measure(bootstrap, dist, topic, command, formatter, args.repeat, args.baseline_root)

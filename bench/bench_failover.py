@@ -48,8 +48,15 @@ def hand_produce(bootstrap: str, topic: str) -> None:
     """bench_produce.hand_loop's loop, keyed, on a given topic, until killed."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4().hex}",
-                  "linger.ms": 20, "retry.backoff.ms": 10, "partitioner": "murmur2_random"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-{uuid.uuid4().hex}",
+            "linger.ms": 20,
+            "retry.backoff.ms": 10,
+            "partitioner": "murmur2_random",
+        }
+    )
     p.init_transactions(30)
     i = 0
     while True:
@@ -70,12 +77,25 @@ def hand_pipe(bootstrap: str, src: str, out: str, batch_size: int = 10_000) -> N
     """bench_pipe.loop(eos=True)'s loop, with keys kept, until killed."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "retry.backoff.ms": 10,
-                  "transactional.id": f"bench-{uuid.uuid4().hex}"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "retry.backoff.ms": 10,
+            "transactional.id": f"bench-{uuid.uuid4().hex}",
+        }
+    )
     p.init_transactions(30)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "enable.auto.offset.store": False, "isolation.level": "read_committed"})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+        }
+    )
     c.subscribe([src])
     while True:
         batch = []
@@ -93,8 +113,9 @@ def hand_pipe(bootstrap: str, src: str, out: str, batch_size: int = 10_000) -> N
         nxt = {}
         for m in batch:
             nxt[(m.topic(), m.partition())] = m.offset() + 1
-        p.send_offsets_to_transaction([TopicPartition(t, q, o) for (t, q), o in nxt.items()],
-                                      c.consumer_group_metadata(), 30)
+        p.send_offsets_to_transaction(
+            [TopicPartition(t, q, o) for (t, q), o in nxt.items()], c.consumer_group_metadata(), 30
+        )
         p.commit_transaction(30)
 
 
@@ -117,9 +138,9 @@ class Lso:
 
         tp = TopicPartition(self.topic, 0)
         try:
-            fut = self.admin.list_offsets({tp: OffsetSpec.latest()},
-                                          isolation_level=IsolationLevel.READ_COMMITTED,
-                                          request_timeout=5)[tp]
+            fut = self.admin.list_offsets(
+                {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5
+            )[tp]
             offset = fut.result(timeout=6).offset
             self.failures = 0
             return offset
@@ -138,9 +159,16 @@ class FirstCommitted:
     def __init__(self, bootstrap: str, topic: str, offset: int):
         from confluent_kafka import Consumer, TopicPartition
 
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-fc-{uuid.uuid4().hex[:6]}",
-                           "isolation.level": "read_committed", "enable.auto.commit": False,
-                           "fetch.wait.max.ms": 20, "log_level": 0})
+        self.c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-fc-{uuid.uuid4().hex[:6]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 20,
+                "log_level": 0,
+            }
+        )
         self.c.assign([TopicPartition(topic, 0, offset)])
 
     def poll(self) -> bool:
@@ -187,8 +215,9 @@ def wait_healthy(sandbox, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         md = admin.list_topics(timeout=10)
-        if len(md.brokers) == 3 and all(len(p.isrs) == 3 for t in md.topics.values()
-                                        for p in t.partitions.values()):
+        if len(md.brokers) == 3 and all(
+            len(p.isrs) == 3 for t in md.topics.values() for p in t.partitions.values()
+        ):
             return
         time.sleep(1)
     raise SystemExit("the cluster did not become fully in sync again")
@@ -199,28 +228,62 @@ def one_run(sandbox, bootstrap: str, workload: str, tmp: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     py = [sys.executable]
     if workload == "kxtx produce":
-        cmd = py + ["-m", "kxtx", "produce", str(tmp / "input.jsonl"), "-t", out, "-k", "k",
-                    "-b", bootstrap, "-o", "jsonl"]
+        cmd = py + [
+            "-m",
+            "kxtx",
+            "produce",
+            str(tmp / "input.jsonl"),
+            "-t",
+            out,
+            "-k",
+            "k",
+            "-b",
+            bootstrap,
+            "-o",
+            "jsonl",
+        ]
     elif workload == "hand produce":
         cmd = py + [__file__, "--hand-produce", bootstrap, out]
     else:
         src = tmp / "pipe_src.txt"
         topic_in = src.read_text().strip()
         if workload == "kxtx pipe":
-            cmd = py + ["-m", "kxtx", "pipe", "--in", topic_in, "--out", out, "--udf",
-                        f"{ROOT / 'bench' / 'bench_failover.py'}:identity", "--group",
-                        f"bench-fo-{uuid.uuid4().hex[:8]}", "-b", bootstrap, "-o", "jsonl"]
+            cmd = py + [
+                "-m",
+                "kxtx",
+                "pipe",
+                "--in",
+                topic_in,
+                "--out",
+                out,
+                "--udf",
+                f"{ROOT / 'bench' / 'bench_failover.py'}:identity",
+                "--group",
+                f"bench-fo-{uuid.uuid4().hex[:8]}",
+                "-b",
+                bootstrap,
+                "-o",
+                "jsonl",
+            ]
         else:
             cmd = py + [__file__, "--hand-pipe", bootstrap, topic_in, out]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(tmp / "run.err", "w"), env=env,
-                            cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "run.err", "w"),
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     lso = Lso(bootstrap, out)
     try:
         # steady state: partition 0's LSO moved twice (two commits)
         seen, deadline = [], time.monotonic() + 240
         while len(set(seen)) < 3:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{workload} did not reach steady state: {(tmp / 'run.err').read_text()[-800:]}")
+                raise SystemExit(
+                    f"{workload} did not reach steady state: {(tmp / 'run.err').read_text()[-800:]}"
+                )
             v = lso()
             if v is not None and (not seen or v != seen[-1]):
                 seen.append(v)
@@ -247,9 +310,14 @@ def one_run(sandbox, bootstrap: str, workload: str, tmp: Path) -> dict:
             proc.wait()
     wait_healthy(sandbox)
     err = (tmp / "run.err").read_text()
-    return {"workload": workload, "recovery_s": recovered, "victim": victim,
-            "survived": alive, "exit": None if alive else proc.returncode,
-            "stderr_tail": "" if alive else err[-300:]}
+    return {
+        "workload": workload,
+        "recovery_s": recovered,
+        "victim": victim,
+        "survived": alive,
+        "exit": None if alive else proc.returncode,
+        "stderr_tail": "" if alive else err[-300:],
+    }
 
 
 def identity(v):
@@ -299,9 +367,11 @@ def main() -> None:
     for w in workloads:
         vals = [x["recovery_s"] for x in runs if x["workload"] == w]
         ok = [v for v in vals if v is not None]
-        summary[w] = {"median_s": round(statistics.median(ok), 2) if ok else None,
-                      "runs_s": [None if v is None else round(v, 2) for v in vals],
-                      "did_not_recover": len(vals) - len(ok)}
+        summary[w] = {
+            "median_s": round(statistics.median(ok), 2) if ok else None,
+            "runs_s": [None if v is None else round(v, 2) for v in vals],
+            "did_not_recover": len(vals) - len(ok),
+        }
     for kind in ("produce", "pipe"):
         k, h = summary.get(f"kxtx {kind}"), summary.get(f"hand {kind}")
         if k and h and k["median_s"] and h["median_s"]:

@@ -44,14 +44,19 @@ def create_topics(bootstrap: str, topics: int, partitions: int) -> list[str]:
 
     a = AdminClient({"bootstrap.servers": bootstrap})
     names = [f"bench-{i:02d}" for i in range(topics)]
-    for name, fut in a.create_topics([NewTopic(n, partitions, 1) for n in names],
-                                     operation_timeout=120).items():
+    for name, fut in a.create_topics(
+        [NewTopic(n, partitions, 1) for n in names], operation_timeout=120
+    ).items():
         fut.result(timeout=180)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         md = a.list_topics(timeout=30)
-        if all(len(md.topics[n].partitions) == partitions and
-               all(p.leader >= 0 for p in md.topics[n].partitions.values()) for n in names if n in md.topics):
+        if all(
+            len(md.topics[n].partitions) == partitions
+            and all(p.leader >= 0 for p in md.topics[n].partitions.values())
+            for n in names
+            if n in md.topics
+        ):
             return names
         time.sleep(0.5)
     raise SystemExit("topics have no leaders")
@@ -80,8 +85,12 @@ def main() -> None:
 
     sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-"))
     log("starting the broker")
-    info = sandbox.start(kafka_version=args.kafka_version, port=0, heap="1g", broker_config={
-        "transaction.partition.verification.enable": "false"})
+    info = sandbox.start(
+        kafka_version=args.kafka_version,
+        port=0,
+        heap="1g",
+        broker_config={"transaction.partition.verification.enable": "false"},
+    )
     try:
         b = info.bootstrap
         log(f"broker {info.kafka_version} at {b}; creating {args.topics} x {args.partitions} partitions")
@@ -93,10 +102,14 @@ def main() -> None:
         env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": b}
         kx = [sys.executable, "-m", "kxtx", "find-hanging", "--broker-id", "1", "-o", "jsonl"]
         jv = sandbox.info().distribution.java(
-            "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b,
-            "find-hanging", "--broker-id", "1",
-            jvm=("-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                 "-Dlog4j2.level=WARN"))
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server",
+            b,
+            "find-hanging",
+            "--broker-id",
+            "1",
+            jvm=("-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN"),
+        )
         times = {"kxtx": [], "kafka": []}
         found = {}
         partitions_checked = None
@@ -107,18 +120,30 @@ def main() -> None:
                 if name == "kxtx":
                     if r.returncode != 3:
                         raise SystemExit(f"kxtx exit {r.returncode}: {r.stderr}")
-                    found[name] = {(x["topic"], x["partition"]) for x in map(json.loads, r.stdout.splitlines())}
+                    found[name] = {
+                        (x["topic"], x["partition"]) for x in map(json.loads, r.stdout.splitlines())
+                    }
                 else:
                     if r.returncode != 0:
                         raise SystemExit(f"kafka-transactions exit {r.returncode}: {r.stderr[-2000:]}")
                     found[name] = java_rows(r.stdout)
             log(f"run {i + 1}: kafka {times['kafka'][-1]:.2f}s, kxtx {times['kxtx'][-1]:.2f}s")
-        md = subprocess.run([sys.executable, "-m", "kxtx", "find-hanging", "--broker-id", "1", "-o", "table"],
-                            capture_output=True, text=True, env={**env, "COLUMNS": "200"}, cwd=ROOT)
-        partitions_checked = next((line.strip() for line in md.stdout.splitlines() if "checked" in line), None)
+        md = subprocess.run(
+            [sys.executable, "-m", "kxtx", "find-hanging", "--broker-id", "1", "-o", "table"],
+            capture_output=True,
+            text=True,
+            env={**env, "COLUMNS": "200"},
+            cwd=ROOT,
+        )
+        partitions_checked = next(
+            (line.strip() for line in md.stdout.splitlines() if "checked" in line), None
+        )
         inspect = {}
-        for label, extra in (("with_history", []), ("no_history", ["--no-history"]),
-                             ("no_history_no_scan", ["--no-history", "--no-scan"])):
+        for label, extra in (
+            ("with_history", []),
+            ("no_history", ["--no-history"]),
+            ("no_history_no_scan", ["--no-history", "--no-scan"]),
+        ):
             ts = []
             for _ in range(args.runs):
                 t, r = timed([sys.executable, "-m", "kxtx", "inspect", "txn", tid, "-o", "json", *extra], env)
@@ -127,19 +152,24 @@ def main() -> None:
                 ts.append(t)
             inspect[label] = round(statistics.median(ts), 3)
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(json.dumps({
-            "kafka_version": info.kafka_version,
-            "partitions": args.topics * args.partitions,
-            "kxtx_table_title": partitions_checked,
-            "runs": args.runs,
-            "find_hanging_median_s": {k: round(v, 3) for k, v in med.items()},
-            "find_hanging_all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
-            "ratio_kxtx_over_kafka": round(med["kxtx"] / med["kafka"], 3),
-            "hanging_expected": sorted(f"{t}:{p}" for t, p in expected),
-            "same_partitions_found": found.get("kxtx") == found.get("kafka") == expected,
-            "kafka_found": sorted(f"{t}:{p}" for t, p in found.get("kafka", set())),
-            "inspect_txn_median_s": inspect,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "kafka_version": info.kafka_version,
+                    "partitions": args.topics * args.partitions,
+                    "kxtx_table_title": partitions_checked,
+                    "runs": args.runs,
+                    "find_hanging_median_s": {k: round(v, 3) for k, v in med.items()},
+                    "find_hanging_all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+                    "ratio_kxtx_over_kafka": round(med["kxtx"] / med["kafka"], 3),
+                    "hanging_expected": sorted(f"{t}:{p}" for t, p in expected),
+                    "same_partitions_found": found.get("kxtx") == found.get("kafka") == expected,
+                    "kafka_found": sorted(f"{t}:{p}" for t, p in found.get("kafka", set())),
+                    "inspect_txn_median_s": inspect,
+                },
+                indent=2,
+            )
+        )
     finally:
         log("stopping the broker")
         sandbox.stop()

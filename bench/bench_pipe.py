@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 UDF_FILE = Path(tempfile.gettempdir()) / "kxtx_bench_pipe_udfs.py"
-UDF_SOURCE = '''
+UDF_SOURCE = """
 import io, json
 import pandas as pd
 from pyspark.sql.functions import pandas_udf
@@ -54,7 +54,7 @@ def enrich_pandas(s: pd.Series) -> pd.Series:
     df = pd.read_json(io.StringIO("\\n".join(s)), lines=True)
     df["total"] = (df["price"] * df["qty"]).round(2)
     return pd.Series(df.to_json(orient="records", lines=True).splitlines())
-'''
+"""
 
 
 def identity(v):
@@ -90,16 +90,24 @@ def value_100b(i: int) -> bytes:
 
 
 def json_doc(i: int) -> bytes:
-    return json.dumps({"id": i, "user": f"u{i % 10000:05d}", "price": (i % 1000) / 10,
-                       "qty": i % 7, "pad": "p" * 20}).encode()
+    return json.dumps(
+        {"id": i, "user": f"u{i % 10000:05d}", "price": (i % 1000) / 10, "qty": i % 7, "pad": "p" * 20}
+    ).encode()
 
 
 def _consumer(bootstrap: str):
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                     "enable.auto.offset.store": False, "isolation.level": "read_committed"})
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+        }
+    )
 
 
 def _offsets(batch):
@@ -122,8 +130,9 @@ def _produce_all(p, out, batch, fn):
                 p.poll(0.05)
 
 
-def loop(bootstrap: str, src: str, n: int, batch_size: int, eos: bool, fn=identity,
-         backoff_ms: int = 10) -> dict:
+def loop(
+    bootstrap: str, src: str, n: int, batch_size: int, eos: bool, fn=identity, backoff_ms: int = 10
+) -> dict:
     """(a) at-least-once or (b) EOS hand loop; the clock starts at the first record."""
     from confluent_kafka import Producer
 
@@ -158,30 +167,45 @@ def loop(bootstrap: str, src: str, n: int, batch_size: int, eos: bool, fn=identi
         done += len(batch)
     elapsed = time.perf_counter() - start
     c.close()
-    return {"records_per_s": round(n / elapsed), "batches": len(commits),
-            "commit_ms_per_batch": round(1000 * statistics.mean(commits), 1),
-            "commit_ms_p50": round(1000 * statistics.median(commits), 1),
-            "batch_ms": round(1000 * elapsed / len(commits), 1)}
+    return {
+        "records_per_s": round(n / elapsed),
+        "batches": len(commits),
+        "commit_ms_per_batch": round(1000 * statistics.mean(commits), 1),
+        "commit_ms_p50": round(1000 * statistics.median(commits), 1),
+        "batch_ms": round(1000 * elapsed / len(commits), 1),
+    }
 
 
-def kxtx_pipe(bootstrap: str, src: str, n: int, batch_size: int, session, udf: str,
-              value_format: str = "raw") -> dict:
+def kxtx_pipe(
+    bootstrap: str, src: str, n: int, batch_size: int, session, udf: str, value_format: str = "raw"
+) -> dict:
     from kxtx.pipe.config import PipeConfig
     from kxtx.pipe.engine import run
     from kxtx.settings import Settings
 
     out = new_topic(bootstrap, 2)
-    cfg = PipeConfig(inputs=[src], out=out, group=f"bench-{uuid.uuid4().hex[:8]}", udf=udf,
-                     batch_max_records=batch_size, batch_max_ms=600_000, max_records=n,
-                     value_format=value_format)
+    cfg = PipeConfig(
+        inputs=[src],
+        out=out,
+        group=f"bench-{uuid.uuid4().hex[:8]}",
+        udf=udf,
+        batch_max_records=batch_size,
+        batch_max_ms=600_000,
+        max_records=n,
+        value_format=value_format,
+    )
     s = run(Settings(props={"bootstrap.servers": bootstrap}, timeout=60), cfg, session=session)
     batch_ms = 1000 * s["processing_s"] / max(1, s["transactions"])
-    return {"records_per_s": round(s["processing_records_per_s"]), "batches": s["transactions"],
-            "spark_ms_per_batch": s["spark_ms_per_batch"],
-            "commit_ms_per_batch": s["commit_ms_per_batch"],
-            "produce_ms_per_batch": s["produce_ms_per_batch"], "batch_ms": round(batch_ms, 1),
-            "spark_share": round(s["spark_ms_per_batch"] / batch_ms, 3),
-            "commit_share": round(s["commit_ms_per_batch"] / batch_ms, 3)}
+    return {
+        "records_per_s": round(s["processing_records_per_s"]),
+        "batches": s["transactions"],
+        "spark_ms_per_batch": s["spark_ms_per_batch"],
+        "commit_ms_per_batch": s["commit_ms_per_batch"],
+        "produce_ms_per_batch": s["produce_ms_per_batch"],
+        "batch_ms": round(batch_ms, 1),
+        "spark_share": round(s["spark_ms_per_batch"] / batch_ms, 3),
+        "commit_share": round(s["commit_ms_per_batch"] / batch_ms, 3),
+    }
 
 
 def spark_fixed_cost(session) -> float:
@@ -190,8 +214,9 @@ def spark_fixed_cost(session) -> float:
 
     from kxtx.pipe import spark, transform, udf
 
-    job = spark.batch_job(session, transform.make_task(transform.make_mapper(identity, udf.ROW,
-                                                                             "raw", False)))
+    job = spark.batch_job(
+        session, transform.make_task(transform.make_mapper(identity, udf.ROW, "raw", False))
+    )
     table = pa.table({"idx": pa.array([0], pa.int64()), "value": pa.array([b"x"], pa.binary())})
     times = []
     for _ in range(7):
@@ -208,9 +233,29 @@ def rss_run(bootstrap: str, n: int) -> dict:
     out = new_topic(bootstrap, 2)
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--in", src, "--out", out, "--group",
-         f"bench-rss-{uuid.uuid4().hex[:6]}", "--udf", f"{UDF_FILE}:identity", "--max-records",
-         str(n), "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "pipe",
+            "--in",
+            src,
+            "--out",
+            out,
+            "--group",
+            f"bench-rss-{uuid.uuid4().hex[:6]}",
+            "--udf",
+            f"{UDF_FILE}:identity",
+            "--max-records",
+            str(n),
+            "-o",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
     samples = []
     while proc.poll() is None:
         try:
@@ -222,11 +267,20 @@ def rss_run(bootstrap: str, n: int) -> dict:
         time.sleep(0.5)
     summary = json.loads(proc.stdout.read())
     # peak per tenth of the run: flat from the second tenth on = bounded by the batch, not the input
-    tenths = [max(samples[len(samples) * k // 10:max(len(samples) * (k + 1) // 10, 1)] or [0])
-              for k in range(10)] if samples else []
-    return {"records": n, "rss_mb_peak": round(max(samples), 1) if samples else None,
-            "rss_mb_peak_per_tenth_of_run": [round(x, 1) for x in tenths],
-            "records_per_s": summary.get("processing_records_per_s")}
+    tenths = (
+        [
+            max(samples[len(samples) * k // 10 : max(len(samples) * (k + 1) // 10, 1)] or [0])
+            for k in range(10)
+        ]
+        if samples
+        else []
+    )
+    return {
+        "records": n,
+        "rss_mb_peak": round(max(samples), 1) if samples else None,
+        "rss_mb_peak_per_tenth_of_run": [round(x, 1) for x in tenths],
+        "records_per_s": summary.get("processing_records_per_s"),
+    }
 
 
 def identity_runs(bootstrap: str, src: str, args, session) -> list:
@@ -238,9 +292,14 @@ def identity_runs(bootstrap: str, src: str, args, session) -> list:
             a = loop(bootstrap, src, args.records, b, eos=False)
             e = loop(bootstrap, src, args.records, b, eos=True)
             c = kxtx_pipe(bootstrap, src, args.records, b, session, f"{UDF_FILE}:identity")
-            run = {"batch": b, "a_alo": a, "b_eos": e, "c_kxtx": c,
-                   "b/a": round(e["records_per_s"] / a["records_per_s"], 3),
-                   "c/b": round(c["records_per_s"] / e["records_per_s"], 3)}
+            run = {
+                "batch": b,
+                "a_alo": a,
+                "b_eos": e,
+                "c_kxtx": c,
+                "b/a": round(e["records_per_s"] / a["records_per_s"], 3),
+                "c/b": round(c["records_per_s"] / e["records_per_s"], 3),
+            }
             runs.append(run)
             print(json.dumps(run), flush=True)
         row = runs[0] if len(runs) == 1 else _medians(b, runs)
@@ -254,10 +313,19 @@ def _medians(batch: int, runs: list) -> dict:
     def med(path):
         return round(statistics.median(_get(r, path) for r in runs), 3)
 
-    keys = {"a_alo": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
-            "b_eos": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
-            "c_kxtx": ["records_per_s", "spark_ms_per_batch", "commit_ms_per_batch",
-                       "produce_ms_per_batch", "batch_ms", "spark_share", "commit_share"]}
+    keys = {
+        "a_alo": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
+        "b_eos": ["records_per_s", "commit_ms_per_batch", "batch_ms"],
+        "c_kxtx": [
+            "records_per_s",
+            "spark_ms_per_batch",
+            "commit_ms_per_batch",
+            "produce_ms_per_batch",
+            "batch_ms",
+            "spark_share",
+            "commit_share",
+        ],
+    }
     row = {"batch": batch, "median_of": len(runs)}
     for part, fields in keys.items():
         row[part] = {f: med((part, f)) for f in fields}
@@ -280,10 +348,17 @@ def main() -> None:
     ap.add_argument("--rss-records", type=int, default=5_000_000, help="0 skips the RSS run")
     ap.add_argument("--rss-only", action="store_true", help="only the RSS run")
     ap.add_argument("--bootstrap")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="run (a)/(b)/(c) this many times per batch size; medians are reported")
-    ap.add_argument("--identity-only", action="store_true",
-                    help="only the identity comparison (no backoff, JSON or RSS runs)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run (a)/(b)/(c) this many times per batch size; medians are reported",
+    )
+    ap.add_argument(
+        "--identity-only",
+        action="store_true",
+        help="only the identity comparison (no backoff, JSON or RSS runs)",
+    )
     args = ap.parse_args()
     UDF_FILE.write_text(UDF_SOURCE)
     sandbox = None
@@ -330,17 +405,20 @@ def extras(bootstrap: str, src: str, args, session, results: dict) -> None:
     """Commit cost vs retry.backoff.ms, and JSON enrichment: plain Python vs pandas_udf."""
     backoff = {}
     for ms in (100, 10):
-        backoff[f"retry.backoff.ms={ms}"] = loop(bootstrap, src, min(args.records, 200_000),
-                                                 1000, eos=True, backoff_ms=ms)
+        backoff[f"retry.backoff.ms={ms}"] = loop(
+            bootstrap, src, min(args.records, 200_000), 1000, eos=True, backoff_ms=ms
+        )
     results["commit_vs_backoff_batch_1000"] = backoff
     print(json.dumps(backoff), flush=True)
     jsrc = new_topic(bootstrap, 2)
     fill(bootstrap, jsrc, args.json_records, json_doc)
     results["json_enrichment"] = {
-        "plain_python": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
-                                  f"{UDF_FILE}:enrich", "json"),
-        "pandas_udf": kxtx_pipe(bootstrap, jsrc, args.json_records, 50_000, session,
-                                f"{UDF_FILE}:enrich_pandas", "string"),
+        "plain_python": kxtx_pipe(
+            bootstrap, jsrc, args.json_records, 50_000, session, f"{UDF_FILE}:enrich", "json"
+        ),
+        "pandas_udf": kxtx_pipe(
+            bootstrap, jsrc, args.json_records, 50_000, session, f"{UDF_FILE}:enrich_pandas", "string"
+        ),
     }
     print(json.dumps(results["json_enrichment"]), flush=True)
 

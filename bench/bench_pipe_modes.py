@@ -129,11 +129,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_pipe import fill, json_doc, loop, new_topic  # noqa: E402
 
 UDF_FILE = Path(tempfile.gettempdir()) / "kxtx_bench_pipe_modes_udfs.py"
-UDF_SOURCE = '''
+UDF_SOURCE = """
 def enrich(doc):
     doc["total"] = round(doc["price"] * doc["qty"], 2)
     return doc
-'''
+"""
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 #: kxtx --debug's line per round (executors mode): planning and Spark job milliseconds
@@ -210,8 +210,11 @@ class CpuSampler:
         """Cores in use per process kind while `lead` did the middle 80% of its CPU work (from
         10% to 90% of its total): the steady state, without JVM start-up and shutdown."""
         total = self.series[-1][1].get(lead, 0.0) if self.series else 0.0
-        marks = [next((t, k) for t, k in self.series if k.get(lead, 0.0) >= f * total)
-                 for f in (0.1, 0.9)] if total >= 1.0 else []
+        marks = (
+            [next((t, k) for t, k in self.series if k.get(lead, 0.0) >= f * total) for f in (0.1, 0.9)]
+            if total >= 1.0
+            else []
+        )
         if not marks or marks[1][0] - marks[0][0] < 1.0:
             return None
         (t0, k0), (t1, k1) = marks
@@ -246,16 +249,49 @@ def _kind(cmd: str) -> str:
     return "other"
 
 
-def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: list[str],
-             roots: list[int], debug: bool = False) -> dict:
+def cli_case(
+    bootstrap: str,
+    src: str,
+    n: int,
+    mode: str,
+    master: str,
+    extra: list[str],
+    roots: list[int],
+    debug: bool = False,
+) -> dict:
     out = new_topic(bootstrap, 2)
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-m", "kxtx", *(["--debug"] if debug else []), "pipe", "--in", src,
-            "--out", out, "--group",
-            f"bench-{uuid.uuid4().hex[:8]}", "--udf", f"{UDF_FILE}:enrich", "--value-format",
-            "json", "--mode", mode, "--master", master, "--max-records", str(n), "-o", "json",
-            *extra]
+    env = {
+        **os.environ,
+        "KXTX_BOOTSTRAP_SERVERS": bootstrap,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": str(ROOT),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "kxtx",
+        *(["--debug"] if debug else []),
+        "pipe",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"bench-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDF_FILE}:enrich",
+        "--value-format",
+        "json",
+        "--mode",
+        mode,
+        "--master",
+        master,
+        "--max-records",
+        str(n),
+        "-o",
+        "json",
+        *extra,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
     cpu = CpuSampler(roots + [proc.pid])
@@ -264,10 +300,16 @@ def cli_case(bootstrap: str, src: str, n: int, mode: str, master: str, extra: li
     if proc.returncode != 0:
         raise RuntimeError(f"{mode} on {master}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
     s = json.loads(stdout)
-    return {"records_per_s": round(s["processing_records_per_s"]), "wall_s": round(wall, 1),
-            "transactions": s["transactions"], "spark_ms_per_batch": s["spark_ms_per_batch"],
-            "cpu_s": cpu.stop(), "busy_cores": cpu.busy_cores(), "peak_rss_mb": cpu.peak_mb,
-            **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {})}
+    return {
+        "records_per_s": round(s["processing_records_per_s"]),
+        "wall_s": round(wall, 1),
+        "transactions": s["transactions"],
+        "spark_ms_per_batch": s["spark_ms_per_batch"],
+        "cpu_s": cpu.stop(),
+        "busy_cores": cpu.busy_cores(),
+        "peak_rss_mb": cpu.peak_mb,
+        **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {}),
+    }
 
 
 def eos_case(bootstrap: str, src: str, n: int, roots: list[int]) -> dict:
@@ -284,13 +326,17 @@ def round_cost(bootstrap: str, master: str, roots: list[int], extra: list[str]) 
     steady_ms_per_round is the median of the others' planning + Spark job (kxtx --debug)."""
     src = new_topic(bootstrap, 4)
     fill(bootstrap, src, 96, json_doc)
-    r = cli_case(bootstrap, src, 96, "executors", master, ["--batch-max-records", "1", *extra],
-                 roots, debug=True)
+    r = cli_case(
+        bootstrap, src, 96, "executors", master, ["--batch-max-records", "1", *extra], roots, debug=True
+    )
     rounds = 96 // 4
     steady = [float(plan) + float(job) for plan, job in r["rounds"][1:]]
-    return {"rounds": rounds, "ms_per_round": round(1000 * 96 / r["records_per_s"] / rounds, 1),
-            "steady_ms_per_round": round(statistics.median(steady)) if steady else None,
-            "first_round_ms": round(sum(map(float, r["rounds"][0]))) if r["rounds"] else None}
+    return {
+        "rounds": rounds,
+        "ms_per_round": round(1000 * 96 / r["records_per_s"] / rounds, 1),
+        "steady_ms_per_round": round(statistics.median(steady)) if steady else None,
+        "first_round_ms": round(sum(map(float, r["rounds"][0]))) if r["rounds"] else None,
+    }
 
 
 def main() -> None:
@@ -299,9 +345,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--bootstrap")
     ap.add_argument("--skip-cluster", action="store_true")
-    ap.add_argument("--sweep", metavar="N,N,...",
-                    help="instead: executors mode on local[2] at these --batch-max-records (per "
-                         "partition and round), --repeat times, with the Python workers' peak RSS")
+    ap.add_argument(
+        "--sweep",
+        metavar="N,N,...",
+        help="instead: executors mode on local[2] at these --batch-max-records (per "
+        "partition and round), --repeat times, with the Python workers' peak RSS",
+    )
     args = ap.parse_args()
     UDF_FILE.write_text(UDF_SOURCE)
     sandbox = cluster = None
@@ -312,8 +361,7 @@ def main() -> None:
             from kxtx.sandbox import Sandbox
 
             sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-modes-"))
-            bootstrap = sandbox.start(kafka_version="4", port=0, broker_config={},
-                                      heap="1g").bootstrap
+            bootstrap = sandbox.start(kafka_version="4", port=0, broker_config={}, heap="1g").bootstrap
             roots += _broker_pids(bootstrap)
         if not (args.skip_cluster or args.sweep):
             from tests.integration.spark_cluster import SparkCluster
@@ -327,29 +375,36 @@ def main() -> None:
         d_args = ["--batch-max-records", "50000"]
         cases = {
             "b_eos_loop": lambda: eos_case(bootstrap, src, args.records, roots),
-            "c_driver_local2": lambda: cli_case(bootstrap, src, args.records, "driver",
-                                                "local[2]", [], roots),
-            "d_executors_local2": lambda: cli_case(bootstrap, src, args.records, "executors",
-                                                   "local[2]", d_args, roots),
+            "c_driver_local2": lambda: cli_case(
+                bootstrap, src, args.records, "driver", "local[2]", [], roots
+            ),
+            "d_executors_local2": lambda: cli_case(
+                bootstrap, src, args.records, "executors", "local[2]", d_args, roots
+            ),
             # what a user gets: --mode auto and the default --batch-max-records
-            "default_local2": lambda: cli_case(bootstrap, src, args.records, "auto", "local[2]",
-                                               [], roots),
+            "default_local2": lambda: cli_case(bootstrap, src, args.records, "auto", "local[2]", [], roots),
         }
         if cluster is not None:
             url = cluster.master_url
             cases |= {
-                "c_driver_cluster2": lambda: cli_case(bootstrap, src, args.records, "driver", url,
-                                                      [], roots),
-                "d_executors_cluster2": lambda: cli_case(bootstrap, src, args.records,
-                                                         "executors", url, d_args, roots),
+                "c_driver_cluster2": lambda: cli_case(bootstrap, src, args.records, "driver", url, [], roots),
+                "d_executors_cluster2": lambda: cli_case(
+                    bootstrap, src, args.records, "executors", url, d_args, roots
+                ),
                 "d_executors_cluster1": lambda: cli_case(
-                    bootstrap, src, args.records, "executors", url,
-                    d_args + ["--spark-conf", "spark.cores.max=1"], roots),
+                    bootstrap,
+                    src,
+                    args.records,
+                    "executors",
+                    url,
+                    d_args + ["--spark-conf", "spark.cores.max=1"],
+                    roots,
+                ),
                 # what a user gets on a cluster: --mode auto, the default --batch-max-records
-                "default_cluster2": lambda: cli_case(bootstrap, src, args.records, "auto", url,
-                                                     [], roots),
-                "default_cluster1": lambda: cli_case(bootstrap, src, args.records, "auto", url,
-                                                     ["--spark-conf", "spark.cores.max=1"], roots),
+                "default_cluster2": lambda: cli_case(bootstrap, src, args.records, "auto", url, [], roots),
+                "default_cluster1": lambda: cli_case(
+                    bootstrap, src, args.records, "auto", url, ["--spark-conf", "spark.cores.max=1"], roots
+                ),
             }
         runs = []
         for i in range(args.repeat):
@@ -358,8 +413,13 @@ def main() -> None:
                 run[name] = case()
                 print(json.dumps({"repeat": i, name: run[name]}), flush=True)
             runs.append(run)
-        results = {"records": args.records, "partitions": 4, "cores": os.cpu_count(),
-                   "runs": runs, "ratios": _ratios(runs)}
+        results = {
+            "records": args.records,
+            "partitions": 4,
+            "cores": os.cpu_count(),
+            "runs": runs,
+            "ratios": _ratios(runs),
+        }
         results["round_cost_local2"] = round_cost(bootstrap, "local[2]", roots, [])
         if cluster is not None:
             results["round_cost_cluster2"] = round_cost(bootstrap, cluster.master_url, roots, [])
@@ -375,34 +435,47 @@ def sweep(bootstrap: str, src: str, args, roots: list[int]) -> None:
     """Executors mode's records per partition and round: records/s against memory."""
     for i in range(args.repeat):
         for n in [int(x) for x in args.sweep.split(",")]:
-            r = cli_case(bootstrap, src, args.records, "executors", "local[2]",
-                         ["--batch-max-records", str(n)], roots)
-            print(json.dumps({"repeat": i, "batch_max_records": n,
-                              "records_per_s": r["records_per_s"],
-                              "python_workers_peak_rss_mb": r["peak_rss_mb"].get("python_workers")}),
-                  flush=True)
+            r = cli_case(
+                bootstrap, src, args.records, "executors", "local[2]", ["--batch-max-records", str(n)], roots
+            )
+            print(
+                json.dumps(
+                    {
+                        "repeat": i,
+                        "batch_max_records": n,
+                        "records_per_s": r["records_per_s"],
+                        "python_workers_peak_rss_mb": r["peak_rss_mb"].get("python_workers"),
+                    }
+                ),
+                flush=True,
+            )
 
 
 def _ratios(runs: list) -> dict:
     def rate(run, name):
         return run[name]["records_per_s"] if name in run else None
 
-    pairs = {"d/c local[2]": ("d_executors_local2", "c_driver_local2"),
-             "d/b local[2]": ("d_executors_local2", "b_eos_loop"),
-             "c/b local[2]": ("c_driver_local2", "b_eos_loop"),
-             "d/c cluster": ("d_executors_cluster2", "c_driver_cluster2"),
-             "d/b cluster": ("d_executors_cluster2", "b_eos_loop"),
-             "d 2 workers / 1 worker": ("d_executors_cluster2", "d_executors_cluster1"),
-             "default/c cluster": ("default_cluster2", "c_driver_cluster2"),
-             "default/b cluster": ("default_cluster2", "b_eos_loop"),
-             "default 2 workers / 1 worker": ("default_cluster2", "default_cluster1")}
+    pairs = {
+        "d/c local[2]": ("d_executors_local2", "c_driver_local2"),
+        "d/b local[2]": ("d_executors_local2", "b_eos_loop"),
+        "c/b local[2]": ("c_driver_local2", "b_eos_loop"),
+        "d/c cluster": ("d_executors_cluster2", "c_driver_cluster2"),
+        "d/b cluster": ("d_executors_cluster2", "b_eos_loop"),
+        "d 2 workers / 1 worker": ("d_executors_cluster2", "d_executors_cluster1"),
+        "default/c cluster": ("default_cluster2", "c_driver_cluster2"),
+        "default/b cluster": ("default_cluster2", "b_eos_loop"),
+        "default 2 workers / 1 worker": ("default_cluster2", "default_cluster1"),
+    }
     out = {}
     for label, (num, den) in pairs.items():
         vals = [rate(r, num) / rate(r, den) for r in runs if rate(r, num) and rate(r, den)]
         if vals:
             out[label] = round(statistics.median(vals), 2)
-    best = [rate(r, "default_local2") / max(rate(r, "c_driver_local2"), rate(r, "d_executors_local2"))
-            for r in runs if rate(r, "default_local2")]
+    best = [
+        rate(r, "default_local2") / max(rate(r, "c_driver_local2"), rate(r, "d_executors_local2"))
+        for r in runs
+        if rate(r, "default_local2")
+    ]
     if best:  # the target: the default mode >= the better of c and d
         out["default / max(c, d) local[2]"] = round(statistics.median(best), 2)
     return out

@@ -51,8 +51,10 @@ def make_input(path: Path, n: int) -> None:
     with open(path, "w") as f:
         for i in range(n):
             # ~100 bytes per line
-            f.write(f'{{"id":{i},"user":"u{i % 100000:05d}","ts":{1700000000000 + i},'
-                    f'"event":"click","page":"/p/{i % 997:03d}","pad":"xxxxxxxxxxxxxxxx"}}\n')
+            f.write(
+                f'{{"id":{i},"user":"u{i % 100000:05d}","ts":{1700000000000 + i},'
+                f'"event":"click","page":"/p/{i % 997:03d}","pad":"xxxxxxxxxxxxxxxx"}}\n'
+            )
 
 
 def make_csv(path: Path, n: int) -> None:
@@ -62,8 +64,7 @@ def make_csv(path: Path, n: int) -> None:
     with open(path, "w") as f:
         f.write("id,user,ts,event,page,pad\n")
         for i in range(n):
-            f.write(f"{i},u{i % 100000:05d},{1700000000000 + i},click,/p/{i % 997:03d},"
-                    "xxxxxxxxxxxxxxxx\n")
+            f.write(f"{i},u{i % 100000:05d},{1700000000000 + i},click,/p/{i % 997:03d},xxxxxxxxxxxxxxxx\n")
 
 
 #: case -> (partitions, input kind, kxtx options)
@@ -94,8 +95,9 @@ def drop_topic(bootstrap: str, name: str) -> None:
     admin.delete_topics([name], operation_timeout=30)[name].result(60)
 
 
-def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | None = None,
-              case: str = "plain") -> dict:
+def hand_loop(
+    bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | None = None, case: str = "plain"
+) -> dict:
     """(a) The in-process limit: produce pre-read lines in transactions of `per_txn`, for `case`
     keyed etc. as a user would write it (one loop per case, nothing factored out of the loop)."""
     from confluent_kafka import Producer
@@ -103,16 +105,23 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
 
     topic = new_topic(bootstrap, CASES[case][0])
     t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4().hex}",
-                  "linger.ms": 20, "retry.backoff.ms": 10, "partitioner": "murmur2_random",
-                  **(extra or {})})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-{uuid.uuid4().hex}",
+            "linger.ms": 20,
+            "retry.backoff.ms": 10,
+            "partitioner": "murmur2_random",
+            **(extra or {}),
+        }
+    )
     p.init_transactions(30)
     t1 = time.perf_counter()  # steady state starts here
     produce = p.produce
     commits = []
     for start in range(0, len(lines), per_txn):
         p.begin_transaction()
-        batch = lines[start:start + per_txn]
+        batch = lines[start : start + per_txn]
         if case == "plain":
             for line in batch:
                 while True:
@@ -143,8 +152,13 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
                 d = loads(line)
                 while True:
                     try:
-                        produce(topic, line, d["user"], headers=[("event", d["event"].encode())],
-                                timestamp=d["ts"])
+                        produce(
+                            topic,
+                            line,
+                            d["user"],
+                            headers=[("event", d["event"].encode())],
+                            timestamp=d["ts"],
+                        )
                         break
                     except BufferError:
                         p.poll(0.05)
@@ -155,11 +169,17 @@ def hand_loop(bootstrap: str, lines: list[bytes], per_txn: int, extra: dict | No
     cpu = _cpu(resource.RUSAGE_SELF) - cpu0
     elapsed = end - t0
     drop_topic(bootstrap, topic)
-    return {"records": len(lines), "elapsed_s": elapsed, "records_per_s": len(lines) / elapsed,
-            "cpu_s": cpu, "records_per_cpu_s": len(lines) / cpu,
-            "steady_records_per_s": len(lines) / (end - t1),
-            "transactions": len(commits), "commit_ms_median": 1000 * statistics.median(commits),
-            "commit_ms_p90": 1000 * sorted(commits)[int(0.9 * (len(commits) - 1))]}
+    return {
+        "records": len(lines),
+        "elapsed_s": elapsed,
+        "records_per_s": len(lines) / elapsed,
+        "cpu_s": cpu,
+        "records_per_cpu_s": len(lines) / cpu,
+        "steady_records_per_s": len(lines) / (end - t1),
+        "transactions": len(commits),
+        "commit_ms_median": 1000 * statistics.median(commits),
+        "commit_ms_p90": 1000 * sorted(commits)[int(0.9 * (len(commits) - 1))],
+    }
 
 
 def _cpu(who) -> float:
@@ -174,9 +194,25 @@ def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dic
     """(b) kxtx produce as a user runs it; returns its summary plus wall time and peak RSS."""
     topic = new_topic(bootstrap, partitions)
     t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(path), "-t", topic,
-                             "-b", bootstrap, "-o", "jsonl", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "produce",
+            str(path),
+            "-t",
+            topic,
+            "-b",
+            bootstrap,
+            "-o",
+            "jsonl",
+            *args,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     # Peak RSS from /proc/PID/status VmHWM, polled: the kernel resets it at exec, whereas
     # wait4()'s ru_maxrss also counts the pre-exec copy of this (large) bench process.
     peak = [0]
@@ -201,8 +237,13 @@ def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dic
         raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
     drop_topic(bootstrap, topic)
     summary = json.loads(out.decode().strip().splitlines()[-1])
-    summary.update(wall_s=wall, wall_records_per_s=summary["records"] / wall,
-                   peak_rss_mb=peak[0] / 1024, cpu_s=cpu, records_per_cpu_s=summary["records"] / cpu)
+    summary.update(
+        wall_s=wall,
+        wall_records_per_s=summary["records"] / wall,
+        peak_rss_mb=peak[0] / 1024,
+        cpu_s=cpu,
+        records_per_cpu_s=summary["records"] / cpu,
+    )
     return summary
 
 
@@ -212,7 +253,8 @@ def console_producer(bootstrap: str, path: Path, libs: str, version: str) -> dic
 
     topic = new_topic(bootstrap)
     argv = KafkaDistribution(version, Path(libs)).java(
-        "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap, "--topic", topic)
+        "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap, "--topic", topic
+    )
     n = sum(1 for _ in open(path, "rb"))
     t0 = time.perf_counter()
     with open(path, "rb") as f:
@@ -227,10 +269,16 @@ def commit_cost(bootstrap: str, line: bytes) -> list[dict]:
     for per_txn, txns in ((1, 200), (100, 100), (10_000, 20), (50_000, 8), (100_000, 4)):
         for backoff in (100, 10):
             r = hand_loop(bootstrap, [line] * (per_txn * txns), per_txn, {"retry.backoff.ms": backoff})
-            rows.append({"records_per_txn": per_txn, "retry.backoff.ms": backoff,
-                         "transactions": txns, "commit_ms_median": round(r["commit_ms_median"], 2),
-                         "commit_ms_p90": round(r["commit_ms_p90"], 2),
-                         "records_per_s": round(r["steady_records_per_s"])})
+            rows.append(
+                {
+                    "records_per_txn": per_txn,
+                    "retry.backoff.ms": backoff,
+                    "transactions": txns,
+                    "commit_ms_median": round(r["commit_ms_median"], 2),
+                    "commit_ms_p90": round(r["commit_ms_p90"], 2),
+                    "records_per_s": round(r["steady_records_per_s"]),
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -239,11 +287,16 @@ def _side_summary(r: dict, case: tuple) -> dict:
     a, a_steady, b, c = r["a"], r["a_steady"], r["b"], r["c"]
     ma, mb = statistics.median(a), statistics.median(b)
     return {
-        "partitions": case[0], "input": case[1], "kxtx_options": " ".join(case[2]),
-        "a_hand_loop_rps": round(ma), "a_hand_loop_steady_rps": round(statistics.median(a_steady)),
-        "b_kxtx_rps": round(mb), "b_kxtx_wall_rps": round(statistics.median(r["b_wall"])),
+        "partitions": case[0],
+        "input": case[1],
+        "kxtx_options": " ".join(case[2]),
+        "a_hand_loop_rps": round(ma),
+        "a_hand_loop_steady_rps": round(statistics.median(a_steady)),
+        "b_kxtx_rps": round(mb),
+        "b_kxtx_wall_rps": round(statistics.median(r["b_wall"])),
         "c_console_producer_rps": round(statistics.median(c)) if c else None,
-        "b/a": round(mb / ma, 3), "b/c": round(mb / statistics.median(c), 3) if c else None,
+        "b/a": round(mb / ma, 3),
+        "b/c": round(mb / statistics.median(c), 3) if c else None,
         # each b over the a run just before it: less exposed to load drifting on a shared
         # machine than the ratio of the medians
         "b/a_paired_median": round(statistics.median(y / x for x, y in zip(a, b)), 3),
@@ -255,8 +308,7 @@ def _side_summary(r: dict, case: tuple) -> dict:
         # records per CPU second of each process (kxtx: start-up included), paired
         "a_records_per_cpu_s": round(statistics.median(r["a_cpu"])),
         "b_records_per_cpu_s": round(statistics.median(r["b_cpu"])),
-        "b/a_cpu_paired_median": round(statistics.median(
-            y / x for x, y in zip(r["a_cpu"], r["b_cpu"])), 3),
+        "b/a_cpu_paired_median": round(statistics.median(y / x for x, y in zip(r["a_cpu"], r["b_cpu"])), 3),
         "runs": {k: [round(x) for x in v] for k, v in r.items()},
     }
 
@@ -287,18 +339,26 @@ def main() -> None:
     try:
         path = work / f"kxtx-bench-{args.records}.jsonl"
         make_input(path, args.records)
-        result: dict = {"records": args.records, "bootstrap": bootstrap, "kafka": version,
-                        "cpus": os.cpu_count()}
+        result: dict = {
+            "records": args.records,
+            "bootstrap": bootstrap,
+            "kafka": version,
+            "cpus": os.cpu_count(),
+        }
         cases = [c for c in args.cases.split(",") if c]
         inputs = {"jsonl": path, "csv": work / f"kxtx-bench-{args.records}.csv"}
         make_csv(inputs["csv"], args.records)
         if "side" not in skip:
             from kxtx.produce import DEFAULT_RECORDS_PER_TXN
 
-            lines = {"jsonl": path.read_bytes().splitlines(),
-                     "csv": inputs["csv"].read_bytes().splitlines()[1:]}
-            runs = {c: {"a": [], "a_steady": [], "b": [], "b_wall": [], "c": [], "a_cpu": [],
-                        "b_cpu": []} for c in cases}
+            lines = {
+                "jsonl": path.read_bytes().splitlines(),
+                "csv": inputs["csv"].read_bytes().splitlines()[1:],
+            }
+            runs = {
+                c: {"a": [], "a_steady": [], "b": [], "b_wall": [], "c": [], "a_cpu": [], "b_cpu": []}
+                for c in cases
+            }
             for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits all
                 for case in cases:
                     parts, kind, opts = CASES[case]
@@ -313,11 +373,21 @@ def main() -> None:
                     r["b_cpu"].append(kx["records_per_cpu_s"])
                     if libs and case == "plain":
                         r["c"].append(console_producer(bootstrap, path, libs, version)["records_per_s"])
-                    print(json.dumps({"case": case, "a": round(r["a"][-1]),
-                                      "a_steady": round(r["a_steady"][-1]), "b": r["b"][-1],
-                                      "b_wall": round(kx["wall_records_per_s"]),
-                                      "a_cpu": round(r["a_cpu"][-1]), "b_cpu": round(r["b_cpu"][-1]),
-                                      "c": round(r["c"][-1]) if r["c"] else None}), flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                "case": case,
+                                "a": round(r["a"][-1]),
+                                "a_steady": round(r["a_steady"][-1]),
+                                "b": r["b"][-1],
+                                "b_wall": round(kx["wall_records_per_s"]),
+                                "a_cpu": round(r["a_cpu"][-1]),
+                                "b_cpu": round(r["b_cpu"][-1]),
+                                "c": round(r["c"][-1]) if r["c"] else None,
+                            }
+                        ),
+                        flush=True,
+                    )
             del lines
             result["side_by_side"] = {c: _side_summary(runs[c], CASES[c]) for c in cases}
             print(json.dumps(result["side_by_side"], indent=2), flush=True)
@@ -332,9 +402,14 @@ def main() -> None:
                 for case in cases:
                     parts, kind, opts = CASES[case]
                     kx = run_kxtx(bootstrap, files[kind], *opts, partitions=parts)
-                    result["peak_rss"].append({"case": case, "lines": n,
-                                               "peak_rss_mb": round(kx["peak_rss_mb"], 1),
-                                               "records_per_s": kx["records_per_s"]})
+                    result["peak_rss"].append(
+                        {
+                            "case": case,
+                            "lines": n,
+                            "peak_rss_mb": round(kx["peak_rss_mb"], 1),
+                            "records_per_s": kx["records_per_s"],
+                        }
+                    )
                     print(json.dumps(result["peak_rss"][-1]), flush=True)
                 for kind, f in files.items():
                     if f != inputs[kind]:

@@ -15,8 +15,8 @@ Helpers for commands:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kxtx.errors import AuthorizationError
 
@@ -148,4 +148,5 @@ def check_cluster_ops(ops: set[str] | None, any_of: Iterable[str], purpose: str)
     need = Need(wanted[0], "Cluster")
     raise AuthorizationError(
         f"not authorized: {need} is required to {purpose}"
-        f"{f' ({alternatives} on Cluster also allows it)' if alternatives else ''}; nothing was changed")
+        f"{f' ({alternatives} on Cluster also allows it)' if alternatives else ''}; nothing was changed"
+    )

@@ -19,10 +19,20 @@ from kxtx.settings import Settings
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
 #: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
 #: replicas): when they outlast a command's retries it stops with exit 75, and rerunning it helps.
-UNAVAILABLE = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
-               "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "NOT_ENOUGH_REPLICAS",
-               "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "KAFKA_STORAGE_ERROR", "_MSG_TIMED_OUT",
-               "_ALL_BROKERS_DOWN", "REBALANCE_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"}
+UNAVAILABLE = {
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "NOT_LEADER_OR_FOLLOWER",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "KAFKA_STORAGE_ERROR",
+    "_MSG_TIMED_OUT",
+    "_ALL_BROKERS_DOWN",
+    "REBALANCE_IN_PROGRESS",
+    "CONCURRENT_TRANSACTIONS",
+}
 
 
 def producer(settings: Settings, **conf):
@@ -54,7 +64,7 @@ def txn_admin(settings: Settings, **kwargs):
     _note_bootstrap(settings.props)
     try:
         return KafkaAdminClient(**settings.kafka_python(**kwargs))
-    except Exception as exc:  # noqa: BLE001 - translated
+    except Exception as exc:
         raise translate(exc, f"connecting to {settings.bootstrap}") from exc
 
 
@@ -122,24 +132,32 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
             f"{where}fenced: another instance with the same transactional id took over ({name})"
         )
     if name == "FENCED_INSTANCE_ID":  # KIP-345 static membership
-        return FencedError(f"{where}fenced: another consumer with the same group.instance.id "
-                           f"joined the group ({name})")
+        return FencedError(
+            f"{where}fenced: another consumer with the same group.instance.id joined the group ({name})"
+        )
     if name in _AUTHENTICATION or "Authentication" in type(exc).__name__:
         return KafkaOperationError(
             f"{where}authentication failed ({text}); check sasl.mechanism, sasl.username and "
-            "sasl.password (or the client certificate)")
+            "sasl.password (or the client certificate)"
+        )
     if name == "_SSL":
-        return KafkaOperationError(f"{where}TLS handshake failed ({text}); check ssl.ca.location "
-                                   "(the CA that signed the broker certificate) and the client certificate")
+        return KafkaOperationError(
+            f"{where}TLS handshake failed ({text}); check ssl.ca.location "
+            "(the CA that signed the broker certificate) and the client certificate"
+        )
     if name in UNAVAILABLE:
-        return Unavailable(f"{where}{text}; the cluster is failing over or short of brokers: run the "
-                           "same command again to continue")
+        return Unavailable(
+            f"{where}{text}; the cluster is failing over or short of brokers: run the "
+            "same command again to continue"
+        )
     if type(exc).__name__ == "NoBrokersAvailable" or "Unable to bootstrap" in text:
-        return KafkaOperationError(f"{where}no broker reachable{_at(where)} (check -b / "
-                                   f"bootstrap.servers){_security_hint()}")
+        return KafkaOperationError(
+            f"{where}no broker reachable{_at(where)} (check -b / bootstrap.servers){_security_hint()}"
+        )
     if unreachable(exc):
-        return KafkaOperationError(f"{where}timed out ({text}); is the cluster{_at(where)} "
-                                   f"reachable?{_security_hint()}")
+        return KafkaOperationError(
+            f"{where}timed out ({text}); is the cluster{_at(where)} reachable?{_security_hint()}"
+        )
     return KafkaOperationError(f"{where}{text}")
 
 
@@ -149,8 +167,11 @@ _NO_ANSWER = {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOW
 
 def unreachable(exc: BaseException) -> bool:
     """True when `exc` says the cluster did not answer in time (retrying would wait as long again)."""
-    return ("Timeout" in type(exc).__name__ or type(exc).__name__ == "NoBrokersAvailable"
-            or error_name(exc) in _NO_ANSWER)
+    return (
+        "Timeout" in type(exc).__name__
+        or type(exc).__name__ == "NoBrokersAvailable"
+        or error_name(exc) in _NO_ANSWER
+    )
 
 
 #: The bootstrap servers of the clients this process made: a connection error names the address it
@@ -189,4 +210,6 @@ def _security_hint() -> str:
         hints.append("sasl.mechanism, sasl.username and sasl.password")
     if any(p.endswith("SSL") for p in _protocols):
         hints.append("ssl.ca.location and the client certificate")
-    return f" If it is, the login or TLS handshake may have failed: check {' and '.join(hints)}" if hints else ""
+    return (
+        f" If it is, the login or TLS handshake may have failed: check {' and '.join(hints)}" if hints else ""
+    )

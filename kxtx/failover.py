@@ -45,8 +45,10 @@ class Watch:
     def explain(self, error: KxtxError) -> KxtxError:
         """`error`, or for a fence shortly after a failover, the exit-75 error saying so."""
         if isinstance(error, FencedError) and time.monotonic() - self.last < WINDOW_S:
-            return Unavailable(f"{error}, shortly after the cluster failed over or a transaction "
-                               "failed (the coordinator may have ended it and bumped the epoch); if "
-                               "no other instance runs with this transactional id, run the same "
-                               "command again to continue")
+            return Unavailable(
+                f"{error}, shortly after the cluster failed over or a transaction "
+                "failed (the coordinator may have ended it and bumped the epoch); if "
+                "no other instance runs with this transactional id, run the same "
+                "command again to continue"
+            )
         return error

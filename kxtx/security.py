@@ -40,15 +40,28 @@ _MECHANISMS = {"PLAIN": ("PLAIN",), "SCRAM": ("SCRAM-SHA-256", "SCRAM-SHA-512")}
 
 #: Java-only TLS tuning without a librdkafka / kafka-python counterpart; OpenSSL's defaults apply.
 JAVA_TLS_ONLY = {
-    "ssl.protocol", "ssl.enabled.protocols", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-    "ssl.secure.random.implementation", "ssl.truststore.type", "ssl.keystore.type",
+    "ssl.protocol",
+    "ssl.enabled.protocols",
+    "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm",
+    "ssl.secure.random.implementation",
+    "ssl.truststore.type",
+    "ssl.keystore.type",
 }
 
 #: Property names whose values are secrets (also the librdkafka names kxtx maps them to).
-SECRET_PROPERTIES = frozenset({
-    "sasl.password", "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password",
-    "ssl.truststore.password", "ssl.key.pem", "ssl.keystore.key", "sasl.oauthbearer.client.secret",
-})
+SECRET_PROPERTIES = frozenset(
+    {
+        "sasl.password",
+        "sasl.jaas.config",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "ssl.truststore.password",
+        "ssl.key.pem",
+        "ssl.keystore.key",
+        "sasl.oauthbearer.client.secret",
+    }
+)
 
 _JKS_MAGIC = b"\xfe\xed\xfe\xed"
 _secrets: set[str] = set()
@@ -85,8 +98,10 @@ def parse_jaas(value: str, source: str) -> tuple[str, dict[str, str]]:
     """Return (login module family, options) from a `sasl.jaas.config` value."""
     m = _JAAS.match(value)
     if not m:
-        raise ConfigError(f"{source}: sasl.jaas.config: cannot parse the JAAS line "
-                          '(expected: <LoginModule class> required username="..." password="...";)')
+        raise ConfigError(
+            f"{source}: sasl.jaas.config: cannot parse the JAAS line "
+            '(expected: <LoginModule class> required username="..." password="...";)'
+        )
     module = m.group("module")
     if module not in _LOGIN_MODULES:
         raise ConfigError(
@@ -94,7 +109,7 @@ def parse_jaas(value: str, source: str) -> tuple[str, dict[str, str]]:
             "ScramLoginModule (set sasl.username/sasl.password instead)"
         )
     opts = {k: q or b for k, q, b in _JAAS_OPT.findall(m.group("opts"))}
-    return _LOGIN_MODULES[module], {k: re.sub(r'\\(.)', r"\1", v) for k, v in opts.items()}
+    return _LOGIN_MODULES[module], {k: re.sub(r"\\(.)", r"\1", v) for k, v in opts.items()}
 
 
 def _translate_jaas(out: dict[str, str], source: str) -> None:
@@ -109,12 +124,16 @@ def _translate_jaas(out: dict[str, str], source: str) -> None:
     mech = out.get("sasl.mechanism", "").upper()
     if not mech:
         if family == "SCRAM":
-            raise ConfigError(f"{source}: sasl.jaas.config uses ScramLoginModule but sasl.mechanism "
-                              "is not set: add sasl.mechanism=SCRAM-SHA-512 (or SCRAM-SHA-256)")
+            raise ConfigError(
+                f"{source}: sasl.jaas.config uses ScramLoginModule but sasl.mechanism "
+                "is not set: add sasl.mechanism=SCRAM-SHA-512 (or SCRAM-SHA-256)"
+            )
         out["sasl.mechanism"] = "PLAIN"
     elif mech not in _MECHANISMS[family]:
-        raise ConfigError(f"{source}: sasl.mechanism={mech} does not match the {family} login module "
-                          f"in sasl.jaas.config (use {' or '.join(_MECHANISMS[family])})")
+        raise ConfigError(
+            f"{source}: sasl.mechanism={mech} does not match the {family} login module "
+            f"in sasl.jaas.config (use {' or '.join(_MECHANISMS[family])})"
+        )
 
 
 # --- stores ------------------------------------------------------------------------------------------
@@ -134,23 +153,29 @@ def _store_kind(data: bytes) -> str:
 
 
 def _jks_message(source: str, key: str, path: str) -> str:
-    return (f"{source}: {key} {path} is a JKS store, which kxtx cannot read; convert it to PKCS12 "
-            f"(keytool -importkeystore -srckeystore {path} -destkeystore store.p12 "
-            f"-deststoretype PKCS12) or to PEM, and point {key} at the result")
+    return (
+        f"{source}: {key} {path} is a JKS store, which kxtx cannot read; convert it to PKCS12 "
+        f"(keytool -importkeystore -srckeystore {path} -destkeystore store.p12 "
+        f"-deststoretype PKCS12) or to PEM, and point {key} at the result"
+    )
 
 
 def _load_p12(data: bytes, password: str | None, key: str, source: str):
     try:
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError:  # pragma: no cover - a dependency; kept for a clear message
-        raise ConfigError(f"{source}: {key} is PKCS12, which needs the Python 'cryptography' "
-                          "package; install it or convert the store to PEM") from None
+        raise ConfigError(
+            f"{source}: {key} is PKCS12, which needs the Python 'cryptography' "
+            "package; install it or convert the store to PEM"
+        ) from None
     try:
         return pkcs12.load_key_and_certificates(data, password.encode() if password else None)
     except ValueError:
         pw = key.replace("location", "password")
-        raise ConfigError(f"{source}: {key} is not a readable PKCS12 store with the given {pw} "
-                          "(wrong or missing password?); PKCS12 and PEM are supported") from None
+        raise ConfigError(
+            f"{source}: {key} is not a readable PKCS12 store with the given {pw} "
+            "(wrong or missing password?); PKCS12 and PEM are supported"
+        ) from None
 
 
 def _translate_truststore(out: dict[str, str], source: str) -> None:
@@ -168,7 +193,7 @@ def _translate_truststore(out: dict[str, str], source: str) -> None:
     if kind == "PEM":
         out.setdefault("ssl.ca.location", path)
         return
-    key, cert, extra = _load_p12(data, password, "ssl.truststore.location", source)
+    _key, cert, extra = _load_p12(data, password, "ssl.truststore.location", source)
     certs = ([cert] if cert is not None else []) + list(extra)
     if not certs:
         raise ConfigError(f"{source}: ssl.truststore.location {path} holds no certificate")
@@ -202,8 +227,9 @@ def _translate_keystore(out: dict[str, str], source: str) -> None:
     key_pw = out.get("ssl.key.password") or store_pw
     if key_pw and "ssl.key.password" not in out:
         out["ssl.key.password"] = key_pw
-    out.setdefault("ssl.certificate.location",
-                   str(_private_file("cert.pem", b"".join(map(_cert_pem, [cert, *extra])))))
+    out.setdefault(
+        "ssl.certificate.location", str(_private_file("cert.pem", b"".join(map(_cert_pem, [cert, *extra]))))
+    )
     out.setdefault("ssl.key.location", str(_private_file("key.pem", _key_pem(key, key_pw))))
 
 

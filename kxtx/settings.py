@@ -38,8 +38,13 @@ JAVA_RENAMES = {
 #: Java-only properties that have no meaning for kxtx's clients and are dropped without error
 #: (they tune the JVM client, e.g. serializers in a shared client.properties).
 JAVA_IGNORED = {
-    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
-    "ssl.truststore.type", "ssl.keystore.type", "default.api.timeout.ms",
+    "key.serializer",
+    "value.serializer",
+    "key.deserializer",
+    "value.deserializer",
+    "ssl.truststore.type",
+    "ssl.keystore.type",
+    "default.api.timeout.ms",
 }
 
 #: librdkafka name -> kafka-python KafkaAdminClient keyword.
@@ -72,8 +77,15 @@ KAFKA_PYTHON_MAP = {
 _CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.", "bootstrap.", "client.")
 
 #: Keys whose values are secrets: never printed (see `redacted`).
-SECRET_KEYS = ("sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.jaas.config",
-               "sasl.oauthbearer.client.secret", "ssl.truststore.password", "ssl.key.pem")
+SECRET_KEYS = (
+    "sasl.password",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "sasl.jaas.config",
+    "sasl.oauthbearer.client.secret",
+    "ssl.truststore.password",
+    "ssl.key.pem",
+)
 
 
 #: Properties that confluent-kafka itself reads (not librdkafka) and that must be Python bools:
@@ -125,8 +137,7 @@ class Settings:
             return value
         text = str(value).strip().lower()
         if text not in ("true", "false"):
-            raise ConfigError(f"{key}={value!r} ({self.origin.get(key, 'setting')}): expected true "
-                              "or false")
+            raise ConfigError(f"{key}={value!r} ({self.origin.get(key, 'setting')}): expected true or false")
         return text == "true"
 
     def kafka_python(self, **overrides: object) -> dict:

@@ -19,9 +19,16 @@ from kxtx.log import logger
 from kxtx.settings import Settings
 
 #: CreateTopics errors that mean "the request was wrong": exit 2, as a bad option.
-_REFUSED = {"INVALID_PARTITIONS", "INVALID_REPLICATION_FACTOR", "INVALID_REPLICA_ASSIGNMENT",
-            "INVALID_CONFIG", "INVALID_TOPIC_EXCEPTION", "TOPIC_EXCEPTION", "POLICY_VIOLATION",
-            "INVALID_REQUEST"}
+_REFUSED = {
+    "INVALID_PARTITIONS",
+    "INVALID_REPLICATION_FACTOR",
+    "INVALID_REPLICA_ASSIGNMENT",
+    "INVALID_CONFIG",
+    "INVALID_TOPIC_EXCEPTION",
+    "TOPIC_EXCEPTION",
+    "POLICY_VIOLATION",
+    "INVALID_REQUEST",
+}
 
 
 class TopicExists(KxtxError):
@@ -36,22 +43,36 @@ class TopicSpec:
     config: dict[str, str] = field(default_factory=dict)
 
 
-def create_topic(settings: Settings, spec: TopicSpec, if_not_exists: bool = False,
-                 validate_only: bool = False) -> dict:
+def create_topic(
+    settings: Settings, spec: TopicSpec, if_not_exists: bool = False, validate_only: bool = False
+) -> dict:
     """Create the topic; returns a row saying what exists now (or would, with `validate_only`)."""
     from confluent_kafka.admin import NewTopic
 
     admin = clients.admin(settings)
-    new = NewTopic(spec.name, num_partitions=spec.partitions or -1,
-                   replication_factor=spec.replication_factor or -1, config=dict(spec.config))
+    new = NewTopic(
+        spec.name,
+        num_partitions=spec.partitions or -1,
+        replication_factor=spec.replication_factor or -1,
+        config=dict(spec.config),
+    )
     try:
-        admin.create_topics([new], operation_timeout=settings.timeout, request_timeout=settings.timeout,
-                            validate_only=validate_only)[spec.name].result(timeout=settings.timeout)
+        admin.create_topics(
+            [new],
+            operation_timeout=settings.timeout,
+            request_timeout=settings.timeout,
+            validate_only=validate_only,
+        )[spec.name].result(timeout=settings.timeout)
     except Exception as exc:  # noqa: BLE001 - sorted below
         return _failed(admin, settings, spec, exc, if_not_exists)
     if validate_only:
-        return _row(spec, created=False, partitions=spec.partitions, replication=spec.replication_factor,
-                    note="valid: the broker would create it (--dry-run: nothing was changed)")
+        return _row(
+            spec,
+            created=False,
+            partitions=spec.partitions,
+            replication=spec.replication_factor,
+            note="valid: the broker would create it (--dry-run: nothing was changed)",
+        )
     partitions, replication = _wait_for_leaders(admin, settings, spec.name)
     return _row(spec, created=True, partitions=partitions, replication=replication)
 
@@ -62,26 +83,39 @@ def _failed(admin, settings: Settings, spec: TopicSpec, exc: Exception, if_not_e
     if name == "TOPIC_ALREADY_EXISTS":
         partitions, replication = _describe(admin, settings, spec.name)
         if not if_not_exists:
-            raise TopicExists(f"topic {spec.name!r} already exists ({_plural(partitions, 'partition')}, "
-                              f"replication factor {replication}); nothing was changed "
-                              "(--if-not-exists makes this a success)") from exc
+            raise TopicExists(
+                f"topic {spec.name!r} already exists ({_plural(partitions, 'partition')}, "
+                f"replication factor {replication}); nothing was changed "
+                "(--if-not-exists makes this a success)"
+            ) from exc
         if spec.partitions and partitions != spec.partitions:
-            logger.warning(f"topic {spec.name!r} exists with {_plural(partitions, 'partition')}, "
-                           f"not {spec.partitions} as asked; it was left as it is")
-        return _row(spec, created=False, partitions=partitions, replication=replication,
-                    note="exists already; left as it is")
+            logger.warning(
+                f"topic {spec.name!r} exists with {_plural(partitions, 'partition')}, "
+                f"not {spec.partitions} as asked; it was left as it is"
+            )
+        return _row(
+            spec,
+            created=False,
+            partitions=partitions,
+            replication=replication,
+            note="exists already; left as it is",
+        )
     if name in _REFUSED:
-        raise UsageError(f"topic {spec.name!r}: the broker refused to create it: {reason} ({name}); "
-                         "nothing was changed") from exc
-    raise clients.translate(exc, f"creating topic {spec.name!r}",
-                            need=[Need("CREATE", "Topic", spec.name), Need("CREATE", "Cluster")]) from exc
+        raise UsageError(
+            f"topic {spec.name!r}: the broker refused to create it: {reason} ({name}); nothing was changed"
+        ) from exc
+    raise clients.translate(
+        exc,
+        f"creating topic {spec.name!r}",
+        need=[Need("CREATE", "Topic", spec.name), Need("CREATE", "Cluster")],
+    ) from exc
 
 
 def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """(partitions, replication factor) from the metadata, or Nones when not (yet) visible."""
     try:
         t = admin.list_topics(topic=topic, timeout=settings.timeout).topics.get(topic)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
     if t is None or t.error is not None or not t.partitions:
         return None, None
@@ -94,19 +128,30 @@ def _wait_for_leaders(admin, settings: Settings, topic: str) -> tuple[int | None
     deadline = time.monotonic() + settings.timeout
     while True:
         t = admin.list_topics(topic=topic, timeout=settings.timeout).topics.get(topic)
-        ready = (t is not None and t.error is None and t.partitions
-                 and all(p.leader >= 0 for p in t.partitions.values()))
+        ready = (
+            t is not None
+            and t.error is None
+            and t.partitions
+            and all(p.leader >= 0 for p in t.partitions.values())
+        )
         if ready:
             return len(t.partitions), max(len(p.replicas) for p in t.partitions.values())
         if time.monotonic() >= deadline:
-            raise KafkaOperationError(f"topic {topic!r} was created, but not all its partitions had a "
-                                      f"leader within {settings.timeout:g}s")
+            raise KafkaOperationError(
+                f"topic {topic!r} was created, but not all its partitions had a "
+                f"leader within {settings.timeout:g}s"
+            )
         time.sleep(0.05)
 
 
 def _row(spec: TopicSpec, created: bool, partitions, replication, note: str | None = None) -> dict:
-    row = {"topic": spec.name, "created": created, "partitions": partitions,
-           "replication_factor": replication, "config": dict(spec.config)}
+    row = {
+        "topic": spec.name,
+        "created": created,
+        "partitions": partitions,
+        "replication_factor": replication,
+        "config": dict(spec.config),
+    }
     if note:
         row["note"] = note
     return row

@@ -18,6 +18,6 @@ def article(word: str) -> str:
 
 
 def partitions(numbers) -> str:
-    """"partition 3" or "partitions [1, 4]" for a message."""
+    """ "partition 3" or "partitions [1, 4]" for a message."""
     numbers = sorted(numbers)
     return f"partition {numbers[0]}" if len(numbers) == 1 else f"partitions {numbers}"

@@ -57,8 +57,9 @@ class Kafka:
 
         return KafkaDistribution(self.version, Path(self.libs)).java(main_class, *args)
 
-    def create_topic(self, name: str | None = None, partitions: int = 1, config: dict | None = None,
-                     replication: int = 1) -> str:
+    def create_topic(
+        self, name: str | None = None, partitions: int = 1, config: dict | None = None, replication: int = 1
+    ) -> str:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         name = name or f"t-{uuid.uuid4().hex[:10]}"
@@ -73,8 +74,11 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         md = admin.list_topics(name, timeout=5).topics.get(name)
-        if md and not md.error and len(md.partitions) == partitions and all(
-            p.leader >= 0 for p in md.partitions.values()
+        if (
+            md
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
         ):
             return
         time.sleep(0.1)
@@ -100,8 +104,14 @@ def start_cluster(nodes: int = 3, broker_config: dict | None = None, version: st
     version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
     sandbox = Sandbox(state)
     # 384 MiB each: three JVMs next to the single-broker fixture and Spark on a CI runner.
-    info = sandbox.start(kafka_version=version, port=0, broker_config=broker_config or {}, heap="384m",
-                         brokers=nodes, wait_s=240)
+    info = sandbox.start(
+        kafka_version=version,
+        port=0,
+        broker_config=broker_config or {},
+        heap="384m",
+        brokers=nodes,
+        wait_s=240,
+    )
     return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox)
 
 
@@ -109,12 +119,15 @@ def start_cluster(nodes: int = 3, broker_config: dict | None = None, version: st
 def cluster3():
     """A session 3-node cluster for the `multibroker` tests; tests that kill nodes restart them."""
     if os.environ.get("KXTX_TEST_BOOTSTRAP"):
-        pytest.fail("multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
-                    "or deselect them with -m 'not multibroker'")
+        pytest.fail(
+            "multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
+            "or deselect them with -m 'not multibroker'"
+        )
     # Verification off: the hanging-transaction tests make truly hanging transactions (see
     # txn_helpers); it changes nothing for clients that follow the protocol.
-    k = start_cluster(3, {"transaction.partition.verification.enable": "false",
-                          "transaction.max.timeout.ms": "600000"})
+    k = start_cluster(
+        3, {"transaction.partition.verification.enable": "false", "transaction.max.timeout.ms": "600000"}
+    )
     try:
         yield k
     finally:
@@ -144,14 +157,27 @@ def topic(kafka) -> str:
 def run_kxtx(kafka):
     """Run the CLI in a subprocess (stdin/stdout are not TTYs, as in cron)."""
 
-    def run(*args: str, input: str | bytes | None = None, timeout: float = 300, env: dict | None = None,
-            bootstrap: bool = True) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap if bootstrap else "",
-                    **(env or {})}
+    def run(
+        *args: str,
+        input: str | bytes | None = None,
+        timeout: float = 300,
+        env: dict | None = None,
+        bootstrap: bool = True,
+    ) -> subprocess.CompletedProcess:
+        full_env = {
+            **os.environ,
+            "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap if bootstrap else "",
+            **(env or {}),
+        }
         text = not isinstance(input, bytes)
         return subprocess.run(
-            [sys.executable, "-m", "kxtx", *args], input=input, capture_output=True, text=text,
-            timeout=timeout, env=full_env, cwd=ROOT,
+            [sys.executable, "-m", "kxtx", *args],
+            input=input,
+            capture_output=True,
+            text=text,
+            timeout=timeout,
+            env=full_env,
+            cwd=ROOT,
         )
 
     return run

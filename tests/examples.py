@@ -57,8 +57,11 @@ def readme_examples(text: str | None = None) -> tuple[list[Example], list[str]]:
             if fence == "python":
                 block.append(raw)
             elif fence in SHELL_FENCES:
-                body = raw.strip()[2:] if fence == "console" and raw.strip().startswith("$ ") else (
-                    None if fence == "console" else raw)
+                body = (
+                    raw.strip()[2:]
+                    if fence == "console" and raw.strip().startswith("$ ")
+                    else (None if fence == "console" else raw)
+                )
                 cmd = strip_comment(body) if body is not None else ""
                 if cmd and not raw.strip().startswith("#"):
                     out.append(Example(f"README.md:{no}", cmd, is_synopsis(cmd)))
@@ -71,7 +74,12 @@ def readme_examples(text: str | None = None) -> tuple[list[Example], list[str]]:
             if stripped.startswith("kxtx ") or stripped == "kxtx":
                 cmd = strip_comment(stripped)
                 out.append(Example(f"README.md:{no}", cmd, is_synopsis(cmd)))
-            elif stripped.startswith("[") and out and out[-1].synopsis and out[-1].source == f"README.md:{no - 1}":
+            elif (
+                stripped.startswith("[")
+                and out
+                and out[-1].synopsis
+                and out[-1].source == f"README.md:{no - 1}"
+            ):
                 last = out.pop()  # a synopsis continued on the next line
                 out.append(Example(f"README.md:{no}", f"{last.text} {strip_comment(stripped)}", True))
         prev_blank = not raw.strip()
@@ -90,8 +98,11 @@ def help_examples() -> list[Example]:
             for line in text.splitlines():
                 m = re.match(r"^\s*(?:Example:\s*|\$\s+)(kxtx\s.+)$", line)
                 if m:
-                    out.append(Example(f"{' '.join(path)} --help", strip_comment(m.group(1)),
-                                       is_synopsis(m.group(1))))
+                    out.append(
+                        Example(
+                            f"{' '.join(path)} --help", strip_comment(m.group(1)), is_synopsis(m.group(1))
+                        )
+                    )
         for name, sub in sorted(getattr(cmd, "commands", {}).items()):
             walk(sub, [*path, name])
 

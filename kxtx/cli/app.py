@@ -49,7 +49,7 @@ def root(
     debug: Annotated[
         bool, typer.Option("--debug", envvar="KXTX_DEBUG", help="Show tracebacks and debug logs.")
     ] = False,
-    version: Annotated[
+    version: Annotated[  # noqa: ARG001 - acted on by its eager callback
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from kxtx.cli.common import (
-    BootstrapOpt, CommandConfigOpt, ConfigOpt, FormatOpt, TimeoutOpt, boundary, connection,
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    FormatOpt,
+    TimeoutOpt,
+    boundary,
+    connection,
 )
 from kxtx.cli.output import emit
 
@@ -17,6 +23,6 @@ def cluster(
     fmt: FormatOpt = None,
 ) -> None:
     """Check the connection: brokers, controller, transaction.version (KIP-890) and group.version."""
-    from kxtx import cluster as lib
+    from kxtx import clusterinfo as lib
 
     emit(lib.describe(connection(bootstrap, config, command_config, timeout)), fmt, title="cluster")

@@ -8,7 +8,7 @@ import os
 import sys
 import traceback
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -31,41 +31,48 @@ class OutputFormat(str, Enum):
 
 # --- connection options, one definition for every command -----------------------------------------
 BootstrapOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
-        "-b", "--bootstrap-servers", metavar="HOST:PORT",
+        "-b",
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
         help="Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS.",
         rich_help_panel="Connection",
     ),
 ]
 ConfigOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
-        "-X", "--config", metavar="KEY=VALUE",
+        "-X",
+        "--config",
+        metavar="KEY=VALUE",
         help="librdkafka client property, as in kcat (repeatable); wins over file and env.",
         rich_help_panel="Connection",
     ),
 ]
 CommandConfigOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
-        "--command-config", metavar="FILE",
+        "--command-config",
+        metavar="FILE",
         help="Java client .properties file (as for Kafka's tools). Env: KXTX_COMMAND_CONFIG.",
         rich_help_panel="Connection",
     ),
 ]
 TimeoutOpt = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(
-        "--timeout", metavar="SECONDS",
+        "--timeout",
+        metavar="SECONDS",
         help="Bound for each network operation (default 30). Env: KXTX_TIMEOUT.",
         rich_help_panel="Connection",
     ),
 ]
 FormatOpt = Annotated[
-    Optional[OutputFormat],
+    OutputFormat | None,
     typer.Option(
-        "--format", "-o",
+        "--format",
+        "-o",
         help="Output format (default: table on a terminal, jsonl otherwise).",
         rich_help_panel="Output",
     ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,44 +20,99 @@ from kxtx.cli.common import (
 )
 from kxtx.cli.output import choose, emit_row_batches, emit_rows
 
-app = typer.Typer(help="Decode __transaction_state and __consumer_offsets, every record version.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Decode __transaction_state and __consumer_offsets, every record version.", no_args_is_help=True
+)
 
 _READ = "Reading"
-PartitionOpt = Annotated[Optional[list[int]], typer.Option(
-    "--partition", "-p", metavar="N", help="Only this partition of the internal topic (repeatable).",
-    rich_help_panel=_READ)]
-FromBeginningOpt = Annotated[bool, typer.Option(
-    "--from-beginning", help="Start at the beginning of each partition (the default).",
-    rich_help_panel=_READ)]
-FromOffsetOpt = Annotated[Optional[int], typer.Option(
-    "--from-offset", metavar="OFFSET", help="Start at this offset in each partition read.",
-    rich_help_panel=_READ)]
-SinceOpt = Annotated[Optional[str], typer.Option(
-    "--since", metavar="TIME", help="Start at the first record at/after TIME: ISO-8601, epoch ms, "
-    "or an age like 15m, 2h, 1d.", rich_help_panel=_READ)]
-FollowOpt = Annotated[bool, typer.Option(
-    "--follow", "-f", help="Keep reading new records (default: stop at the end offsets that existed "
-    "when the command started).", rich_help_panel=_READ)]
-LimitOpt = Annotated[Optional[int], typer.Option(
-    "--limit", "-n", metavar="N", help="Stop after N output rows.", rich_help_panel=_READ)]
-WorkersOpt = Annotated[Optional[int], typer.Option(
-    "--workers", metavar="N", min=1, help="Processes that read and decode in parallel, each a share "
-    "of the partitions (jsonl output of every record only: not with --latest, --limit, --follow, "
-    "--include-uncommitted or ids). Rows of a partition stay in order. Default: one per CPU core, "
-    "at most 4, where allowed (Linux); 1 = one process.", rich_help_panel=_READ)]
-LatestOpt = Annotated[bool, typer.Option(
-    "--latest", help="Fold the log to the current value per key, tombstones applied (what the "
-    "coordinator loads), instead of every record.", rich_help_panel=_READ)]
+PartitionOpt = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--partition",
+        "-p",
+        metavar="N",
+        help="Only this partition of the internal topic (repeatable).",
+        rich_help_panel=_READ,
+    ),
+]
+FromBeginningOpt = Annotated[
+    bool,
+    typer.Option(
+        "--from-beginning",
+        help="Start at the beginning of each partition (the default).",
+        rich_help_panel=_READ,
+    ),
+]
+FromOffsetOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--from-offset",
+        metavar="OFFSET",
+        help="Start at this offset in each partition read.",
+        rich_help_panel=_READ,
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME",
+        help="Start at the first record at/after TIME: ISO-8601, epoch ms, or an age like 15m, 2h, 1d.",
+        rich_help_panel=_READ,
+    ),
+]
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow",
+        "-f",
+        help="Keep reading new records (default: stop at the end offsets that existed "
+        "when the command started).",
+        rich_help_panel=_READ,
+    ),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option("--limit", "-n", metavar="N", help="Stop after N output rows.", rich_help_panel=_READ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        metavar="N",
+        min=1,
+        help="Processes that read and decode in parallel, each a share "
+        "of the partitions (jsonl output of every record only: not with --latest, --limit, --follow, "
+        "--include-uncommitted or ids). Rows of a partition stay in order. Default: one per CPU core, "
+        "at most 4, where allowed (Linux); 1 = one process.",
+        rich_help_panel=_READ,
+    ),
+]
+LatestOpt = Annotated[
+    bool,
+    typer.Option(
+        "--latest",
+        help="Fold the log to the current value per key, tombstones applied (what the "
+        "coordinator loads), instead of every record.",
+        rich_help_panel=_READ,
+    ),
+]
 
 
 def _start(from_beginning: bool, from_offset: int | None, since: str | None):
-    from kxtx.dump import Start
+    from kxtx.dump.engine import Start
     from kxtx.errors import UsageError
     from kxtx.parsers import parse_time
 
-    given = [n for n, v in (("--from-beginning", from_beginning), ("--from-offset", from_offset is not None),
-                            ("--since", since is not None)) if v]
+    given = [
+        n
+        for n, v in (
+            ("--from-beginning", from_beginning),
+            ("--from-offset", from_offset is not None),
+            ("--since", since is not None),
+        )
+        if v
+    ]
     if len(given) > 1:
         raise UsageError(f"{' and '.join(given)} exclude each other: choose one start position")
     if from_offset is not None:
@@ -72,75 +127,153 @@ def _start(from_beginning: bool, from_offset: int | None, since: str | None):
 @app.command("txn-state")
 @boundary
 def txn_state(
-    transactional_id: Annotated[Optional[list[str]], typer.Option(
-        "--transactional-id", "-t", metavar="ID",
-        help="Only this transactional id (repeatable); reads only the partition that holds it.")] = None,
-    state: Annotated[Optional[list[str]], typer.Option(
-        "--state", metavar="NAME", help="Only records in this state, e.g. Ongoing, PrepareAbort "
-        "(repeatable, any case).")] = None,
-    producer_id: Annotated[Optional[list[int]], typer.Option(
-        "--producer-id", metavar="N", help="Only records of this producer id (repeatable).")] = None,
-    partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
-    from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
-    limit: LimitOpt = None, latest: LatestOpt = False, workers: WorkersOpt = None,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    transactional_id: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--transactional-id",
+            "-t",
+            metavar="ID",
+            help="Only this transactional id (repeatable); reads only the partition that holds it.",
+        ),
+    ] = None,
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            metavar="NAME",
+            help="Only records in this state, e.g. Ongoing, PrepareAbort (repeatable, any case).",
+        ),
+    ] = None,
+    producer_id: Annotated[
+        list[int] | None,
+        typer.Option("--producer-id", metavar="N", help="Only records of this producer id (repeatable)."),
+    ] = None,
+    partition: PartitionOpt = None,
+    from_beginning: FromBeginningOpt = False,
+    from_offset: FromOffsetOpt = None,
+    since: SinceOpt = None,
+    follow: FollowOpt = False,
+    limit: LimitOpt = None,
+    latest: LatestOpt = False,
+    workers: WorkersOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions."""
-    from kxtx.dump import TXN_TOPIC, DumpRequest
+    from kxtx.dump.engine import TXN_TOPIC, DumpRequest
 
     req = DumpRequest(
-        topic=TXN_TOPIC, partitions=partition, ids=transactional_id or [],
-        start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
-        states=state or [], producer_ids=producer_id or [])
-    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _txn_cell,
-          TXN_COLUMNS)
+        topic=TXN_TOPIC,
+        partitions=partition,
+        ids=transactional_id or [],
+        start=_start(from_beginning, from_offset, since),
+        follow=follow,
+        limit=limit,
+        latest=latest,
+        states=state or [],
+        producer_ids=producer_id or [],
+    )
+    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _txn_cell, TXN_COLUMNS)
 
 
 @app.command("offsets")
 @boundary
 def offsets(
-    group: Annotated[Optional[list[str]], typer.Option(
-        "--group", "-g", metavar="GROUP",
-        help="Only this group (repeatable); reads only the partition that holds it.")] = None,
-    topic: Annotated[Optional[list[str]], typer.Option(
-        "--topic", metavar="TOPIC", help="Only offset commits for this topic (repeatable).")] = None,
-    record_type: Annotated[Optional[list[str]], typer.Option(
-        "--type", metavar="KIND", help="Only these records (repeatable): offset-commit, "
-        "group-metadata (classic groups), consumer-group (KIP-848), share-group, streams-group.")] = None,
-    include_uncommitted: Annotated[bool, typer.Option(
-        "--include-uncommitted", help="Also show offset commits of open or aborted transactions, "
-        "marked pending / aborted in the txn column (reads the raw batches and their markers).")] = False,
-    partition: PartitionOpt = None, from_beginning: FromBeginningOpt = False,
-    from_offset: FromOffsetOpt = None, since: SinceOpt = None, follow: FollowOpt = False,
-    limit: LimitOpt = None, latest: LatestOpt = False, workers: WorkersOpt = None,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Only this group (repeatable); reads only the partition that holds it.",
+        ),
+    ] = None,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", metavar="TOPIC", help="Only offset commits for this topic (repeatable)."),
+    ] = None,
+    record_type: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--type",
+            metavar="KIND",
+            help="Only these records (repeatable): offset-commit, "
+            "group-metadata (classic groups), consumer-group (KIP-848), share-group, streams-group.",
+        ),
+    ] = None,
+    include_uncommitted: Annotated[
+        bool,
+        typer.Option(
+            "--include-uncommitted",
+            help="Also show offset commits of open or aborted transactions, "
+            "marked pending / aborted in the txn column (reads the raw batches and their markers).",
+        ),
+    ] = False,
+    partition: PartitionOpt = None,
+    from_beginning: FromBeginningOpt = False,
+    from_offset: FromOffsetOpt = None,
+    since: SinceOpt = None,
+    follow: FollowOpt = False,
+    limit: LimitOpt = None,
+    latest: LatestOpt = False,
+    workers: WorkersOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
     By default only what the coordinator materializes (transactional commits once committed)."""
-    from kxtx.dump import OFFSETS_TOPIC, DumpRequest
+    from kxtx.dump.engine import OFFSETS_TOPIC, DumpRequest
 
     req = DumpRequest(
-        topic=OFFSETS_TOPIC, partitions=partition, ids=group or [],
-        start=_start(from_beginning, from_offset, since), follow=follow, limit=limit, latest=latest,
-        topics=topic or [], types=record_type or [], include_uncommitted=include_uncommitted)
-    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _offsets_cell,
-          OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []))
+        topic=OFFSETS_TOPIC,
+        partitions=partition,
+        ids=group or [],
+        start=_start(from_beginning, from_offset, since),
+        follow=follow,
+        limit=limit,
+        latest=latest,
+        topics=topic or [],
+        types=record_type or [],
+        include_uncommitted=include_uncommitted,
+    )
+    _dump(
+        connection(bootstrap, config, command_config, timeout),
+        req,
+        fmt,
+        workers,
+        _offsets_cell,
+        OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []),
+    )
 
 
 # --- rendering -------------------------------------------------------------------------------------------
-TXN_COLUMNS = ["partition", "offset", "time", "transactional_id", "state", "producer_id", "producer_epoch",
-               "timeout_ms", "partitions", "notes"]
+TXN_COLUMNS = [
+    "partition",
+    "offset",
+    "time",
+    "transactional_id",
+    "state",
+    "producer_id",
+    "producer_epoch",
+    "timeout_ms",
+    "partitions",
+    "notes",
+]
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
 def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
     """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
     exit code is the worst of them."""
-    from kxtx.dump import partition_count, run_batches, validate
+    from kxtx.dump.engine import partition_count, run_batches, validate
 
     fmt = choose(fmt)
     count = _worker_count(req, fmt, workers)
@@ -171,7 +304,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
 
 
 def _worker_count(req, fmt, workers: int | None) -> int:
-    from kxtx.dump import shardable
+    from kxtx.dump.engine import shardable
     from kxtx.dump.shards import default_count
     from kxtx.errors import UsageError
 
@@ -179,9 +312,11 @@ def _worker_count(req, fmt, workers: int | None) -> int:
     if workers is None:
         return default_count() if allowed else 1
     if workers > 1 and not allowed:
-        raise UsageError(f"--workers {workers}: several processes only stream every record as jsonl "
-                         "(not with --latest, --limit, --follow, --include-uncommitted, ids or "
-                         "one --partition)")
+        raise UsageError(
+            f"--workers {workers}: several processes only stream every record as jsonl "
+            "(not with --latest, --limit, --follow, --include-uncommitted, ids or "
+            "one --partition)"
+        )
     return workers
 
 
@@ -241,8 +376,7 @@ def _emit_table(batches, cell, columns) -> None:
 
 
 def _common(row: dict) -> dict:
-    out = {"partition": row["partition"], "offset": row["offset"], "time": row["time"],
-           "txn": row.get("txn")}
+    out = {"partition": row["partition"], "offset": row["offset"], "time": row["time"], "txn": row.get("txn")}
     if row.get("notes"):
         out["notes"] = "; ".join(row["notes"])
     return out
@@ -258,10 +392,15 @@ def _txn_cell(row: dict) -> dict:
         out["state"] = f"raw {row.get('raw_value')}"
     else:
         parts = v["transaction_partitions"]
-        out.update(state=v["transaction_status"], producer_id=v["producer_id"],
-                   producer_epoch=v["producer_epoch"], timeout_ms=v["transaction_timeout_ms"],
-                   partitions=None if parts is None else " ".join(
-                       f"{p['topic']}:{','.join(map(str, p['partition_ids']))}" for p in parts))
+        out.update(
+            state=v["transaction_status"],
+            producer_id=v["producer_id"],
+            producer_epoch=v["producer_epoch"],
+            timeout_ms=v["transaction_timeout_ms"],
+            partitions=None
+            if parts is None
+            else " ".join(f"{p['topic']}:{','.join(map(str, p['partition_ids']))}" for p in parts),
+        )
     return out
 
 

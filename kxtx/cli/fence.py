@@ -8,8 +8,17 @@ from typing import Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt, CommandConfigOpt, ConfigOpt, DryRunOpt, FormatOpt, OutputFormat, TimeoutOpt, YesOpt, boundary,
-    confirm_or_refuse, connection,
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    OutputFormat,
+    TimeoutOpt,
+    YesOpt,
+    boundary,
+    confirm_or_refuse,
+    connection,
 )
 from kxtx.cli.output import choose, emit
 from kxtx.exitcodes import ExitCode
@@ -18,9 +27,13 @@ from kxtx.exitcodes import ExitCode
 @boundary
 def fence(
     transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
-    dry_run: DryRunOpt = False, yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Fence a transactional id: abort its open transaction and fence the producer using it.
 
@@ -28,8 +41,8 @@ def fence(
     no longer tracks needs `kxtx abort-hanging`. Needs WRITE on the TransactionalId. Shows the plan;
     --dry-run stops there; without a terminal --yes is required. Exit 0 when the LSO of every
     partition it held moved."""
-    from kxtx.txn import fence as lib
-    from kxtx.txn.cluster import Cluster
+    from kxtx.ops import fence as lib
+    from kxtx.ops.calls import Cluster
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         desc = lib.describe(cluster, transactional_id)

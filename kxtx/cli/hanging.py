@@ -6,7 +6,7 @@ They share the scope options, the rows and their rendering, hence one module.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,26 +27,66 @@ from kxtx.cli.output import choose, emit_rows
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
-TopicOpt = Annotated[Optional[str], typer.Option("--topic", "-t", help="Only this topic.")]
-PartitionOpt = Annotated[Optional[int], typer.Option("--partition", "-p", help="Only this partition (needs --topic).")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
+PartitionOpt = Annotated[
+    int | None, typer.Option("--partition", "-p", help="Only this partition (needs --topic).")
+]
 BrokerIdOpt = Annotated[
-    Optional[int],
-    typer.Option("--broker-id", help="Partitions with a replica on this broker, asking it for its producer state."),
+    int | None,
+    typer.Option(
+        "--broker-id", help="Partitions with a replica on this broker, asking it for its producer state."
+    ),
 ]
 MaxTimeoutOpt = Annotated[
-    Optional[str],
-    typer.Option("--max-transaction-timeout", metavar="MINUTES",
-                 help="Open transactions idle longer than this are checked: minutes, or a duration "
-                 "such as 90s (default: the broker's transaction.max.timeout.ms, else 15)."),
+    str | None,
+    typer.Option(
+        "--max-transaction-timeout",
+        metavar="MINUTES",
+        help="Open transactions idle longer than this are checked: minutes, or a duration "
+        "such as 90s (default: the broker's transaction.max.timeout.ms, else 15).",
+    ),
 ]
 
-COLUMNS = ["topic", "partition", "leader", "producer_id", "producer_epoch", "start_offset",
-           "age", "transactional_id", "coordinator_state", "lso", "high_watermark", "held_back",
-           "blocked_groups"]
-PLAN_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "coordinator_epoch",
-                "start_offset", "transactional_id", "leader", "lso", "high_watermark", "held_back"]
-RESULT_COLUMNS = ["topic", "partition", "producer_id", "producer_epoch", "start_offset", "outcome",
-                  "detail", "leader", "lso_after", "high_watermark"]
+COLUMNS = [
+    "topic",
+    "partition",
+    "leader",
+    "producer_id",
+    "producer_epoch",
+    "start_offset",
+    "age",
+    "transactional_id",
+    "coordinator_state",
+    "lso",
+    "high_watermark",
+    "held_back",
+    "blocked_groups",
+]
+PLAN_COLUMNS = [
+    "topic",
+    "partition",
+    "producer_id",
+    "producer_epoch",
+    "coordinator_epoch",
+    "start_offset",
+    "transactional_id",
+    "leader",
+    "lso",
+    "high_watermark",
+    "held_back",
+]
+RESULT_COLUMNS = [
+    "topic",
+    "partition",
+    "producer_id",
+    "producer_epoch",
+    "start_offset",
+    "outcome",
+    "detail",
+    "leader",
+    "lso_after",
+    "high_watermark",
+]
 
 
 def _minutes(text: str | None) -> float | None:
@@ -63,8 +103,8 @@ def _minutes(text: str | None) -> float | None:
 def _scan(settings, topic, partition, broker_id, max_timeout):
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
     from kxtx.log import logger
-    from kxtx.txn.cluster import Cluster
-    from kxtx.txn.hanging import Scope, find_hanging
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.hanging import Scope, find_hanging
 
     cluster = Cluster(settings)
     report = find_hanging(cluster, Scope(topic, partition, broker_id), _minutes(max_timeout))
@@ -76,8 +116,8 @@ def _scan(settings, topic, partition, broker_id, max_timeout):
 
 
 def _row(h) -> dict:
+    from kxtx.ops.decide import fmt_age
     from kxtx.timefmt import iso_ms
-    from kxtx.txn.decide import fmt_age
 
     row = {}
     for name, value in dataclasses.asdict(h).items():
@@ -91,10 +131,15 @@ def _row(h) -> dict:
 
 @boundary
 def find_hanging(
-    topic: TopicOpt = None, partition: PartitionOpt = None, broker_id: BrokerIdOpt = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    broker_id: BrokerIdOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
 
@@ -103,8 +148,12 @@ def find_hanging(
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     cluster.close()
-    emit_rows([_row(h) for h in report.hanging], fmt, COLUMNS,
-              title=f"hanging transactions ({plural(report.partitions_checked, 'partition')} checked)")
+    emit_rows(
+        [_row(h) for h in report.hanging],
+        fmt,
+        COLUMNS,
+        title=f"hanging transactions ({plural(report.partitions_checked, 'partition')} checked)",
+    )
     if report.hanging:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
     if report.errors:
@@ -113,10 +162,17 @@ def find_hanging(
 
 @boundary
 def abort_hanging(
-    topic: TopicOpt = None, partition: PartitionOpt = None, broker_id: BrokerIdOpt = None,
-    max_transaction_timeout: MaxTimeoutOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    broker_id: BrokerIdOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Find hanging transactions, show the plan, then abort each one with a marker.
 
@@ -124,7 +180,7 @@ def abort_hanging(
     required (else exit 2, nothing changed). Exit 0 only when every targeted partition is no longer
     hanging afterwards; 75 when the only ones left are partitions whose leader moved mid-run (run
     it again)."""
-    from kxtx.txn import abort
+    from kxtx.ops import abort
 
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
@@ -134,8 +190,10 @@ def abort_hanging(
             raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
         targets = abort.targets_from_hanging(report.hanging)
         evidence = {h.tp: h for h in report.hanging}
-        plan = [{"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)),
-                 "action": "abort"} for t in targets]
+        plan = [
+            {"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
+            for t in targets
+        ]
         _apply(cluster, targets, plan, dry_run, yes, fmt)
 
 
@@ -149,7 +207,7 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     """The shared preview -> confirm -> act -> report sequence of abort-hanging and abort."""
     from kxtx.errors import KxtxError
     from kxtx.log import logger
-    from kxtx.txn import abort
+    from kxtx.ops import abort
 
     title = f"plan: abort {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
     # json is one document: the plan is the document only for --dry-run.
@@ -168,8 +226,12 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     confirm_or_refuse(yes, f"Abort {these}?")
     results = abort.execute(cluster, targets)
     # jsonl carries the plan's rows and then these: `kind` tells them apart
-    emit_rows([{"kind": "result", **dataclasses.asdict(r)} for r in results], fmt, RESULT_COLUMNS,
-              title="abort results")
+    emit_rows(
+        [{"kind": "result", **dataclasses.asdict(r)} for r in results],
+        fmt,
+        RESULT_COLUMNS,
+        title="abort results",
+    )
     unresolved = [r for r in results if not r.resolved]
     if unresolved:
         # Only leaders that moved mid-run: nothing failed, the next run finds them on the new leader.
@@ -181,30 +243,56 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
 def abort_cmd(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic of the open transaction.")],
     partition: Annotated[int, typer.Option("--partition", "-p", help="Partition of the open transaction.")],
-    start_offset: Annotated[Optional[int], typer.Option("--start-offset", help="First offset of the open transaction.")] = None,
-    producer_id: Annotated[Optional[int], typer.Option("--producer-id", help="Instead of --start-offset: its producer id.")] = None,
-    producer_epoch: Annotated[Optional[int], typer.Option("--producer-epoch", help="With --producer-id: the epoch for the marker.")] = None,
-    coordinator_epoch: Annotated[Optional[int], typer.Option("--coordinator-epoch", help="With --producer-id (default: the partition's; < 0 becomes 0).")] = None,
-    dry_run: DryRunOpt = False, yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    start_offset: Annotated[
+        int | None, typer.Option("--start-offset", help="First offset of the open transaction.")
+    ] = None,
+    producer_id: Annotated[
+        int | None, typer.Option("--producer-id", help="Instead of --start-offset: its producer id.")
+    ] = None,
+    producer_epoch: Annotated[
+        int | None, typer.Option("--producer-epoch", help="With --producer-id: the epoch for the marker.")
+    ] = None,
+    coordinator_epoch: Annotated[
+        int | None,
+        typer.Option(
+            "--coordinator-epoch", help="With --producer-id (default: the partition's; < 0 becomes 0)."
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on the Cluster).
 
     Same preview, confirmation and checks as abort-hanging; exit 0 when it is no longer open."""
     from kxtx.errors import UsageError
-    from kxtx.txn import abort
-    from kxtx.txn.cluster import Cluster
+    from kxtx.ops import abort
+    from kxtx.ops.calls import Cluster
 
     by_pid = producer_id is not None or producer_epoch is not None or coordinator_epoch is not None
     if (start_offset is None) == (not by_pid) or (by_pid and (producer_id is None or producer_epoch is None)):
-        raise UsageError("give either --start-offset, or --producer-id with --producer-epoch "
-                         "(and optionally --coordinator-epoch)")
+        raise UsageError(
+            "give either --start-offset, or --producer-id with --producer-epoch "
+            "(and optionally --coordinator-epoch)"
+        )
     settings = connection(bootstrap, config, command_config, timeout)
     with Cluster(settings) as cluster:
-        t = abort.manual_target(cluster, (topic, partition), start_offset, producer_id,
-                                producer_epoch, coordinator_epoch)
+        t = abort.manual_target(
+            cluster, (topic, partition), start_offset, producer_id, producer_epoch, coordinator_epoch
+        )
         o = cluster.offsets([t.expected.tp])[t.expected.tp]
-        plan = [{"kind": "plan", **t.plan_row(), "lso": o.lso, "high_watermark": o.high_watermark,
-                 "held_back": o.held_back, "action": "abort"}]
+        plan = [
+            {
+                "kind": "plan",
+                **t.plan_row(),
+                "lso": o.lso,
+                "high_watermark": o.high_watermark,
+                "held_back": o.held_back,
+                "action": "abort",
+            }
+        ]
         _apply(cluster, [t], plan, dry_run, yes, fmt)

@@ -6,34 +6,58 @@ from typing import Annotated
 
 import typer
 
-from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, FormatOpt, TimeoutOpt, boundary, connection
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    FormatOpt,
+    TimeoutOpt,
+    boundary,
+    connection,
+)
 from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
 from kxtx.cli.output import emit
 
-app = typer.Typer(help="Show one transactional id or one partition: coordinator and partition views.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Show one transactional id or one partition: coordinator and partition views.", no_args_is_help=True
+)
 
 
 @app.command("txn")
 @boundary
 def txn(
     transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
-    no_history: Annotated[bool, typer.Option("--no-history", help="Skip reading __transaction_state.")] = False,
-    no_scan: Annotated[bool, typer.Option(
-        "--no-scan", help="Skip the DescribeProducers sweep over every partition (faster on big "
-        "clusters; partitions the coordinator never heard of are then not seen).")] = False,
+    no_history: Annotated[
+        bool, typer.Option("--no-history", help="Skip reading __transaction_state.")
+    ] = False,
+    no_scan: Annotated[
+        bool,
+        typer.Option(
+            "--no-scan",
+            help="Skip the DescribeProducers sweep over every partition (faster on big "
+            "clusters; partitions the coordinator never heard of are then not seen).",
+        ),
+    ] = False,
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """The coordinator's view, each partition's view (open offset, LSO, high watermark), the history
     from __transaction_state and a one-line verdict. Exit 1 for an unknown id."""
-    from kxtx.txn.cluster import Cluster
-    from kxtx.txn.inspect import inspect_txn
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.inspect import inspect_txn
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
-        out = inspect_txn(cluster, transactional_id, with_history=not no_history,
-                          max_timeout_minutes=_minutes(max_transaction_timeout), scan=not no_scan)
+        out = inspect_txn(
+            cluster,
+            transactional_id,
+            with_history=not no_history,
+            max_timeout_minutes=_minutes(max_transaction_timeout),
+            scan=not no_scan,
+        )
     emit(out, fmt, title=f"transaction {transactional_id}")
 
 
@@ -42,20 +66,24 @@ def txn(
 def partition(
     topic_partition: Annotated[str, typer.Argument(metavar="TOPIC:PARTITION")],
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None, config: ConfigOpt = None, command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None, fmt: FormatOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """LSO, high watermark, records held back, every open transaction (with its transactional id
     when known) and the consumer groups it blocks."""
     from kxtx.errors import UsageError
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.inspect import inspect_partition
     from kxtx.parsers import parse_topic_partitions
-    from kxtx.txn.cluster import Cluster
-    from kxtx.txn.inspect import inspect_partition
 
     tp = parse_topic_partitions(topic_partition)
     if tp.partitions is None or len(tp.partitions) != 1:
         raise UsageError(f"{topic_partition!r}: expected one TOPIC:PARTITION, e.g. orders:3")
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
-        out = inspect_partition(cluster, (tp.topic, tp.partitions[0]),
-                                max_timeout_minutes=_minutes(max_transaction_timeout))
+        out = inspect_partition(
+            cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=_minutes(max_transaction_timeout)
+        )
     emit(out, fmt, title=topic_partition)

@@ -13,7 +13,8 @@ import datetime as _dt
 import enum
 import json
 import sys
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kxtx.cli.common import OutputFormat, is_tty
 
@@ -71,8 +72,9 @@ def _dumps(obj: Any, indent: int | None = None) -> str:
     return orjson.dumps(obj, default=_default, option=opts).decode("utf-8")
 
 
-def emit(data: Any, fmt: OutputFormat | None, columns: list[str] | None = None,
-         title: str | None = None) -> None:
+def emit(
+    data: Any, fmt: OutputFormat | None, columns: list[str] | None = None, title: str | None = None
+) -> None:
     """Render a whole result: a list of rows, one object, or an iterator of rows (streamed)."""
     fmt = choose(fmt)
     if isinstance(data, Mapping):
@@ -81,8 +83,12 @@ def emit(data: Any, fmt: OutputFormat | None, columns: list[str] | None = None,
         emit_rows(data, fmt, columns, title)
 
 
-def emit_rows(rows: Iterable[Mapping], fmt: OutputFormat | None, columns: list[str] | None = None,
-              title: str | None = None) -> int:
+def emit_rows(
+    rows: Iterable[Mapping],
+    fmt: OutputFormat | None,
+    columns: list[str] | None = None,
+    title: str | None = None,
+) -> int:
     fmt = choose(fmt)
     count = 0
     out = sys.stdout
@@ -100,9 +106,13 @@ def emit_rows(rows: Iterable[Mapping], fmt: OutputFormat | None, columns: list[s
     return len(rows)
 
 
-def emit_row_batches(batches: Iterable[list[Mapping]], fmt: OutputFormat | None,
-                     columns: list[str] | None = None, title: str | None = None,
-                     writing=None) -> int:
+def emit_row_batches(
+    batches: Iterable[list[Mapping]],
+    fmt: OutputFormat | None,
+    columns: list[str] | None = None,
+    title: str | None = None,
+    writing=None,
+) -> int:
     """`emit_rows` for rows that arrive in batches: jsonl writes each batch with one write and one
     flush (a per-row flush is a system call per row, most of the cost of a fast stream), so rows still
     appear as soon as their batch is read. Other formats collect every row, as `emit_rows` does.
@@ -136,8 +146,12 @@ def _jsonl_encoder():
     if orjson is None or buffer is None:
         return (lambda rows: "".join([_dumps(r) + "\n" for r in rows])), sys.stdout
     dumps = orjson.dumps
-    opts = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-            | orjson.OPT_APPEND_NEWLINE)
+    opts = (
+        orjson.OPT_NON_STR_KEYS
+        | orjson.OPT_PASSTHROUGH_DATACLASS
+        | orjson.OPT_PASSTHROUGH_DATETIME
+        | orjson.OPT_APPEND_NEWLINE
+    )
     return (lambda rows: b"".join([dumps(r, default=_default, option=opts) for r in rows])), buffer
 
 
@@ -196,8 +210,9 @@ def _print_table(rows: list[Mapping], columns: list[str] | None, title: str | No
         return
     cols = columns or list(dict.fromkeys(k for r in rows for k in r))
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
-    narrowest = [min(MIN_CELL, max([len(c)] + [_longest_line(row[i]) for row in cells]))
-                  for i, c in enumerate(cols)]
+    narrowest = [
+        min(MIN_CELL, max([len(c)] + [_longest_line(row[i]) for row in cells])) for i, c in enumerate(cols)
+    ]
     # each cell is padded by a space on both sides; a border before each column and after the last
     if sum(narrowest) + 3 * len(cols) + 1 > console.width:
         _print_records(console, cols, cells, title)

@@ -5,12 +5,19 @@ from __future__ import annotations
 import sys
 import time
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kxtx.cli.common import (
-    STATE, BootstrapOpt, CommandConfigOpt, ConfigOpt, FormatOpt, TimeoutOpt, boundary, connection,
+    STATE,
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    FormatOpt,
+    TimeoutOpt,
+    boundary,
+    connection,
     is_tty,
 )
 from kxtx.cli.output import emit
@@ -45,65 +52,142 @@ class StartFrom(str, Enum):
 
 @boundary
 def pipe(
-    inputs: Annotated[list[str], typer.Option(
-        "--in", "-i", metavar="TOPIC",
-        help="Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern "
-             "(Kafka's internal topics left out).")],
-    out: Annotated[str, typer.Option(
-        "--out", "-t", metavar="TOPIC", help="Default output topic (must exist).")],
-    udf: Annotated[str, typer.Option(
-        "--udf", metavar="MODULE:FUNCTION", rich_help_panel=_UDF,
-        help="The transform: module:function or path/to/file.py:function; a plain function, "
-             "or a pyspark udf / pandas_udf / arrow_udf object.")],
-    group: Annotated[str, typer.Option(
-        "--group", "-g", metavar="GROUP", help="Consumer group; its committed offsets are the progress.")],
-    transactional_id: Annotated[Optional[str], typer.Option(
-        "--transactional-id", metavar="ID",
-        help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
-             "fences the older one. Driver mode: give each of several parallel instances its own "
-             "id; executors mode uses ID.TOPIC.PARTITION per input partition.")] = None,
-    start: Annotated[StartFrom, typer.Option(
-        "--from", help="Where a new group starts.")] = StartFrom.earliest,
-    value_format: Annotated[ValueFormat, typer.Option(
-        "--value-format", rich_help_panel=_UDF,
-        help="What the UDF gets as the value: raw bytes, a UTF-8 string, or parsed JSON (then "
-             "returned values are JSON-encoded).")] = ValueFormat.raw,
-    input_mode: Annotated[InputMode, typer.Option(
-        "--input", rich_help_panel=_UDF,
-        help="value: the UDF gets the value; record: a dict with key, value, headers, topic, "
-             "partition, offset, timestamp.")] = InputMode.value,
-    on_udf_error: Annotated[str, typer.Option(
-        "--on-udf-error", metavar="fail|dlq:TOPIC", rich_help_panel=_UDF,
-        help="fail: abort the transaction and exit 1 naming the record; dlq:TOPIC: write the "
-             "input record with kxtx.error headers to TOPIC in the same transaction.")] = "fail",
-    batch_max_records: Annotated[Optional[int], typer.Option(
-        "--batch-max-records", min=1, rich_help_panel=_BATCH,
-        help=f"executors mode: records per partition and round (one transaction each; default "
-             f"{EXECUTOR_BATCH_RECORDS}); driver mode: records per transaction (one Spark job "
-             f"each; default {DEFAULT_BATCH_RECORDS}).")] = None,
-    batch_max_ms: Annotated[int, typer.Option(
-        "--batch-max-ms", min=1, rich_help_panel=_BATCH,
-        help="driver mode: commit a partial batch this long after its first record (an "
-             "executors-mode round takes what was there when it was planned).")] = DEFAULT_BATCH_MS,
-    until_idle: Annotated[Optional[str], typer.Option(
-        "--until-idle", metavar="SECONDS", rich_help_panel=_BATCH,
-        help="Stop after no records arrived for this long (e.g. 30, 30s, 5m).")] = None,
-    max_records: Annotated[Optional[int], typer.Option(
-        "--max-records", min=1, rich_help_panel=_BATCH, help="Stop after this many input records.")] = None,
-    master: Annotated[str, typer.Option(
-        "--master", metavar="URL", rich_help_panel=_SPARK,
-        help="Spark master; on a cluster the UDF's file is shipped to the executors.")] = "local[*]",
-    mode: Annotated[Mode, typer.Option(
-        "--mode", rich_help_panel=_SPARK,
-        help="driver: the driver consumes and produces, Spark runs the UDF; executors: each Spark "
-             "task consumes, transforms, produces and commits one input partition in its own "
-             "transaction (scales with the cluster); auto: executors (faster on local[...] too, "
-             "see the README).")] = Mode.auto,
-    spark_conf: Annotated[Optional[list[str]], typer.Option(
-        "--spark-conf", metavar="KEY=VALUE", rich_help_panel=_SPARK,
-        help="Spark setting (repeatable).")] = None,
-    spark_ui: Annotated[bool, typer.Option(
-        "--spark-ui", rich_help_panel=_SPARK, help="Start Spark's web UI (off by default).")] = False,
+    inputs: Annotated[
+        list[str],
+        typer.Option(
+            "--in",
+            "-i",
+            metavar="TOPIC",
+            help="Input topic(s); repeatable or comma-separated; ^regex subscribes by pattern "
+            "(Kafka's internal topics left out).",
+        ),
+    ],
+    out: Annotated[
+        str, typer.Option("--out", "-t", metavar="TOPIC", help="Default output topic (must exist).")
+    ],
+    udf: Annotated[
+        str,
+        typer.Option(
+            "--udf",
+            metavar="MODULE:FUNCTION",
+            rich_help_panel=_UDF,
+            help="The transform: module:function or path/to/file.py:function; a plain function, "
+            "or a pyspark udf / pandas_udf / arrow_udf object.",
+        ),
+    ],
+    group: Annotated[
+        str,
+        typer.Option(
+            "--group", "-g", metavar="GROUP", help="Consumer group; its committed offsets are the progress."
+        ),
+    ],
+    transactional_id: Annotated[
+        str | None,
+        typer.Option(
+            "--transactional-id",
+            metavar="ID",
+            help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
+            "fences the older one. Driver mode: give each of several parallel instances its own "
+            "id; executors mode uses ID.TOPIC.PARTITION per input partition.",
+        ),
+    ] = None,
+    start: Annotated[
+        StartFrom, typer.Option("--from", help="Where a new group starts.")
+    ] = StartFrom.earliest,
+    value_format: Annotated[
+        ValueFormat,
+        typer.Option(
+            "--value-format",
+            rich_help_panel=_UDF,
+            help="What the UDF gets as the value: raw bytes, a UTF-8 string, or parsed JSON (then "
+            "returned values are JSON-encoded).",
+        ),
+    ] = ValueFormat.raw,
+    input_mode: Annotated[
+        InputMode,
+        typer.Option(
+            "--input",
+            rich_help_panel=_UDF,
+            help="value: the UDF gets the value; record: a dict with key, value, headers, topic, "
+            "partition, offset, timestamp.",
+        ),
+    ] = InputMode.value,
+    on_udf_error: Annotated[
+        str,
+        typer.Option(
+            "--on-udf-error",
+            metavar="fail|dlq:TOPIC",
+            rich_help_panel=_UDF,
+            help="fail: abort the transaction and exit 1 naming the record; dlq:TOPIC: write the "
+            "input record with kxtx.error headers to TOPIC in the same transaction.",
+        ),
+    ] = "fail",
+    batch_max_records: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-max-records",
+            min=1,
+            rich_help_panel=_BATCH,
+            help=f"executors mode: records per partition and round (one transaction each; default "
+            f"{EXECUTOR_BATCH_RECORDS}); driver mode: records per transaction (one Spark job "
+            f"each; default {DEFAULT_BATCH_RECORDS}).",
+        ),
+    ] = None,
+    batch_max_ms: Annotated[
+        int,
+        typer.Option(
+            "--batch-max-ms",
+            min=1,
+            rich_help_panel=_BATCH,
+            help="driver mode: commit a partial batch this long after its first record (an "
+            "executors-mode round takes what was there when it was planned).",
+        ),
+    ] = DEFAULT_BATCH_MS,
+    until_idle: Annotated[
+        str | None,
+        typer.Option(
+            "--until-idle",
+            metavar="SECONDS",
+            rich_help_panel=_BATCH,
+            help="Stop after no records arrived for this long (e.g. 30, 30s, 5m).",
+        ),
+    ] = None,
+    max_records: Annotated[
+        int | None,
+        typer.Option(
+            "--max-records", min=1, rich_help_panel=_BATCH, help="Stop after this many input records."
+        ),
+    ] = None,
+    master: Annotated[
+        str,
+        typer.Option(
+            "--master",
+            metavar="URL",
+            rich_help_panel=_SPARK,
+            help="Spark master; on a cluster the UDF's file is shipped to the executors.",
+        ),
+    ] = "local[*]",
+    mode: Annotated[
+        Mode,
+        typer.Option(
+            "--mode",
+            rich_help_panel=_SPARK,
+            help="driver: the driver consumes and produces, Spark runs the UDF; executors: each Spark "
+            "task consumes, transforms, produces and commits one input partition in its own "
+            "transaction (scales with the cluster); auto: executors (faster on local[...] too, "
+            "see the README).",
+        ),
+    ] = Mode.auto,
+    spark_conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--spark-conf", metavar="KEY=VALUE", rich_help_panel=_SPARK, help="Spark setting (repeatable)."
+        ),
+    ] = None,
+    spark_ui: Annotated[
+        bool,
+        typer.Option("--spark-ui", rich_help_panel=_SPARK, help="Start Spark's web UI (off by default)."),
+    ] = False,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
@@ -130,13 +214,23 @@ def pipe(
         from kxtx.pipe.engine import run
 
         cfg = PipeConfig(
-            inputs=split_csv(inputs), out=out, group=group, udf=udf, transactional_id=transactional_id,
+            inputs=split_csv(inputs),
+            out=out,
+            group=group,
+            udf=udf,
+            transactional_id=transactional_id,
             start=start.value,
-            batch_max_records=batch_max_records, batch_max_ms=batch_max_ms,
+            batch_max_records=batch_max_records,
+            batch_max_ms=batch_max_ms,
             until_idle=parse_duration(until_idle) if until_idle else None,
-            max_records=max_records, dlq=parse_on_udf_error(on_udf_error),
-            value_format=value_format.value, record_input=input_mode is InputMode.record,
-            master=master, mode=mode.value, spark_conf=parse_kv_list(spark_conf, "--spark-conf"), spark_ui=spark_ui,
+            max_records=max_records,
+            dlq=parse_on_udf_error(on_udf_error),
+            value_format=value_format.value,
+            record_input=input_mode is InputMode.record,
+            master=master,
+            mode=mode.value,
+            spark_conf=parse_kv_list(spark_conf, "--spark-conf"),
+            spark_ui=spark_ui,
             debug=STATE.debug,
         )
         cfg.validate()
@@ -160,9 +254,11 @@ class _Progress:
 
     def __call__(self, p: dict) -> None:
         lag = "?" if p.get("lag") is None else f"{p['lag']:,}"
-        text = (f"{p['records_in']:,} in  {p['records_out']:,} out  {p['dlq']:,} dlq  "
-                f"{p['transactions']:,} txns  {p['aborted']:,} aborted  "
-                f"{p['rate']:,.0f} rec/s  lag {lag}")
+        text = (
+            f"{p['records_in']:,} in  {p['records_out']:,} out  {p['dlq']:,} dlq  "
+            f"{p['transactions']:,} txns  {p['aborted']:,} aborted  "
+            f"{p['rate']:,.0f} rec/s  lag {lag}"
+        )
         if self.tty:
             sys.stderr.write(f"\r{text}  ")
             self.shown = True

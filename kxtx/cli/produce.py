@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt, CommandConfigOpt, ConfigOpt, DryRunOpt, FormatOpt, TimeoutOpt, boundary,
-    complete_words, connection, is_tty,
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    TimeoutOpt,
+    boundary,
+    complete_words,
+    connection,
+    is_tty,
 )
 from kxtx.cli.output import emit
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
@@ -31,58 +39,144 @@ def _bytes(text: str) -> int:
 
 @boundary
 def produce(
-    files: Annotated[list[str], typer.Argument(
-        metavar="FILE...", help="Input files; - reads stdin (transactional, but cannot resume).")],
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="FILE...", help="Input files; - reads stdin (transactional, but cannot resume)."
+        ),
+    ],
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to produce to (must exist).")],
-    input_format: Annotated[Optional[str], typer.Option(
-        "--input-format", "-I", metavar="jsonl|csv|lines", autocompletion=complete_words("jsonl|csv|lines"),
-        help="Input format (default: by extension: .jsonl/.ndjson/.json, .csv, else lines; "
-             ".gz is decompressed).")] = None,
-    key_field: Annotated[Optional[str], typer.Option(
-        "--key-field", "-k", metavar="FIELD", rich_help_panel=_MAP,
-        help="Key from a JSON field (dotted path ok: customer.id) or CSV column (default: no key).")] = None,
-    value_field: Annotated[Optional[str], typer.Option(
-        "--value-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Value = this field only (default: the line as it is).")] = None,
-    value_as_json: Annotated[bool, typer.Option(
-        "--value-as-json", rich_help_panel=_MAP, help="CSV: value = the row as a JSON object.")] = False,
-    header: Annotated[Optional[list[str]], typer.Option(
-        "--header", "-H", metavar="NAME=VALUE", rich_help_panel=_MAP,
-        help="Constant record header (repeatable).")] = None,
-    header_field: Annotated[Optional[list[str]], typer.Option(
-        "--header-field", metavar="[NAME=]FIELD", rich_help_panel=_MAP,
-        help="Record header from a field; left out when the field is missing (repeatable).")] = None,
-    partition_field: Annotated[Optional[str], typer.Option(
-        "--partition-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Partition from a field (default: murmur2_random, the Java client's partitioning "
-             "of keys; -X partitioner=... to change).")] = None,
-    timestamp_field: Annotated[Optional[str], typer.Option(
-        "--timestamp-field", metavar="FIELD", rich_help_panel=_MAP,
-        help="Timestamp from a field: epoch ms or ISO-8601 (default: produce time).")] = None,
-    transactional_id: Annotated[Optional[str], typer.Option(
-        "--transactional-id", metavar="ID", rich_help_panel=_TXN,
-        help="Default: kxtx-produce-TOPIC-HASH of the input paths, shown in the summary. "
-             "Re-running with the same id continues after the last committed transaction.")] = None,
-    records_per_txn: Annotated[int, typer.Option(
-        "--records-per-txn", "-n", min=1, rich_help_panel=_TXN,
-        help="Records per transaction.")] = DEFAULT_RECORDS_PER_TXN,
-    bytes_per_txn: Annotated[Optional[str], typer.Option(
-        "--bytes-per-txn", metavar="SIZE", rich_help_panel=_TXN,
-        help="Also commit once the values reach this size (e.g. 64MiB).")] = None,
-    all_or_nothing: Annotated[bool, typer.Option(
-        "--all-or-nothing", rich_help_panel=_TXN,
-        help="The whole input in one transaction (transaction.timeout.ms 15 min unless -X).")] = False,
-    checkpoint_topic: Annotated[str, typer.Option(
-        "--checkpoint-topic", metavar="TOPIC", rich_help_panel=_TXN,
-        help="Compacted topic holding the input positions; created when missing.")] = "kxtx-checkpoints",
-    restart: Annotated[bool, typer.Option(
-        "--restart", rich_help_panel=_TXN,
-        help="Ignore the checkpoint: produce every input again from its beginning (also for a "
-             "changed file, which is refused otherwise).")] = False,
-    on_error: Annotated[str, typer.Option(
-        "--on-error", metavar="fail|skip|dlq:TOPIC", autocompletion=complete_words("fail|skip|dlq:TOPIC"),
-        help="A bad line: fail (exit 1, open transaction aborted), skip (counted), or "
-             "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).")] = "fail",
+    input_format: Annotated[
+        str | None,
+        typer.Option(
+            "--input-format",
+            "-I",
+            metavar="jsonl|csv|lines",
+            autocompletion=complete_words("jsonl|csv|lines"),
+            help="Input format (default: by extension: .jsonl/.ndjson/.json, .csv, else lines; "
+            ".gz is decompressed).",
+        ),
+    ] = None,
+    key_field: Annotated[
+        str | None,
+        typer.Option(
+            "--key-field",
+            "-k",
+            metavar="FIELD",
+            rich_help_panel=_MAP,
+            help="Key from a JSON field (dotted path ok: customer.id) or CSV column (default: no key).",
+        ),
+    ] = None,
+    value_field: Annotated[
+        str | None,
+        typer.Option(
+            "--value-field",
+            metavar="FIELD",
+            rich_help_panel=_MAP,
+            help="Value = this field only (default: the line as it is).",
+        ),
+    ] = None,
+    value_as_json: Annotated[
+        bool,
+        typer.Option("--value-as-json", rich_help_panel=_MAP, help="CSV: value = the row as a JSON object."),
+    ] = False,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            metavar="NAME=VALUE",
+            rich_help_panel=_MAP,
+            help="Constant record header (repeatable).",
+        ),
+    ] = None,
+    header_field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header-field",
+            metavar="[NAME=]FIELD",
+            rich_help_panel=_MAP,
+            help="Record header from a field; left out when the field is missing (repeatable).",
+        ),
+    ] = None,
+    partition_field: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-field",
+            metavar="FIELD",
+            rich_help_panel=_MAP,
+            help="Partition from a field (default: murmur2_random, the Java client's partitioning "
+            "of keys; -X partitioner=... to change).",
+        ),
+    ] = None,
+    timestamp_field: Annotated[
+        str | None,
+        typer.Option(
+            "--timestamp-field",
+            metavar="FIELD",
+            rich_help_panel=_MAP,
+            help="Timestamp from a field: epoch ms or ISO-8601 (default: produce time).",
+        ),
+    ] = None,
+    transactional_id: Annotated[
+        str | None,
+        typer.Option(
+            "--transactional-id",
+            metavar="ID",
+            rich_help_panel=_TXN,
+            help="Default: kxtx-produce-TOPIC-HASH of the input paths, shown in the summary. "
+            "Re-running with the same id continues after the last committed transaction.",
+        ),
+    ] = None,
+    records_per_txn: Annotated[
+        int,
+        typer.Option("--records-per-txn", "-n", min=1, rich_help_panel=_TXN, help="Records per transaction."),
+    ] = DEFAULT_RECORDS_PER_TXN,
+    bytes_per_txn: Annotated[
+        str | None,
+        typer.Option(
+            "--bytes-per-txn",
+            metavar="SIZE",
+            rich_help_panel=_TXN,
+            help="Also commit once the values reach this size (e.g. 64MiB).",
+        ),
+    ] = None,
+    all_or_nothing: Annotated[
+        bool,
+        typer.Option(
+            "--all-or-nothing",
+            rich_help_panel=_TXN,
+            help="The whole input in one transaction (transaction.timeout.ms 15 min unless -X).",
+        ),
+    ] = False,
+    checkpoint_topic: Annotated[
+        str,
+        typer.Option(
+            "--checkpoint-topic",
+            metavar="TOPIC",
+            rich_help_panel=_TXN,
+            help="Compacted topic holding the input positions; created when missing.",
+        ),
+    ] = "kxtx-checkpoints",
+    restart: Annotated[
+        bool,
+        typer.Option(
+            "--restart",
+            rich_help_panel=_TXN,
+            help="Ignore the checkpoint: produce every input again from its beginning (also for a "
+            "changed file, which is refused otherwise).",
+        ),
+    ] = False,
+    on_error: Annotated[
+        str,
+        typer.Option(
+            "--on-error",
+            metavar="fail|skip|dlq:TOPIC",
+            autocompletion=complete_words("fail|skip|dlq:TOPIC"),
+            help="A bad line: fail (exit 1, open transaction aborted), skip (counted), or "
+            "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
+        ),
+    ] = "fail",
     dry_run: DryRunOpt = False,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
@@ -101,17 +195,23 @@ def produce(
     """
     from kxtx.produce.dryrun import dry_run as run_dry
     from kxtx.produce.engine import Run
-    from kxtx.produce.options import ProduceOptions
     from kxtx.produce.mapping import MappingSpec, parse_header_options
+    from kxtx.produce.options import ProduceOptions
 
     consts, from_fields = parse_header_options(header, header_field)
     opts = ProduceOptions(
-        topic=topic, paths=files, input_format=input_format,
-        mapping=MappingSpec(key_field, value_field, value_as_json, consts, from_fields,
-                            partition_field, timestamp_field),
-        transactional_id=transactional_id, records_per_txn=records_per_txn,
+        topic=topic,
+        paths=files,
+        input_format=input_format,
+        mapping=MappingSpec(
+            key_field, value_field, value_as_json, consts, from_fields, partition_field, timestamp_field
+        ),
+        transactional_id=transactional_id,
+        records_per_txn=records_per_txn,
         bytes_per_txn=_bytes(bytes_per_txn) if bytes_per_txn else None,
-        all_or_nothing=all_or_nothing, checkpoint_topic=checkpoint_topic, on_error=on_error,
+        all_or_nothing=all_or_nothing,
+        checkpoint_topic=checkpoint_topic,
+        on_error=on_error,
         restart=restart,
     )
     progress = _Progress() if is_tty(sys.stderr) else None
@@ -130,9 +230,10 @@ def produce(
     if dry_run and summary["bad_lines"] and on_error == "fail":
         from kxtx.errors import InputError
 
-        raise InputError(f"{summary['bad_lines']} bad lines (first: {summary['errors'][0]}); "
-                         "use --on-error skip or dlq:TOPIC to load the others")
-
+        raise InputError(
+            f"{summary['bad_lines']} bad lines (first: {summary['errors'][0]}); "
+            "use --on-error skip or dlq:TOPIC to load the others"
+        )
 
 
 class _Progress:
@@ -144,7 +245,8 @@ class _Progress:
     def __call__(self, p: dict) -> None:
         sys.stderr.write(
             f"\r{p['records']:,} records  {p['bytes'] / 1e6:,.1f} MB  "
-            f"{p['records_per_s']:,.0f} rec/s  {p['transactions']:,} transactions committed  ")
+            f"{p['records_per_s']:,.0f} rec/s  {p['transactions']:,} transactions committed  "
+        )
         sys.stderr.flush()
         self.shown = True
 

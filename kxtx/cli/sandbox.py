@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,14 +22,18 @@ class Security(str, Enum):
     ssl = "ssl"
 
 
-app = typer.Typer(help="Run a real Apache Kafka (KRaft) cluster on loopback: one node or several.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Run a real Apache Kafka (KRaft) cluster on loopback: one node or several.", no_args_is_help=True
+)
 
 StateDirOpt = Annotated[
-    Optional[str],
-    typer.Option("--state-dir", metavar="DIR",
-                 help="Where the broker keeps config, data and logs. Env: KXTX_SANDBOX_DIR "
-                 "(default: ~/.local/state/kxtx/sandbox)."),
+    str | None,
+    typer.Option(
+        "--state-dir",
+        metavar="DIR",
+        help="Where the broker keeps config, data and logs. Env: KXTX_SANDBOX_DIR "
+        "(default: ~/.local/state/kxtx/sandbox).",
+    ),
 ]
 
 
@@ -46,9 +50,18 @@ def _row(info) -> dict:
         "broker_config": info.broker_config,
         **{k: v for k, v in (info.extra or {}).items() if k != "admin_client"},
     }
-    row["nodes"] = [{"id": n.id, "state": node_state(n), "roles": n.roles, "port": n.port,
-                     "controller_port": n.controller_port, "pid": n.pid, "log": str(n.log)}
-                    for n in info.node_list()]
+    row["nodes"] = [
+        {
+            "id": n.id,
+            "state": node_state(n),
+            "roles": n.roles,
+            "port": n.port,
+            "controller_port": n.controller_port,
+            "pid": n.pid,
+            "log": str(n.log),
+        }
+        for n in info.node_list()
+    ]
     return row
 
 
@@ -56,32 +69,50 @@ def _row(info) -> dict:
 @boundary
 def start(
     kafka_version: Annotated[
-        str, typer.Option("--kafka-version", help="Kafka release: 4 (newest 4.x), 3.9 (newest 3.9.x) or exact, e.g. 4.3.1.")
+        str,
+        typer.Option(
+            "--kafka-version", help="Kafka release: 4 (newest 4.x), 3.9 (newest 3.9.x) or exact, e.g. 4.3.1."
+        ),
     ] = "4",
     port: Annotated[int, typer.Option("--port", help="Client port on 127.0.0.1 (0 = any free port).")] = 9092,
     broker_config: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--broker-config", metavar="KEY=VALUE", help="Extra broker property (repeatable)."),
     ] = None,
     kafka_home: Annotated[
-        Optional[str],
-        typer.Option("--kafka-home", metavar="DIR", envvar="KXTX_KAFKA_HOME",
-                     help="Use an unpacked Apache Kafka distribution instead of jars from Maven Central."),
+        str | None,
+        typer.Option(
+            "--kafka-home",
+            metavar="DIR",
+            envvar="KXTX_KAFKA_HOME",
+            help="Use an unpacked Apache Kafka distribution instead of jars from Maven Central.",
+        ),
     ] = None,
     state_dir: StateDirOpt = None,
     security: Annotated[
         Security,
-        typer.Option("--security", help="Client listener: plaintext, sasl_ssl / sasl_plaintext (SCRAM "
-                     "users admin and limited, authorizer on) or ssl (mutual TLS). Prints a Java "
-                     "client.properties per user."),
+        typer.Option(
+            "--security",
+            help="Client listener: plaintext, sasl_ssl / sasl_plaintext (SCRAM "
+            "users admin and limited, authorizer on) or ssl (mutual TLS). Prints a Java "
+            "client.properties per user.",
+        ),
     ] = Security.plaintext,
     brokers: Annotated[
-        int, typer.Option("--brokers", min=1, max=9, help="Nodes to run. From 3 on: a 3-node controller "
-                          "quorum, replication factor 3 and min.insync.replicas=2, as in production.")
+        int,
+        typer.Option(
+            "--brokers",
+            min=1,
+            max=9,
+            help="Nodes to run. From 3 on: a 3-node controller "
+            "quorum, replication factor 3 and min.insync.replicas=2, as in production.",
+        ),
     ] = 1,
     heap: Annotated[
-        Optional[str], typer.Option("--heap", metavar="SIZE",
-                                    help="JVM heap per node (default 1g for one node, 512m each for more).")
+        str | None,
+        typer.Option(
+            "--heap", metavar="SIZE", help="JVM heap per node (default 1g for one node, 512m each for more)."
+        ),
     ] = None,
     fmt: FormatOpt = None,
 ) -> None:
@@ -100,9 +131,13 @@ def start(
         resolve_distribution(kafka_version, progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
     typer.echo(f"kxtx: starting the sandbox ({brokers} node{'s' if brokers > 1 else ''})...", err=True)
     info = Sandbox(state_dir).start(
-        kafka_version=kafka_version, port=port,
-        broker_config=parse_kv_list(broker_config, "--broker-config"), kafka_home=kafka_home,
-        listeners=listeners, brokers=brokers, heap=heap,
+        kafka_version=kafka_version,
+        port=port,
+        broker_config=parse_kv_list(broker_config, "--broker-config"),
+        kafka_home=kafka_home,
+        listeners=listeners,
+        brokers=brokers,
+        heap=heap,
     )
     row = _row(info)
     # The one place credentials are printed on purpose: throwaway users of a loopback broker.
@@ -148,8 +183,17 @@ def _node_action(state_dir, node_id: int, action: str, fmt) -> None:
 
     sandbox = Sandbox(state_dir)
     node = getattr(sandbox, action)(node_id)
-    emit({"node": node.id, "action": action.replace("_node", ""), "state": node_state(node),
-          "pid": node.pid, "port": node.port}, fmt, title="sandbox node")
+    emit(
+        {
+            "node": node.id,
+            "action": action.replace("_node", ""),
+            "state": node_state(node),
+            "pid": node.pid,
+            "port": node.port,
+        },
+        fmt,
+        title="sandbox node",
+    )
 
 
 @app.command("stop-node")

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt, CommandConfigOpt, ConfigOpt, DryRunOpt, FormatOpt, TimeoutOpt, boundary, connection,
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    TimeoutOpt,
+    boundary,
+    connection,
 )
 from kxtx.cli.output import emit
 
@@ -18,17 +25,35 @@ app = typer.Typer(help="Create topics.", no_args_is_help=True)
 @boundary
 def create(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Topic name.")],
-    partitions: Annotated[Optional[int], typer.Option(
-        "--partitions", "-p", min=1, help="Partitions (default: the broker's num.partitions).")] = None,
-    replication_factor: Annotated[Optional[int], typer.Option(
-        "--replication-factor", "-r", min=1,
-        help="Replicas of each partition (default: the broker's default.replication.factor).")] = None,
-    topic_config: Annotated[Optional[list[str]], typer.Option(
-        "--topic-config", "-c", metavar="KEY=VALUE",
-        help="Topic setting, e.g. cleanup.policy=compact or retention.ms=86400000 (repeatable); "
-             "kafka-topics.sh's --config (-X/--config are client settings, as in every command).")] = None,
-    if_not_exists: Annotated[bool, typer.Option(
-        "--if-not-exists", help="A topic that exists already is a success (exit 0), left as it is.")] = False,
+    partitions: Annotated[
+        int | None,
+        typer.Option("--partitions", "-p", min=1, help="Partitions (default: the broker's num.partitions)."),
+    ] = None,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option(
+            "--replication-factor",
+            "-r",
+            min=1,
+            help="Replicas of each partition (default: the broker's default.replication.factor).",
+        ),
+    ] = None,
+    topic_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic-config",
+            "-c",
+            metavar="KEY=VALUE",
+            help="Topic setting, e.g. cleanup.policy=compact or retention.ms=86400000 (repeatable); "
+            "kafka-topics.sh's --config (-X/--config are client settings, as in every command).",
+        ),
+    ] = None,
+    if_not_exists: Annotated[
+        bool,
+        typer.Option(
+            "--if-not-exists", help="A topic that exists already is a success (exit 0), left as it is."
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
@@ -48,6 +73,10 @@ def create(
     from kxtx.topics import TopicSpec, create_topic
 
     spec = TopicSpec(name, partitions, replication_factor, parse_kv_list(topic_config, "--topic-config"))
-    row = create_topic(connection(bootstrap, config, command_config, timeout), spec,
-                       if_not_exists=if_not_exists, validate_only=dry_run)
+    row = create_topic(
+        connection(bootstrap, config, command_config, timeout),
+        spec,
+        if_not_exists=if_not_exists,
+        validate_only=dry_run,
+    )
     emit(row, fmt, title=f"topic {name}")

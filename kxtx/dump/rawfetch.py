@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
@@ -67,7 +67,7 @@ class RawFetchSource:
     def _run(self, coro_fn, *args):
         try:
             return self.admin._manager.run(coro_fn, *args)
-        except Exception as exc:  # noqa: BLE001 - translated
+        except Exception as exc:
             raise clients.translate(exc, f"fetching {self.topic}") from exc
 
     def _leaders(self, partitions: list[int]) -> dict[int, int]:
@@ -100,12 +100,15 @@ class RawFetchSource:
     def _log_starts_once(self, partitions: list[int], timeout: float) -> dict[int, int]:
         from confluent_kafka import TopicPartition
 
-        c = clients.consumer(self.settings, **{"group.id": "kxtx-dump-log-start",
-                                               "isolation.level": "read_uncommitted"})
+        c = clients.consumer(
+            self.settings, **{"group.id": "kxtx-dump-log-start", "isolation.level": "read_uncommitted"}
+        )
         try:
-            return {p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout,
-                                               cached=False)[0] for p in partitions}
-        except Exception as exc:  # noqa: BLE001 - translated
+            return {
+                p: c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=timeout, cached=False)[0]
+                for p in partitions
+            }
+        except Exception as exc:
             raise clients.translate(exc, f"reading the log start offsets of {self.topic}") from exc
         finally:
             c.close()
@@ -116,12 +119,32 @@ class RawFetchSource:
         topic_cls = FetchRequest.FetchTopic
         part_cls = topic_cls.FetchPartition
         request = FetchRequest[_FETCH_VERSION](
-            replica_id=-1, max_wait_ms=200, min_bytes=1, max_bytes=52428800, isolation_level=0,
-            session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
-            topics=[topic_cls(topic=self.topic, partitions=[
-                part_cls(partition=p, current_leader_epoch=-1, fetch_offset=o, last_fetched_epoch=-1,
-                         log_start_offset=-1, partition_max_bytes=8388608)
-                for p, o in offsets.items()])])
+            replica_id=-1,
+            max_wait_ms=200,
+            min_bytes=1,
+            max_bytes=52428800,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            forgotten_topics_data=[],
+            rack_id="",
+            topics=[
+                topic_cls(
+                    topic=self.topic,
+                    partitions=[
+                        part_cls(
+                            partition=p,
+                            current_leader_epoch=-1,
+                            fetch_offset=o,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=8388608,
+                        )
+                        for p, o in offsets.items()
+                    ],
+                )
+            ],
+        )
 
         async def send(req):
             return await self.admin._manager.send(req, node_id=leader)
@@ -133,8 +156,10 @@ class RawFetchSource:
         if start.kind == "time" or follow:
             from kxtx.errors import UsageError
 
-            raise UsageError("marking pending/aborted offset commits reads from an offset: use "
-                             "--from-beginning or --from-offset, without --follow")
+            raise UsageError(
+                "marking pending/aborted offset commits reads from an offset: use "
+                "--from-beginning or --from-offset, without --follow"
+            )
         # The leaders can be moving now (a broker just died): what is not known yet is asked again.
         leaders = self._leaders_or_none(partitions)
         # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
@@ -164,7 +189,8 @@ class RawFetchSource:
                             continue
                         if part.error_code:
                             raise KafkaOperationError(
-                                f"fetching {self.topic}[{p}]: broker error code {part.error_code}")
+                                f"fetching {self.topic}[{p}]: broker error code {part.error_code}"
+                            )
                         ends.setdefault(p, part.high_watermark)  # the end that existed at start
                         before = offsets[p]
                         offsets[p] = max(before, part.log_start_offset)
@@ -184,7 +210,8 @@ class RawFetchSource:
             elif time.monotonic() - last_progress > self.settings.timeout:
                 raise KafkaOperationError(
                     f"fetching {self.topic}: no progress on {_partitions(offsets)} for "
-                    f"{self.settings.timeout:g}s")
+                    f"{self.settings.timeout:g}s"
+                )
 
     def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition):
         from kafka.record import MemoryRecords
@@ -207,8 +234,7 @@ class RawFetchSource:
                     if pid is not None:
                         st.decide(pid, ABORTED if r.abort else COMMITTED)
                     continue
-                st.add([p, r.offset, r.timestamp, r.key, r.value, _NONE if pid is not None else None],
-                       pid)
+                st.add([p, r.offset, r.timestamp, r.key, r.value, _NONE if pid is not None else None], pid)
             # next_offset covers records removed by compaction at the end of a batch.
             offsets[p] = max(offsets[p], min(getattr(batch, "next_offset", offsets[p]), end))
             yield from st.ready(flush=False)

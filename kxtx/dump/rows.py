@@ -7,7 +7,7 @@ notes, raw bytes and warnings the row carries.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kxtx.log import warn_once
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, txn_log
@@ -32,9 +32,18 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
             rec = None
             if found is not None:
                 k, version, v = found
-                row = {"partition": p, "offset": o, "timestamp_ms": ts, "time": iso(ts) or iso_ms(ts),
-                       "type": type_name, "type_id": type_id,
-                       "key": k, "version": version, "value": v, "tombstone": value is None}
+                row = {
+                    "partition": p,
+                    "offset": o,
+                    "timestamp_ms": ts,
+                    "time": iso(ts) or iso_ms(ts),
+                    "type": type_name,
+                    "type_id": type_id,
+                    "key": k,
+                    "version": version,
+                    "value": v,
+                    "tombstone": value is None,
+                }
                 if status is not None:
                     row["txn"] = status
             else:
@@ -43,8 +52,10 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
             if keep is not None and not keep(row):
                 continue
             if rec is not None and rec.problem:
-                warn_once(rec.problem, f"{topic}[{p}]@{o}: {rec.notes[-1]}; shown with raw bytes "
-                          "(warned once per kind)")
+                warn_once(
+                    rec.problem,
+                    f"{topic}[{p}]@{o}: {rec.notes[-1]}; shown with raw bytes (warned once per kind)",
+                )
             append((row, key) if with_keys else row)
         return out
 
@@ -52,9 +63,18 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
 
 
 def _slow_row(rec: Record, p: int, o: int, ts: int, status) -> dict:
-    row = {"partition": p, "offset": o, "timestamp_ms": ts, "time": iso_ms(ts), "type": rec.type,
-           "type_id": rec.type_id,
-           "key": rec.key, "version": rec.version, "value": rec.value, "tombstone": rec.tombstone}
+    row = {
+        "partition": p,
+        "offset": o,
+        "timestamp_ms": ts,
+        "time": iso_ms(ts),
+        "type": rec.type,
+        "type_id": rec.type_id,
+        "key": rec.key,
+        "version": rec.version,
+        "value": rec.value,
+        "tombstone": rec.tombstone,
+    }
     if status is not None:
         row["txn"] = status
     if rec.notes:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, NoReturn
+from typing import NoReturn
 
 #: At most this many processes by default: beyond it the broker's fetch rate, not decoding, limits.
 DEFAULT_MAX = 4
@@ -59,7 +60,7 @@ class Shards:
         os.write(self._token_w, b".")  # the write token: whoever read it may write
 
     @classmethod
-    def fork(cls, count: int) -> "Shards":
+    def fork(cls, count: int) -> Shards:
         """n processes, or only this one if it runs threads already (a Kafka client's): a forked
         copy would hold their locks without the threads that release them."""
         if _threads() > 1 or not hasattr(os, "fork"):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
-from typing import Iterator
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
@@ -59,8 +59,7 @@ class Start:
 
 
 class ConfluentSource:
-    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed",
-                 share: int = 1):
+    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed", share: int = 1):
         self.settings, self.topic = settings, topic
         conf = {
             # A throw-away group that never commits: dumping must not leave traces in the log it reads.
@@ -80,8 +79,9 @@ class ConfluentSource:
         for p in partitions:
             try:
                 _, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, p), timeout=self.settings.timeout, cached=False)
-            except Exception as exc:  # noqa: BLE001 - translated
+                    TopicPartition(self.topic, p), timeout=self.settings.timeout, cached=False
+                )
+            except Exception as exc:
                 raise clients.translate(exc, f"reading the end offset of {self.topic}[{p}]") from exc
             ends[p] = high
         return ends
@@ -96,7 +96,7 @@ class ConfluentSource:
         query = [TopicPartition(self.topic, p, start.value) for p in partitions]
         try:
             found = self.consumer.offsets_for_times(query, timeout=self.settings.timeout)
-        except Exception as exc:  # noqa: BLE001 - translated
+        except Exception as exc:
             raise clients.translate(exc, f"looking up offsets by time in {self.topic}") from exc
         # -1: no record at or after the time -> start at the end (nothing to show unless following).
         return {tp.partition: tp.offset for tp in found}
@@ -151,8 +151,16 @@ class ConfluentSource:
             msgs = list(compress(msgs, records))
         parts = list(map(Message.partition, msgs))
         offsets = list(map(Message.offset, msgs))
-        out = list(zip(parts, offsets, map(_second, map(Message.timestamp, msgs)),
-                       map(Message.key, msgs), map(Message.value, msgs), repeat(None)))
+        out = list(
+            zip(
+                parts,
+                offsets,
+                map(_second, map(Message.timestamp, msgs)),
+                map(Message.key, msgs),
+                map(Message.value, msgs),
+                repeat(None),
+            )
+        )
         if ends is None:
             return out
         # the last record before a partition's end, and any after it (written since we started)
@@ -185,7 +193,8 @@ class ConfluentSource:
         if remaining and time.monotonic() - idle_since > self.settings.timeout:
             raise KafkaOperationError(
                 f"reading {self.topic}: no progress on {_partitions(remaining)} for "
-                f"{self.settings.timeout:g}s before reaching the end offsets (raise --timeout?)")
+                f"{self.settings.timeout:g}s before reaching the end offsets (raise --timeout?)"
+            )
 
     def close(self) -> None:
         self.consumer.close()

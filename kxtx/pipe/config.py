@@ -117,8 +117,9 @@ class PipeConfig:
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
         if self.batch_max_records is None:
-            self.batch_max_records = (EXECUTOR_BATCH_RECORDS if self.resolved_mode() == "executors"
-                                      else DEFAULT_BATCH_RECORDS)
+            self.batch_max_records = (
+                EXECUTOR_BATCH_RECORDS if self.resolved_mode() == "executors" else DEFAULT_BATCH_RECORDS
+            )
         if self.batch_max_records < 1:
             raise UsageError("--batch-max-records must be at least 1")
         if self.batch_max_ms < 1:
@@ -140,8 +141,10 @@ class PipeConfig:
         if self.dlq and any(matches(t, self.dlq) for t in self.inputs):
             raise UsageError(f"the dead-letter topic cannot be an input topic ({self._taking(self.dlq)})")
         if any(matches(t, self.out) for t in self.inputs):
-            raise UsageError("--out cannot be one of the --in topics (the pipe would feed itself; "
-                             f"{self._taking(self.out)})")
+            raise UsageError(
+                "--out cannot be one of the --in topics (the pipe would feed itself; "
+                f"{self._taking(self.out)})"
+            )
         if not self.transactional_id:
             self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
 
@@ -181,9 +184,14 @@ class Stats:
 
     def progress(self) -> dict:
         elapsed = max(1e-9, time.monotonic() - self.started)
-        return {"records_in": self.records_in, "records_out": self.records_out, "dlq": self.dlq,
-                "transactions": self.transactions, "aborted": self.aborted,
-                "rate": round(self.records_in / elapsed, 1)}
+        return {
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "dlq": self.dlq,
+            "transactions": self.transactions,
+            "aborted": self.aborted,
+            "rate": round(self.records_in / elapsed, 1),
+        }
 
     def summary(self, cfg: PipeConfig) -> dict:
         now = time.monotonic()
@@ -218,9 +226,12 @@ class PipeInterrupted(Interrupted):
 
     def __init__(self, summary: dict, signum: int):
         name = {1: "SIGHUP", 15: "SIGTERM"}.get(signum, "SIGINT")
-        super().__init__(f"stopped by {name} after {plural(summary['records_in'], 'record')} in "
-                         f"{plural(summary['transactions'], 'transaction')}; no transaction left "
-                         "open", signum)
+        super().__init__(
+            f"stopped by {name} after {plural(summary['records_in'], 'record')} in "
+            f"{plural(summary['transactions'], 'transaction')}; no transaction left "
+            "open",
+            signum,
+        )
         self.summary = summary
 
 

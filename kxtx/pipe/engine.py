@@ -13,7 +13,7 @@ so they are read again by whoever owns the partition next).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
@@ -39,8 +39,14 @@ class UdfFailed(KxtxError):
 
 
 class Pipe:
-    def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
-                 session=None, signals: stopsignals.Guard | None = None):
+    def __init__(
+        self,
+        settings,
+        cfg: PipeConfig,
+        progress: Callable[[dict], None] | None = None,
+        session=None,
+        signals: stopsignals.Guard | None = None,
+    ):
         cfg.validate()
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
@@ -77,13 +83,13 @@ class Pipe:
         preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())  # before the JVM
         self.signals.check()
         if self.session is None:
-            self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
-                                          self.cfg.spark_ui)
+            self.session = sparkmod.start(
+                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
+            )
         if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
             loaded = udfmod.load(target, mode)
         sparkmod.ship(self.session, loaded.source, loaded.module)
-        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
-                                self.cfg.record_input)
+        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
         self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
         self.loaded = loaded
         self.signals.check()
@@ -102,15 +108,16 @@ class Pipe:
         }
         self.consumer = clients.consumer(self.settings, **conf)
         topics = self.cfg.inputs
-        self.consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                on_lost=self._on_revoke)
+        self.consumer.subscribe(
+            topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
 
-    def _on_assign(self, consumer, partitions) -> None:
+    def _on_assign(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
         self._assignment |= {(p.topic, p.partition) for p in partitions}
         self._last_data = time.monotonic()
         logger.info("assigned %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
 
-    def _on_revoke(self, consumer, partitions) -> None:
+    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
         # No transaction is open here (see the module docstring); drop what was read but not
         # transformed so it is neither produced by this instance nor skipped.
         self._assignment -= {(p.topic, p.partition) for p in partitions}
@@ -173,8 +180,9 @@ class Pipe:
             if self.pending and (len(self.pending) >= limit or due):
                 size, began = len(self.pending), time.perf_counter()
                 self._process_batch()
-                self._limit = rounds.pace(self._limit, size, time.perf_counter() - began,
-                                          self.settings.props, "transaction")
+                self._limit = rounds.pace(
+                    self._limit, size, time.perf_counter() - began, self.settings.props, "transaction"
+                )
                 batch_deadline = None
             elif not self.pending:
                 batch_deadline = None
@@ -202,8 +210,7 @@ class Pipe:
 
                 kind = _AUTHZ_NEEDS[err.name()]
                 name = self.cfg.group if kind == "Group" else (m.topic() or None)
-                raise clients.translate(KafkaException(err), "consuming",
-                                        need=Need("READ", kind, name))
+                raise clients.translate(KafkaException(err), "consuming", need=Need("READ", kind, name))
             logger.warning("consumer: %s", err.str())
         if self._rebalanced:
             self._rewind_dropped(msgs)
@@ -251,8 +258,10 @@ class Pipe:
             logger.info("committing offsets past skipped records: %s", exc)
             return
         self.committed.note(behind)
-        logger.info("committed offsets past skipped records: %s",
-                    ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in behind))
+        logger.info(
+            "committed offsets past skipped records: %s",
+            ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in behind),
+        )
 
     # --- one transaction -------------------------------------------------------------------------
     def _process_batch(self) -> None:
@@ -273,16 +282,20 @@ class Pipe:
                 raise error(
                     f"gave up after {plural(n, 'aborted transaction')} in a row; last error: {exc}"
                 ) from None
-            logger.warning("transaction aborted (%s); rewound %d records, retrying (%d/%d)",
-                           exc, len(batch), n, MAX_ATTEMPTS)
-            time.sleep(min(2.0, 0.05 * 2 ** n))
+            logger.warning(
+                "transaction aborted (%s); rewound %d records, retrying (%d/%d)",
+                exc,
+                len(batch),
+                n,
+                MAX_ATTEMPTS,
+            )
+            time.sleep(min(2.0, 0.05 * 2**n))
 
     def _transact(self, batch: list) -> None:
         stats = self.stats
         self.txn.begin()
         t0 = time.perf_counter()
-        out = sparkmod.transform(self.session, tf.input_table(batch, self.cfg.record_input),
-                                 self.job)
+        out = sparkmod.transform(self.session, tf.input_table(batch, self.cfg.record_input), self.job)
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0
         self.signals.check()  # a stop during the job: abort rather than produce
@@ -373,9 +386,11 @@ def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw"
     m = batch[idx]
     more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
     hint = bytes_hint(value_format, text)
-    return (f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
-            "the transaction was aborted: nothing of this batch was written and the group's "
-            "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)")
+    return (
+        f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
+        "the transaction was aborted: nothing of this batch was written and the group's "
+        "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)"
+    )
 
 
 __all__ = ["Pipe", "PipeConfig", "PipeInterrupted", "UdfFailed", "UsageError", "run"]

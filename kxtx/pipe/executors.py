@@ -24,14 +24,13 @@ transaction, so killing it loses nothing: a restart continues from the committed
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.pipe import preflight, rounds
+from kxtx.pipe import preflight, rounds, stopsignals
 from kxtx.pipe import spark as sparkmod
-from kxtx.pipe import stopsignals
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
@@ -50,8 +49,14 @@ ASSIGN_GRACE_S = 30.0
 
 
 class ExecutorPipe:
-    def __init__(self, settings, cfg: PipeConfig, progress: Callable[[dict], None] | None = None,
-                 session=None, signals: stopsignals.Guard | None = None):
+    def __init__(
+        self,
+        settings,
+        cfg: PipeConfig,
+        progress: Callable[[dict], None] | None = None,
+        session=None,
+        signals: stopsignals.Guard | None = None,
+    ):
         cfg.validate()
         self.signals = signals or stopsignals.Guard()
         self.settings, self.cfg, self.progress = settings, cfg, progress
@@ -80,40 +85,54 @@ class ExecutorPipe:
         # named), a pattern matches something.
         preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
         self.admin = clients.admin(self.settings)
-        self.consumer = clients.consumer(self.settings, **{
-            "group.id": self.cfg.group, "enable.auto.commit": False,
-            "enable.auto.offset.store": False, "isolation.level": "read_committed",
-            "topic.metadata.refresh.interval.ms": self.settings.props.get(
-                "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS),
-            **subscription_conf(self.settings.props, self.cfg.inputs)})
+        self.consumer = clients.consumer(
+            self.settings,
+            **{
+                "group.id": self.cfg.group,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "topic.metadata.refresh.interval.ms": self.settings.props.get(
+                    "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS
+                ),
+                **subscription_conf(self.settings.props, self.cfg.inputs),
+            },
+        )
         loaded = None
         try:
             loaded = udfmod.load(target, mode)
-        except Exception as exc:  # noqa: BLE001 - only a missing SparkContext is retried below
+        except Exception as exc:
             if not sparkmod.needs_session(exc):
                 raise
         if self.session is None:
-            self.session = sparkmod.start(self.cfg.master, self.cfg.spark_conf, self.cfg.debug,
-                                          self.cfg.spark_ui)
+            self.session = sparkmod.start(
+                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
+            )
         if loaded is None:
             loaded = udfmod.load(target, mode)
         ship(self.session, loaded)
         self.loaded = loaded
-        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format,
-                                self.cfg.record_input)
+        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
         job = taskmod.Job(
-            conf=self.settings.confluent(), group=self.cfg.group, pipe_id=self.cfg.transactional_id,
-            out=self.cfg.out, dlq=self.cfg.dlq, start=self.cfg.start,
-            record_mode=self.cfg.record_input, mapper=mapper,
-            chunk=sparkmod.batch_job(self.session, None).chunk, udf_name=loaded.name,
+            conf=self.settings.confluent(),
+            group=self.cfg.group,
+            pipe_id=self.cfg.transactional_id,
+            out=self.cfg.out,
+            dlq=self.cfg.dlq,
+            start=self.cfg.start,
+            record_mode=self.cfg.record_input,
+            mapper=mapper,
+            chunk=sparkmod.batch_job(self.session, None).chunk,
+            udf_name=loaded.name,
             timeout=self.settings.timeout,
-            executor_log=not sparkmod.is_local(self.session.sparkContext.master))
+            executor_log=not sparkmod.is_local(self.session.sparkContext.master),
+        )
         self.task = taskmod.make_task(job)
 
     def _metadata(self):
         try:
             return self.admin.list_topics(timeout=self.settings.timeout)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise clients.translate(exc, "reading cluster metadata") from exc
 
     # --- the loop --------------------------------------------------------------------------------
@@ -140,8 +159,9 @@ class ExecutorPipe:
         of the group -- a second kxtx pipe with another transactional id, a driver-mode instance --
         owns the rest, and a task from before a rebalance can no longer commit. The driver never
         reads records itself: assigned partitions stay paused."""
-        self.consumer.subscribe(self.cfg.inputs, on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        self.consumer.subscribe(
+            self.cfg.inputs, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
 
     def _on_assign(self, consumer, partitions) -> None:
         consumer.assign(partitions)
@@ -163,7 +183,7 @@ class ExecutorPipe:
             except KafkaException as exc:
                 logger.info("pausing %d new partition(s): %s", len(self._unpaused), exc)
 
-    def _on_revoke(self, consumer, partitions) -> None:
+    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
         self._unpaused = []
         self._assignment -= {(p.topic, p.partition) for p in partitions}
         for p in partitions:
@@ -227,9 +247,11 @@ class ExecutorPipe:
         # Read now, after the last rebalance callback: the generation the tasks commit under.
         generation = self.consumer.consumer_group_metadata()
         committed = self._committed(tps)
-        futures = self.admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
-                                          isolation_level=IsolationLevel.READ_COMMITTED,
-                                          request_timeout=self.settings.timeout)
+        futures = self.admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in tps},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=self.settings.timeout,
+        )
         work, unknown = [], 0
         for tp, fut in futures.items():
             try:
@@ -250,8 +272,11 @@ class ExecutorPipe:
             self._metadata()
         self.lag = sum(n for _, _, n in work)
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
-        return [taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation)
-                for ((t, p), end, _), limit in zip(work, limits) if limit > 0]
+        return [
+            taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation)
+            for ((t, p), end, _), limit in zip(work, limits)
+            if limit > 0
+        ]
 
     def _committed(self, tps: list) -> dict:
         """The group's committed offsets (not necessarily stable: the tasks read the stable ones;
@@ -279,15 +304,15 @@ class ExecutorPipe:
         with sparkmod._deferred_signals() as received:
             try:
                 sc = self.session.sparkContext
-                results, error = sc.parallelize(plans, len(plans)).mapPartitions(
-                    self.task).collect(), None
+                results, error = sc.parallelize(plans, len(plans)).mapPartitions(self.task).collect(), None
             except Exception as exc:  # noqa: BLE001 - lost executors, tasks out of retries
                 results, error = [], exc
         job_s = time.perf_counter() - t0
         self.stats.spark_s += job_s
         rounds.log_round(plans, results, self._plan_s, job_s)
-        self._limit = rounds.pace(self._limit, max(p.limit for p in plans), job_s,
-                                  self.settings.props, "round")
+        self._limit = rounds.pace(
+            self._limit, max(p.limit for p in plans), job_s, self.settings.props, "round"
+        )
         if received:
             self._absorb(results)
             from kxtx.signals import Terminated
@@ -329,11 +354,11 @@ class ExecutorPipe:
     def _failed(self, why: str) -> None:
         self._failed_rounds += 1
         if self._failed_rounds >= MAX_FAILED_ROUNDS:
-            raise KafkaOperationError(f"gave up after {self._failed_rounds} failed rounds in a "
-                                      f"row; last: {why}")
-        logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds,
-                       MAX_FAILED_ROUNDS)
-        time.sleep(min(2.0, 0.1 * 2 ** self._failed_rounds))
+            raise KafkaOperationError(
+                f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}"
+            )
+        logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds, MAX_FAILED_ROUNDS)
+        time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
 
     # --- progress and shutdown -------------------------------------------------------------------
     def _report(self) -> None:
@@ -368,8 +393,7 @@ def ship(session, loaded) -> None:
             pass  # already registered
 
 
-def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset: int, text: str,
-                n: int):
+def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset: int, text: str, n: int):
     from kxtx.pipe.engine import UdfFailed, bytes_hint
 
     more = f" (and {n - 1} more records of this round)" if n > 1 else ""
@@ -378,7 +402,8 @@ def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset
         f"{bytes_hint(value_format, text)}{more}; the transaction was "
         "aborted: nothing of this batch was written and the partition's offset did not move "
         "(other partitions commit on their own; --on-udf-error dlq:TOPIC sets such records "
-        "aside instead)")
+        "aside instead)"
+    )
 
 
 def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:

@@ -58,8 +58,7 @@ class Committed:
         if not assignment:
             return []
         positions = consumer.position([TopicPartition(t, p) for t, p in assignment])
-        pos = {(tp.topic, tp.partition): tp.offset for tp in positions
-               if tp.error is None and tp.offset >= 0}
+        pos = {(tp.topic, tp.partition): tp.offset for tp in positions if tp.error is None and tp.offset >= 0}
         unknown = [TopicPartition(t, p) for t, p in pos if (t, p) not in self.known]
         if unknown:
             try:

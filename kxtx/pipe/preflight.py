@@ -29,8 +29,7 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
     for topic in dict.fromkeys(inputs):
         if topic.startswith("^"):
             if not any(matches(topic, t) for t in md.topics if t not in INTERNAL_TOPICS):
-                logger.warning("no topic matches --in %s yet; waiting for one to be created",
-                               topic)
+                logger.warning("no topic matches --in %s yet; waiting for one to be created", topic)
             continue
         _require(admin, settings, md, topic, "input topic", "READ")
     for topic, what in outputs.items():
@@ -68,10 +67,11 @@ def _metadata(admin, settings, errors: _Errors):
                 why = f" ({errors.reason})" if errors.reason else ""
                 raise KafkaOperationError(
                     f"{where}: no broker reachable{why}; check -b / bootstrap.servers"
-                    f"{clients.security_hint()}") from None
+                    f"{clients.security_hint()}"
+                ) from None
             if now >= deadline:
                 raise clients.translate(exc, where) from exc
-        except Exception as exc:  # noqa: BLE001 - translated
+        except Exception as exc:
             raise clients.translate(exc, where) from exc
 
 
@@ -93,5 +93,8 @@ def _hidden_by_acl(admin, settings, topic: str, what: str, operation: str) -> No
     except Exception:  # noqa: BLE001 - then "does not exist" stands
         return
     if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
-        raise explain(t.error.name(), f"{what} {topic!r}",
-                      [Need("DESCRIBE", "Topic", topic), Need(operation, "Topic", topic)])
+        raise explain(
+            t.error.name(),
+            f"{what} {topic!r}",
+            [Need("DESCRIBE", "Topic", topic), Need(operation, "Topic", topic)],
+        )

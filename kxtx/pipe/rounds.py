@@ -21,10 +21,17 @@ def log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
     logger.debug(
         "round: %d task(s), %d record(s); plan %.0f ms, Spark job %.0f ms, task time sum %.0f ms;"
         " %d producer(s) started; slowest %s[%d] %.0f ms (init %.0f, consume %.0f, udf %.0f,"
-        " produce %.0f, commit %.0f)", len(plans), sum(r["in"] for r in results), 1000 * plan_s,
-        1000 * job_s, 1000 * sum(r["task_s"] for r in results), sum(r["init"] for r in results),
-        slow["topic"], slow["partition"], *(1000 * slow[k] for k in (
-            "task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")))
+        " produce %.0f, commit %.0f)",
+        len(plans),
+        sum(r["in"] for r in results),
+        1000 * plan_s,
+        1000 * job_s,
+        1000 * sum(r["task_s"] for r in results),
+        sum(r["init"] for r in results),
+        slow["topic"],
+        slow["partition"],
+        *(1000 * slow[k] for k in ("task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")),
+    )
 
 
 def later(exc) -> bool:
@@ -34,10 +41,12 @@ def later(exc) -> bool:
         return False
     from confluent_kafka import KafkaError
 
-    return err.retriable() or err.code() in (KafkaError._UNKNOWN_PARTITION,
-                                             KafkaError.UNKNOWN_TOPIC_OR_PART,
-                                             KafkaError.LEADER_NOT_AVAILABLE,
-                                             KafkaError.NOT_LEADER_FOR_PARTITION)
+    return err.retriable() or err.code() in (
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+    )
 
 
 def round_limit(limit: int, biggest: int, round_s: float, interval_s: float) -> int:
@@ -59,14 +68,23 @@ def pace(limit: int, biggest: int, took_s: float, props: dict, unit: str) -> int
     new = round_limit(limit, biggest, took_s, interval_s)
     if new < limit:
         one, many, per = _UNITS[unit]
-        logger.warning("%s took %.0f s, more than half of max.poll.interval.ms (%.0f s); %s now "
-                       "take at most %d records%s (a larger -X max.poll.interval.ms allows more)",
-                       one, took_s, interval_s, many, new, per)
+        logger.warning(
+            "%s took %.0f s, more than half of max.poll.interval.ms (%.0f s); %s now "
+            "take at most %d records%s (a larger -X max.poll.interval.ms allows more)",
+            one,
+            took_s,
+            interval_s,
+            many,
+            new,
+            per,
+        )
     return new
 
 
-_UNITS = {"round": ("a round", "rounds", " per partition"),
-          "transaction": ("a transaction", "transactions", "")}
+_UNITS = {
+    "round": ("a round", "rounds", " per partition"),
+    "transaction": ("a transaction", "transactions", ""),
+}
 
 
 def split(budget: int | None, wants: list[int]) -> list[int]:

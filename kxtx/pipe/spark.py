@@ -15,9 +15,9 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
@@ -49,8 +49,7 @@ def require_pyspark() -> None:
         import pyspark  # noqa: F401
     except ImportError as exc:
         raise UsageError(
-            f"kxtx pipe needs PySpark and pyarrow ({exc.name or exc} is missing): "
-            "pip install 'kxtx[spark]'"
+            f"kxtx pipe needs PySpark and pyarrow ({exc.name or exc} is missing): pip install 'kxtx[spark]'"
         ) from None
 
 
@@ -64,8 +63,13 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
-def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: bool = False,
-          ui: bool = False, app_name: str = "kxtx-pipe"):
+def start(
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    debug: bool = False,
+    ui: bool = False,
+    app_name: str = "kxtx-pipe",
+):
     """Start (or join) the SparkSession for this run."""
     require_pyspark()
     from pyspark import SparkConf
@@ -92,7 +96,7 @@ def start(master: str = "local[*]", conf: dict[str, str] | None = None, debug: b
         spark_conf.set(key, value)
     try:
         session = _session(spark_conf, debug)
-    except Exception as exc:  # noqa: BLE001 - JVM launch problems surface as many types
+    except Exception as exc:
         raise SparkError(
             f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
             f"{_first_line(exc)}"
@@ -121,9 +125,10 @@ def _session(spark_conf, debug: bool = False):
     if launched:
         stderr = _JvmStderr(debug)
         try:
-            gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": stderr.fd,
-                                                               "start_new_session": True})
-        except Exception as exc:  # noqa: BLE001 - say what the JVM said, not only that it exited
+            gateway = launch_gateway(
+                spark_conf, popen_kwargs={"stderr": stderr.fd, "start_new_session": True}
+            )
+        except Exception as exc:
             stderr.close()
             raise SparkError(stderr.last_line() or _first_line(exc)) from exc
         stderr.close()
@@ -154,7 +159,7 @@ class _JvmStderr:
 
     DROP = (b"WARNING: Using incubator modules",)
     #: the copier of the JVM this process launched (`stop` silences it)
-    current: "_JvmStderr | None" = None
+    current: _JvmStderr | None = None
 
     def __init__(self, debug: bool = False):
         self.debug, self.stopping = debug, False
@@ -242,7 +247,7 @@ def batch_job(session, task) -> BatchJob:
     try:
         chunk = max(1, int(value))
     except ValueError:
-        raise UsageError(f"spark.sql.execution.arrow.maxRecordsPerBatch={value!r} is not a number")
+        raise UsageError(f"spark.sql.execution.arrow.maxRecordsPerBatch={value!r} is not a number") from None
     # Local workers share the driver's disk: files in PySpark's own temp dir (removed when the
     # JVM exits), unless local disk I/O must be encrypted (PySpark then avoids files too).
     encrypted = sc.getConf().get("spark.io.encryption.enabled", "false").lower() == "true"
@@ -281,15 +286,13 @@ def _run_job(sc, table, job: BatchJob):
     parts = [table.slice(i * size, size) for i in range(n)]
     if job.spool is None:
         streams = [write_ipc(None, part, table.schema, job.chunk) for part in parts]
-        return read_ipc(sc.parallelize(streams, n).mapPartitions(job.task).collect(),
-                        output_schema())
+        return read_ipc(sc.parallelize(streams, n).mapPartitions(job.task).collect(), output_schema())
     prefix = os.path.join(job.spool, f"kxtx-batch-{uuid.uuid4().hex}")
     paths = [f"{prefix}-{i}" for i in range(n)]
     try:
         for path, part in zip(paths, parts):
             write_ipc(path, part, table.schema, job.chunk)
-        return read_ipc(sc.parallelize(paths, n).mapPartitions(job.task).collect(),
-                        output_schema())
+        return read_ipc(sc.parallelize(paths, n).mapPartitions(job.task).collect(), output_schema())
     finally:
         for path in glob.glob(f"{glob.escape(prefix)}-*"):  # inputs; outputs even of a failed job
             os.unlink(path)
@@ -358,8 +361,7 @@ def _end_jvm(grace: float = 15.0) -> None:
     try:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
-        logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it",
-                    grace)
+        logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it", grace)
         proc.kill()
         proc.wait()
 
@@ -380,8 +382,12 @@ def _first_line(exc: BaseException) -> str:
     if not lines:
         return text
     if any(ln.startswith("Traceback (most recent call last)") for ln in lines):
-        said = [ln for ln in lines[1:] if not ln[0].isspace() and not ln.startswith(
-            ("Traceback (", "During handling of", "The above exception"))]
+        said = [
+            ln
+            for ln in lines[1:]
+            if not ln[0].isspace()
+            and not ln.startswith(("Traceback (", "During handling of", "The above exception"))
+        ]
         if said:
             return f"{lines[0].rstrip(':. ')}: {said[-1]}"[:500]
     return lines[0][:500]

@@ -38,7 +38,7 @@ class Guard:
         self.received: list[int] = []
         self._previous: dict[int, object] = {}
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         self._depth = getattr(self, "_depth", 0) + 1
         if self._depth > 1 or threading.current_thread() is not threading.main_thread():
             return self  # entered again (the CLI's guard, passed to the engine): already on

@@ -50,8 +50,14 @@ _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
 CONSUME_BATCH, CONSUME_WAIT_S = 10000, 0.02
 #: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
-_TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
-              "UNSTABLE_OFFSET_COMMIT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
+_TRANSIENT = {
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "UNSTABLE_OFFSET_COMMIT",
+    "_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+}
 #: The producer can do nothing more with this transactional id: fenced, or its producer id mapping
 #: gone (expired, transactional.id.expiration.ms). Either way the task drops it; the next starts anew.
 _FENCED = PRODUCER_FENCED | {"INVALID_PRODUCER_ID_MAPPING"}
@@ -136,8 +142,7 @@ def producer_conf(job: Job, tid: str) -> dict:
     # known: 10-20 ms. (The cost: a producer connects to every broker, not only to the
     # coordinator and the output's leaders.) retry.backoff.ms: see kxtx/pipe/txn.py. A user's
     # own values win.
-    return {"enable.sparse.connections": False, "retry.backoff.ms": 10, **job.conf,
-            "transactional.id": tid}
+    return {"enable.sparse.connections": False, "retry.backoff.ms": 10, **job.conf, "transactional.id": tid}
 
 
 def _retry(job: Job, fn, *args):
@@ -151,8 +156,7 @@ def _retry(job: Job, fn, *args):
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             transient = err is not None and (err.retriable() or err.name() in _TRANSIENT)
-            if not transient or err.txn_requires_abort() or err.fatal() \
-                    or time.monotonic() > deadline:
+            if not transient or err.txn_requires_abort() or err.fatal() or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
 
@@ -199,21 +203,41 @@ def consumer_conf(job: Job) -> dict:
     # a partition whose prefetch queue filled up in one round kept its 1 s fetch backoff into
     # the next (consume time of 1M records, local[2]: 4.9-6.8 s, 2.8 s with 10 ms).
     # A user's own values win.
-    return {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 10, **job.conf,
-            "group.id": job.group,
-            "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True,
-            "auto.offset.reset": job.start}
+    return {
+        "fetch.wait.max.ms": 10,
+        "fetch.queue.backoff.ms": 10,
+        **job.conf,
+        "group.id": job.group,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        "auto.offset.reset": job.start,
+    }
 
 
 def run_plan(job: Job, plan: Plan) -> dict:
     from confluent_kafka import KafkaException
 
     tid = transactional_id(job.pipe_id, plan.topic, plan.partition)
-    result = {"topic": plan.topic, "partition": plan.partition, "status": "ok", "in": 0, "out": 0,
-              "dlq": 0, "dropped": 0, "token": None, "init": False, "committed": None,
-              "consume_s": 0.0, "udf_s": 0.0, "produce_s": 0.0, "commit_s": 0.0,
-              "init_s": 0.0, "task_s": 0.0}
+    result = {
+        "topic": plan.topic,
+        "partition": plan.partition,
+        "status": "ok",
+        "in": 0,
+        "out": 0,
+        "dlq": 0,
+        "dropped": 0,
+        "token": None,
+        "init": False,
+        "committed": None,
+        "consume_s": 0.0,
+        "udf_s": 0.0,
+        "produce_s": 0.0,
+        "commit_s": 0.0,
+        "init_s": 0.0,
+        "task_s": 0.0,
+    }
     began = time.perf_counter()
     prod = None
     try:
@@ -228,9 +252,11 @@ def run_plan(job: Job, plan: Plan) -> dict:
         result["error"] = f"{name}: {err.str() if err is not None else exc}"
         result["token"] = None
         if job.executor_log:
-            sys.stderr.write(f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
-                             f"{tid}): {result['status']}, {result['error']}; nothing of this "
-                             "attempt was committed\n")
+            sys.stderr.write(
+                f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
+                f"{tid}): {result['status']}, {result['error']}; nothing of this "
+                "attempt was committed\n"
+            )
             sys.stderr.flush()
     result["task_s"] = time.perf_counter() - began
     return result
@@ -286,9 +312,13 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
             p.abort_transaction(job.timeout)
             return
     t2 = time.perf_counter()
-    _retry(job, p.send_offsets_to_transaction,
-           [TopicPartition(plan.topic, plan.partition, next_offset)],
-           plan.generation or consumer.consumer_group_metadata(), job.timeout)
+    _retry(
+        job,
+        p.send_offsets_to_transaction,
+        [TopicPartition(plan.topic, plan.partition, next_offset)],
+        plan.generation or consumer.consumer_group_metadata(),
+        job.timeout,
+    )
     _retry(job, p.commit_transaction, job.timeout)
     result["commit_s"] = time.perf_counter() - t2
     result["in"], result["committed"] = len(msgs), next_offset
@@ -305,8 +335,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
             nxt = msgs[-1].offset() + 1 if msgs else start
-            got = consumer.consume(consume_count(plan.limit - len(msgs), nxt, plan.end),
-                                   CONSUME_WAIT_S)
+            got = consumer.consume(consume_count(plan.limit - len(msgs), nxt, plan.end), CONSUME_WAIT_S)
             for m in got:
                 err = m.error()
                 if err is None:
@@ -358,8 +387,9 @@ def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
 
     t0 = time.perf_counter()
     table = tf.input_table(msgs, job.record_mode)
-    out = pa.Table.from_batches(list(job.mapper(iter(table.to_batches(job.chunk)))),
-                                schema=tf.output_schema())
+    out = pa.Table.from_batches(
+        list(job.mapper(iter(table.to_batches(job.chunk)))), schema=tf.output_schema()
+    )
     t1 = time.perf_counter()
     result["udf_s"] = t1 - t0
     values = tf.plain_output(out, len(msgs))
@@ -379,8 +409,15 @@ def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
         return None
     n = 0
     for idx, key_set, key, value, headers_set, headers, topic, error in zip(
-            rows["idx"], rows["key_set"], rows["key"], rows["value"], rows["headers_set"],
-            rows["headers"], rows["topic"], rows["error"]):
+        rows["idx"],
+        rows["key_set"],
+        rows["key"],
+        rows["value"],
+        rows["headers_set"],
+        rows["headers"],
+        rows["topic"],
+        rows["error"],
+    ):
         if error is not None:
             continue
         m = msgs[idx]
@@ -390,7 +427,8 @@ def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
     for idx, text in errors:
         m = msgs[idx]
         hdrs = list(m.headers() or []) + [
-            ("kxtx.error", text.encode("utf-8")), ("kxtx.udf", job.udf_name.encode("utf-8")),
+            ("kxtx.error", text.encode("utf-8")),
+            ("kxtx.udf", job.udf_name.encode("utf-8")),
             ("kxtx.source.topic", m.topic().encode("utf-8")),
             ("kxtx.source.partition", str(m.partition()).encode()),
             ("kxtx.source.offset", str(m.offset()).encode()),

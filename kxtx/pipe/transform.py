@@ -13,7 +13,8 @@ with no record parts, when the UDF raised or returned something the contract rej
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from kxtx.pipe.contract import ContractError, is_spec, json_text, to_outputs
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
@@ -28,8 +29,12 @@ def input_schema(record_mode: bool):
     fields = [("idx", pa.int64()), ("value", pa.binary())]
     if record_mode:
         fields += [
-            ("key", pa.binary()), ("headers", _headers_type()), ("topic", pa.string()),
-            ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
+            ("key", pa.binary()),
+            ("headers", _headers_type()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.int64()),
         ]
     return pa.schema(fields)
 
@@ -37,11 +42,18 @@ def input_schema(record_mode: bool):
 def output_schema():
     import pyarrow as pa
 
-    return pa.schema([
-        ("idx", pa.int64()), ("key_set", pa.bool_()), ("key", pa.binary()), ("value", pa.binary()),
-        ("headers_set", pa.bool_()), ("headers", _headers_type()), ("topic", pa.string()),
-        ("error", pa.string()),
-    ])
+    return pa.schema(
+        [
+            ("idx", pa.int64()),
+            ("key_set", pa.bool_()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers_set", pa.bool_()),
+            ("headers", _headers_type()),
+            ("topic", pa.string()),
+            ("error", pa.string()),
+        ]
+    )
 
 
 def _headers_type():
@@ -121,7 +133,7 @@ class _Failed:
     """Stands in a list of inputs or results for a record whose decoding or UDF call raised (a
     marker, not a pair per record: the common all-good case then costs nothing extra)."""
 
-    __slots__ = ("exc", "doing")
+    __slots__ = ("doing", "exc")
 
     def __init__(self, exc: BaseException, doing: str = ""):
         self.exc, self.doing = exc, doing
@@ -151,7 +163,7 @@ def _inputs(batch, value_format: str, record_mode: bool) -> list:
 try:
     # Module-level functions and classes only: on a cluster this module is pickled by value,
     # and a msgspec.json.Decoder object cannot be pickled.
-    from msgspec import DecodeError as _REFUSED
+    from msgspec import DecodeError as _REFUSED  # noqa: N814 - the error class the fallback refuses
     from msgspec.json import decode as _decode
 
     def _loads(text: str) -> Any:
@@ -330,9 +342,16 @@ def _plain_batch(idx, values):
     schema = output_schema()
     n = len(values)
     false = pa.array([False] * n, pa.bool_())
-    arrays = [idx, false, pa.nulls(n, pa.binary()), values, false,
-              pa.nulls(n, schema.field("headers").type), pa.nulls(n, pa.string()),
-              pa.nulls(n, pa.string())]
+    arrays = [
+        idx,
+        false,
+        pa.nulls(n, pa.binary()),
+        values,
+        false,
+        pa.nulls(n, schema.field("headers").type),
+        pa.nulls(n, pa.string()),
+        pa.nulls(n, pa.string()),
+    ]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -343,8 +362,11 @@ def _to_batch(rows: list):
     cols = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
-    arrays += [pa.array(headers, type=schema.field("headers").type),
-               pa.array(list(cols[6]), pa.string()), pa.array(list(cols[7]), pa.string())]
+    arrays += [
+        pa.array(headers, type=schema.field("headers").type),
+        pa.array(list(cols[6]), pa.string()),
+        pa.array(list(cols[7]), pa.string()),
+    ]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -355,8 +377,7 @@ def plain_output(out, n: int):
     import numpy as np
     import pyarrow.compute as pc
 
-    if out.num_rows != n or out.column("error").null_count != n \
-            or out.column("topic").null_count != n:
+    if out.num_rows != n or out.column("error").null_count != n or out.column("topic").null_count != n:
         return None
     if pc.any(out.column("key_set")).as_py() or pc.any(out.column("headers_set")).as_py():
         return None
@@ -371,13 +392,17 @@ def input_table(batch: list, record_mode: bool):
     import pyarrow as pa
 
     schema = input_schema(record_mode)
-    cols = [pa.array(np.arange(len(batch), dtype=np.int64)),  # ~100x faster than from a range
-            pa.array([m.value() for m in batch], pa.binary())]
+    cols = [
+        pa.array(np.arange(len(batch), dtype=np.int64)),  # ~100x faster than from a range
+        pa.array([m.value() for m in batch], pa.binary()),
+    ]
     if record_mode:
         cols += [
             pa.array([m.key() for m in batch], pa.binary()),
-            pa.array([[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in batch],
-                     schema.field("headers").type),
+            pa.array(
+                [[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in batch],
+                schema.field("headers").type,
+            ),
             pa.array([m.topic() for m in batch], pa.string()),
             pa.array([m.partition() for m in batch], pa.int32()),
             pa.array([m.offset() for m in batch], pa.int64()),

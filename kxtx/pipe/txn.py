@@ -42,8 +42,11 @@ class TxnProducer:
         self.offsets_sent = False
 
     def init(self) -> None:
-        self._call(self.producer.init_transactions, "initialising transactions "
-                   f"(transactional id {self.transactional_id!r})", self.timeout)
+        self._call(
+            self.producer.init_transactions,
+            f"initialising transactions (transactional id {self.transactional_id!r})",
+            self.timeout,
+        )
 
     def begin(self) -> None:
         self._call(self.producer.begin_transaction, "beginning a transaction")
@@ -51,8 +54,16 @@ class TxnProducer:
 
     def produce_outputs(self, batch: list, rows: dict, default_topic: str) -> int:
         n = 0
-        cols = (rows["idx"], rows["key_set"], rows["key"], rows["value"], rows["headers_set"],
-                rows["headers"], rows["topic"], rows["error"])
+        cols = (
+            rows["idx"],
+            rows["key_set"],
+            rows["key"],
+            rows["value"],
+            rows["headers_set"],
+            rows["headers"],
+            rows["topic"],
+            rows["error"],
+        )
         for idx, key_set, key, value, headers_set, headers, topic, error in zip(*cols):
             if error is not None:
                 continue
@@ -113,8 +124,13 @@ class TxnProducer:
                 self._raise(exc, f"producing to {topic}")
 
     def commit(self, offsets: list, group_metadata) -> None:
-        self._call(self.producer.send_offsets_to_transaction, "sending offsets to the transaction",
-                   offsets, group_metadata, self.timeout)
+        self._call(
+            self.producer.send_offsets_to_transaction,
+            "sending offsets to the transaction",
+            offsets,
+            group_metadata,
+            self.timeout,
+        )
         self.offsets_sent = True
         self._call(self.producer.commit_transaction, "committing the transaction", self.timeout)
         self.open = self.offsets_sent = False
@@ -165,8 +181,10 @@ class TxnProducer:
                         time.sleep(0.05)
                         continue
                     # Retriable all along (failover): the committed offsets are safe; exit 75.
-                    raise Unavailable(f"{doing}: still failing after {max(self.timeout, FAILOVER_RETRY_S):.0f}s "
-                                      f"({err.str()}); run the same command again to continue") from None
+                    raise Unavailable(
+                        f"{doing}: still failing after {max(self.timeout, FAILOVER_RETRY_S):.0f}s "
+                        f"({err.str()}); run the same command again to continue"
+                    ) from None
                 self._raise(exc, doing)
 
     def _on_error(self, err) -> None:
@@ -199,5 +217,4 @@ class TxnProducer:
 #: How long a transactional call retries retriable errors at least (see TxnProducer._call).
 FAILOVER_RETRY_S = 90.0
 
-__all__ = ["Abortable", "TxnProducer", "KafkaOperationError"]
-
+__all__ = ["Abortable", "KafkaOperationError", "TxnProducer"]

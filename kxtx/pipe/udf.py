@@ -17,9 +17,10 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kxtx.errors import UsageError
 from kxtx.wording import article
@@ -31,9 +32,13 @@ ROW, PANDAS, PANDAS_ITER, ARROW = "row", "pandas", "pandas-iter", "arrow"
 # import pyspark; `load()` checks them against pyspark when it is there.
 _EVAL_KINDS = {100: ROW, 101: ROW, 200: PANDAS, 204: PANDAS_ITER, 250: ARROW}
 _EVAL_NAMES = {
-    201: "grouped-map pandas UDF", 202: "grouped-aggregate pandas UDF",
-    203: "window pandas UDF", 205: "mapInPandas function", 207: "mapInArrow function",
-    251: "iterator arrow_udf", 252: "grouped-aggregate arrow_udf",
+    201: "grouped-map pandas UDF",
+    202: "grouped-aggregate pandas UDF",
+    203: "window pandas UDF",
+    205: "mapInPandas function",
+    207: "mapInArrow function",
+    251: "iterator arrow_udf",
+    252: "grouped-aggregate arrow_udf",
 }
 
 
@@ -102,8 +107,9 @@ def load(target: UdfTarget, input_mode: str = "value") -> LoadedUdf:
             raise UsageError(f"--udf {target.spec!r}: {_where(target)} has no attribute {part!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise UsageError(f"--udf {target.spec!r}: {target.function} is {article(type(obj).__name__)}, "
-                         "not a function")
+        raise UsageError(
+            f"--udf {target.spec!r}: {target.function} is {article(type(obj).__name__)}, not a function"
+        )
     func, kind = classify(obj, target.spec)
     check_signature(func, kind, target.spec, input_mode)
     return LoadedUdf(target, func, kind, module, source)

@@ -30,12 +30,15 @@ def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -
     if t is not None and t.error is not None and t.error.name() in authz.AUTHZ_ERRORS:
         # The broker answers so for a topic the principal may not DESCRIBE (existing or not): it
         # lacks WRITE (which implies DESCRIBE), not a topic.
-        raise authz.explain(t.error.name(), f"producing to {what} {topic!r}",
-                            [authz.Need("WRITE", "Topic", topic)])
+        raise authz.explain(
+            t.error.name(), f"producing to {what} {topic!r}", [authz.Need("WRITE", "Topic", topic)]
+        )
     if t is None or t.error is not None:
         reason = t.error.str() if t is not None and t.error is not None else "not found"
-        raise UsageError(f"{what} {topic!r} does not exist or is not visible ({reason}); create it "
-                         f"first: kxtx topic create {topic} -p PARTITIONS")
+        raise UsageError(
+            f"{what} {topic!r} does not exist or is not visible ({reason}); create it "
+            f"first: kxtx topic create {topic} -p PARTITIONS"
+        )
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
     topic_limit = _topic_max_bytes(admin, settings, topic)
     if topic_limit:
@@ -46,7 +49,7 @@ def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -
 def _metadata(admin, settings: Settings, topic: str):
     try:
         return admin.list_topics(topic=topic, timeout=settings.timeout)
-    except Exception as exc:  # noqa: BLE001 - translated
+    except Exception as exc:
         raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
 
 
@@ -71,11 +74,9 @@ def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
     if t is not None and t.error is None:
         return False
     # One partition is enough: one small record per transaction, compacted to one per id.
-    new = NewTopic(topic, num_partitions=1, replication_factor=-1,
-                   config={"cleanup.policy": "compact"})
+    new = NewTopic(topic, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
     try:
-        admin.create_topics([new], operation_timeout=settings.timeout)[topic].result(
-            timeout=settings.timeout)
+        admin.create_topics([new], operation_timeout=settings.timeout)[topic].result(timeout=settings.timeout)
     except KafkaException as exc:
         if clients.error_name(exc) != "TOPIC_ALREADY_EXISTS":  # created by a concurrent run
             raise clients.translate(exc, f"creating checkpoint topic {topic!r}") from exc
@@ -100,13 +101,16 @@ def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[i
     if not parts:
         return {}
     try:
-        asked = [admin.list_offsets({TopicPartition(topic, p): spec for p in parts},
-                                    isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                    request_timeout=settings.timeout)
-                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest())]
-        low, high = ({tp.partition: f.result().offset for tp, f in futures.items()}
-                     for futures in asked)
-    except Exception as exc:  # noqa: BLE001 - translated
+        asked = [
+            admin.list_offsets(
+                {TopicPartition(topic, p): spec for p in parts},
+                isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                request_timeout=settings.timeout,
+            )
+            for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+        ]
+        low, high = ({tp.partition: f.result().offset for tp, f in futures.items()} for futures in asked)
+    except Exception as exc:
         raise clients.translate(exc, f"reading the offsets of {topic!r}") from exc
     return {p: (low[p], high[p]) for p in parts}
 
@@ -114,18 +118,20 @@ def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[i
 def _checkpoint_reader(settings: Settings):
     # Created right before use: one created earlier (to connect during init_transactions) was
     # measured to stall for ~1 s in a third of the runs before its first fetch.
-    return clients.consumer(settings, **{
-        "group.id": "kxtx-produce-checkpoint-reader",  # never joined or committed (assign only)
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-        "enable.partition.eof": True,
-        # End of partition is reported by a fetch that finds nothing new: do not let it wait.
-        "fetch.wait.max.ms": 10,
-    })
+    return clients.consumer(
+        settings,
+        **{
+            "group.id": "kxtx-produce-checkpoint-reader",  # never joined or committed (assign only)
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            # End of partition is reported by a fetch that finds nothing new: do not let it wait.
+            "fetch.wait.max.ms": 10,
+        },
+    )
 
 
-def read_checkpoint(settings: Settings, topic: str, transactional_id: str,
-                    admin) -> Checkpoint | None:
+def read_checkpoint(settings: Settings, topic: str, transactional_id: str, admin) -> Checkpoint | None:
     """The last committed checkpoint of `transactional_id`: read_committed, up to the high
     watermark as it is now (`admin`: a connected admin client).
 
@@ -157,11 +163,14 @@ def _read(consumer, settings: Settings, topic: str, transactional_id: str, todo:
             raise KafkaOperationError(
                 f"checkpoint topic {topic!r} partitions {sorted(todo)}: an open transaction of "
                 f"another producer kept them unreadable for {waited:.0f}s (read_committed); "
-                "try again later, or look for it with kxtx find-hanging")
+                "try again later, or look for it with kxtx find-hanging"
+            )
         if waited > 3 and not warned:
             warned = True
-            logger.warning(f"waiting for another producer's open transaction on checkpoint "
-                           f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)")
+            logger.warning(
+                f"waiting for another producer's open transaction on checkpoint "
+                f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)"
+            )
         # consume() waits for the whole timeout unless the batch fills (~50 ms for a small
         # topic): wait for the first message only, then take what has arrived (~15 ms)
         first = consumer.poll(0.05)

@@ -63,7 +63,7 @@ class FilePosition:
         term = end - start - len(raw)  # 0, 1 (\n) or 2 (\r\n): what the reader stripped
         self.offset, self.line = end, lineno
         self.last_len = end - start
-        self.last_sha256 = _sha256(raw + b"\r\n"[2 - term:] if term else raw)
+        self.last_sha256 = _sha256(raw + b"\r\n"[2 - term :] if term else raw)
 
 
 @dataclass
@@ -81,18 +81,26 @@ class Checkpoint:
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 
     @classmethod
-    def from_bytes(cls, data: bytes, where: str) -> "Checkpoint":
+    def from_bytes(cls, data: bytes, where: str) -> Checkpoint:
         try:
             doc = json.loads(data)
             if doc.get("version") != VERSION:
-                raise InputError(f"{where}: checkpoint version {doc.get('version')!r} is not "
-                                 f"{VERSION}; was it written by a newer kxtx?")
+                raise InputError(
+                    f"{where}: checkpoint version {doc.get('version')!r} is not "
+                    f"{VERSION}; was it written by a newer kxtx?"
+                )
             files = {}
             for f in doc["files"]:
                 pos = FilePosition(FileIdentity(**f.pop("identity")), **f)
                 files[pos.identity.path] = pos
-            return cls(doc["transactional_id"], doc["topic"], files, doc["records"],
-                       doc["transactions"], doc["updated_ms"])
+            return cls(
+                doc["transactional_id"],
+                doc["topic"],
+                files,
+                doc["records"],
+                doc["transactions"],
+                doc["updated_ms"],
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{where}: unreadable checkpoint ({exc})") from None
 

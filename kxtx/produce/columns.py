@@ -108,8 +108,9 @@ class JsonFields:
         return [t if t is not unset else n for t, n in zip(col, inner)]
 
 
-def json_columns(fields: JsonFields, spec: MappingSpec, const_headers, block, partitioner,
-                 sticky: int, size_limit: int) -> Columns:
+def json_columns(
+    fields: JsonFields, spec: MappingSpec, const_headers, block, partitioner, sticky: int, size_limit: int
+) -> Columns:
     values = block.values
     n = len(values)
     odd: set = set()
@@ -129,8 +130,20 @@ def json_columns(fields: JsonFields, spec: MappingSpec, const_headers, block, pa
     def get(f, raw=False):  # noqa: ARG001 - raw: see csv_split_columns
         return fields.column(structs, f)
 
-    return _columns(spec, get, values, values, longest, odd, blanks, const_headers, partitioner,
-                    sticky, fields._unset, size_limit)
+    return _columns(
+        spec,
+        get,
+        values,
+        values,
+        longest,
+        odd,
+        blanks,
+        const_headers,
+        partitioner,
+        sticky,
+        fields._unset,
+        size_limit,
+    )
 
 
 def _decode_all(decode, values: list, odd: set) -> list:
@@ -189,8 +202,15 @@ class _RowsOnDemand:
         return next(csv.reader([self.values[i].decode()]))
 
 
-def csv_split_columns(columns_of_header: list[str], spec: MappingSpec, const_headers, block,
-                      partitioner, sticky: int, size_limit: int) -> Columns:
+def csv_split_columns(
+    columns_of_header: list[str],
+    spec: MappingSpec,
+    const_headers,
+    block,
+    partitioner,
+    sticky: int,
+    size_limit: int,
+) -> Columns:
     """`csv_columns` for a block that `csv_splits`: same columns, fields cut in C."""
     width = len(columns_of_header)
     index = {c: i for i, c in enumerate(columns_of_header)}
@@ -209,14 +229,23 @@ def csv_split_columns(columns_of_header: list[str], spec: MappingSpec, const_hea
         return col if raw else list(map(bytes.decode, col))
 
     longest = max(map(len, values), default=0)
-    out = _columns(spec, get, values, values, longest, odd, set(), const_headers, partitioner,
-                   sticky, None, size_limit)
+    out = _columns(
+        spec, get, values, values, longest, odd, set(), const_headers, partitioner, sticky, None, size_limit
+    )
     out.rows = _RowsOnDemand(values)
     return out
 
 
-def csv_columns(columns_of_header: list[str], spec: MappingSpec, const_headers, block, rows: list,
-                partitioner, sticky: int, size_limit: int) -> Columns:
+def csv_columns(
+    columns_of_header: list[str],
+    spec: MappingSpec,
+    const_headers,
+    block,
+    rows: list,
+    partitioner,
+    sticky: int,
+    size_limit: int,
+) -> Columns:
     width = len(columns_of_header)
     index = {c: i for i, c in enumerate(columns_of_header)}
     odd: set = set()
@@ -240,15 +269,39 @@ def csv_columns(columns_of_header: list[str], spec: MappingSpec, const_headers, 
     else:
         values = block.values
     longest = max(map(len, block.values), default=0)
-    out = _columns(spec, get, values, block.values, longest, odd, blanks, const_headers,
-                   partitioner, sticky, None, size_limit)
+    out = _columns(
+        spec,
+        get,
+        values,
+        block.values,
+        longest,
+        odd,
+        blanks,
+        const_headers,
+        partitioner,
+        sticky,
+        None,
+        size_limit,
+    )
     out.rows = original
     return out
 
 
 # --- both -----------------------------------------------------------------------------------------
-def _columns(spec: MappingSpec, get, values, raws, longest: int, odd, blanks, const_headers,
-             partitioner, sticky: int, unset, size_limit: int) -> Columns:
+def _columns(
+    spec: MappingSpec,
+    get,
+    values,
+    raws,
+    longest: int,
+    odd,
+    blanks,
+    const_headers,
+    partitioner,
+    sticky: int,
+    unset,
+    size_limit: int,
+) -> Columns:
     """`longest`: the longest raw line. A text field's UTF-8 is never longer than the line it is
     in, so with keys and values from text fields no record needs its size checked below the
     limit minus twice that (the size check then costs nothing on ordinary blocks)."""
@@ -374,20 +427,21 @@ def _header_column(spec: MappingSpec, get, const_headers, odd: set, unset, longe
     encoded = []
     for col in cols:
         try:  # TypeError for anything but text: missing, null, numbers (slow path below)
-            encoded.append(list(map(str.encode, [("" if i in odd else v) for i, v in enumerate(col)]
-                                    if odd else col)))
+            encoded.append(
+                list(map(str.encode, [("" if i in odd else v) for i, v in enumerate(col)] if odd else col))
+            )
         except (TypeError, UnicodeEncodeError):
             break
     else:
         pairs = [repeat(h) for h in const] + [zip(repeat(n), e) for n, e in zip(names, encoded)]
-        bound = (sum(len(k) + len(v) for k, v in const)
-                 + sum(len(n) + longest for n in names))
+        bound = sum(len(k) + len(v) for k, v in const) + sum(len(n) + longest for n in names)
         return list(map(list, zip(*pairs))), bound
     out = []
     for i, row in enumerate(zip(*cols)):
         try:
-            hs = const + [(name, _to_bytes(v)) for name, v in zip(names, row)
-                          if v is not None and v is not unset]
+            hs = const + [
+                (name, _to_bytes(v)) for name, v in zip(names, row) if v is not None and v is not unset
+            ]
         except (UnicodeEncodeError, ValueError, TypeError):
             odd.add(i)
             hs = []

@@ -32,12 +32,17 @@ def dry_run(opts: ProduceOptions, progress=None) -> dict:
                 continue
             stats.pending_records += 1
             stats.pending_bytes += len(rec.value)
-        files.append({"file": src.name, "format": src.fmt,
-                      "records": stats.pending_records - before})
+        files.append({"file": src.name, "format": src.fmt, "records": stats.pending_records - before})
     elapsed = time.monotonic() - stats.started
-    out = {"result": "dry run: nothing written", "topic": opts.topic,
-           "records": stats.pending_records, "bytes": stats.pending_bytes,
-           "bad_lines": stats.pending_skipped, "elapsed_s": round(elapsed, 3), "files": files}
+    out = {
+        "result": "dry run: nothing written",
+        "topic": opts.topic,
+        "records": stats.pending_records,
+        "bytes": stats.pending_bytes,
+        "bad_lines": stats.pending_skipped,
+        "elapsed_s": round(elapsed, 3),
+        "files": files,
+    }
     if stats.errors:
         out["errors"] = stats.errors
     return out
@@ -55,5 +60,4 @@ def check_size(key, value, headers, limit: int) -> None:
     if headers:
         size += sum(len(k) + len(v) for k, v in headers)
     if size > limit:
-        raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes "
-                        "(max.message.bytes)")
+        raise BadRecord(f"record of {size} bytes is over the limit of {limit} bytes (max.message.bytes)")

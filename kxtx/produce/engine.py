@@ -17,7 +17,8 @@ import time
 from kxtx import clients, failover
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
 from kxtx.log import logger
-from kxtx.produce import broker, checkpoint as cpmod, inputs, keyed
+from kxtx.produce import broker, inputs, keyed
+from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
@@ -114,15 +115,18 @@ class Run:
                 self._stop_if_denied(err, doing)
                 if err.txn_requires_abort():
                     why = self.stats.delivery_error
-                    raise _Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""),
-                                     err, why) from exc
+                    raise _Abortable(
+                        f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""), err, why
+                    ) from exc
                 if err.retriable() and not err.fatal():
                     self.failover.note(err)
                     continue
                 raise self._fatal(exc, doing) from exc
         # Retriable errors all along: the cluster is failing over. Committed work is safe: exit 75.
-        raise Unavailable(f"{doing}: still failing after {MAX_RETRIES} retries ({err.str()}); "
-                          "run the same command again to continue")
+        raise Unavailable(
+            f"{doing}: still failing after {MAX_RETRIES} retries ({err.str()}); "
+            "run the same command again to continue"
+        )
 
     def _stop_if_denied(self, err, doing: str) -> None:
         """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
@@ -136,17 +140,22 @@ class Run:
         if denied is None:
             return
         self._abort()
-        raise clients.translate(KafkaException(denied), f"{doing} (transactional id {self.txid})",
-                                need=[Need("WRITE", "Topic", self.opts.topic),
-                                      Need("WRITE", "TransactionalId", self.txid)])
+        raise clients.translate(
+            KafkaException(denied),
+            f"{doing} (transactional id {self.txid})",
+            need=[Need("WRITE", "Topic", self.opts.topic), Need("WRITE", "TransactionalId", self.txid)],
+        )
 
     def _fatal(self, exc, doing: str):
         err = clients.translate(exc, f"{doing} (transactional id {self.txid})")
         if isinstance(err, FencedError):
-            err = self.failover.explain(FencedError(
-                f"transactional id {self.txid!r} was taken over by another producer (fenced); this "
-                f"run stopped after committing {plural(self.stats.records, 'record')}; its open "
-                "transaction is aborted"))
+            err = self.failover.explain(
+                FencedError(
+                    f"transactional id {self.txid!r} was taken over by another producer (fenced); this "
+                    f"run stopped after committing {plural(self.stats.records, 'record')}; its open "
+                    "transaction is aborted"
+                )
+            )
         return err
 
     # --- the run --------------------------------------------------------------------------------
@@ -187,12 +196,15 @@ class Run:
                 f"{plural(self.stats.records, 'record')} in "
                 f"{plural(self.stats.transactions, 'transaction')} committed before (transactional "
                 f"id {self.txid}); run the same command again to continue",
-                signum) from None
+                signum,
+            ) from None
         except InputError as exc:
             if self.in_txn:
                 self._abort()
-                raise InputError(f"{exc}; nothing of the open transaction was written "
-                                 f"({plural(self.stats.records, 'record')} committed before)") from None
+                raise InputError(
+                    f"{exc}; nothing of the open transaction was written "
+                    f"({plural(self.stats.records, 'record')} committed before)"
+                ) from None
             raise
 
     def _abort(self) -> None:
@@ -211,8 +223,7 @@ class Run:
     def _load_checkpoint(self) -> cpmod.Checkpoint:
         cp = None
         if self.resumable:
-            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid,
-                                        self._admin)
+            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
         if cp is None:
             return cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)
@@ -236,12 +247,20 @@ class Run:
         files = []
         for src, plan in zip(self.sources, plans):
             pos = None if src.is_stdin else self.committed.files.get(os.path.abspath(src.path))
-            files.append({"file": src.name, "format": src.fmt, "start": plan.note,
-                          "from_line": plan.line + 1, "committed_through_line": pos and pos.line})
+            files.append(
+                {
+                    "file": src.name,
+                    "format": src.fmt,
+                    "start": plan.note,
+                    "from_line": plan.line + 1,
+                    "committed_through_line": pos and pos.line,
+                }
+            )
         out = self.stats.summary(files=files)
         if self.stats.nothing_to_do:
-            out["message"] = (f"nothing to do: every input was already produced under "
-                              f"transactional id {self.txid}")
+            out["message"] = (
+                f"nothing to do: every input was already produced under transactional id {self.txid}"
+            )
         return out
 
     # --- transactions ---------------------------------------------------------------------------
@@ -257,8 +276,7 @@ class Run:
         state.transactions += 1
         state.updated_ms = int(time.time() * 1000)
         if self.resumable:
-            self._produce_other(self.opts.checkpoint_topic, state.to_bytes(),
-                                self.txid.encode("utf-8"), None)
+            self._produce_other(self.opts.checkpoint_topic, state.to_bytes(), self.txid.encode("utf-8"), None)
         self._call("committing", self.producer.commit_transaction, self.settings.timeout)
         self.in_txn = False
         self._txn_lines = 0
@@ -269,8 +287,9 @@ class Run:
         """A checkpoint or dead-letter record in the open transaction."""
         while True:
             try:
-                self.producer.produce(topic, value, key, headers=headers,
-                                      on_delivery=self.stats.other_delivered)
+                self.producer.produce(
+                    topic, value, key, headers=headers, on_delivery=self.stats.other_delivered
+                )
                 return
             except BufferError:
                 self.producer.poll(0.05)
@@ -348,7 +367,12 @@ class Run:
                         self._produce_record(None, value, None, None, None)
                 else:
                     key, value, headers, partition, timestamp = map_record(line)
-                    if headers is None and partition is None and timestamp is None and len(value) < simple_max:
+                    if (
+                        headers is None
+                        and partition is None
+                        and timestamp is None
+                        and len(value) < simple_max
+                    ):
                         try:
                             produce(topic, value, key, -1, delivered)
                         except BufferError:
@@ -377,14 +401,18 @@ class Run:
         """Checks and produce for records with headers, partition, timestamp or a large size."""
         check_size(key, value, headers, self.topic.max_record_bytes)
         if partition is not None and partition >= self.topic.partitions:
-            raise BadRecord(f"partition {partition} does not exist "
-                            f"(topic has {self.topic.partitions})")
+            raise BadRecord(f"partition {partition} does not exist (topic has {self.topic.partitions})")
         while True:
             try:
-                self.producer.produce(self.opts.topic, value, key,
-                                      partition=-1 if partition is None else partition,
-                                      timestamp=timestamp or 0, headers=headers,
-                                      on_delivery=self.stats.delivered)
+                self.producer.produce(
+                    self.opts.topic,
+                    value,
+                    key,
+                    partition=-1 if partition is None else partition,
+                    timestamp=timestamp or 0,
+                    headers=headers,
+                    on_delivery=self.stats.delivered,
+                )
                 return
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.05)
@@ -404,7 +432,14 @@ class Run:
         if self.policy == "fail":
             raise InputError(f"{where}: {reason}")
         if self.policy == "dlq":
-            self._produce_other(self.dlq, line.raw, None, [
-                ("kxtx.error", reason.encode("utf-8")), ("kxtx.source", where.encode("utf-8")),
-                ("kxtx.topic", self.opts.topic.encode("utf-8"))])
+            self._produce_other(
+                self.dlq,
+                line.raw,
+                None,
+                [
+                    ("kxtx.error", reason.encode("utf-8")),
+                    ("kxtx.source", where.encode("utf-8")),
+                    ("kxtx.topic", self.opts.topic.encode("utf-8")),
+                ],
+            )
         self.stats.bad(where, reason, dlq=self.policy == "dlq")

@@ -11,8 +11,9 @@ import csv
 import gzip
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kxtx.errors import InputError, UsageError
 
@@ -20,9 +21,12 @@ FORMATS = ("jsonl", "csv", "lines")
 
 #: extension (after stripping .gz) -> format
 _EXTENSIONS = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
     ".csv": "csv",
-    ".txt": "lines", ".log": "lines",
+    ".txt": "lines",
+    ".log": "lines",
 }
 
 
@@ -212,10 +216,18 @@ class Block:
     """Whole lines from one read of the input, split in C: the fast path's unit instead of one
     `Line` per record. Positions are computed only when asked for (at commits and bad lines)."""
 
-    __slots__ = ("lineno", "offset", "raws", "values", "tail", "utf8", "span")
+    __slots__ = ("lineno", "offset", "raws", "span", "tail", "utf8", "values")
 
-    def __init__(self, lineno: int, offset: int, raws: list[bytes], tail: bool, cr: bool = False,
-                 utf8: bool = False, span: int | None = None):
+    def __init__(
+        self,
+        lineno: int,
+        offset: int,
+        raws: list[bytes],
+        tail: bool,
+        cr: bool = False,
+        utf8: bool = False,
+        span: int | None = None,
+    ):
         self.lineno = lineno  # line number of raws[0], minus 1
         self.offset = offset  # byte offset of raws[0]
         self.raws = raws  # the lines without "\n" (a "\r" before it is still there)

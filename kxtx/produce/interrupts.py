@@ -26,7 +26,7 @@ class Deferred:
         self.received: int | None = None
         self._old: dict = {}
 
-    def __enter__(self) -> "Deferred":
+    def __enter__(self) -> Deferred:
         if threading.current_thread() is threading.main_thread():
             self._old = {s: signal.getsignal(s) for s in _SIGNALS}
             for s in _SIGNALS:

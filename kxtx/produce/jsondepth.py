@@ -35,9 +35,11 @@ def json_depth(raw: bytes) -> int:
 
 def too_deep(raw: bytes) -> bool:
     """Whether `raw` nests deeper than MAX_JSON_DEPTH; cheap for short lines and bracket-poor ones."""
-    return (len(raw) >= DEEP_MIN_BYTES
-            and raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
-            and json_depth(raw) > MAX_JSON_DEPTH)
+    return (
+        len(raw) >= DEEP_MIN_BYTES
+        and raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
+        and json_depth(raw) > MAX_JSON_DEPTH
+    )
 
 
 def accepts_too_deep(loads) -> bool:

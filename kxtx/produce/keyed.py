@@ -31,12 +31,11 @@ from functools import partial
 from itertools import repeat
 
 from kxtx.produce import columns as colmod
-from kxtx.produce import inputs
+from kxtx.produce import inputs, plain
 from kxtx.produce.checkpoint import Resume
 from kxtx.produce.dryrun import set_header
 from kxtx.produce.mapping import BadRecord, Record
 from kxtx.produce.murmur import Partitioner
-from kxtx.produce import plain
 from kxtx.produce.plain import PlainFile, _stop_at
 
 
@@ -63,7 +62,7 @@ COLLECT_BLOCKS = 64
 class _Mapped:
     """A block with its columns; values None: hand the rest of the input to the general path."""
 
-    __slots__ = ("block", "values", "cols")
+    __slots__ = ("block", "cols", "values")
 
     def __init__(self, block, cols):
         self.block, self.cols = block, cols
@@ -102,8 +101,9 @@ class KeyedFile(PlainFile):
         limit = self.simple_max
         if self.src.fmt == "jsonl":
             for block in inputs.read_blocks(self.src, plan.offset, plan.line):
-                cols = colmod.json_columns(mapper.fast_fields, spec, mapper.const_headers, block,
-                                           parts, self.partition, limit)
+                cols = colmod.json_columns(
+                    mapper.fast_fields, spec, mapper.const_headers, block, parts, self.partition, limit
+                )
                 yield self._map_odd(_Mapped(block, cols))
             return
         header, start, lineno = self._csv_header(plan)
@@ -111,16 +111,18 @@ class KeyedFile(PlainFile):
             return
         for block in inputs.read_blocks(self.src, start, lineno):
             if colmod.csv_splits(block, spec):
-                cols = colmod.csv_split_columns(header, spec, mapper.const_headers, block, parts,
-                                                self.partition, limit)
+                cols = colmod.csv_split_columns(
+                    header, spec, mapper.const_headers, block, parts, self.partition, limit
+                )
                 yield self._map_odd(_Mapped(block, cols))
                 continue
             rows = colmod.csv_rows(block)
             if rows is None:
                 yield _Mapped(block, None)
                 return
-            cols = colmod.csv_columns(header, spec, mapper.const_headers, block, rows, parts,
-                                      self.partition, limit)
+            cols = colmod.csv_columns(
+                header, spec, mapper.const_headers, block, rows, parts, self.partition, limit
+            )
             yield self._map_odd(_Mapped(block, cols))
 
     def _csv_header(self, plan):
@@ -164,14 +166,15 @@ class KeyedFile(PlainFile):
         if self.collect:  # the general path's garbage is its own business
             gc.enable()
         block = mapped.block
-        self.run._produce_file(self.src, self.mapper, Resume(block.offset, block.lineno),
-                               self.pos, self.state)
+        self.run._produce_file(
+            self.src, self.mapper, Resume(block.offset, block.lineno), self.pos, self.state
+        )
 
     # --- the transaction loop's hooks -------------------------------------------------------------
     def _blank(self, mapped, i: int) -> bool:
         return i in mapped.cols.blanks
 
-    def _count(self, records: int) -> None:
+    def _count(self, records: int) -> None:  # noqa: ARG002 - the base class passes the block's count
         counted = self.run.stats.txn_counted
         for p, n in self.counts.items():
             counted[p] = counted.get(p, 0) + n
@@ -208,8 +211,7 @@ class KeyedFile(PlainFile):
             counts.pop(-1, None)
         self.counts.update(counts)
         backwards = parts[::-1]
-        return ([i + parts.index(p) for p in counts]
-                + [j - 1 - backwards.index(p) for p in counts])
+        return [i + parts.index(p) for p in counts] + [j - 1 - backwards.index(p) for p in counts]
 
     def _tight(self, mapped, k: int, end: int) -> None:
         """Regular records [k, end) with no report: one loop in C, left only for a full queue
@@ -233,8 +235,15 @@ class KeyedFile(PlainFile):
         from confluent_kafka import KafkaException
 
         cols = mapped.cols
-        row = (cols.values[s], _get(cols.keys, s), cols.parts[s], self.sampled, None,
-               _get(cols.stamps, s, 0), _get(cols.headers, s))
+        row = (
+            cols.values[s],
+            _get(cols.keys, s),
+            cols.parts[s],
+            self.sampled,
+            None,
+            _get(cols.stamps, s, 0),
+            _get(cols.headers, s),
+        )
         while True:
             try:
                 self.produce(self.topic, *row)

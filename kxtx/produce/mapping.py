@@ -83,9 +83,12 @@ class MappingSpec:
 
     def fields(self) -> list[tuple[str, str]]:
         """(option, field) for every field the mapping reads."""
-        out = [("--key-field", self.key_field), ("--value-field", self.value_field),
-               ("--partition-field", self.partition_field),
-               ("--timestamp-field", self.timestamp_field)]
+        out = [
+            ("--key-field", self.key_field),
+            ("--value-field", self.value_field),
+            ("--partition-field", self.partition_field),
+            ("--timestamp-field", self.timestamp_field),
+        ]
         out += [("--header-field", f) for _, f in self.header_fields]
         return [(opt, f) for opt, f in out if f]
 

@@ -26,11 +26,11 @@ def murmur2(key: bytes) -> int:
     n = len(key)
     h = (_SEED ^ n) & _MASK32
     for i in range(0, n - n % 4, 4):
-        k = (int.from_bytes(key[i:i + 4], "little") * _M) & _MASK32
+        k = (int.from_bytes(key[i : i + 4], "little") * _M) & _MASK32
         k = ((k ^ (k >> 24)) * _M) & _MASK32
         h = ((h * _M) & _MASK32) ^ k
     if n % 4:
-        h = ((h ^ int.from_bytes(key[n - n % 4:], "little")) * _M) & _MASK32
+        h = ((h ^ int.from_bytes(key[n - n % 4 :], "little")) * _M) & _MASK32
     h ^= h >> 13
     h = (h * _M) & _MASK32
     return h ^ (h >> 15)
@@ -50,8 +50,7 @@ def _hash_same_length(keys: tuple, length: int, n: int) -> list[int]:
     ones = int.from_bytes(b"\1\0\0\0\0\0\0\0" * m, "little")
     mask = ones * _MASK32
     padded = (length + 7) & ~7
-    data = b"".join(keys if padded == length else map(bytes.ljust, keys, repeat(padded),
-                                                         repeat(b"\0")))
+    data = b"".join(keys if padded == length else map(bytes.ljust, keys, repeat(padded), repeat(b"\0")))
     slots = padded // 8
     view = memoryview(data).cast("Q")
     words, tail = divmod(length, 4)
@@ -101,7 +100,7 @@ def partitions_of(keys: list[bytes], n: int) -> list[int]:
     hashes: list[int] = []
     start = 0
     for length, size in sorted(Counter(lens).items()):
-        idx = order[start:start + size]
+        idx = order[start : start + size]
         start += size
         grouped = itemgetter(*idx)(keys) if size > 1 else (keys[idx[0]],)
         hashes += _partitions_same_length(grouped, length, n)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kxtx.errors import UsageError
-from kxtx.produce import DEFAULT_RECORDS_PER_TXN, checkpoint as cpmod, inputs
+from kxtx.produce import DEFAULT_RECORDS_PER_TXN, inputs
+from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.mapping import MappingSpec
 
 

@@ -59,8 +59,11 @@ def usable(run, src, mapper) -> bool:
     """Whether this input can take the fast path under `run`'s options. Records without a key go
     to one partition a block (like the Java client's sticky partitioner), so any partition count
     will do, as long as the partitioner is kxtx's (a user's `-X partitioner=` decides alone)."""
-    return (mapper.plain and src.fmt in ("jsonl", "lines")
-            and run.settings.props.get("partitioner", "murmur2_random") == "murmur2_random")
+    return (
+        mapper.plain
+        and src.fmt in ("jsonl", "lines")
+        and run.settings.props.get("partitioner", "murmur2_random") == "murmur2_random"
+    )
 
 
 class PlainFile:
@@ -132,7 +135,7 @@ class PlainFile:
     def _blocks(self, plan):
         return inputs.read_blocks(self.src, plan.offset, plan.line)
 
-    def _hand_over(self, block) -> None:  # pragma: no cover - only the keyed path hands over
+    def _hand_over(self, block) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
         raise AssertionError("the plain fast path reads every input to its end")
 
     def _next_partition(self) -> None:
@@ -234,8 +237,9 @@ class PlainFile:
         values, produce = block.values, self.produce
         topic, part = repeat(self.topic), repeat(self.partition)
         while k < end:
-            k, exc = _stop_at(produce, (BufferError, KafkaException), k, end, topic, values,
-                              repeat(None), part)
+            k, exc = _stop_at(
+                produce, (BufferError, KafkaException), k, end, topic, values, repeat(None), part
+            )
             if isinstance(exc, BufferError):  # the local queue is full: serve delivery reports
                 self.run.producer.poll(0.05)
             elif exc is not None:
@@ -247,12 +251,11 @@ class PlainFile:
         from confluent_kafka import KafkaException
 
         value = block.values[k]
-        if self.jsonl:
-            if not value or value.isspace():
-                self.blanks += 1
-                self.lost += 1
-                self.lost_bytes += len(value)
-                return _BLANK
+        if self.jsonl and (not value or value.isspace()):
+            self.blanks += 1
+            self.lost += 1
+            self.lost_bytes += len(value)
+            return _BLANK
         try:
             if self.jsonl:
                 parse_json(value)

@@ -56,7 +56,7 @@ class Stats:
         else:
             r[0], r[1] = min(r[0], o), max(r[1], o)
 
-    def other_delivered(self, err, msg) -> None:
+    def other_delivered(self, err, msg) -> None:  # noqa: ARG002 - librdkafka's delivery callback
         """Checkpoint and dead-letter records: only their errors matter."""
         if err is not None:
             self.delivery_error = self.delivery_error or err
@@ -108,9 +108,15 @@ class Stats:
             self._last_progress = now
             elapsed = max(now - self.started, 1e-9)
             done = self.records + self.pending_records
-            self.progress({"records": done, "bytes": self.bytes + self.pending_bytes,
-                           "records_per_s": done / elapsed, "transactions": self.transactions,
-                           "elapsed_s": elapsed})
+            self.progress(
+                {
+                    "records": done,
+                    "bytes": self.bytes + self.pending_bytes,
+                    "records_per_s": done / elapsed,
+                    "transactions": self.transactions,
+                    "elapsed_s": elapsed,
+                }
+            )
 
     def summary(self, **extra) -> dict:
         elapsed = time.monotonic() - self.started
@@ -126,8 +132,10 @@ class Stats:
             "aborted_transactions": self.aborted_transactions,
             "elapsed_s": round(elapsed, 3),
             "records_per_s": round(self.records / elapsed) if elapsed > 0 else None,
-            "partitions": [{"partition": p, "first_offset": r[0], "last_offset": r[1], "records": r[2]}
-                           for p, r in sorted(self.ranges.items())],
+            "partitions": [
+                {"partition": p, "first_offset": r[0], "last_offset": r[1], "records": r[2]}
+                for p, r in sorted(self.ranges.items())
+            ],
         }
         if self.errors:
             out["errors"] = self.errors

@@ -21,4 +21,4 @@ def decode(topic: str, key: bytes | None, value: bytes | None) -> Record:
         raise ValueError(f"no decoder for topic {topic!r}") from None
 
 
-__all__ = ["Record", "decode", "TXN_TOPIC", "OFFSETS_TOPIC"]
+__all__ = ["OFFSETS_TOPIC", "TXN_TOPIC", "Record", "decode"]

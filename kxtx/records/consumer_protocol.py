@@ -45,8 +45,11 @@ def decode_subscription(raw: bytes) -> dict[str, Any] | None:
         raise DecodeError(f"negative subscription version {version}")
     topics, p = _read_strings(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
-    out: dict[str, Any] = {"version": version, "topics": topics,
-                           "user_data_size": None if user_data is None else len(user_data)}
+    out: dict[str, Any] = {
+        "version": version,
+        "topics": topics,
+        "user_data_size": None if user_data is None else len(user_data),
+    }
     if version >= 1:
         out["owned_partitions"], p = _read_topic_partitions(raw, p)
     if version >= 2:
@@ -67,8 +70,11 @@ def decode_assignment(raw: bytes) -> dict[str, Any] | None:
     assigned, p = _read_topic_partitions(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     _check_end(raw, p, version, "assignment")
-    return {"version": version, "assigned_partitions": assigned,
-            "user_data_size": None if user_data is None else len(user_data)}
+    return {
+        "version": version,
+        "assigned_partitions": assigned,
+        "user_data_size": None if user_data is None else len(user_data),
+    }
 
 
 def _check_end(raw: bytes, p: int, version: int, what: str) -> None:

@@ -26,16 +26,21 @@ _HIGHEST_KEY_VERSION = 0
 def decode_control(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """Decode a control record. Never raises: problems come back in `note` with the raw bytes."""
     if key is None or len(key) < 4:
-        return {"type": "INVALID", "note": f"control key of {plural(0 if key is None else len(key), 'byte')} "
-                "(need 4)", "raw_key": None if key is None else key.hex()}
+        return {
+            "type": "INVALID",
+            "note": f"control key of {plural(0 if key is None else len(key), 'byte')} (need 4)",
+            "raw_key": None if key is None else key.hex(),
+        }
     version = read_int16(key, 0)[0]
     code = read_int16(key, 2)[0]
     if version < 0:
-        return {"type": "INVALID", "note": f"negative control key version {version}",
-                "raw_key": key.hex()}
+        return {"type": "INVALID", "note": f"negative control key version {version}", "raw_key": key.hex()}
     # A newer key version is read as the highest known one (ControlRecordType.parseTypeId).
-    out: dict[str, Any] = {"key_version": version, "type_code": code,
-                           "type": CONTROL_TYPES.get(code, "UNKNOWN")}
+    out: dict[str, Any] = {
+        "key_version": version,
+        "type_code": code,
+        "type": CONTROL_TYPES.get(code, "UNKNOWN"),
+    }
     if code in (0, 1):
         if value is not None and len(value) >= 6:
             out["value_version"] = read_int16(value, 0)[0]

@@ -20,15 +20,31 @@ MEMBER_KEY = Struct("MemberKey", (("group_id", "string"), ("member_id", "string"
 REGEX_KEY = Struct("RegularExpressionKey", (("group_id", "string"), ("regular_expression", "string")))
 
 # --- classic values -----------------------------------------------------------------------------------
-_OFFSET_V0 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
-                                          ("commit_timestamp", "int64")))
-_OFFSET_V1 = Struct("OffsetCommitValue", (("offset", "int64"), ("metadata", "string"),
-                                          ("commit_timestamp", "int64"), ("expire_timestamp", "int64")))
-_OFFSET_V3 = Struct("OffsetCommitValue", (("offset", "int64"), ("leader_epoch", "int32"),
-                                          ("metadata", "string"), ("commit_timestamp", "int64")),
-                    tags=(Tagged(0, "topic_id", "uuid", ZERO_UUID),))
-OFFSET_LAYOUTS = (Layouts(flexible_from=4).add(0, _OFFSET_V0).add(1, _OFFSET_V1).add(2, _OFFSET_V0)
-                  .add(3, _OFFSET_V3).add(4, _OFFSET_V3))
+_OFFSET_V0 = Struct(
+    "OffsetCommitValue", (("offset", "int64"), ("metadata", "string"), ("commit_timestamp", "int64"))
+)
+_OFFSET_V1 = Struct(
+    "OffsetCommitValue",
+    (
+        ("offset", "int64"),
+        ("metadata", "string"),
+        ("commit_timestamp", "int64"),
+        ("expire_timestamp", "int64"),
+    ),
+)
+_OFFSET_V3 = Struct(
+    "OffsetCommitValue",
+    (("offset", "int64"), ("leader_epoch", "int32"), ("metadata", "string"), ("commit_timestamp", "int64")),
+    tags=(Tagged(0, "topic_id", "uuid", ZERO_UUID),),
+)
+OFFSET_LAYOUTS = (
+    Layouts(flexible_from=4)
+    .add(0, _OFFSET_V0)
+    .add(1, _OFFSET_V1)
+    .add(2, _OFFSET_V0)
+    .add(3, _OFFSET_V3)
+    .add(4, _OFFSET_V3)
+)
 # Type 0 (0.8.2 commits): Kafka 4.1+ reads only value v0, older brokers any offset value version.
 LEGACY_OFFSET_LAYOUTS = OFFSET_LAYOUTS
 
@@ -45,8 +61,12 @@ def _member(v: int) -> Struct:
 
 
 def _group(v: int) -> Struct:
-    fields = [("protocol_type", "string"), ("generation", "int32"), ("protocol", "nstring"),
-              ("leader", "nstring")]
+    fields = [
+        ("protocol_type", "string"),
+        ("generation", "int32"),
+        ("protocol", "nstring"),
+        ("leader", "nstring"),
+    ]
     if v >= 2:
         fields.append(("current_state_timestamp", "int64"))
     fields.append(("members", Array(_member(v))))
@@ -63,37 +83,80 @@ TYPES: dict[int, tuple[str, Struct, Layouts, str]] = {
     1: ("OffsetCommit", OFFSET_KEY, OFFSET_LAYOUTS, "offset-commit"),
     2: ("GroupMetadata", GROUP_KEY, GROUP_LAYOUTS, "group-metadata"),
     3: ("ConsumerGroupMetadata", GROUP_ID_KEY, m.CONSUMER_GROUP_METADATA, "consumer-group"),
-    4: ("ConsumerGroupPartitionMetadata", GROUP_ID_KEY, m.CONSUMER_GROUP_PARTITION_METADATA,
-        "consumer-group"),
+    4: (
+        "ConsumerGroupPartitionMetadata",
+        GROUP_ID_KEY,
+        m.CONSUMER_GROUP_PARTITION_METADATA,
+        "consumer-group",
+    ),
     5: ("ConsumerGroupMemberMetadata", MEMBER_KEY, m.CONSUMER_GROUP_MEMBER_METADATA, "consumer-group"),
-    6: ("ConsumerGroupTargetAssignmentMetadata", GROUP_ID_KEY,
-        m.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, "consumer-group"),
-    7: ("ConsumerGroupTargetAssignmentMember", MEMBER_KEY, m.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
-        "consumer-group"),
-    8: ("ConsumerGroupCurrentMemberAssignment", MEMBER_KEY,
-        m.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer-group"),
+    6: (
+        "ConsumerGroupTargetAssignmentMetadata",
+        GROUP_ID_KEY,
+        m.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+        "consumer-group",
+    ),
+    7: (
+        "ConsumerGroupTargetAssignmentMember",
+        MEMBER_KEY,
+        m.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        "consumer-group",
+    ),
+    8: (
+        "ConsumerGroupCurrentMemberAssignment",
+        MEMBER_KEY,
+        m.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        "consumer-group",
+    ),
     9: ("ShareGroupPartitionMetadata", GROUP_ID_KEY, m.SHARE_GROUP_PARTITION_METADATA, "share-group"),
     10: ("ShareGroupMemberMetadata", MEMBER_KEY, m.SHARE_GROUP_MEMBER_METADATA, "share-group"),
     11: ("ShareGroupMetadata", GROUP_ID_KEY, m.SHARE_GROUP_METADATA, "share-group"),
-    12: ("ShareGroupTargetAssignmentMetadata", GROUP_ID_KEY, m.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
-         "share-group"),
-    13: ("ShareGroupTargetAssignmentMember", MEMBER_KEY, m.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
-         "share-group"),
-    14: ("ShareGroupCurrentMemberAssignment", MEMBER_KEY, m.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
-         "share-group"),
-    15: ("ShareGroupStatePartitionMetadata", GROUP_ID_KEY, m.SHARE_GROUP_STATE_PARTITION_METADATA,
-         "share-group"),
-    16: ("ConsumerGroupRegularExpression", REGEX_KEY, m.CONSUMER_GROUP_REGULAR_EXPRESSION,
-         "consumer-group"),
+    12: (
+        "ShareGroupTargetAssignmentMetadata",
+        GROUP_ID_KEY,
+        m.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA,
+        "share-group",
+    ),
+    13: (
+        "ShareGroupTargetAssignmentMember",
+        MEMBER_KEY,
+        m.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        "share-group",
+    ),
+    14: (
+        "ShareGroupCurrentMemberAssignment",
+        MEMBER_KEY,
+        m.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        "share-group",
+    ),
+    15: (
+        "ShareGroupStatePartitionMetadata",
+        GROUP_ID_KEY,
+        m.SHARE_GROUP_STATE_PARTITION_METADATA,
+        "share-group",
+    ),
+    16: ("ConsumerGroupRegularExpression", REGEX_KEY, m.CONSUMER_GROUP_REGULAR_EXPRESSION, "consumer-group"),
     17: ("StreamsGroupMetadata", GROUP_ID_KEY, m.STREAMS_GROUP_METADATA, "streams-group"),
     # 18 (StreamsGroupPartitionMetadata) existed only on trunk, never in a release: unknown.
     19: ("StreamsGroupMemberMetadata", MEMBER_KEY, m.STREAMS_GROUP_MEMBER_METADATA, "streams-group"),
-    20: ("StreamsGroupTargetAssignmentMetadata", GROUP_ID_KEY,
-         m.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, "streams-group"),
-    21: ("StreamsGroupTargetAssignmentMember", MEMBER_KEY, m.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
-         "streams-group"),
-    22: ("StreamsGroupCurrentMemberAssignment", MEMBER_KEY,
-         m.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT, "streams-group"),
+    20: (
+        "StreamsGroupTargetAssignmentMetadata",
+        GROUP_ID_KEY,
+        m.STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA,
+        "streams-group",
+    ),
+    21: (
+        "StreamsGroupTargetAssignmentMember",
+        MEMBER_KEY,
+        m.STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER,
+        "streams-group",
+    ),
+    22: (
+        "StreamsGroupCurrentMemberAssignment",
+        MEMBER_KEY,
+        m.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+        "streams-group",
+    ),
     23: ("StreamsGroupTopology", GROUP_ID_KEY, m.STREAMS_GROUP_TOPOLOGY, "streams-group"),
 }
 CATEGORIES = ("offset-commit", "group-metadata", "consumer-group", "share-group", "streams-group")
@@ -141,8 +204,11 @@ def _offset_key(key: bytes | None) -> dict | None:
     q = p + 2 + tlen
     if glen < 0 or tlen < 0 or q + 4 != len(key):
         return None
-    return {"group": key[4:p].decode("utf-8", errors="replace"),
-            "topic": key[p + 2:q].decode("utf-8", errors="replace"), "partition": _I.unpack_from(key, q)[0]}
+    return {
+        "group": key[4:p].decode("utf-8", errors="replace"),
+        "topic": key[p + 2 : q].decode("utf-8", errors="replace"),
+        "partition": _I.unpack_from(key, q)[0],
+    }
 
 
 def fast(key: bytes | None, value: bytes | None):
@@ -170,24 +236,30 @@ def fast(key: bytes | None, value: bytes | None):
             if mlen < 0 or end + 8 != len(value):
                 return None
             committed = _Q.unpack_from(value, end)[0]
-            value_fields = {"offset": offset, "leader_epoch": epoch,
-                            "metadata": value[m:end].decode("utf-8", errors="replace"),
-                            "commit_timestamp": committed,
-                            "commit_time": _iso(committed) or iso_ms(committed)}
+            value_fields = {
+                "offset": offset,
+                "leader_epoch": epoch,
+                "metadata": value[m:end].decode("utf-8", errors="replace"),
+                "commit_timestamp": committed,
+                "commit_time": _iso(committed) or iso_ms(committed),
+            }
         elif version == 4:
             offset, epoch, mlen = _V4_HEAD.unpack_from(value, 2)
             end = 14 + mlen  # a one-byte uvarint (metadata < 127 bytes) holds length + 1
             if mlen & 0x80 or not mlen:
                 return None
-            topic_id = _V4_TAILS.get(value[end + 8:]) or _v4_topic_id(value[end + 8:])
+            topic_id = _V4_TAILS.get(value[end + 8 :]) or _v4_topic_id(value[end + 8 :])
             if topic_id is None:
                 return None
             committed = _Q.unpack_from(value, end)[0]
-            value_fields = {"offset": offset, "leader_epoch": epoch,
-                            "metadata": value[15:end].decode("utf-8", errors="replace"),
-                            "commit_timestamp": committed,
-                            "commit_time": _iso(committed) or iso_ms(committed),
-                            "topic_id": topic_id}
+            value_fields = {
+                "offset": offset,
+                "leader_epoch": epoch,
+                "metadata": value[15:end].decode("utf-8", errors="replace"),
+                "commit_timestamp": committed,
+                "commit_time": _iso(committed) or iso_ms(committed),
+                "topic_id": topic_id,
+            }
         else:
             return None
     except (struct.error, IndexError):
@@ -231,5 +303,7 @@ def _decode_members(rec: Record) -> None:
             try:
                 member[field] = fn(raw)
             except DecodeError as exc:
-                rec.flag(f"{TOPIC}:consumer-protocol:{field}",
-                         f"member {member['member_id']}: {field} is not consumer-protocol bytes ({exc})")
+                rec.flag(
+                    f"{TOPIC}:consumer-protocol:{field}",
+                    f"member {member['member_id']}: {field} is not consumer-protocol bytes ({exc})",
+                )

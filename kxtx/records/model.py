@@ -43,8 +43,14 @@ def key_type(key: bytes | None) -> int | None:
 
 def unknown_record(topic: str, key: bytes | None, value: bytes | None) -> Record:
     t = key_type(key)
-    rec = Record(t, UNKNOWN, None, raw_key=key.hex() if key is not None else None,
-                 raw_value=value.hex() if value is not None else None, tombstone=value is None)
+    rec = Record(
+        t,
+        UNKNOWN,
+        None,
+        raw_key=key.hex() if key is not None else None,
+        raw_value=value.hex() if value is not None else None,
+        tombstone=value is None,
+    )
     if t is None:
         size = plural(0 if key is None else len(key), "byte")
         rec.flag(f"{topic}:short-key", f"key of {size} has no type prefix")
@@ -53,14 +59,21 @@ def unknown_record(topic: str, key: bytes | None, value: bytes | None) -> Record
     return rec
 
 
-def decode_key(rec_type: int, name: str, key_struct: Struct, key: bytes, value: bytes | None,
-               topic: str) -> Record:
+def decode_key(
+    rec_type: int, name: str, key_struct: Struct, key: bytes, value: bytes | None, topic: str
+) -> Record:
     """Decode the non-flexible key body after the 2-byte prefix (a bad key keeps both raw)."""
     try:
         fields = decode_exact(key_struct, False, key, 2)
     except DecodeError as exc:
-        rec = Record(rec_type, name, None, raw_key=key.hex(), tombstone=value is None,
-                     raw_value=None if value is None else value.hex())
+        rec = Record(
+            rec_type,
+            name,
+            None,
+            raw_key=key.hex(),
+            tombstone=value is None,
+            raw_value=None if value is None else value.hex(),
+        )
         rec.flag(f"{topic}:{name}:bad-key", f"cannot decode {name} key: {exc}")
         return rec
     return Record(rec_type, name, fields)
@@ -94,6 +107,7 @@ def decode_value(rec: Record, layouts: Layouts, value: bytes | None, topic: str)
             rec.notes.append(f"decoded with the {era} layout")
         return rec
     rec.raw_value = value.hex()
-    rec.flag(f"{topic}:{rec.type}:v{version}:bad",
-             f"cannot decode {rec.type} value v{version}: {first_error}")
+    rec.flag(
+        f"{topic}:{rec.type}:v{version}:bad", f"cannot decode {rec.type} value v{version}: {first_error}"
+    )
     return rec

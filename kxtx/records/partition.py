@@ -7,7 +7,7 @@ or Java's Math.abs).
 
 from __future__ import annotations
 
-_MIN_INT = -(2 ** 31)
+_MIN_INT = -(2**31)
 
 
 def java_string_hash(s: str) -> int:

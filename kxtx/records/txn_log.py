@@ -100,28 +100,46 @@ def fast(key: bytes | None, value: bytes | None):
         if version == 0:
             if p + 16 != len(value):
                 return None
-            return {"transactional_id": tid}, 0, {
-                "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
-                "transaction_status": name, "transaction_partitions": parts,
+            return (
+                {"transactional_id": tid},
+                0,
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_timeout_ms": timeout,
+                    "transaction_status": name,
+                    "transaction_partitions": parts,
+                    "transaction_last_update_timestamp_ms": last,
+                    "transaction_last_update_time": _iso(last) or iso_ms(last),
+                    "transaction_start_timestamp_ms": started,
+                    "transaction_start_time": _iso(started) or iso_ms(started),
+                    "transaction_status_code": code,
+                },
+            )
+        tail = value[p + 16 :]
+        tags = _TAILS.get(tail) or _tags_v1(tail)
+        if tags is None:
+            return None
+        return (
+            {"transactional_id": tid},
+            1,
+            {
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "transaction_timeout_ms": timeout,
+                "transaction_status": name,
+                "transaction_partitions": parts,
                 "transaction_last_update_timestamp_ms": last,
                 "transaction_last_update_time": _iso(last) or iso_ms(last),
                 "transaction_start_timestamp_ms": started,
                 "transaction_start_time": _iso(started) or iso_ms(started),
-                "transaction_status_code": code}
-        tail = value[p + 16:]
-        tags = _TAILS.get(tail) or _tags_v1(tail)
-        if tags is None:
-            return None
-        return {"transactional_id": tid}, 1, {
-            "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
-            "transaction_status": name, "transaction_partitions": parts,
-            "transaction_last_update_timestamp_ms": last,
-            "transaction_last_update_time": _iso(last) or iso_ms(last),
-            "transaction_start_timestamp_ms": started,
-            "transaction_start_time": _iso(started) or iso_ms(started),
-            "previous_producer_id": tags[0], "next_producer_id": tags[1],
-            "client_transaction_version": tags[2],
-            "next_producer_epoch": tags[3], "transaction_status_code": code}
+                "previous_producer_id": tags[0],
+                "next_producer_id": tags[1],
+                "client_transaction_version": tags[2],
+                "next_producer_epoch": tags[3],
+                "transaction_status_code": code,
+            },
+        )
     except (struct.error, IndexError, ValueError):
         return None
 
@@ -165,7 +183,7 @@ def _partitions(value: bytes, version: int):
         sections.clear()
     sections[value[17:end]] = parts
     n = size - 16 - end
-    if 0 <= n and n not in after and len(after) < 8:
+    if n >= 0 and n not in after and len(after) < 8:
         after.append(n)
     return parts, end
 
@@ -181,7 +199,7 @@ def _partitions_v0(b: bytes, p: int):
         tlen = _H.unpack_from(b, p)[0]
         if tlen < 0:
             raise ValueError("negative length")
-        topic = b[p + 2:p + 2 + tlen].decode("utf-8", errors="replace")
+        topic = b[p + 2 : p + 2 + tlen].decode("utf-8", errors="replace")
         p += 2 + tlen
         count = _I.unpack_from(b, p)[0]
         p += 4
@@ -214,7 +232,7 @@ def _partitions_v1(b: bytes, p: int):
         tlen = b[p] - 1
         if tlen < 0 or b[p] & 0x80:
             raise ValueError("long varint")
-        topic = b[p + 1:p + 1 + tlen].decode("utf-8", errors="replace")
+        topic = b[p + 1 : p + 1 + tlen].decode("utf-8", errors="replace")
         p += 1 + tlen
         count = b[p] - 1
         if count < 0 or b[p] & 0x80 or p + 1 + 4 * count > len(b):

@@ -13,8 +13,9 @@ from __future__ import annotations
 import base64
 import re
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kxtx.timefmt import iso_ms, time_name
 from kxtx.wording import plural
@@ -108,7 +109,7 @@ def uuid_text(raw: bytes) -> str:
 def read_uuid(b: bytes, p: int):
     if p + 16 > len(b):
         raise DecodeError(f"truncated uuid at byte {p}")
-    return uuid_text(b[p:p + 16]), p + 16
+    return uuid_text(b[p : p + 16]), p + 16
 
 
 def _take(b: bytes, p: int, n: int, what: str):
@@ -193,8 +194,9 @@ _PRIMITIVES: dict[str, tuple[Reader, Reader]] = {
 
 
 # --- composite types -----------------------------------------------------------------------------------
-def array_reader(elem: Reader, flexible: bool = False, nullable: bool = False, *,
-                 null_as_empty: bool = False) -> Reader:
+def array_reader(
+    elem: Reader, flexible: bool = False, nullable: bool = False, *, null_as_empty: bool = False
+) -> Reader:
     """Reader for an array of `elem`. A null array (negative count) reads as None when `nullable`, as []
     when `null_as_empty` (decoders that always show a list, e.g. the consumer protocol), else raises."""
 
@@ -261,11 +263,11 @@ def _struct_reader(s: Struct, flexible: bool) -> Reader:
     # snake_case like every kxtx command. Renamed here, once per layout, not per record. A time
     # (int64 ...Timestamp / ...TimestampMs) is followed by its ISO form, as everywhere in kxtx.
     fields = [(snake(name), compile_reader(t, flexible), _iso_name(name, t)) for name, t in s.fields]
-    tags = ({t.tag: (snake(t.name), _tag_reader(t.type), t.default) for t in s.tags}
-            if flexible else {})
+    tags = {t.tag: (snake(t.name), _tag_reader(t.type), t.default) for t in s.tags} if flexible else {}
     defaults = [(name, default) for name, _, default in tags.values()]
-    tag_times = [(snake(t.name), _iso_name(t.name, t.type)) for t in s.tags
-                 if flexible and _iso_name(t.name, t.type)]
+    tag_times = [
+        (snake(t.name), _iso_name(t.name, t.type)) for t in s.tags if flexible and _iso_name(t.name, t.type)
+    ]
 
     def read(b: bytes, p: int):
         out: dict[str, Any] = {}
@@ -284,8 +286,9 @@ def _struct_reader(s: Struct, flexible: bool) -> Reader:
                     continue
                 value, used = known[1](data, 0)
                 if used != len(data):
-                    raise DecodeError(f"tagged field {tag} ({known[0]}): "
-                                      f"{plural(len(data) - used, 'byte')} left over")
+                    raise DecodeError(
+                        f"tagged field {tag} ({known[0]}): {plural(len(data) - used, 'byte')} left over"
+                    )
                 out[known[0]] = value
             for name, iso_name in tag_times:
                 out[iso_name] = iso_ms(out[name])
@@ -354,6 +357,6 @@ class Layouts:
     versions: dict[int, list[tuple[Struct, str | None]]] = field(default_factory=dict)
     flexible_from: int = 0
 
-    def add(self, version: int, s: Struct, era: str | None = None) -> "Layouts":
+    def add(self, version: int, s: Struct, era: str | None = None) -> Layouts:
         self.versions.setdefault(version, []).append((s, era))
         return self

@@ -3,4 +3,4 @@
 from kxtx.sandbox.broker import Sandbox, SandboxInfo, default_state_dir
 from kxtx.sandbox.distribution import KafkaDistribution, resolve_distribution
 
-__all__ = ["Sandbox", "SandboxInfo", "KafkaDistribution", "default_state_dir", "resolve_distribution"]
+__all__ = ["KafkaDistribution", "Sandbox", "SandboxInfo", "default_state_dir", "resolve_distribution"]

@@ -135,8 +135,10 @@ class Sandbox:
             raise UsageError(f"--brokers {brokers}: choose 1 to {MAX_NODES}")
         existing = self.info()
         if existing and any(node_state(n) != "stopped" for n in existing.node_list()):
-            raise KxtxError(f"a sandbox is already running at {existing.bootstrap} (state {self.dir}); "
-                            "stop it first or use another --state-dir")
+            raise KxtxError(
+                f"a sandbox is already running at {existing.bootstrap} (state {self.dir}); "
+                "stop it first or use another --state-dir"
+            )
         dist = resolve_distribution(kafka_version, kafka_home)
         node_list = self._plan_nodes(brokers, port)
         self._reset_dir(node_list)
@@ -153,15 +155,24 @@ class Sandbox:
                 node.internal_port = getattr(listeners, "internal_port", 0)
             props.update(broker_config or {})
             node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            self._format_storage(dist, node.config, cluster_id,
-                                 getattr(listeners, "format_args", lambda: [])())
-        bootstrap = ",".join((listeners.bootstrap(n.port) if listeners else f"127.0.0.1:{n.port}")
-                             for n in node_list)
+            self._format_storage(
+                dist, node.config, cluster_id, getattr(listeners, "format_args", lambda: [])()
+            )
+        bootstrap = ",".join(
+            (listeners.bootstrap(n.port) if listeners else f"127.0.0.1:{n.port}") for n in node_list
+        )
         info = SandboxInfo(
-            bootstrap=bootstrap, kafka_version=dist.version, pid=0, port=node_list[0].port,
-            controller_port=node_list[0].controller_port or 0, state_dir=str(self.dir),
-            libs=str(dist.libs), started_at=time.time(), broker_config=dict(broker_config or {}),
-            extra=(listeners.extra() if listeners else {}), heap=heap or default_heap(brokers),
+            bootstrap=bootstrap,
+            kafka_version=dist.version,
+            pid=0,
+            port=node_list[0].port,
+            controller_port=node_list[0].controller_port or 0,
+            state_dir=str(self.dir),
+            libs=str(dist.libs),
+            started_at=time.time(),
+            broker_config=dict(broker_config or {}),
+            extra=(listeners.extra() if listeners else {}),
+            heap=heap or default_heap(brokers),
         )
         # Every node at once: a controller waits for a majority of the voters to come up.
         for node in node_list:
@@ -183,11 +194,18 @@ class Sandbox:
         for i in range(count):
             client = port + i if port else free_port()
             if port and _port_open(client):
-                raise UsageError(f"port {client} is already in use on 127.0.0.1; pick another with "
-                                 f"--port (node i uses port + i - 1), or --port 0")
-            planned.append(NodeInfo(id=i + 1, port=client,
-                                    controller_port=free_port() if i < voters else None,
-                                    dir=str(self.dir / f"node-{i + 1}")))
+                raise UsageError(
+                    f"port {client} is already in use on 127.0.0.1; pick another with "
+                    f"--port (node i uses port + i - 1), or --port 0"
+                )
+            planned.append(
+                NodeInfo(
+                    id=i + 1,
+                    port=client,
+                    controller_port=free_port() if i < voters else None,
+                    dir=str(self.dir / f"node-{i + 1}"),
+                )
+            )
         return planned
 
     def _reset_dir(self, node_list: list[NodeInfo]) -> None:
@@ -198,15 +216,24 @@ class Sandbox:
         (self.dir / "logs").mkdir()
 
     def _logging_flags(self) -> tuple[str, str]:
-        return (f"-Dlog4j.configuration=file:{self._log4j1()}",
-                f"-Dlog4j2.configurationFile={self._log4j2()}")
+        return (
+            f"-Dlog4j.configuration=file:{self._log4j1()}",
+            f"-Dlog4j2.configurationFile={self._log4j2()}",
+        )
 
     def _command(self, info: SandboxInfo, node: NodeInfo) -> list[str]:
-        jvm = (f"-Xmx{info.heap}", "-Xms128m", "-Djava.awt.headless=true",
-               # The JIT and GC get fewer threads: N JVMs share a laptop's (or CI runner's) cores.
-               "-XX:CICompilerCount=2", "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1",
-               f"-Dkafka.logs.dir={self.dir / 'logs'}",
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", *self._logging_flags())
+        jvm = (
+            f"-Xmx{info.heap}",
+            "-Xms128m",
+            "-Djava.awt.headless=true",
+            # The JIT and GC get fewer threads: N JVMs share a laptop's (or CI runner's) cores.
+            "-XX:CICompilerCount=2",
+            "-XX:ParallelGCThreads=2",
+            "-XX:ConcGCThreads=1",
+            f"-Dkafka.logs.dir={self.dir / 'logs'}",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            *self._logging_flags(),
+        )
         return info.distribution.java("kafka.Kafka", str(node.config), jvm=jvm)
 
     def _log4j1(self) -> Path:
@@ -231,12 +258,22 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path, cluster_id: str,
-                        extra_args=()) -> None:
+    def _format_storage(self, dist: KafkaDistribution, config: Path, cluster_id: str, extra_args=()) -> None:
         proc = subprocess.run(
-            dist.java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
-                      "--ignore-formatted", *extra_args, jvm=self._logging_flags()),
-            capture_output=True, text=True, timeout=120,
+            dist.java(
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id,
+                "-c",
+                str(config),
+                "--ignore-formatted",
+                *extra_args,
+                jvm=self._logging_flags(),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
@@ -249,12 +286,14 @@ class Sandbox:
             for node in node_list:
                 if not _nodes.alive(node.pid):
                     raise KxtxError(f"node {node.id} exited during start-up; see {node.log}")
-            if all(_port_open(n.port) for n in node_list) and \
-                    self.brokers_in_metadata(info) >= {n.id for n in node_list}:
+            if all(_port_open(n.port) for n in node_list) and self.brokers_in_metadata(info) >= {
+                n.id for n in node_list
+            }:
                 return
             time.sleep(0.5)
-        raise KxtxError(f"the sandbox did not answer within {wait_s:.0f}s; see the broker.log files "
-                        f"under {self.dir}")
+        raise KxtxError(
+            f"the sandbox did not answer within {wait_s:.0f}s; see the broker.log files under {self.dir}"
+        )
 
     def brokers_in_metadata(self, info: SandboxInfo, timeout: float = 2) -> set[int]:
         """Ids of the brokers the cluster's metadata lists (empty while nothing answers)."""

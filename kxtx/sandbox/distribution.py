@@ -60,8 +60,9 @@ def require_tool(name: str) -> str:
     raise KxtxError(f"{name} not found on PATH: {hints.get(name, 'install it')}")
 
 
-def resolve_distribution(version: str | None = None, kafka_home: str | None = None,
-                         progress=None) -> KafkaDistribution:
+def resolve_distribution(
+    version: str | None = None, kafka_home: str | None = None, progress=None
+) -> KafkaDistribution:
     """The Kafka to run: --kafka-home / $KXTX_KAFKA_HOME first, else Maven Central via mvn.
 
     `progress(line)` hears what is being fetched: a first download takes minutes (~100 MB of jars,
@@ -73,8 +74,10 @@ def resolve_distribution(version: str | None = None, kafka_home: str | None = No
     libs = cache_root() / exact / "libs"
     if not (libs / ".complete").exists():
         if progress:
-            progress(f"fetching the Kafka {exact} jars from Maven Central with mvn into {libs} "
-                     "(once; cached for later runs)")
+            progress(
+                f"fetching the Kafka {exact} jars from Maven Central with mvn into {libs} "
+                "(once; cached for later runs)"
+            )
         _download(exact, libs, progress)
     return KafkaDistribution(exact, libs)
 
@@ -101,7 +104,11 @@ def _exact_version(spec: str, progress=None) -> str:
     if not m:
         raise UsageError(f"--kafka-version {spec!r}: expected e.g. 4.3.1, 3.9, 3.9.x or 4")
     major, minor = int(m.group(1)), m.group(2)
-    lo, hi = (f"{major}.{minor}.0", f"{major}.{int(minor) + 1}.0") if minor else (f"{major}.0.0", f"{major + 1}.0.0")
+    lo, hi = (
+        (f"{major}.{minor}.0", f"{major}.{int(minor) + 1}.0")
+        if minor
+        else (f"{major}.0.0", f"{major + 1}.0.0")
+    )
     memo = cache_root() / f"newest-{spec}.json"
     try:
         cached = json.loads(memo.read_text())
@@ -139,8 +146,9 @@ def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
     mvn = require_tool("mvn")
     with tempfile.TemporaryDirectory(prefix="kxtx-mvn-") as tmp:
         Path(tmp, "pom.xml").write_text(pom)
-        proc = subprocess.Popen([mvn, "-B", *goal_args], cwd=tmp, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [mvn, "-B", *goal_args], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         errors, small = [], 0
         try:
             for line in proc.stdout:
@@ -171,7 +179,8 @@ def _newest_in_range(lo: str, hi: str, progress=None) -> str:
     listing = _mvn(
         _pom([("org.apache.kafka", "kafka-tools", f"[{lo},{hi})")]),
         ["dependency:list", "-DexcludeTransitive=true", "-DoutputFile=out.txt"],
-        f"finding the newest Kafka in [{lo},{hi}) on Maven Central", progress,
+        f"finding the newest Kafka in [{lo},{hi}) on Maven Central",
+        progress,
     )
     m = re.search(r"org\.apache\.kafka:kafka-tools:jar:(\S+?):", listing)
     if not m:
@@ -192,7 +201,8 @@ def _download(version: str, libs: Path, progress=None) -> None:
     _mvn(
         _pom(deps),
         ["dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-        f"resolving Kafka {version} jars with mvn", progress,
+        f"resolving Kafka {version} jars with mvn",
+        progress,
     )
     # 3.x ships its own slf4j binding (reload4j); two bindings make slf4j pick one at random.
     if any(p.name.startswith(("slf4j-reload4j", "log4j-slf4j")) for p in staging.iterdir()):

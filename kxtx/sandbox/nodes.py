@@ -74,15 +74,17 @@ def node_properties(node: NodeInfo, voters: str, nodes: int) -> dict[str, str]:
     listeners = f"PLAINTEXT://127.0.0.1:{node.port}"
     if node.controller_port:
         listeners += f",CONTROLLER://127.0.0.1:{node.controller_port}"
-    props.update({
-        "process.roles": node.roles,
-        "node.id": str(node.id),
-        "controller.quorum.voters": voters,
-        "listeners": listeners,
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "log.dirs": str(Path(node.dir) / "data"),
-    })
+    props.update(
+        {
+            "process.roles": node.roles,
+            "node.id": str(node.id),
+            "controller.quorum.voters": voters,
+            "listeners": listeners,
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(Path(node.dir) / "data"),
+        }
+    )
     return props
 
 
@@ -90,8 +92,9 @@ def launch(cmd: list[str], node: NodeInfo) -> int:
     """Start the node's JVM in its own session (it outlives the CLI) and return its pid."""
     # The child keeps its own descriptor; the parent's copy is closed when the block ends.
     with open(node.log, "ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     return proc.pid
 
 

@@ -49,8 +49,10 @@ class SecureListeners:
     def __post_init__(self) -> None:
         self.mode = self.mode.lower()
         if self.mode not in MODES or self.mode == "plaintext":
-            raise UsageError(f"--security {self.mode}: choose one of sasl_ssl, sasl_plaintext, ssl "
-                             "(plaintext is the default without --security)")
+            raise UsageError(
+                f"--security {self.mode}: choose one of sasl_ssl, sasl_plaintext, ssl "
+                "(plaintext is the default without --security)"
+            )
         if not self.passwords:
             # hex: no character needs quoting in JAAS, in --add-scram or in properties files
             self.passwords = {u: secrets.token_hex(12) for u in USERS}
@@ -105,16 +107,19 @@ class SecureListeners:
             for mech in _SCRAM_MECHANISMS:
                 # The broker needs a login context per mechanism even though it never logs in here.
                 props[f"listener.name.{lname}.{mech.lower()}.sasl.jaas.config"] = _jaas(
-                    "admin", self.passwords["admin"])
+                    "admin", self.passwords["admin"]
+                )
         if self.tls:
-            props.update({
-                "ssl.keystore.type": "PKCS12",
-                "ssl.keystore.location": str(self.dir / "broker.p12"),
-                "ssl.keystore.password": self.store_password,
-                "ssl.key.password": self.store_password,
-                "ssl.truststore.type": "PEM",
-                "ssl.truststore.location": str(self.dir / "ca.pem"),
-            })
+            props.update(
+                {
+                    "ssl.keystore.type": "PKCS12",
+                    "ssl.keystore.location": str(self.dir / "broker.p12"),
+                    "ssl.keystore.password": self.store_password,
+                    "ssl.key.password": self.store_password,
+                    "ssl.truststore.type": "PEM",
+                    "ssl.truststore.location": str(self.dir / "ca.pem"),
+                }
+            )
         if self.mode == "ssl":
             props["ssl.client.auth"] = "required"
             # CN=admin -> User:admin, so ACLs read the same in every mode.
@@ -125,8 +130,12 @@ class SecureListeners:
         """Extra `kafka-storage format` arguments: the SCRAM credentials."""
         if not self.sasl:
             return []
-        return [arg for user in USERS for mech in _SCRAM_MECHANISMS
-                for arg in ("--add-scram", f"{mech}=[name={user},password={self.passwords[user]}]")]
+        return [
+            arg
+            for user in USERS
+            for mech in _SCRAM_MECHANISMS
+            for arg in ("--add-scram", f"{mech}=[name={user},password={self.passwords[user]}]")
+        ]
 
     def bootstrap(self, port: int) -> str:
         return f"127.0.0.1:{port}"
@@ -135,9 +144,10 @@ class SecureListeners:
         return {
             "security": self.mode,
             "client_properties": {u: str(self._properties_path(u)) for u in USERS},
-            "principals": {"admin": "User:admin (super user)",
-                           "limited": f"User:limited (ALL on Topic/Group/TransactionalId "
-                                      f"prefixed {LIMITED_PREFIX!r})"},
+            "principals": {
+                "admin": "User:admin (super user)",
+                "limited": f"User:limited (ALL on Topic/Group/TransactionalId prefixed {LIMITED_PREFIX!r})",
+            },
             # librdkafka config for the readiness probe and the ACL set-up (never printed)
             "admin_client": self.client_config("admin"),
         }
@@ -151,8 +161,13 @@ class SecureListeners:
         """librdkafka names (the same keys kxtx's `-X` takes)."""
         conf = {"security.protocol": self.protocol}
         if self.sasl:
-            conf.update({"sasl.mechanism": USER_MECHANISM[user], "sasl.username": user,
-                         "sasl.password": self.passwords[user]})
+            conf.update(
+                {
+                    "sasl.mechanism": USER_MECHANISM[user],
+                    "sasl.username": user,
+                    "sasl.password": self.passwords[user],
+                }
+            )
         if self.tls:
             conf["ssl.ca.location"] = str(self.dir / "ca.pem")
         if self.mode == "ssl":
@@ -162,8 +177,10 @@ class SecureListeners:
 
     def java_properties(self, user: str) -> dict[str, str]:
         """A Java client.properties, as Kafka's own tools (and kxtx --command-config) read it."""
-        props = {"bootstrap.servers": ",".join(self.bootstrap(p) for p in self.ports),
-                 "security.protocol": self.protocol}
+        props = {
+            "bootstrap.servers": ",".join(self.bootstrap(p) for p in self.ports),
+            "security.protocol": self.protocol,
+        }
         if self.sasl:
             props["sasl.mechanism"] = USER_MECHANISM[user]
             props["sasl.jaas.config"] = _jaas(user, self.passwords[user])
@@ -171,10 +188,14 @@ class SecureListeners:
             props["ssl.truststore.type"] = "PEM"
             props["ssl.truststore.location"] = str(self.dir / "ca.pem")
         if self.mode == "ssl":
-            props.update({"ssl.keystore.type": "PKCS12",
-                          "ssl.keystore.location": str(self.dir / f"{user}.p12"),
-                          "ssl.keystore.password": self.store_password,
-                          "ssl.key.password": self.store_password})
+            props.update(
+                {
+                    "ssl.keystore.type": "PKCS12",
+                    "ssl.keystore.location": str(self.dir / f"{user}.p12"),
+                    "ssl.keystore.password": self.store_password,
+                    "ssl.key.password": self.store_password,
+                }
+            )
         return props
 
     def _properties_path(self, user: str) -> Path:
@@ -211,20 +232,35 @@ def _write_private(path: Path, data: bytes) -> None:
 
 def grant_limited_acls(bootstrap: str, admin_conf: dict) -> None:
     from confluent_kafka.admin import (
-        AclBinding, AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
     )
 
     from kxtx.clients import translate
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log.connection.close": False,
-                         "log_level": 3, **admin_conf})
-    bindings = [AclBinding(rtype, LIMITED_PREFIX, ResourcePatternType.PREFIXED, "User:limited", "*",
-                           AclOperation.ALL, AclPermissionType.ALLOW)
-                for rtype in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap, "log.connection.close": False, "log_level": 3, **admin_conf}
+    )
+    bindings = [
+        AclBinding(
+            rtype,
+            LIMITED_PREFIX,
+            ResourcePatternType.PREFIXED,
+            "User:limited",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        )
+        for rtype in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)
+    ]
     for fut in admin.create_acls(bindings, request_timeout=30).values():
         try:
             fut.result(timeout=30)
-        except Exception as exc:  # noqa: BLE001 - translated
+        except Exception as exc:
             raise translate(exc, "creating the limited user's ACLs") from exc
 
 
@@ -235,12 +271,24 @@ def _ca():
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "kxtx sandbox throwaway CA")])
-    builder = (_base(name, name, key.public_key())
-               .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-               .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                            content_commitment=False, key_encipherment=False,
-                                            data_encipherment=False, key_agreement=False,
-                                            encipher_only=False, decipher_only=False), critical=True))
+    builder = (
+        _base(name, name, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
     return key, _sign(builder, key)
 
 
@@ -253,13 +301,18 @@ def _leaf(cn: str, ca_key, ca_cert, server: bool):
     # CN only: the broker sees "CN=admin", which the principal mapping rule turns into User:admin.
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH] + ([ExtendedKeyUsageOID.SERVER_AUTH] if server else [])
-    builder = (_base(name, ca_cert.subject, key.public_key())
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.ExtendedKeyUsage(usages), critical=False))
+    builder = (
+        _base(name, ca_cert.subject, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    )
     if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName([
-            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
     return key, _sign(builder, ca_key)
 
 
@@ -267,10 +320,15 @@ def _base(subject, issuer, public_key):
     from cryptography import x509
 
     now = _dt.datetime.now(_dt.timezone.utc)
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-            .public_key(public_key).serial_number(x509.random_serial_number())
-            .not_valid_before(now - _dt.timedelta(hours=1))
-            .not_valid_after(now + _dt.timedelta(days=365)))
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _dt.timedelta(hours=1))
+        .not_valid_after(now + _dt.timedelta(days=365))
+    )
 
 
 def _sign(builder, key):
@@ -296,4 +354,5 @@ def _p12(alias: str, key, cert, ca_cert, password: str) -> bytes:
     from cryptography.hazmat.primitives.serialization import pkcs12
 
     return pkcs12.serialize_key_and_certificates(
-        alias.encode(), key, cert, [ca_cert], ser.BestAvailableEncryption(password.encode()))
+        alias.encode(), key, cert, [ca_cert], ser.BestAvailableEncryption(password.encode())
+    )

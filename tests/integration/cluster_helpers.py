@@ -22,8 +22,14 @@ def cli_env(kafka, env: dict | None = None) -> dict:
 
 
 def run(kafka, *args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
-                          timeout=timeout, env=cli_env(kafka, env), cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "kxtx", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(kafka, env),
+        cwd=ROOT,
+    )
 
 
 def popen(kafka, *args: str, env: dict | None = None) -> subprocess.Popen:
@@ -32,8 +38,14 @@ def popen(kafka, *args: str, env: dict | None = None) -> subprocess.Popen:
     import tempfile
 
     err = tempfile.NamedTemporaryFile("w+", prefix="kxtx-stderr-", suffix=".txt", delete=False)
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", *args], stdout=subprocess.DEVNULL,
-                            stderr=err, text=True, env=cli_env(kafka, env), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kxtx", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        text=True,
+        env=cli_env(kafka, env),
+        cwd=ROOT,
+    )
     proc.stderr_path = err.name
     err.close()
     return proc
@@ -97,8 +109,11 @@ def wait_until(pred, timeout: float, what: str, every: float = 0.5):
 
 def wait_healthy(kafka, topics: list[str], timeout: float = 120) -> None:
     """Every node back and every partition of `topics` fully replicated again."""
-    wait_until(lambda: kafka.sandbox.brokers_in_metadata(kafka.sandbox.info()) == {1, 2, 3},
-               timeout, "all 3 brokers in the metadata")
+    wait_until(
+        lambda: kafka.sandbox.brokers_in_metadata(kafka.sandbox.info()) == {1, 2, 3},
+        timeout,
+        "all 3 brokers in the metadata",
+    )
     for t in topics:
         wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync")
 
@@ -164,8 +179,9 @@ def check_exactly_once_in_order(by_partition: dict, expected_ids: range, seq_of)
                 out_of_order += 1
             last[key] = seq
     missing = len(set(expected_ids) - seen.keys())
-    assert (dupes, missing, out_of_order) == (0, 0, 0), \
+    assert (dupes, missing, out_of_order) == (0, 0, 0), (
         f"{dupes} duplicates, {missing} missing, {out_of_order} out of order per key"
+    )
 
 
 class Reruns:

@@ -26,10 +26,21 @@ def kafka_formatter(kafka, topic: str, formatter: str, isolation: str = "read_un
     The formatters print one JSON object per record ({"key": {"type", "data"}, "value": {"version",
     "data"} or null}), not always newline-separated: parsed as a stream."""
     argv = kafka.java_tool(
-        "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", kafka.bootstrap,
-        "--topic", topic, "--from-beginning", "--formatter", FORMATTERS + formatter,
-        "--timeout-ms", "8000", "--isolation-level", isolation,
-        "--consumer-property", "exclude.internal.topics=false")
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server",
+        kafka.bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--formatter",
+        FORMATTERS + formatter,
+        "--timeout-ms",
+        "8000",
+        "--isolation-level",
+        isolation,
+        "--consumer-property",
+        "exclude.internal.topics=false",
+    )
     r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     assert "Processed a total of" in r.stderr, r.stderr[-3000:]
     out, decoder, i, text = [], json.JSONDecoder(), 0, r.stdout
@@ -70,8 +81,13 @@ def states(rows: list[dict]) -> list[str]:
 
 
 #: Tagged fields kxtx fills with their defaults; Kafka's JSON omits a tag at its default.
-TAG_DEFAULTS = {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
-                "next_producer_epoch": -1, "topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}
+TAG_DEFAULTS = {
+    "previous_producer_id": -1,
+    "next_producer_id": -1,
+    "client_transaction_version": 0,
+    "next_producer_epoch": -1,
+    "topic_id": "AAAAAAAAAAAAAAAAAAAAAA",
+}
 
 
 def assert_agrees(theirs, mine, path: str = "value") -> None:

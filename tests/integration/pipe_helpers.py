@@ -30,9 +30,15 @@ def produce(bootstrap: str, topic: str, values, keys=None) -> None:
 
 def read_committed(bootstrap: str, topic: str, timeout: float = 60) -> list:
     """Every committed record of a topic (all partitions), read up to the end."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
-                  "isolation.level": "read_committed", "enable.partition.eof": True,
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
     try:
         md = c.list_topics(topic, timeout=30).topics[topic]
         parts = [TopicPartition(topic, p, 0) for p in md.partitions]
@@ -68,8 +74,11 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
                 return [tp.offset for tp in got]
             except KafkaException as exc:
                 name = exc.args[0].name() if exc.args else ""
-                if name not in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
-                                "COORDINATOR_NOT_AVAILABLE") or time.monotonic() > deadline:
+                if (
+                    name
+                    not in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+                    or time.monotonic() > deadline
+                ):
                     raise
                 time.sleep(0.2)
     finally:

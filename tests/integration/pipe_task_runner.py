@@ -13,9 +13,19 @@ from tests.integration import pipe_udfs
 def job(bootstrap: str, group: str, pipe_id: str, out: str, udf_name: str) -> taskmod.Job:
     mapper = tf.make_mapper(getattr(pipe_udfs, udf_name), "row", "raw", False)
     conf = Settings(props={"bootstrap.servers": bootstrap}, timeout=30).confluent()
-    return taskmod.Job(conf=conf, group=group, pipe_id=pipe_id, out=out, dlq=None,
-                       start="earliest", record_mode=False, mapper=mapper, chunk=10000,
-                       udf_name=udf_name, timeout=30.0)
+    return taskmod.Job(
+        conf=conf,
+        group=group,
+        pipe_id=pipe_id,
+        out=out,
+        dlq=None,
+        start="earliest",
+        record_mode=False,
+        mapper=mapper,
+        chunk=10000,
+        udf_name=udf_name,
+        timeout=30.0,
+    )
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def freezing_identity(v):
     import signal
 
     if v.startswith(b"freeze|"):
-        path = v[len(b"freeze|"):].decode()
+        path = v[len(b"freeze|") :].decode()
         if not os.path.exists(path):
             with open(path + ".tmp", "w") as f:
                 f.write(str(os.getpid()))

@@ -12,9 +12,15 @@ def consume(bootstrap: str, topic: str, committed: bool = True, timeout: float =
     (partition, key, value, headers, timestamp) in offset order per partition. Bounded in time."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "enable.auto.commit": False, "enable.partition.eof": True,
-                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+        }
+    )
     try:
         parts = sorted(c.list_topics(topic, timeout=10).topics[topic].partitions)
         c.assign([TopicPartition(topic, p, 0) for p in parts])
@@ -27,8 +33,7 @@ def consume(bootstrap: str, topic: str, committed: bool = True, timeout: float =
                     assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                     pending.discard(msg.partition())
                     continue
-                out.append((msg.partition(), msg.key(), msg.value(), msg.headers(),
-                            msg.timestamp()[1]))
+                out.append((msg.partition(), msg.key(), msg.value(), msg.headers(), msg.timestamp()[1]))
         return out
     finally:
         c.close()
@@ -39,8 +44,10 @@ def values(records) -> list[bytes]:
 
 
 def write_jsonl(path, n: int, start: int = 0) -> list[bytes]:
-    lines = [json.dumps({"id": i, "c": {"k": f"k{i % 5}"}, "pad": "x" * 40},
-                        separators=(",", ":")).encode() for i in range(start, start + n)]
+    lines = [
+        json.dumps({"id": i, "c": {"k": f"k{i % 5}"}, "pad": "x" * 40}, separators=(",", ":")).encode()
+        for i in range(start, start + n)
+    ]
     with open(path, "ab") as f:
         f.write(b"\n".join(lines) + b"\n")
     return lines

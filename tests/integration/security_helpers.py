@@ -52,14 +52,23 @@ class SecureBroker:
 
         return Settings(props=self.conf(user), timeout=30)
 
-    def kxtx(self, user: str, *args: str, debug: bool = False, input: str | None = None,
-             timeout: float = 180) -> subprocess.CompletedProcess:
+    def kxtx(
+        self, user: str, *args: str, debug: bool = False, input: str | None = None, timeout: float = 180
+    ) -> subprocess.CompletedProcess:
         """The CLI as `user`, configured only by that user's Java client.properties."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
         env["KXTX_COMMAND_CONFIG"] = self.properties(user)
         argv = [sys.executable, "-m", "kxtx", *(["--debug"] if debug else []), *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
-                              input=input, stdin=None if input is not None else subprocess.DEVNULL)
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=ROOT,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
 
     # --- admin helpers -----------------------------------------------------------------------------------
     def admin(self):
@@ -78,15 +87,30 @@ class SecureBroker:
         _wait_for_leaders(admin, name, partitions)
         return name
 
-    def grant(self, principal_user: str, resource: str, name: str, *operations: str,
-              prefixed: bool = False) -> None:
+    def grant(
+        self, principal_user: str, resource: str, name: str, *operations: str, prefixed: bool = False
+    ) -> None:
         from confluent_kafka.admin import (
-            AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType,
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
         )
 
         pattern = ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL
-        bindings = [AclBinding(ResourceType[resource.upper()], name, pattern, f"User:{principal_user}", "*",
-                               AclOperation[op], AclPermissionType.ALLOW) for op in operations]
+        bindings = [
+            AclBinding(
+                ResourceType[resource.upper()],
+                name,
+                pattern,
+                f"User:{principal_user}",
+                "*",
+                AclOperation[op],
+                AclPermissionType.ALLOW,
+            )
+            for op in operations
+        ]
         admin = self.admin()  # kept alive until the futures resolve
         for fut in admin.create_acls(bindings, request_timeout=30).values():
             fut.result(timeout=30)
@@ -100,8 +124,9 @@ class SecureBroker:
         admin, out = self.admin(), []
         for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
             tp = TopicPartition(topic, partition)
-            out.append(admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp]
-                       .result(30).offset)
+            out.append(
+                admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp].result(30).offset
+            )
         return tuple(out)
 
     def low_level(self):
@@ -120,8 +145,13 @@ class SecureBroker:
         ll = self.low_level()
         try:
             p = ll.init(tid)
-            return ll.produce(p, topic, partition, [b"hanging-0", b"hanging-1"],
-                              timestamp_ms=int(time.time() * 1000) - age_ms)
+            return ll.produce(
+                p,
+                topic,
+                partition,
+                [b"hanging-0", b"hanging-1"],
+                timestamp_ms=int(time.time() * 1000) - age_ms,
+            )
         finally:
             ll.close()
 
@@ -132,8 +162,7 @@ class SecureBroker:
         try:
             p = ll.init(tid, timeout_ms=600_000)
             ll.add_partitions(p, topic, [partition])
-            return ll.produce(p, topic, partition, [b"live-0"],
-                              timestamp_ms=int(time.time() * 1000) - age_ms)
+            return ll.produce(p, topic, partition, [b"live-0"], timestamp_ms=int(time.time() * 1000) - age_ms)
         finally:
             ll.close()
 
@@ -146,8 +175,13 @@ def start_secure(mode: str, broker_config: dict | None = None) -> SecureBroker:
     version = os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
     listeners = SecureListeners(mode)
     sandbox = Sandbox(state)
-    info = sandbox.start(kafka_version=version, port=0, broker_config=dict(broker_config or BROKER_CONFIG),
-                         heap="768m", listeners=listeners)
+    info = sandbox.start(
+        kafka_version=version,
+        port=0,
+        broker_config=dict(broker_config or BROKER_CONFIG),
+        heap="768m",
+        listeners=listeners,
+    )
     return SecureBroker(mode, info.bootstrap, listeners, sandbox, info.kafka_version)
 
 
@@ -174,8 +208,15 @@ def read_committed(broker: SecureBroker, topic: str, user: str = "admin", wait_s
     """Values a read_committed consumer sees from the start, bounded in time."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    c = Consumer({**broker.conf(user), "group.id": f"{'limited.' if user == 'limited' else ''}g-{uuid.uuid4().hex[:6]}",
-                  "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 3})
+    c = Consumer(
+        {
+            **broker.conf(user),
+            "group.id": f"{'limited.' if user == 'limited' else ''}g-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
     md = c.list_topics(topic, timeout=10).topics[topic]
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions])
     out, deadline = [], time.monotonic() + wait_s

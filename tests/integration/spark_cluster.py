@@ -50,9 +50,14 @@ class SparkCluster:
 
     def env(self) -> dict:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1",
-                   PYSPARK_PYTHON=sys.executable, SPARK_LOG_DIR=str(self.work),
-                   SPARK_WORKER_DIR=str(self.work / "worker"), PYTHONPATH=str(self._no_kxtx()))
+        env.update(
+            SPARK_HOME=str(SPARK_HOME),
+            SPARK_LOCAL_IP="127.0.0.1",
+            PYSPARK_PYTHON=sys.executable,
+            SPARK_LOG_DIR=str(self.work),
+            SPARK_WORKER_DIR=str(self.work / "worker"),
+            PYTHONPATH=str(self._no_kxtx()),
+        )
         return env
 
     def _no_kxtx(self) -> Path:
@@ -65,17 +70,30 @@ class SparkCluster:
 
     def _spawn(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
         log = open(self.work / f"{name}.log", "w")
-        proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], stdout=log,
-                                stderr=subprocess.STDOUT, env={**self.env(), **(env or {})},
-                                cwd=self.work, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**self.env(), **(env or {})},
+            cwd=self.work,
+            start_new_session=True,
+        )
         self.procs.append((name, proc))
         return proc
 
-    def start(self, workers: int = 2, timeout: float = 120) -> "SparkCluster":
+    def start(self, workers: int = 2, timeout: float = 120) -> SparkCluster:
         port, self.ui_port = free_port(), free_port()
         self.master_url = f"spark://127.0.0.1:{port}"
-        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", str(port), "--webui-port", str(self.ui_port))
+        self._spawn(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(self.ui_port),
+        )
         for i in range(workers):
             self.add_worker(i)
         self.wait_workers(workers, timeout)
@@ -88,9 +106,22 @@ class SparkCluster:
         host = f"127.0.0.{2 + i}"
         work = self.work / f"worker{i}"
         work.mkdir(exist_ok=True)
-        self._spawn(f"worker{i}", "org.apache.spark.deploy.worker.Worker", "--host", host,
-                    "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                    "--work-dir", str(work), self.master_url, env={"SPARK_LOCAL_IP": host})
+        self._spawn(
+            f"worker{i}",
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            host,
+            "--cores",
+            "1",
+            "--memory",
+            "1g",
+            "--webui-port",
+            str(free_port()),
+            "--work-dir",
+            str(work),
+            self.master_url,
+            env={"SPARK_LOCAL_IP": host},
+        )
 
     def registered(self) -> int:
         """Workers that registered with the master (from its log)."""

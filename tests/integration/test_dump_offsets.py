@@ -14,7 +14,11 @@ import pytest
 from kxtx.records.partition import partition_for
 from kxtx.records.wire import snake
 from tests.integration.dump_helpers import (
-    assert_agrees, dump, kafka_formatter, key_type, wait_for,
+    assert_agrees,
+    dump,
+    kafka_formatter,
+    key_type,
+    wait_for,
 )
 
 # Record formats and coordinator behaviour differ between 3.9 and 4.x: CI runs these on both.
@@ -46,9 +50,17 @@ def _consume(c, count: int, timeout: float = 60) -> list:
 def _consumer(kafka, group: str, protocol: str, **conf):
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "group.protocol": protocol,
-                     "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                     "client.id": f"kxtx-test-{protocol}", **conf})
+    return Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "group.id": group,
+            "group.protocol": protocol,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "client.id": f"kxtx-test-{protocol}",
+            **conf,
+        }
+    )
 
 
 def _committed(kafka, group: str) -> dict[tuple[str, int], int]:
@@ -61,8 +73,11 @@ def _committed(kafka, group: str) -> dict[tuple[str, int], int]:
 
 
 def _latest_offsets(rows: list[dict]) -> dict[tuple[str, int], int]:
-    return {(r["key"]["topic"], r["key"]["partition"]): r["value"]["offset"]
-            for r in rows if r["type"] == "OffsetCommit"}
+    return {
+        (r["key"]["topic"], r["key"]["partition"]): r["value"]["offset"]
+        for r in rows
+        if r["type"] == "OffsetCommit"
+    }
 
 
 def test_classic_group_metadata_and_offsets(kafka, run_kxtx):
@@ -86,7 +101,9 @@ def test_classic_group_metadata_and_offsets(kafka, run_kxtx):
     (member,) = group["members"]
     assert (member["member_id"], member["client_id"]) == (member_id, "kxtx-test-classic")
     assert member["subscription"]["topics"] == [topic]
-    assigned = {(tp["topic"], p) for tp in member["assignment"]["assigned_partitions"] for p in tp["partitions"]}
+    assigned = {
+        (tp["topic"], p) for tp in member["assignment"]["assigned_partitions"] for p in tp["partitions"]
+    }
     assert assigned == {(topic, 0), (topic, 1)}
     # After the member left: the Empty state record (members [], not a tombstone) is the latest.
     after = dump(run_kxtx, "offsets", "--group", MIN_HASH_GROUP, "--latest", "--type", "group-metadata")
@@ -126,7 +143,8 @@ def test_consumer_protocol_group_records(kafka, run_kxtx):
     current = by_type["ConsumerGroupCurrentMemberAssignment"]["value"]
     assert current["state_name"] == "STABLE"
     assert [(tp["topic_id"], sorted(tp["partitions"])) for tp in current["assigned_partitions"]] == [
-        (topic_id, [0, 1])]
+        (topic_id, [0, 1])
+    ]
     truth = {(tp.topic, tp.partition) for tp in desc.members[0].assignment.topic_partitions}
     assert truth == {(topic, 0), (topic, 1)}
     target = by_type["ConsumerGroupTargetAssignmentMember"]["value"]["topic_partitions"]
@@ -143,8 +161,13 @@ def eos(kafka):
     _fill(kafka, src, 9, 1)
     group = f"dump-eos-{uuid.uuid4().hex[:8]}"
     c = _consumer(kafka, group, "classic", **{"isolation.level": "read_committed"})
-    p = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"{group}-tx",
-                  "transaction.timeout.ms": 120000})
+    p = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "transactional.id": f"{group}-tx",
+            "transaction.timeout.ms": 120000,
+        }
+    )
     p.init_transactions(30)
     c.subscribe([src])
     ends = []
@@ -172,12 +195,23 @@ def test_transactional_offset_commits(kafka, run_kxtx, eos):
     assert _committed(kafka, group) == {(src, 0): committed}
     marked = dump(run_kxtx, "offsets", "--group", group, "--topic", src, "--include-uncommitted")
     assert [(r["value"]["offset"], r["txn"]) for r in marked] == [
-        (committed, "committed"), (aborted, "aborted"), (pending, "pending")]
+        (committed, "committed"),
+        (aborted, "aborted"),
+        (pending, "pending"),
+    ]
     # End the open transaction: the pending commit turns into an aborted one.
     eos["producer"].abort_transaction(30)
-    wait_for(lambda: [r["txn"] for r in dump(run_kxtx, "offsets", "-g", group, "--topic", src,
-                                              "--include-uncommitted")][-1] == "aborted",
-             "the pending commit to show as aborted", timeout=30)
+    wait_for(
+        lambda: (
+            [
+                r["txn"]
+                for r in dump(run_kxtx, "offsets", "-g", group, "--topic", src, "--include-uncommitted")
+            ][-1]
+            == "aborted"
+        ),
+        "the pending commit to show as aborted",
+        timeout=30,
+    )
     latest = dump(run_kxtx, "offsets", "--group", group, "--latest", "--type", "offset-commit")
     assert _latest_offsets(latest) == _committed(kafka, group) == {(src, 0): committed}
 
@@ -189,10 +223,16 @@ def test_agrees_with_kafkas_offset_and_group_formatters(kafka, run_kxtx, eos):
     checked = {}
     for formatter, type_ids in (("OffsetsMessageFormatter", {0, 1}), ("GroupMetadataMessageFormatter", {2})):
         # The console consumer's own groups appear only in its later runs: left out on both sides.
-        theirs = [t for t in kafka_formatter(kafka, "__consumer_offsets", formatter)
-                  if not t["key"]["data"]["group"].startswith("console-consumer-")]
-        ours = [r for r in mine if r["type_id"] in type_ids
-                and not r["key"]["group"].startswith("console-consumer-")]
+        theirs = [
+            t
+            for t in kafka_formatter(kafka, "__consumer_offsets", formatter)
+            if not t["key"]["data"]["group"].startswith("console-consumer-")
+        ]
+        ours = [
+            r
+            for r in mine
+            if r["type_id"] in type_ids and not r["key"]["group"].startswith("console-consumer-")
+        ]
         assert len(theirs) == len(ours), formatter
         key = lambda d: tuple(sorted((snake(k), v) for k, v in d.items()))  # noqa: E731 - Kafka: camelCase
         remaining = {}

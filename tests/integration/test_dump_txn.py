@@ -12,7 +12,12 @@ import pytest
 
 from kxtx.records.partition import partition_for
 from tests.integration.dump_helpers import (
-    assert_agrees, dump, kafka_formatter, key_type, states, wait_for,
+    assert_agrees,
+    dump,
+    kafka_formatter,
+    key_type,
+    states,
+    wait_for,
 )
 
 # Record formats and coordinator behaviour differ between 3.9 and 4.x: CI runs these on both.
@@ -26,8 +31,14 @@ MIN_HASH_ID = "kxtx-txn-71970-a8k"
 def _producer(kafka, tid: str, **conf):
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid,
-                  "transaction.timeout.ms": 60000, **conf})
+    p = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "transactional.id": tid,
+            "transaction.timeout.ms": 60000,
+            **conf,
+        }
+    )
     p.init_transactions(30)
     return p
 
@@ -64,8 +75,13 @@ def txns(kafka):
         zombie.commit_transaction(10)
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
     try:
-        wait_for(lambda: admin.describe_transactions([ids["timeout"]])[ids["timeout"]].state.value
-                 == "CompleteAbort", "the timed-out transaction to be aborted", timeout=90)
+        wait_for(
+            lambda: (
+                admin.describe_transactions([ids["timeout"]])[ids["timeout"]].state.value == "CompleteAbort"
+            ),
+            "the timed-out transaction to be aborted",
+            timeout=90,
+        )
         truth = admin.describe_transactions(list(ids.values()))
     finally:
         admin.close()
@@ -123,7 +139,8 @@ def test_latest_and_filters(run_kxtx, txns):
     args = [a for tid in ids.values() for a in ("-t", tid)]
     latest = dump(run_kxtx, "txn-state", *args, "--latest")
     assert {r["key"]["transactional_id"]: r["value"]["transaction_status"] for r in latest} == {
-        tid: truth[tid].state.value for tid in ids.values()}
+        tid: truth[tid].state.value for tid in ids.values()
+    }
     aborted = dump(run_kxtx, "txn-state", *args, "--latest", "--state", "completeabort")
     assert {r["key"]["transactional_id"] for r in aborted} == {ids["abort"], ids["timeout"]}
     pid = truth[ids["commit"]].producer_id
@@ -165,16 +182,37 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
     assert dump(run_kxtx, "txn-state", "-t", tid, "--from-offset", str(rows[1]["offset"])) == rows[1:]
     since = rows[2]["timestamp_ms"]
     assert dump(run_kxtx, "txn-state", "-t", tid, "--since", str(since)) == [
-        r for r in rows if r["timestamp_ms"] >= since]
+        r for r in rows if r["timestamp_ms"] >= since
+    ]
     p = partition_for(tid, 50)
-    assert [r for r in dump(run_kxtx, "txn-state", "--partition", str(p)) if r["key"] == rows[0]["key"]] == rows
+    assert [
+        r for r in dump(run_kxtx, "txn-state", "--partition", str(p)) if r["key"] == rows[0]["key"]
+    ] == rows
     wrong = run_kxtx("dump", "txn-state", "-t", tid, "--partition", str((p + 1) % 50))
     assert wrong.returncode == 2 and "holds none" in wrong.stderr
     # --follow: waits for new records; --limit ends it once the next transaction's records arrive.
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow",
-                             "--limit", str(len(rows) + 2), "-o", "jsonl"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "dump",
+            "txn-state",
+            "-t",
+            tid,
+            "--follow",
+            "--limit",
+            str(len(rows) + 2),
+            "-o",
+            "jsonl",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         _one(_producer(kafka, tid), topic, "commit")
         out, err = proc.communicate(timeout=90)
@@ -182,7 +220,7 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
         proc.kill()
     assert proc.returncode == 0, err
     followed = [json.loads(line) for line in out.splitlines()]
-    assert followed[:len(rows)] == rows and len(followed) == len(rows) + 2
+    assert followed[: len(rows)] == rows and len(followed) == len(rows) + 2
     assert followed[-1]["offset"] > rows[-1]["offset"]
 
 
@@ -202,9 +240,14 @@ def test_follow_stops_on_a_signal_with_a_summary(kafka, sig, code, name):
     topic = kafka.create_topic()
     _one(_producer(kafka, tid), topic, "commit")  # Empty, Ongoing, PrepareCommit, CompleteCommit
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow",
-                             "-o", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow", "-o", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     watchdog = threading.Timer(90, proc.kill)  # a dump that never shows its rows fails, not hangs
     watchdog.start()
     try:

@@ -18,8 +18,7 @@ def _commit_many(kafka, groups: list[str], rounds: int) -> None:
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
     for group in groups:  # standalone commits: one offset-commit record per partition and round
-        c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group,
-                      "enable.auto.commit": False})
+        c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
         for r in range(rounds):
             c.commit(offsets=[TopicPartition(topic, p, r + 1) for p in range(4)], asynchronous=False)
         c.close()
@@ -57,8 +56,19 @@ def test_sharding_what_needs_one_process_is_a_usage_error(run_kxtx):
 
 
 def test_unreachable_cluster_is_reported_once(run_kxtx):
-    proc = run_kxtx("dump", "txn-state", "--format", "jsonl", "--workers", "3", "-b", "127.0.0.1:1",
-                    "--timeout", "2", bootstrap=False)
+    proc = run_kxtx(
+        "dump",
+        "txn-state",
+        "--format",
+        "jsonl",
+        "--workers",
+        "3",
+        "-b",
+        "127.0.0.1:1",
+        "--timeout",
+        "2",
+        bootstrap=False,
+    )
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kxtx: error:")]
     assert len(errors) == 1, proc.stderr

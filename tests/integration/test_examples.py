@@ -46,28 +46,46 @@ pytestmark = pytest.mark.kafka
 
 SCENARIOS: dict[str, list[str]] = {
     "install-completion": [r"kxtx --install-completion"],
-    "first-steps": [r"kxtx sandbox start", r"kxtx topic create orders -p 6",
-                    r"kxtx produce orders\.jsonl -t orders -k order\.id", r"kxtx sandbox stop"],
+    "first-steps": [
+        r"kxtx sandbox start",
+        r"kxtx topic create orders -p 6",
+        r"kxtx produce orders\.jsonl -t orders -k order\.id",
+        r"kxtx sandbox stop",
+    ],
     "quickstart": [r"bash scripts/quickstart\.sh"],
-    "produce": [r"kxtx topic create orders -p 6", r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id",
-                r"kxtx produce people\.csv -t people -k id --value-as-json --on-error dlq:people-bad",
-                r"kxtx produce events\.jsonl -t events --dry-run",
-                r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id -b localhost:9092",
-                r"kxtx topic create orders -p 6 -c retention\.ms=604800000"],
+    "produce": [
+        r"kxtx topic create orders -p 6",
+        r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id",
+        r"kxtx produce people\.csv -t people -k id --value-as-json --on-error dlq:people-bad",
+        r"kxtx produce events\.jsonl -t events --dry-run",
+        r"kxtx produce orders\.jsonl\.gz -t orders -k order\.id -b localhost:9092",
+        r"kxtx topic create orders -p 6 -c retention\.ms=604800000",
+    ],
     # The README's and pipe --help's example (the latter names enrich.py from the repository root):
     # both run, and both must give the enriched orders.
     "pipe": [r"kxtx pipe --in orders --out orders-enriched --udf (examples/)?enrich\.py:enrich .*"],
-    "dump": [r"kxtx dump txn-state -t my-app-tx-1", r"kxtx dump txn-state --latest --state Ongoing",
-             r"kxtx dump offsets -g my-group --latest -o json"],
-    "nodes": [r"kxtx sandbox start --brokers 3 --port 0", r"kxtx sandbox status", r"kxtx sandbox kill-node 2",
-              r"kxtx sandbox start-node 2", r"kxtx sandbox stop-node 3", r"kxtx sandbox pause-node 1"],
-    "security": [r"kxtx sandbox start --security sasl_ssl --port 0",
-                 r"kxtx find-hanging --command-config ~/\.local/state/kxtx/sandbox/security/admin\.properties"],
+    "dump": [
+        r"kxtx dump txn-state -t my-app-tx-1",
+        r"kxtx dump txn-state --latest --state Ongoing",
+        r"kxtx dump offsets -g my-group --latest -o json",
+    ],
+    "nodes": [
+        r"kxtx sandbox start --brokers 3 --port 0",
+        r"kxtx sandbox status",
+        r"kxtx sandbox kill-node 2",
+        r"kxtx sandbox start-node 2",
+        r"kxtx sandbox stop-node 3",
+        r"kxtx sandbox pause-node 1",
+    ],
+    "security": [
+        r"kxtx sandbox start --security sasl_ssl --port 0",
+        r"kxtx find-hanging --command-config ~/\.local/state/kxtx/sandbox/security/admin\.properties",
+    ],
 }
 #: Examples run elsewhere, with the reason and the tests that cover them.
 ELSEWHERE = {
     r"bash scripts/test\.sh": "running the suite inside itself would recurse: tests/unit/test_test_script.py "
-                              "and tests/unit/test_ci_script.py run the script with a recording interpreter",
+    "and tests/unit/test_ci_script.py run the script with a recording interpreter",
 }
 NAMES = ("orders-enriched", "orders", "people-bad", "people", "events", "enricher", "my-group", "my-app-tx-1")
 
@@ -93,12 +111,17 @@ def test_every_example_is_covered():
 
 
 def test_a_new_example_without_a_scenario_is_found():
-    readme = ("intro\n\n    kxtx topic create orders -p 6\n    kxtx produce new.jsonl -t new   # new\n\n"
-              "```bash\nkxtx cluster -o json\n```\n\n    kxtx fence ID [--yes]\n")
+    readme = (
+        "intro\n\n    kxtx topic create orders -p 6\n    kxtx produce new.jsonl -t new   # new\n\n"
+        "```bash\nkxtx cluster -o json\n```\n\n    kxtx fence ID [--yes]\n"
+    )
     found, _ = readme_examples(readme)
     assert [(e.text, e.synopsis) for e in found] == [
-        ("kxtx topic create orders -p 6", False), ("kxtx produce new.jsonl -t new", False),
-        ("kxtx cluster -o json", False), ("kxtx fence ID [--yes]", True)]
+        ("kxtx topic create orders -p 6", False),
+        ("kxtx produce new.jsonl -t new", False),
+        ("kxtx cluster -o json", False),
+        ("kxtx fence ID [--yes]", True),
+    ]
     assert [bool(_scenario_of(e)) for e in found[:3]] == [True, False, False]
 
 
@@ -124,11 +147,13 @@ def test_python_examples_do_what_they_say():
 
     (block,) = readme_examples()[1]
     ns: dict = {}
-    exec(compile(block, "README.md (python example)", "exec"), ns)  # noqa: S102 - our own README
+    exec(compile(block, "README.md (python example)", "exec"), ns)
     order = {"amount": 150, "region": "eu", "items": [{"sku": "a"}, {"sku": "b"}]}
     assert ns["keep_big"](order) is order and ns["keep_big"]({"amount": 5}) is None
     assert ns["explode"](order) == [{"key": "a", "value": {"sku": "a"}}, {"key": "b", "value": {"sku": "b"}}]
-    assert ns["route"](order)["topic"] == "eu-orders" and ns["route"]({"region": "us"})["topic"] == "us-orders"
+    assert (
+        ns["route"](order)["topic"] == "eu-orders" and ns["route"]({"region": "us"})["topic"] == "us-orders"
+    )
     assert list(ns["upper"].func(pd.Series(["ab", "c"]))) == ["AB", "C"]
 
 
@@ -160,8 +185,15 @@ class Ctx:
 
     def run(self, ex: Example, expect: int = 0, timeout: float = 600) -> subprocess.CompletedProcess:
         env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": self.kafka.bootstrap, **self.env}
-        r = subprocess.run(self.argv(ex.text), cwd=self.dir, env=env, capture_output=True, text=True,
-                           timeout=timeout, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            self.argv(ex.text),
+            cwd=self.dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         assert r.returncode == expect, f"{ex.source}: {ex.text}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
         return r
 
@@ -170,8 +202,11 @@ class Ctx:
 def ctx(kafka, tmp_path):
     suffix = uuid.uuid4().hex[:6]
     c = Ctx(kafka, tmp_path, {n: f"{n}-{suffix}" for n in NAMES})
-    orders = "".join(json.dumps({"order": {"id": i}, "amount": i / 10, "status": "cancelled" if i % 10 == 0
-                                 else "paid"}) + "\n" for i in range(200))
+    orders = "".join(
+        json.dumps({"order": {"id": i}, "amount": i / 10, "status": "cancelled" if i % 10 == 0 else "paid"})
+        + "\n"
+        for i in range(200)
+    )
     (tmp_path / "orders.jsonl").write_text(orders)
     (tmp_path / "orders.jsonl.gz").write_bytes(gzip.compress(orders.encode()))
     (tmp_path / "people.csv").write_text("id,name\n1,ada\n2,grace\n3,bad,extra column\n4,linus\n")
@@ -190,8 +225,13 @@ def test_install_completion(ctx, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (ex,) = _examples("install-completion")
-    r = subprocess.run(["bash", "-c", shlex.join(ctx.argv(ex.text))], env={**os.environ, "HOME": str(home)},
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["bash", "-c", shlex.join(ctx.argv(ex.text))],
+        env={**os.environ, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "kxtx" in (home / ".bashrc").read_text()
 
@@ -203,7 +243,7 @@ def test_first_steps(ctx, tmp_path):
         r = ctx.run(start)
         exports = [line for line in r.stderr.splitlines() if line.startswith("export ")]
         assert len(exports) == 1, r.stderr
-        name, _, value = exports[0][len("export "):].partition("=")
+        name, _, value = exports[0][len("export ") :].partition("=")
         assert name == "KXTX_BOOTSTRAP_SERVERS" and value == json.loads(r.stdout)["bootstrap"]
         ctx.kafka = type(ctx.kafka)(value, None, None)  # the commands below go to this broker
         ctx.run(create)
@@ -232,8 +272,13 @@ def test_node_examples(ctx, tmp_path):
         assert states(3)[1] == "paused"
     finally:
         for word in ("resume-node 1", "stop"):
-            subprocess.run([sys.executable, "-m", "kxtx", "sandbox", *word.split()], timeout=600,
-                           env={**os.environ, **ctx.env}, capture_output=True, stdin=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "kxtx", "sandbox", *word.split()],
+                timeout=600,
+                env={**os.environ, **ctx.env},
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+            )
 
 
 def test_quickstart(ctx):
@@ -241,8 +286,15 @@ def test_quickstart(ctx):
     ctx.env.update(KXTX_QUICKSTART_NO_INSTALL="1", PYTHON=sys.executable)
     env = {**os.environ, **ctx.env}
     env.pop("KXTX_BOOTSTRAP_SERVERS", None)
-    r = subprocess.run(shlex.split(ex.text), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-                       stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        shlex.split(ex.text),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     assert "quickstart: done" in r.stderr
 
@@ -271,8 +323,24 @@ def _by(scenario: str, pattern: str) -> Example:
 def test_pipe_examples(ctx):
     src = ctx.kafka.create_topic(ctx.names["orders"], partitions=2)
     ctx.kafka.create_topic(ctx.names["orders-enriched"], partitions=2)
-    subprocess.run([sys.executable, "-m", "kxtx", "produce", "orders.jsonl", "-t", src, "-k", "order.id",
-                    "-b", ctx.kafka.bootstrap], cwd=ctx.dir, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "produce",
+            "orders.jsonl",
+            "-t",
+            src,
+            "-k",
+            "order.id",
+            "-b",
+            ctx.kafka.bootstrap,
+        ],
+        cwd=ctx.dir,
+        check=True,
+        capture_output=True,
+    )
     examples = _examples("pipe")
     assert len(examples) == 2  # the README's and pipe --help's
     for ex in examples:
@@ -285,9 +353,24 @@ def test_pipe_examples(ctx):
 def test_dump_examples(ctx):
     by_id, ongoing, offsets = (_by("dump", p) for p in SCENARIOS["dump"])
     topic = ctx.kafka.create_topic()
-    subprocess.run([sys.executable, "-m", "kxtx", "produce", "events.jsonl", "-t", topic,
-                    "--transactional-id", ctx.names["my-app-tx-1"], "-b", ctx.kafka.bootstrap],
-                   cwd=ctx.dir, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "produce",
+            "events.jsonl",
+            "-t",
+            topic,
+            "--transactional-id",
+            ctx.names["my-app-tx-1"],
+            "-b",
+            ctx.kafka.bootstrap,
+        ],
+        cwd=ctx.dir,
+        check=True,
+        capture_output=True,
+    )
     _commit_group(ctx.kafka.bootstrap, ctx.names["my-group"], topic)
     history = ctx.run(by_id).stdout.splitlines()
     assert history and all(ctx.names["my-app-tx-1"] in line for line in history), history
@@ -319,5 +402,8 @@ def test_security_examples(ctx):
         assert r.returncode == 0
         ctx.kafka = type(ctx.kafka)(env_bootstrap, None, None)
     finally:
-        subprocess.run([sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", state],
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", state],
+            capture_output=True,
+            timeout=120,
+        )

@@ -45,8 +45,15 @@ def broker():
 
 def kxtx(broker, *args, timeout=120):
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
-    return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "kxtx", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def rows(result):
@@ -79,9 +86,15 @@ def consume_committed(broker, topic, partition, group=None, commit=False, wait_s
     """Values a read_committed consumer gets from the start (or the group's offset), bounded in time."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group or f"g-{uuid.uuid4().hex[:6]}",
-                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group or f"g-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
     values, deadline = [], time.monotonic() + wait_s
     while time.monotonic() < deadline:
@@ -115,9 +128,18 @@ def hanging(broker):
     finally:
         ll.close()
     group = f"blocked-{uuid.uuid4().hex[:6]}"
-    assert consume_committed(broker, a, 0, group=group, commit=True, wait_s=4) == [f"before-{i}" for i in range(4)]
-    return {"a": a, "b": b, "tid": tid, "pid": p.producer_id, "epoch": p.producer_epoch,
-            "starts": starts, "group": group}
+    assert consume_committed(broker, a, 0, group=group, commit=True, wait_s=4) == [
+        f"before-{i}" for i in range(4)
+    ]
+    return {
+        "a": a,
+        "b": b,
+        "tid": tid,
+        "pid": p.producer_id,
+        "epoch": p.producer_epoch,
+        "starts": starts,
+        "group": group,
+    }
 
 
 def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
@@ -180,10 +202,12 @@ def test_abort_hanging_yes_releases_the_lso(broker, hanging):
     assert r.returncode == 0, r.stderr
     # plan rows, then result rows, in one stream: `kind` tells which
     assert [x["kind"] for x in rows(r)] == ["plan"] * len(hanging["starts"]) + ["result"] * len(
-        hanging["starts"])
+        hanging["starts"]
+    )
     results = [x for x in rows(r) if x["kind"] == "result"]
     assert {(x["topic"], x["partition"]): x["outcome"] for x in results} == {
-        tp: "aborted" for tp in hanging["starts"]}
+        tp: "aborted" for tp in hanging["starts"]
+    }
     for tp in hanging["starts"]:
         lso, hw = offsets(broker, *tp)
         assert lso == hw
@@ -216,8 +240,9 @@ def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
 
     t = broker.create_topic(f"long-{uuid.uuid4().hex[:6]}", partitions=1)
     tid = f"tx-long-{uuid.uuid4().hex[:6]}"
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid,
-                  "transaction.timeout.ms": 300_000})
+    p = Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 300_000}
+    )
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(3):

@@ -30,9 +30,13 @@ def secure():
 
     listeners = SecureListeners("sasl_plaintext")
     sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-test-hanging-acl-"))
-    info = sandbox.start(kafka_version=os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"), port=0, heap="768m",
-                         listeners=listeners,
-                         broker_config={"transaction.partition.verification.enable": "false"})
+    info = sandbox.start(
+        kafka_version=os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"),
+        port=0,
+        heap="768m",
+        listeners=listeners,
+        broker_config={"transaction.partition.verification.enable": "false"},
+    )
     try:
         yield info.bootstrap, listeners
     finally:
@@ -43,8 +47,15 @@ def kxtx_as(secure, user, *args):
     bootstrap, listeners = secure
     xs = [a for k, v in listeners.client_config(user).items() for a in ("-X", f"{k}={v}")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    return subprocess.run([sys.executable, "-m", "kxtx", *args, "-b", bootstrap, *xs], capture_output=True,
-                          text=True, timeout=180, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "kxtx", *args, "-b", bootstrap, *xs],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
@@ -59,8 +70,9 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
     time.sleep(1)  # leader election
     _p, starts = make_hanging(internal, f"other-{uuid.uuid4().hex[:6]}", [(topic, 0)])
 
-    r = kxtx_as(secure, "limited", "find-hanging", "--topic", topic, "--max-transaction-timeout", "15",
-                "-o", "jsonl")
+    r = kxtx_as(
+        secure, "limited", "find-hanging", "--topic", topic, "--max-transaction-timeout", "15", "-o", "jsonl"
+    )
     assert r.returncode == 3, r.stderr
     (row,) = [json.loads(x) for x in r.stdout.splitlines()]
     assert row["start_offset"] == starts[(topic, 0)]
@@ -68,13 +80,33 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
     assert row["maybe_false_positive"] is True
     assert "false positives" in r.stderr
 
-    r = kxtx_as(secure, "limited", "abort-hanging", "--topic", topic, "--max-transaction-timeout", "15",
-                "--yes", "-o", "jsonl")
+    r = kxtx_as(
+        secure,
+        "limited",
+        "abort-hanging",
+        "--topic",
+        topic,
+        "--max-transaction-timeout",
+        "15",
+        "--yes",
+        "-o",
+        "jsonl",
+    )
     assert r.returncode == 1
     assert "ALTER on Cluster is required" in r.stderr and "nothing was changed" in r.stderr
 
-    r = kxtx_as(secure, "admin", "abort-hanging", "--topic", topic, "--max-transaction-timeout", "15",
-                "--yes", "-o", "jsonl")
+    r = kxtx_as(
+        secure,
+        "admin",
+        "abort-hanging",
+        "--topic",
+        topic,
+        "--max-transaction-timeout",
+        "15",
+        "--yes",
+        "-o",
+        "jsonl",
+    )
     assert r.returncode == 0, r.stderr
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert out[-1]["outcome"] == "aborted"

@@ -19,15 +19,19 @@ def _commit_offsets(kafka, group: str, topic: str, n: int) -> None:
     try:
         for i in range(1, n + 1):
             # The first commits of a new cluster can meet a coordinator still loading.
-            ch.wait_until(lambda i=i: c.commit(offsets=[TopicPartition(topic, 0, i)],
-                                               asynchronous=False) or True, 60, "an offset commit")
+            ch.wait_until(
+                lambda i=i: c.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False) or True,
+                60,
+                "an offset commit",
+            )
     finally:
         c.close()
 
 
 def _rows(kafka, group: str, *extra: str) -> list[dict]:
-    r = ch.run(kafka, "dump", "offsets", "--group", group, "--from-beginning", *extra, "-o", "jsonl",
-               timeout=240)
+    r = ch.run(
+        kafka, "dump", "offsets", "--group", group, "--from-beginning", *extra, "-o", "jsonl", timeout=240
+    )
     assert r.returncode == 0, r.stderr
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 

@@ -23,8 +23,14 @@ def _kafka_find_hanging(kafka, broker_id: int) -> set[tuple[str, int]]:
     """Kafka's own tool: the (topic, partition) rows of `find-hanging --broker-id`."""
     import subprocess
 
-    argv = kafka.java_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
-                           kafka.bootstrap.split(",")[0], "find-hanging", "--broker-id", str(broker_id))
+    argv = kafka.java_tool(
+        "org.apache.kafka.tools.TransactionsCommand",
+        "--bootstrap-server",
+        kafka.bootstrap.split(",")[0],
+        "find-hanging",
+        "--broker-id",
+        str(broker_id),
+    )
     out = subprocess.run(argv, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
@@ -41,8 +47,9 @@ def spread(cluster3):
     rf3 = cluster3.create_topic(f"hang3-{uuid.uuid4().hex[:6]}", partitions=6, replication=3)
     rf1 = f"hang1-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster3.bootstrap})
-    admin.create_topics([NewTopic(rf1, 3, replica_assignment=[[1], [2], [3]],
-                                  config={"min.insync.replicas": "1"})])[rf1].result(60)
+    admin.create_topics(
+        [NewTopic(rf1, 3, replica_assignment=[[1], [2], [3]], config={"min.insync.replicas": "1"})]
+    )[rf1].result(60)
     ch.wait_until(lambda: all(v >= 0 for v in ch.leaders(cluster3, rf1).values()), 60, "rf1 leaders")
     by_leader: dict[int, int] = {}
     for part, leader in sorted(ch.leaders(cluster3, rf3).items()):
@@ -70,7 +77,9 @@ def test_find_hanging_covers_every_broker_like_kafka(cluster3, spread):
         mine = {tp for tp in theirs if tp in spread["starts"]}  # other tests' leftovers aside
         assert got == mine, f"broker {broker}: kxtx {sorted(got)} vs Kafka {sorted(mine)}"
         # every RF-3 partition, and the one RF-1 partition that lives on this broker
-        assert got == {tp for tp in spread["starts"] if tp[0] == spread["rf3"]} | {(spread["rf1"], broker - 1)}
+        assert got == {tp for tp in spread["starts"] if tp[0] == spread["rf3"]} | {
+            (spread["rf1"], broker - 1)
+        }
 
 
 def test_inspect_names_the_coordinator_and_each_partition_leader(cluster3, spread):
@@ -90,24 +99,29 @@ def test_inspect_names_the_coordinator_and_each_partition_leader(cluster3, sprea
 
 
 def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spread):
-    from kxtx.txn import abort
-    from kxtx.txn.cluster import Cluster
-    from kxtx.txn.hanging import Scope, find_hanging
+    from kxtx.ops import abort
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.hanging import Scope, find_hanging
 
     with Cluster(cluster3.settings()) as cluster:
         report = find_hanging(cluster, Scope())
-        targets = [t for t in abort.targets_from_hanging(report.hanging)
-                   if t.expected.tp in spread["starts"]]
+        targets = [t for t in abort.targets_from_hanging(report.hanging) if t.expected.tp in spread["starts"]]
         assert len(targets) == len(spread["starts"])
         # Between plan and abort: broker `victim` shuts down; its RF-3 leaderships move to another
         # replica, its RF-1 partition has no leader at all.
-        moving = next(t for t in targets if t.expected.topic == spread["rf3"] and t.leader == 2) \
-            if 2 in spread["leaders"] else next(t for t in targets if t.expected.topic == spread["rf3"])
+        moving = (
+            next(t for t in targets if t.expected.topic == spread["rf3"] and t.leader == 2)
+            if 2 in spread["leaders"]
+            else next(t for t in targets if t.expected.topic == spread["rf3"])
+        )
         victim = moving.leader
         cluster3.sandbox.stop_node(victim)
         try:
-            ch.wait_until(lambda: ch.leaders(cluster3, spread["rf3"])[moving.expected.partition] not in (victim, -1),
-                          ch.FENCE_WAIT_S, "the leadership to move")
+            ch.wait_until(
+                lambda: ch.leaders(cluster3, spread["rf3"])[moving.expected.partition] not in (victim, -1),
+                ch.FENCE_WAIT_S,
+                "the leadership to move",
+            )
             results = {(r.topic, r.partition): r for r in abort.execute(cluster, targets)}
         finally:
             cluster3.sandbox.start_node(victim)
@@ -117,7 +131,11 @@ def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spre
     assert f"leader moved from broker {victim} to {moved.leader}" in moved.detail
     offline = results[(spread["rf1"], victim - 1)]
     assert offline.outcome == "leader moved" and not offline.resolved, offline
-    others = [r for tp, r in results.items() if tp not in (moving.expected.tp, offline and (spread["rf1"], victim - 1))]
+    others = [
+        r
+        for tp, r in results.items()
+        if tp not in (moving.expected.tp, offline and (spread["rf1"], victim - 1))
+    ]
     assert all(r.outcome == "aborted" for r in others), others
     ch.wait_until(lambda: ch.leaders(cluster3, spread["rf1"])[victim - 1] == victim, 120, "rf1 back")
     # The operator's rerun finds only the partition that could not be aborted, and aborts it.
@@ -125,6 +143,7 @@ def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spre
     assert again.returncode == 0, again.stderr
     outcomes = {(r["topic"], r["partition"]): r["outcome"] for r in _rows(again) if "outcome" in r}
     assert {tp: o for tp, o in outcomes.items() if tp in spread["starts"]} == {
-        (spread["rf1"], victim - 1): "aborted"}
+        (spread["rf1"], victim - 1): "aborted"
+    }
     assert ch.run(cluster3, "find-hanging", "--topic", spread["rf1"]).returncode == 0
     assert ch.run(cluster3, "find-hanging", "--topic", spread["rf3"]).returncode == 0

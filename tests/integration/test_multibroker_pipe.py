@@ -26,9 +26,13 @@ EXTRA = os.environ.get("KXTX_TEST_PIPE_ARGS", "").split()
 
 def _start(kafka, tmp_path, name, args) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
-                            stdout=open(tmp_path / f"{name}.out", "w"),
-                            stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
+        stdout=open(tmp_path / f"{name}.out", "w"),
+        stderr=open(tmp_path / f"{name}.err", "w"),
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _stderr(tmp_path) -> str:
@@ -46,10 +50,13 @@ def _grows(kafka, topic, runs, timeout=240) -> None:
     runs.running()
 
 
-@pytest.mark.parametrize("how,down_s,roles", [
-    ("kill", 8, ("input leader", "output leader", "group coordinator", "txn coordinator")),
-    ("pause", 30, ("input leader", "txn coordinator")),
-])
+@pytest.mark.parametrize(
+    "how,down_s,roles",
+    [
+        ("kill", 8, ("input leader", "output leader", "group coordinator", "txn coordinator")),
+        ("pause", 30, ("input leader", "txn coordinator")),
+    ],
+)
 def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, down_s, roles):
     src = cluster3.create_topic(partitions=6, replication=3)
     out = cluster3.create_topic(partitions=6, replication=3)
@@ -57,14 +64,32 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
     keys = [b"k%d" % (i % KEYS) for i in range(N)]
     produce(cluster3.bootstrap, src, vals, keys)
     group, txid = f"fo-{uuid.uuid4().hex[:8]}", f"fo-{uuid.uuid4().hex[:8]}"
-    args = ["--in", src, "--out", out, "--group", group, "--transactional-id", txid,
-            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000", "--batch-max-ms", "1000",
-            # idle longer than an outage: the first run ends only once it has caught up
-            "--until-idle", str(down_s + 30)]
-    who = {"input leader": lambda: ch.leaders(cluster3, src)[0],
-           "output leader": lambda: ch.leaders(cluster3, out)[1],
-           "group coordinator": lambda: ch.coordinator(cluster3, group, "__consumer_offsets"),
-           "txn coordinator": lambda: ch.coordinator(cluster3, txid)}
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        group,
+        "--transactional-id",
+        txid,
+        "--udf",
+        f"{UDFS}:slow_identity",
+        "--batch-max-records",
+        "2000",
+        "--batch-max-ms",
+        "1000",
+        # idle longer than an outage: the first run ends only once it has caught up
+        "--until-idle",
+        str(down_s + 30),
+    ]
+    who = {
+        "input leader": lambda: ch.leaders(cluster3, src)[0],
+        "output leader": lambda: ch.leaders(cluster3, out)[1],
+        "group coordinator": lambda: ch.coordinator(cluster3, group, "__consumer_offsets"),
+        "txn coordinator": lambda: ch.coordinator(cluster3, txid),
+    }
+
     def start(i):
         # The first run idles longer than an outage; reruns stop sooner once caught up.
         return _start(cluster3, tmp_path, f"run{i}", args if i == 0 else args[:-1] + ["10"])
@@ -81,6 +106,7 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
     print(f"exit codes of the runs: {codes}")
     by_part = ch.read_committed(cluster3, out)
     counts = Counter(v for recs in by_part.values() for _k, v in recs)
-    assert counts == Counter(vals), (f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, "
-                                     f"{len(set(vals) - set(counts))} missing")
+    assert counts == Counter(vals), (
+        f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, {len(set(vals) - set(counts))} missing"
+    )
     ch.check_exactly_once_in_order(by_part, range(N), int)

@@ -40,16 +40,30 @@ def test_produce_survives_leader_and_coordinator_outages(cluster3, tmp_path, how
     # 200 records a transaction: the keyed fast path wrote the 1M lines in seconds, so the run had
     # ended before the second outage (the test failed with "exit 0 before the outage"); with
     # 5,000 transactions it is mid-run at both, and each outage meets many commits.
-    args = ("produce", str(src), "-t", topic, "-k", "k", "-n", "200", "--transactional-id", txid,
-            "-o", "jsonl")
+    args = (
+        "produce",
+        str(src),
+        "-t",
+        topic,
+        "-k",
+        "k",
+        "-n",
+        "200",
+        "--transactional-id",
+        txid,
+        "-o",
+        "jsonl",
+    )
     runs = ch.Reruns(lambda _i: ch.popen(cluster3, *args), ch.stderr_text)
     try:
-        ch.wait_until(lambda: runs.running() or _progressed(cluster3, topic, LINES // 10), 300,
-                      "a tenth of the input")
+        ch.wait_until(
+            lambda: runs.running() or _progressed(cluster3, topic, LINES // 10), 300, "a tenth of the input"
+        )
         runs.running()
         ch.outage(cluster3, ch.leaders(cluster3, topic)[0], how, down_s)
-        ch.wait_until(lambda: runs.running() or _progressed(cluster3, topic, LINES // 2), 600,
-                      "half of the input")
+        ch.wait_until(
+            lambda: runs.running() or _progressed(cluster3, topic, LINES // 2), 600, "half of the input"
+        )
         runs.running()
         ch.outage(cluster3, ch.coordinator(cluster3, txid), how, down_s)
         codes = runs.finish(900)
@@ -69,8 +83,22 @@ def test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues(cluster3, tmp_
     n = 20_000
     with open(src, "w") as f:
         f.writelines(f'{{"k":"k{i % KEYS}","i":{i}}}\n' for i in range(n))
-    args = ("produce", str(src), "-t", topic, "-k", "k", "-n", "5000", "--transactional-id",
-            f"isr-{topic}", "-X", "message.timeout.ms=3000", "-o", "jsonl")
+    args = (
+        "produce",
+        str(src),
+        "-t",
+        topic,
+        "-k",
+        "k",
+        "-n",
+        "5000",
+        "--transactional-id",
+        f"isr-{topic}",
+        "-X",
+        "message.timeout.ms=3000",
+        "-o",
+        "jsonl",
+    )
     first = ch.run(cluster3, *args)  # the first part commits
     assert first.returncode == 0, first.stderr
     with open(src, "a") as f:  # the file grew: the next run continues after line n

@@ -25,9 +25,13 @@ def test_three_nodes_replicate_like_production(cluster3):
     assert cluster3.sandbox.brokers_in_metadata(info) == {1, 2, 3}
     for node in (1, 2, 3):
         conf = _broker_config(cluster3, node)
-        assert (conf["min.insync.replicas"], conf["transaction.state.log.min.isr"],
-                conf["transaction.state.log.replication.factor"], conf["default.replication.factor"],
-                conf["offsets.topic.replication.factor"]) == ("2", "2", "3", "3", "3")
+        assert (
+            conf["min.insync.replicas"],
+            conf["transaction.state.log.min.isr"],
+            conf["transaction.state.log.replication.factor"],
+            conf["default.replication.factor"],
+            conf["offsets.topic.replication.factor"],
+        ) == ("2", "2", "3", "3", "3")
     topic = cluster3.create_topic(replication=-1)  # the broker's default RF
     _transactions_round_trip(cluster3.bootstrap, topic)
     assert ch.isr_full(cluster3, topic) and ch.isr_full(cluster3, "__transaction_state")
@@ -38,21 +42,31 @@ def test_cli_node_control_and_failover(cluster3):
     topic = cluster3.create_topic(replication=3)  # one partition: the round trip checks order
     status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json")
     assert status.returncode == 0, status.stderr
-    assert [(n["id"], n["state"]) for n in json.loads(status.stdout)["nodes"]] == \
-        [(1, "running"), (2, "running"), (3, "running")]
+    assert [(n["id"], n["state"]) for n in json.loads(status.stdout)["nodes"]] == [
+        (1, "running"),
+        (2, "running"),
+        (3, "running"),
+    ]
     victim = ch.leaders(cluster3, topic)[0]
     try:
-        killed = ch.run(cluster3, "sandbox", "kill-node", str(victim), "--state-dir", str(state), "-o", "json")
+        killed = ch.run(
+            cluster3, "sandbox", "kill-node", str(victim), "--state-dir", str(state), "-o", "json"
+        )
         assert killed.returncode == 0 and json.loads(killed.stdout)["state"] == "stopped", killed.stderr
         status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json")
         assert status.returncode == 3  # a node is down: a problem found
         assert {n["id"]: n["state"] for n in json.loads(status.stdout)["nodes"]}[victim] == "stopped"
         # The controller fences the dead broker and moves its leaderships; transactions go on.
-        ch.wait_until(lambda: ch.leaders(cluster3, topic)[0] not in (victim, -1), ch.FENCE_WAIT_S,
-                      "partition 0 to get a new leader")
+        ch.wait_until(
+            lambda: ch.leaders(cluster3, topic)[0] not in (victim, -1),
+            ch.FENCE_WAIT_S,
+            "partition 0 to get a new leader",
+        )
         _transactions_round_trip(cluster3.bootstrap, topic)
     finally:
-        started = ch.run(cluster3, "sandbox", "start-node", str(victim), "--state-dir", str(state), "-o", "json")
+        started = ch.run(
+            cluster3, "sandbox", "start-node", str(victim), "--state-dir", str(state), "-o", "json"
+        )
     assert started.returncode == 0 and json.loads(started.stdout)["state"] == "running", started.stderr
     ch.wait_healthy(cluster3, [topic])
 
@@ -80,8 +94,24 @@ def test_three_nodes_with_sasl_ssl(tmp_path):
 
     state = tmp_path / "sb"
     kafka = Kafka("", None, None)
-    started = ch.run(kafka, "sandbox", "start", "--brokers", "3", "--port", "0", "--heap", "384m",
-                     "--security", "sasl_ssl", "--state-dir", str(state), "-o", "json", timeout=400)
+    started = ch.run(
+        kafka,
+        "sandbox",
+        "start",
+        "--brokers",
+        "3",
+        "--port",
+        "0",
+        "--heap",
+        "384m",
+        "--security",
+        "sasl_ssl",
+        "--state-dir",
+        str(state),
+        "-o",
+        "json",
+        timeout=400,
+    )
     try:
         assert started.returncode == 0, started.stderr
         info = json.loads(started.stdout)

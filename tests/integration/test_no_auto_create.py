@@ -45,8 +45,22 @@ def test_broker_under_test_auto_creates(kafka):
 @pytest.mark.spark
 def test_pipe_missing_output_topic_is_not_created(kafka, topic, run_kxtx):
     missing = f"missing-out-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("pipe", "--mode", "driver", "--in", topic, "--out", missing, "--group", f"g-{uuid.uuid4().hex[:8]}",
-                 "--udf", f"{UDFS}:identity", "--until-idle", "2", timeout=180)
+    r = run_kxtx(
+        "pipe",
+        "--mode",
+        "driver",
+        "--in",
+        topic,
+        "--out",
+        missing,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "2",
+        timeout=180,
+    )
     assert r.returncode == 2, r.stderr
     assert f"output topic {missing!r} does not exist" in r.stderr
     assert_never_created(kafka, missing)
@@ -56,9 +70,24 @@ def test_pipe_missing_output_topic_is_not_created(kafka, topic, run_kxtx):
 def test_pipe_missing_dlq_topic_is_not_created(kafka, run_kxtx):
     src, out = kafka.create_topic(), kafka.create_topic()
     missing = f"missing-dlq-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("pipe", "--mode", "driver", "--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-                 "--on-udf-error", f"dlq:{missing}", "--udf", f"{UDFS}:identity",
-                 "--until-idle", "2", timeout=180)
+    r = run_kxtx(
+        "pipe",
+        "--mode",
+        "driver",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--on-udf-error",
+        f"dlq:{missing}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "2",
+        timeout=180,
+    )
     assert r.returncode == 2, r.stderr
     assert missing in r.stderr and "does not exist" in r.stderr
     assert_never_created(kafka, missing)

@@ -41,9 +41,16 @@ def pipe(kafka, spark_session, mode):
     from kxtx.pipe.engine import run
 
     def go(inputs, out, udf, **kw):
-        cfg = PipeConfig(inputs=inputs, out=out, group=kw.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
-                         udf=f"{UDFS}:{udf}", until_idle=kw.pop("until_idle", 2.0),
-                         batch_max_ms=kw.pop("batch_max_ms", 500), mode=mode, **kw)
+        cfg = PipeConfig(
+            inputs=inputs,
+            out=out,
+            group=kw.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
+            udf=f"{UDFS}:{udf}",
+            until_idle=kw.pop("until_idle", 2.0),
+            batch_max_ms=kw.pop("batch_max_ms", 500),
+            mode=mode,
+            **kw,
+        )
         return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=spark_session)
 
     return go
@@ -63,7 +70,8 @@ def test_identity_keeps_keys(kafka, pipe):
     got = read_committed(kafka.bootstrap, out)
     assert values(got) == Counter(vals)
     assert Counter((m.key(), m.value()) for m in got) == Counter(
-        (b"k%d" % (i % 50), v) for i, v in enumerate(vals))
+        (b"k%d" % (i % 50), v) for i, v in enumerate(vals)
+    )
     assert summary["records_in"] == summary["records_out"] == N
     assert summary["transactions"] >= 3 and summary["stopped"] == "idle"
 
@@ -95,10 +103,13 @@ def test_json_enrichment(kafka, pipe):
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in docs])
     out = kafka.create_topic()
     pipe([src], out, "enrich", value_format="json")
-    got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
-                  for m in read_committed(kafka.bootstrap, out))
-    want = Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True},
-                              sort_keys=True) for d in docs)
+    got = Counter(
+        json.dumps(json.loads(m.value()), sort_keys=True) for m in read_committed(kafka.bootstrap, out)
+    )
+    want = Counter(
+        json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True}, sort_keys=True)
+        for d in docs
+    )
     assert got == want
 
 
@@ -128,8 +139,7 @@ def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
     produce(kafka.bootstrap, src, vals)
     out, dlq = kafka.create_topic(), kafka.create_topic()
     summary = pipe([src], out, "poison", dlq=dlq)
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(
-        v.upper() for v in vals if v != b"poison")
+    assert values(read_committed(kafka.bootstrap, out)) == Counter(v.upper() for v in vals if v != b"poison")
     (dead,) = read_committed(kafka.bootstrap, dlq)
     headers = dict(dead.headers())
     assert dead.value() == b"poison"
@@ -146,8 +156,25 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
     produce(kafka.bootstrap, src, vals)
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:poison",
-                 "--until-idle", "3", "--batch-max-ms", "3000", "--mode", mode, "-o", "json")
+    r = run_kxtx(
+        "pipe",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        group,
+        "--udf",
+        f"{UDFS}:poison",
+        "--until-idle",
+        "3",
+        "--batch-max-ms",
+        "3000",
+        "--mode",
+        mode,
+        "-o",
+        "json",
+    )
     assert r.returncode == 1, r.stderr
     assert f"failed on {src}[0]@200: ValueError: cannot handle the poison record" in r.stderr
     assert "nothing of this batch was written" in r.stderr
@@ -158,9 +185,25 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
 def test_cli_identity_summary(kafka, run_kxtx, mode):
     src, vals = inputs(kafka, n=1000)
     out = kafka.create_topic(partitions=2)
-    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-                 "--udf", f"{UDFS}:identity", "--until-idle", "3", "--batch-max-ms", "500",
-                 "--mode", mode, "-o", "json")
+    r = run_kxtx(
+        "pipe",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "3",
+        "--batch-max-ms",
+        "500",
+        "--mode",
+        mode,
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
@@ -168,18 +211,35 @@ def test_cli_identity_summary(kafka, run_kxtx, mode):
     assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr
 
 
-@pytest.mark.parametrize("udf, message", [
-    ("no/such/file.py:f", "file 'no/such/file.py' not found"),
-    ("kxtx_no_such_module:f", "no module named 'kxtx_no_such_module'"),
-    (f"{UDFS}:missing", "has no attribute 'missing'"),
-    (f"{UDFS}:two_args", "two_args(a, b) cannot be called with one argument"),
-])
+@pytest.mark.parametrize(
+    "udf, message",
+    [
+        ("no/such/file.py:f", "file 'no/such/file.py' not found"),
+        ("kxtx_no_such_module:f", "no module named 'kxtx_no_such_module'"),
+        (f"{UDFS}:missing", "has no attribute 'missing'"),
+        (f"{UDFS}:two_args", "two_args(a, b) cannot be called with one argument"),
+    ],
+)
 def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message, mode):
     src, _ = inputs(kafka, n=10, partitions=1)
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("pipe", "--in", src, "--out", out, "--group", group, "--udf", udf,
-                 "--until-idle", "2", "--mode", mode, timeout=120)
+    r = run_kxtx(
+        "pipe",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        group,
+        "--udf",
+        udf,
+        "--until-idle",
+        "2",
+        "--mode",
+        mode,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]

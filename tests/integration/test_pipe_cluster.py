@@ -28,9 +28,14 @@ from tests.integration.spark_cluster import SparkCluster
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 # Executors lost while their JVM is gone: noticed in seconds, not Spark's default 2 minutes.
-FAST_SPARK = ["--spark-conf", "spark.network.timeout=20s",
-              "--spark-conf", "spark.executor.heartbeatInterval=2s",
-              "--spark-conf", "spark.network.timeoutInterval=5s"]
+FAST_SPARK = [
+    "--spark-conf",
+    "spark.network.timeout=20s",
+    "--spark-conf",
+    "spark.executor.heartbeatInterval=2s",
+    "--spark-conf",
+    "spark.network.timeoutInterval=5s",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +47,32 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def start_pipe(kafka, cluster, tmp_path, name: str, *args: str,
-               new_session: bool = False) -> subprocess.Popen:
+def start_pipe(
+    kafka, cluster, tmp_path, name: str, *args: str, new_session: bool = False
+) -> subprocess.Popen:
     out = open(tmp_path / f"{name}.out", "w")
     err = open(tmp_path / f"{name}.err", "w")
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--master", cluster.master_url, *FAST_SPARK,
-         *FAST_GROUP, *args, "-o", "json"], stdout=out, stderr=err, env=env, cwd=ROOT,
-        start_new_session=new_session)
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "pipe",
+            "--master",
+            cluster.master_url,
+            *FAST_SPARK,
+            *FAST_GROUP,
+            *args,
+            "-o",
+            "json",
+        ],
+        stdout=out,
+        stderr=err,
+        env=env,
+        cwd=ROOT,
+        start_new_session=new_session,
+    )
 
 
 def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) -> dict:
@@ -84,31 +106,71 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     secret = f"kxtx-secret-{uuid.uuid4().hex}"
     events = tmp_path / "events"
     events.mkdir()
-    p = start_pipe(kafka, cluster, tmp_path, "identity", "--in", src, "--out", out, "--group",
-                   f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
-                   "--batch-max-records", "1500", "--until-idle", "3",
-                   "-X", f"sasl.password={secret}", "--spark-ui",
-                   "--spark-conf", "spark.eventLog.enabled=true",
-                   "--spark-conf", "spark.eventLog.compress=false",
-                   "--spark-conf", f"spark.eventLog.dir=file://{events}")
+    p = start_pipe(
+        kafka,
+        cluster,
+        tmp_path,
+        "identity",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--batch-max-records",
+        "1500",
+        "--until-idle",
+        "3",
+        "-X",
+        f"sasl.password={secret}",
+        "--spark-ui",
+        "--spark-conf",
+        "spark.eventLog.enabled=true",
+        "--spark-conf",
+        "spark.eventLog.compress=false",
+        "--spark-conf",
+        f"spark.eventLog.dir=file://{events}",
+    )
     summary = finish(p, tmp_path, "identity")
-    logs = cluster.logs_text() + "".join(f.read_text(errors="replace") for f in events.rglob("*")
-                                         if f.is_file())
+    logs = cluster.logs_text() + "".join(
+        f.read_text(errors="replace") for f in events.rglob("*") if f.is_file()
+    )
     assert "spark.eventLog.dir" in logs  # the event log was written and read
     assert secret not in logs + (tmp_path / "identity.err").read_text()
     assert (summary["records_in"], summary["records_out"]) == (8000, 8000)
     assert summary["transactions"] >= 6  # 8000 records, at most 1500 per partition and round
     got = read_committed(kafka.bootstrap, out)
     assert Counter((m.key(), m.value()) for m in got) == Counter(
-        (b"k%d" % (i % 13), v) for i, v in enumerate(vals))
-    p = start_pipe(kafka, cluster, tmp_path, "enrich", "--in", src_json, "--out", out_json,
-                   "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:enrich_without_kxtx",
-                   "--value-format", "json", "--until-idle", "3")
+        (b"k%d" % (i % 13), v) for i, v in enumerate(vals)
+    )
+    p = start_pipe(
+        kafka,
+        cluster,
+        tmp_path,
+        "enrich",
+        "--in",
+        src_json,
+        "--out",
+        out_json,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:enrich_without_kxtx",
+        "--value-format",
+        "json",
+        "--until-idle",
+        "3",
+    )
     finish(p, tmp_path, "enrich")
-    got = Counter(json.dumps(json.loads(m.value()), sort_keys=True)
-                  for m in read_committed(kafka.bootstrap, out_json))
-    assert got == Counter(json.dumps({**d, "total": round(d["price"] * d["qty"], 2),
-                                      "enriched": True}, sort_keys=True) for d in docs)
+    got = Counter(
+        json.dumps(json.loads(m.value()), sort_keys=True) for m in read_committed(kafka.bootstrap, out_json)
+    )
+    assert got == Counter(
+        json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True}, sort_keys=True)
+        for d in docs
+    )
 
 
 class OutputGrowth:
@@ -140,8 +202,18 @@ def slow_input(kafka, n: int, prefix: bytes):
     vals = [prefix + b"-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
     # ~0.5 ms per record: a round of 4 x 2000 records takes seconds, so kills land mid-round.
-    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000"]
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:slow_identity",
+        "--batch-max-records",
+        "2000",
+    ]
     return src, out, vals, args
 
 
@@ -204,8 +276,7 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
     assert p.wait(300) == 1
     err = (tmp_path / "fail.err").read_text()
     assert "ValueError: cannot handle the poison record" in err and "nothing of this batch" in err
-    p = start_pipe(kafka, cluster, tmp_path, "dlq", *common, "--group", group,
-                   "--on-udf-error", f"dlq:{dlq}")
+    p = start_pipe(kafka, cluster, tmp_path, "dlq", *common, "--group", group, "--on-udf-error", f"dlq:{dlq}")
     summary = finish(p, tmp_path, "dlq")
     assert summary["dlq"] == 1
     exactly_once(kafka, out, Counter(v.upper() for v in vals if v != b"poison"))
@@ -216,10 +287,16 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
 # Spark speculation (README: safe in executors mode). The losing attempt's Python worker would be
 # killed by its daemon 2 s after the copy won (spark.python.task.killTimeout); the test keeps it
 # alive, as for an executor that never gets or acts on that kill, so the zombie really comes back.
-SPECULATION = ["--spark-conf", "spark.speculation=true",
-               "--spark-conf", "spark.speculation.interval=100ms",
-               "--spark-conf", "spark.speculation.efficiency.enabled=false",
-               "--spark-conf", "spark.python.task.killTimeout=3600s"]
+SPECULATION = [
+    "--spark-conf",
+    "spark.speculation=true",
+    "--spark-conf",
+    "spark.speculation.interval=100ms",
+    "--spark-conf",
+    "spark.speculation.efficiency.enabled=false",
+    "--spark-conf",
+    "spark.python.task.killTimeout=3600s",
+]
 
 
 def process_state(pid: int) -> str:
@@ -235,8 +312,9 @@ def wait_for(what: str, check, proc: subprocess.Popen, tmp_path, name: str, time
         got = check()
         if got:
             return got
-        assert proc.poll() is None, f"pipe ended ({proc.returncode}) before {what}: " + (
-            tmp_path / f"{name}.err").read_text()
+        assert proc.poll() is None, (
+            f"pipe ended ({proc.returncode}) before {what}: " + (tmp_path / f"{name}.err").read_text()
+        )
         time.sleep(0.2)
     pytest.fail(f"no {what} within {timeout} s")
 
@@ -252,25 +330,45 @@ def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluste
     vals[2500] = b"freeze|" + str(pidfile).encode()
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(len(vals))])
     name = "zombie"
-    proc = start_pipe(kafka, cluster, tmp_path, name, "--mode", "executors", "--in", src,
-                      "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-                      "--udf", f"{UDFS}:freezing_identity", "--batch-max-records", "1000",
-                      *SPECULATION)
+    proc = start_pipe(
+        kafka,
+        cluster,
+        tmp_path,
+        name,
+        "--mode",
+        "executors",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:freezing_identity",
+        "--batch-max-records",
+        "1000",
+        *SPECULATION,
+    )
     zombie = None
     try:
         wait_for("frozen worker", pidfile.exists, proc, tmp_path, name, 240)
         zombie = int(pidfile.read_text())
         wait_for("stopped state", lambda: process_state(zombie) == "T", proc, tmp_path, name, 30)
         # Past the round: all input, the frozen task's partition included, is committed by others.
-        wait_for("complete output", lambda: len(read_committed(kafka.bootstrap, out, 30))
-                 >= len(vals), proc, tmp_path, name, 240)
+        wait_for(
+            "complete output",
+            lambda: len(read_committed(kafka.bootstrap, out, 30)) >= len(vals),
+            proc,
+            tmp_path,
+            name,
+            240,
+        )
         assert process_state(zombie) == "T"
         os.kill(zombie, signal.SIGCONT)
         wait_for("thawed zombie", Path(f"{pidfile}.thawed").exists, proc, tmp_path, name, 60)
         # The zombie runs on: its writes are refused, and the task says so in its executor's log.
         fenced = re.compile(r"kxtx pipe: \S+ \(transactional id \S+\): fenced, \S*FENCED")
-        wait_for("the zombie's fence", lambda: fenced.search(cluster.logs_text()), proc,
-                 tmp_path, name, 120)
+        wait_for("the zombie's fence", lambda: fenced.search(cluster.logs_text()), proc, tmp_path, name, 120)
     finally:
         if zombie is not None and process_state(zombie) == "T":
             os.kill(zombie, signal.SIGCONT)

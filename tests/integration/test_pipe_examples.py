@@ -27,8 +27,10 @@ def help_example(run_kxtx) -> list[str]:
 
 
 def orders(n: int = 500) -> list[dict]:
-    return [{"order": {"id": i}, "amount": i / 100, "status": "cancelled" if i % 10 == 0 else "paid"}
-            for i in range(n)]
+    return [
+        {"order": {"id": i}, "amount": i / 100, "status": "cancelled" if i % 10 == 0 else "paid"}
+        for i in range(n)
+    ]
 
 
 def renamed(argv: list[str], names: dict[str, str]) -> list[str]:
@@ -41,11 +43,13 @@ def test_the_help_example_runs(kafka, run_kxtx):
     docs = orders()
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in docs])
     names = {"orders": src, "orders-enriched": out, "enricher": f"g-{uuid.uuid4().hex[:8]}"}
-    r = run_kxtx(*renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", "-o", "json",
-                 timeout=300)
+    r = run_kxtx(
+        *renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", "-o", "json", timeout=300
+    )
     assert r.returncode == 0, r.stderr
-    got = sorted((json.loads(m.value()) for m in read_committed(kafka.bootstrap, out)),
-                 key=lambda d: d["order"]["id"])
+    got = sorted(
+        (json.loads(m.value()) for m in read_committed(kafka.bootstrap, out)), key=lambda d: d["order"]["id"]
+    )
     want = [{**d, "total_cents": round(d["amount"] * 100)} for d in docs if d["status"] != "cancelled"]
     assert got == want
     assert json.loads(r.stdout)["records_in"] == len(docs)
@@ -56,13 +60,15 @@ def test_the_help_example_runs(kafka, run_kxtx):
 def test_json_udf_on_raw_bytes_fails_naming_value_format(kafka, run_kxtx):
     argv = help_example(run_kxtx)
     i = argv.index("--value-format")
-    del argv[i:i + 2]
+    del argv[i : i + 2]
     src, out = kafka.create_topic(), kafka.create_topic()
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in orders(20)])
     names = {"orders": src, "orders-enriched": out, "enricher": f"g-{uuid.uuid4().hex[:8]}"}
     r = run_kxtx(*renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", timeout=300)
     assert r.returncode == 1, r.stderr
-    assert f"UDF examples/enrich.py:enrich failed on {src}[0]@0: AttributeError: 'bytes' object has no attribute 'get'" \
+    assert (
+        f"UDF examples/enrich.py:enrich failed on {src}[0]@0: AttributeError: 'bytes' object has no attribute 'get'"
         in r.stderr
+    )
     assert "--value-format json or string decodes it" in r.stderr
     assert read_committed(kafka.bootstrap, out) == []

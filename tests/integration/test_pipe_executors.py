@@ -17,7 +17,14 @@ from collections import Counter
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, read_committed, values
+from tests.integration.pipe_helpers import (
+    FAST_GROUP,
+    UDFS,
+    committed_offsets,
+    produce,
+    read_committed,
+    values,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -26,9 +33,8 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
     """A task reads its start offset and is frozen (SIGSTOP) mid-UDF; the task that replaces it
     (same partition, so the same transactional id) fences it, reads the same start offset and
     commits. Thawed, the zombie's transaction is refused: every input's output exactly once."""
-    from tests.integration.pipe_task_runner import job
-
     from kxtx.pipe import task as taskmod
+    from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
     vals = [b"z-%d" % i for i in range(3000)]
@@ -37,9 +43,24 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
     marker = tmp_path / "started"
     env = {**os.environ, "KXTX_TEST_MARKER": str(marker), "PYTHONPATH": str(ROOT)}
     zombie = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.pipe_task_runner", kafka.bootstrap, group,
-         pipe_id, src, "0", out, "marking_slow_identity"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.pipe_task_runner",
+            kafka.bootstrap,
+            group,
+            pipe_id,
+            src,
+            "0",
+            out,
+            "marking_slow_identity",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline and zombie.poll() is None:
@@ -69,9 +90,9 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     still reports `fenced` (so the driver plans the partition again instead of stopping), drops
     that producer, and nothing of the round is committed; the next round starts a new one."""
     from confluent_kafka import Producer
-    from tests.integration.pipe_task_runner import job
 
     from kxtx.pipe import task as taskmod
+    from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
     produce(kafka.bootstrap, src, [b"a-%d" % i for i in range(10)])
@@ -101,9 +122,8 @@ def test_a_partition_without_committed_offset_starts_where_from_says(kafka, star
     commit, so what arrives after it is read, and only once."""
     import dataclasses
 
-    from tests.integration.pipe_task_runner import job
-
     from kxtx.pipe import task as taskmod
+    from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
     old = [b"old-%d" % i for i in range(50)]
@@ -122,13 +142,17 @@ def test_a_partition_without_committed_offset_starts_where_from_says(kafka, star
     assert values(read_committed(kafka.bootstrap, out)) == Counter(expected)
 
 
-def start_pipe(kafka, tmp_path, name: str, *args: str, mode: str = "executors",
-               env: dict | None = None) -> subprocess.Popen:
+def start_pipe(
+    kafka, tmp_path, name: str, *args: str, mode: str = "executors", env: dict | None = None
+) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
     return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--mode", mode, "--master", "local[1]",
-         *args, "-o", "json"], stdout=open(tmp_path / f"{name}.out", "w"),
-        stderr=open(tmp_path / f"{name}.err", "w"), env=env, cwd=ROOT)
+        [sys.executable, "-m", "kxtx", "pipe", "--mode", mode, "--master", "local[1]", *args, "-o", "json"],
+        stdout=open(tmp_path / f"{name}.out", "w"),
+        stderr=open(tmp_path / f"{name}.err", "w"),
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def wait_all(procs: list, tmp_path, timeout: float = 400) -> list[dict]:
@@ -149,8 +173,20 @@ def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [b"two-%d" % i for i in range(12_000)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
-    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "500", "--until-idle", "6"]
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:slow_identity",
+        "--batch-max-records",
+        "500",
+        "--until-idle",
+        "6",
+    ]
     procs = [start_pipe(kafka, tmp_path, f"p{i}", *args) for i in range(2)]
     summaries = wait_all(procs, tmp_path)
     counts = values(read_committed(kafka.bootstrap, out))
@@ -159,9 +195,13 @@ def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
     assert sum(s["records_in"] for s in summaries) == len(vals)
 
 
-@pytest.mark.parametrize("second", [
-    pytest.param(("executors", "--transactional-id", "other-id"), id="executors-other-id"),
-    pytest.param(("driver",), id="driver-mode")])
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param(("executors", "--transactional-id", "other-id"), id="executors-other-id"),
+        pytest.param(("driver",), id="driver-mode"),
+    ],
+)
 def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     """Same group, transactional ids that cannot fence each other (another --transactional-id,
     or driver mode): the group splits the partitions and a task commits only with its driver's
@@ -169,12 +209,26 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [b"mix-%d" % i for i in range(12_000)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
-    args = ["--in", src, "--out", out, "--group", f"g-{uuid.uuid4().hex[:8]}",
-            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "500", "--until-idle", "8",
-            *FAST_GROUP]
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:slow_identity",
+        "--batch-max-records",
+        "500",
+        "--until-idle",
+        "8",
+        *FAST_GROUP,
+    ]
     mode, *extra = second
-    procs = [start_pipe(kafka, tmp_path, "p0", *args),
-             start_pipe(kafka, tmp_path, "p1", *args, *extra, mode=mode)]
+    procs = [
+        start_pipe(kafka, tmp_path, "p0", *args),
+        start_pipe(kafka, tmp_path, "p1", *args, *extra, mode=mode),
+    ]
     shared_exactly_once(kafka, out, vals, wait_all(procs, tmp_path))
 
 
@@ -201,17 +255,36 @@ def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
     group = f"g-{uuid.uuid4().hex[:8]}"
     marker, gate = tmp_path / "started", tmp_path / "gate"
     env = {"KXTX_TEST_MARKER": str(marker), "KXTX_TEST_GATE": str(gate)}
-    args = ["--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:gated_identity",
-            "--batch-max-records", "500", "--until-idle", "8", *FAST_GROUP]
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        group,
+        "--udf",
+        f"{UDFS}:gated_identity",
+        "--batch-max-records",
+        "500",
+        "--until-idle",
+        "8",
+        *FAST_GROUP,
+    ]
     procs = [start_pipe(kafka, tmp_path, "p0", *args, env=env)]
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     try:
         wait_until(lambda: marker.exists(), procs, tmp_path, "the first round's first task")
         procs.append(start_pipe(kafka, tmp_path, "p1", *args, mode="driver", env=env))
         # PREPARING_REBALANCING: the newcomer's JoinGroup waits for this driver to rejoin
-        wait_until(lambda: admin.describe_consumer_groups([group])[group].result(30).state
-                   == ConsumerGroupState.PREPARING_REBALANCING, procs, tmp_path,
-                   "the second member's join")
+        wait_until(
+            lambda: (
+                admin.describe_consumer_groups([group])[group].result(30).state
+                == ConsumerGroupState.PREPARING_REBALANCING
+            ),
+            procs,
+            tmp_path,
+            "the second member's join",
+        )
         # the join arrived mid-round: nothing of the held round is committed yet
         assert read_committed(kafka.bootstrap, out) == []
     finally:
@@ -238,9 +311,22 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, 
     out = kafka.create_topic()
     produce(kafka.bootstrap, a, [b"a-%d" % i for i in range(300)])
     produce(kafka.bootstrap, b, [b"b-%d" % i for i in range(200)])
-    proc = start_pipe(kafka, tmp_path, "p0", "--in", f"^(__|{prefix}-)", "--out", out,
-                      "--group", f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
-                      "--until-idle", "6", mode=mode)
+    proc = start_pipe(
+        kafka,
+        tmp_path,
+        "p0",
+        "--in",
+        f"^(__|{prefix}-)",
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "6",
+        mode=mode,
+    )
     (summary,) = wait_all([proc], tmp_path)
     want = Counter([b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(200)])
     assert values(read_committed(kafka.bootstrap, out)) == want
@@ -256,10 +342,27 @@ def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, t
     src, out = kafka.create_topic(), kafka.create_topic()
     vals = [b"slow-%d" % i for i in range(3000)]
     produce(kafka.bootstrap, src, vals)
-    proc = start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group",
-                      f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:sluggish_identity",
-                      "--batch-max-records", "3000", "--until-idle", "6", *FAST_GROUP,
-                      "-X", "max.poll.interval.ms=8000", mode=mode)
+    proc = start_pipe(
+        kafka,
+        tmp_path,
+        "p0",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:sluggish_identity",
+        "--batch-max-records",
+        "3000",
+        "--until-idle",
+        "6",
+        *FAST_GROUP,
+        "-X",
+        "max.poll.interval.ms=8000",
+        mode=mode,
+    )
     (summary,) = wait_all([proc], tmp_path)
     err = (tmp_path / "p0.err").read_text()
     unit = "rounds" if mode == "executors" else "transactions"
@@ -274,9 +377,21 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic()
     first = [b"old-%d" % i for i in range(2000)]
     produce(kafka.bootstrap, src, first)
-    proc = start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group",
-                      f"g-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity",
-                      "--until-idle", "15")
+    proc = start_pipe(
+        kafka,
+        tmp_path,
+        "p0",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"g-{uuid.uuid4().hex[:8]}",
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "15",
+    )
     deadline = time.monotonic() + 240
     while len(read_committed(kafka.bootstrap, out)) < len(first):
         assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "p0.err").read_text()
@@ -303,8 +418,25 @@ def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
     old = [b"old-%d" % i for i in range(400)]
     produce(kafka.bootstrap, src, old, [b"k%d" % (i % 13) for i in range(len(old))])
     group = f"g-{uuid.uuid4().hex[:8]}"
-    procs = [start_pipe(kafka, tmp_path, "p0", "--in", src, "--out", out, "--group", group,
-                        "--udf", f"{UDFS}:identity", "--from", "latest", "--until-idle", "6")]
+    procs = [
+        start_pipe(
+            kafka,
+            tmp_path,
+            "p0",
+            "--in",
+            src,
+            "--out",
+            out,
+            "--group",
+            group,
+            "--udf",
+            f"{UDFS}:identity",
+            "--from",
+            "latest",
+            "--until-idle",
+            "6",
+        )
+    ]
     ends: list[int] = []
 
     def pinned():
@@ -315,7 +447,7 @@ def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
     assert sum(ends) == len(old)
     new = [b"new-%d" % i for i in range(300)]
     for i in range(0, len(new), 50):  # across several rounds
-        produce(kafka.bootstrap, src, new[i:i + 50], [b"k%d" % (j % 13) for j in range(50)])
+        produce(kafka.bootstrap, src, new[i : i + 50], [b"k%d" % (j % 13) for j in range(50)])
         time.sleep(0.3)
     (summary,) = wait_all(procs, tmp_path)
     assert values(read_committed(kafka.bootstrap, out)) == Counter(new)

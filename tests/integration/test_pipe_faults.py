@@ -32,8 +32,13 @@ def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:
     out = open(tmp_path / f"{name}.out", "w")
     err = open(tmp_path / f"{name}.err", "w")
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, "-o", "json"],
-                            stdout=out, stderr=err, env=env, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, "-o", "json"],
+        stdout=out,
+        stderr=err,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def text(tmp_path, name: str, ext: str) -> str:
@@ -67,10 +72,22 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
     vals = [b"r-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
-    args = ["--in", src, "--out", out, "--group", f"crash-{uuid.uuid4().hex[:8]}",
-            # ~0.5 ms per record keeps each run short of the whole input, so every kill lands
-            # mid-stream (Spark's start-up dominates a run otherwise).
-            "--udf", f"{UDFS}:slow_identity", "--batch-max-records", "2000", "--batch-max-ms", "1000"]
+    args = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"crash-{uuid.uuid4().hex[:8]}",
+        # ~0.5 ms per record keeps each run short of the whole input, so every kill lands
+        # mid-stream (Spark's start-up dominates a run otherwise).
+        "--udf",
+        f"{UDFS}:slow_identity",
+        "--batch-max-records",
+        "2000",
+        "--batch-max-ms",
+        "1000",
+    ]
     hw = HighWatermarks(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "6")))
     proc = None
@@ -108,9 +125,20 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
     vals = [b"z-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals)
-    common = ["--in", src, "--out", out, "--group", f"zombie-{uuid.uuid4().hex[:8]}",
-              "--transactional-id", f"zombie-{uuid.uuid4().hex[:8]}", "--batch-max-records", "1000",
-              "--batch-max-ms", "500"]
+    common = [
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        f"zombie-{uuid.uuid4().hex[:8]}",
+        "--transactional-id",
+        f"zombie-{uuid.uuid4().hex[:8]}",
+        "--batch-max-records",
+        "1000",
+        "--batch-max-ms",
+        "500",
+    ]
     hw = HighWatermarks(kafka.bootstrap, out, 2)
     first = start_pipe(kafka, tmp_path, "first", *common, "--udf", f"{UDFS}:slow_identity")
     second = None
@@ -151,10 +179,30 @@ def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
     vals = [b"s-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(n)])
     group = f"share-{uuid.uuid4().hex[:8]}"
-    procs = [start_pipe(kafka, tmp_path, f"p{i}", "--in", src, "--out", out, "--group", group,
-                        "--transactional-id", f"{group}-{i}", "--udf", f"{UDFS}:slow_identity",
-                        "--batch-max-records", "1000", "--batch-max-ms", "500", "--until-idle", "8")
-             for i in range(2)]
+    procs = [
+        start_pipe(
+            kafka,
+            tmp_path,
+            f"p{i}",
+            "--in",
+            src,
+            "--out",
+            out,
+            "--group",
+            group,
+            "--transactional-id",
+            f"{group}-{i}",
+            "--udf",
+            f"{UDFS}:slow_identity",
+            "--batch-max-records",
+            "1000",
+            "--batch-max-ms",
+            "500",
+            "--until-idle",
+            "8",
+        )
+        for i in range(2)
+    ]
     try:
         rcs = [p.wait(300) for p in procs]
     finally:

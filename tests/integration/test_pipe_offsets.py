@@ -31,15 +31,32 @@ def transaction(bootstrap: str, topic: str, vals: list[bytes], commit: bool, par
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
     try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                for p in range(partitions)]
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)]
     finally:
         c.close()
 
 
 def pipe(run_kxtx, src, out, group):
-    r = run_kxtx("pipe", "--mode", "driver", "--in", src, "--out", out, "--group", group, "--udf", f"{UDFS}:identity",
-                 "--until-idle", "4", "--batch-max-ms", "500", "-o", "json", timeout=300)
+    r = run_kxtx(
+        "pipe",
+        "--mode",
+        "driver",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--group",
+        group,
+        "--udf",
+        f"{UDFS}:identity",
+        "--until-idle",
+        "4",
+        "--batch-max-ms",
+        "500",
+        "-o",
+        "json",
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return r
 
@@ -63,13 +80,13 @@ def test_a_later_run_that_only_skips_commits_past_the_skipped(kafka, run_kxtx):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
     for part in (0, 1):
-        transaction(kafka.bootstrap, src, [b"first-%d-%d" % (part, i) for i in range(50)],
-                    commit=True, partition=part)
+        transaction(
+            kafka.bootstrap, src, [b"first-%d-%d" % (part, i) for i in range(50)], commit=True, partition=part
+        )
     pipe(run_kxtx, src, out, group)
     assert committed_offsets(kafka.bootstrap, group, src, 2) == [51, 51]
     transaction(kafka.bootstrap, src, [b"second-%d" % i for i in range(50)], commit=True)
-    transaction(kafka.bootstrap, src, [b"aborted-%d" % i for i in range(80)], commit=False,
-                partition=1)
+    transaction(kafka.bootstrap, src, [b"aborted-%d" % i for i in range(80)], commit=False, partition=1)
     pipe(run_kxtx, src, out, group)
     assert high_watermarks(kafka.bootstrap, src, 2) == [102, 132]
     assert committed_offsets(kafka.bootstrap, group, src, 2) == [102, 132]

@@ -35,8 +35,20 @@ def mode(request):
 @pytest.fixture
 def run_pipe(run_kxtx, mode):
     def run(*args, **kw):
-        return run_kxtx("pipe", "--mode", mode, "--udf", f"{UDFS}:identity", "--until-idle", "2",
-                        *args, env=no_java_env(), timeout=120, **kw)
+        return run_kxtx(
+            "pipe",
+            "--mode",
+            mode,
+            "--udf",
+            f"{UDFS}:identity",
+            "--until-idle",
+            "2",
+            *args,
+            env=no_java_env(),
+            timeout=120,
+            **kw,
+        )
+
     return run
 
 
@@ -78,8 +90,7 @@ def test_unreachable_cluster_names_the_address_before_spark(run_pipe):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"127.0.0.1:{port}"
-    r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address,
-                 bootstrap=False)
+    r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address, bootstrap=False)
     assert r.returncode == 1, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
@@ -89,8 +100,7 @@ def test_unreachable_cluster_names_the_address_before_spark(run_pipe):
 
 def test_unresolvable_host_names_the_address_before_spark(run_pipe):
     address = "kxtx-no-such-host.invalid:9092"
-    r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address,
-                 bootstrap=False)
+    r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address, bootstrap=False)
     assert r.returncode == 1, r.stderr
     assert f"connecting to {address}: no broker reachable" in r.stderr
     assert "could not start Spark" not in r.stderr
@@ -108,5 +118,7 @@ def test_a_pattern_taking_the_output_is_a_usage_error(kafka, run_pipe):
     out = kafka.create_topic()
     r = run_pipe("--in", "^.*", "--out", out, "--group", "g")
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == ("kxtx: error: --out cannot be one of the --in topics (the pipe "
-                                f"would feed itself; --in ^.* takes {out!r})")
+    assert r.stderr.strip() == (
+        "kxtx: error: --out cannot be one of the --in topics (the pipe "
+        f"would feed itself; --in ^.* takes {out!r})"
+    )

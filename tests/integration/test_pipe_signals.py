@@ -84,8 +84,7 @@ def output_grew(kafka, topic: str):
         # A poll that fails (NOT_LEADER_FOR_PARTITION was seen once in CI) is "not yet": the
         # caller polls again until its deadline.
         try:
-            return any(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] > 0
-                       for p in (0, 1))
+            return any(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] > 0 for p in (0, 1))
         except KafkaException:
             return False
 
@@ -107,8 +106,9 @@ MOMENTS = [
 
 
 @pytest.mark.parametrize("sig, to_group, moment, delay", MOMENTS)
-def test_signal_leaves_nothing_behind_and_says_one_line(kafka, source, tmp_path, sig, to_group,
-                                                        moment, delay):
+def test_signal_leaves_nothing_behind_and_says_one_line(
+    kafka, source, tmp_path, sig, to_group, moment, delay
+):
     signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay)
 
 
@@ -126,15 +126,41 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
     stdout, stderr = tmp_path / "out", tmp_path / "err"
     with open(stdout, "w") as o, open(stderr, "w") as e:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", "--in", source, "--out", out,
-             "--group", f"sig-{mark[:8]}", "--udf", f"{UDFS}:slow_identity",
-             "--batch-max-records", "2000", "--batch-max-ms", "1000", "-o", "json"],
-            stdout=o, stderr=e, env=env, cwd=ROOT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "kxtx",
+                "pipe",
+                "--mode",
+                "driver",
+                "--in",
+                source,
+                "--out",
+                out,
+                "--group",
+                f"sig-{mark[:8]}",
+                "--udf",
+                f"{UDFS}:slow_identity",
+                "--batch-max-records",
+                "2000",
+                "--batch-max-ms",
+                "1000",
+                "-o",
+                "json",
+            ],
+            stdout=o,
+            stderr=e,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     try:
-        when = {"launcher": child_named(proc, "org.apache.spark.launcher.Main"),
-                "jvm": child_named(proc, "org.apache.spark.deploy.SparkSubmit"),
-                "workers": child_named(proc, "pyspark.daemon"),
-                "output": output_grew(kafka, out)}[moment]
+        when = {
+            "launcher": child_named(proc, "org.apache.spark.launcher.Main"),
+            "jvm": child_named(proc, "org.apache.spark.deploy.SparkSubmit"),
+            "workers": child_named(proc, "pyspark.daemon"),
+            "output": output_grew(kafka, out),
+        }[moment]
         wait_for(proc, when)
         time.sleep(delay)
         for i in range(times):  # repeated: into every step of the clean-up

@@ -10,9 +10,11 @@ import pytest
 
 from tests.integration.produce_helpers import consume, summary, values, write_jsonl
 
-JSONL = (b'{"id":1,"c":{"k":"a"},"src":"web","ts":1700000000000}\n'
-         b'{"id":2,"c":{"k":"b"},"ts":"2024-01-01T00:00:00Z"}\n'
-         b'{"id":3,"c":{"k":"a"},"src":"app","ts":1700000000002}\n')
+JSONL = (
+    b'{"id":1,"c":{"k":"a"},"src":"web","ts":1700000000000}\n'
+    b'{"id":2,"c":{"k":"b"},"ts":"2024-01-01T00:00:00Z"}\n'
+    b'{"id":3,"c":{"k":"a"},"src":"app","ts":1700000000002}\n'
+)
 CSV = b'id,name,note\n1,ann,"x, y"\n2,bob,"two\nlines"\n'
 
 
@@ -22,33 +24,65 @@ def _file(tmp_path, name, data):
     return str(p)
 
 
-@pytest.mark.parametrize("name, data, args, expected", [
-    ("a.jsonl", JSONL, ["-k", "c.k", "-H", "origin=test", "--header-field", "source=src",
-                        "--timestamp-field", "ts"],
-     [(b"a", JSONL.splitlines()[0], [("origin", b"test"), ("source", b"web")], 1700000000000),
-      (b"b", JSONL.splitlines()[1], [("origin", b"test")], 1704067200000),
-      (b"a", JSONL.splitlines()[2], [("origin", b"test"), ("source", b"app")], 1700000000002)]),
-    ("a.jsonl.gz", JSONL, ["--value-field", "c"],
-     [(None, b'{"k":"a"}', None, None), (None, b'{"k":"b"}', None, None),
-      (None, b'{"k":"a"}', None, None)]),
-    ("p.csv", CSV, ["-k", "id", "--value-as-json"],
-     [(b"1", b'{"id":"1","name":"ann","note":"x, y"}', None, None),
-      (b"2", b'{"id":"2","name":"bob","note":"two\\nlines"}', None, None)]),
-    ("p.csv", CSV, ["-k", "name"],
-     [(b"ann", b'1,ann,"x, y"', None, None), (b"bob", b'2,bob,"two\nlines"', None, None)]),
-    ("plain.txt", b"one\n\nthree", [], [(None, b"one", None, None), (None, b"", None, None),
-                                         (None, b"three", None, None)]),
-])
+@pytest.mark.parametrize(
+    "name, data, args, expected",
+    [
+        (
+            "a.jsonl",
+            JSONL,
+            ["-k", "c.k", "-H", "origin=test", "--header-field", "source=src", "--timestamp-field", "ts"],
+            [
+                (b"a", JSONL.splitlines()[0], [("origin", b"test"), ("source", b"web")], 1700000000000),
+                (b"b", JSONL.splitlines()[1], [("origin", b"test")], 1704067200000),
+                (b"a", JSONL.splitlines()[2], [("origin", b"test"), ("source", b"app")], 1700000000002),
+            ],
+        ),
+        (
+            "a.jsonl.gz",
+            JSONL,
+            ["--value-field", "c"],
+            [
+                (None, b'{"k":"a"}', None, None),
+                (None, b'{"k":"b"}', None, None),
+                (None, b'{"k":"a"}', None, None),
+            ],
+        ),
+        (
+            "p.csv",
+            CSV,
+            ["-k", "id", "--value-as-json"],
+            [
+                (b"1", b'{"id":"1","name":"ann","note":"x, y"}', None, None),
+                (b"2", b'{"id":"2","name":"bob","note":"two\\nlines"}', None, None),
+            ],
+        ),
+        (
+            "p.csv",
+            CSV,
+            ["-k", "name"],
+            [(b"ann", b'1,ann,"x, y"', None, None), (b"bob", b'2,bob,"two\nlines"', None, None)],
+        ),
+        (
+            "plain.txt",
+            b"one\n\nthree",
+            [],
+            [(None, b"one", None, None), (None, b"", None, None), (None, b"three", None, None)],
+        ),
+    ],
+)
 def test_formats_and_mappings(kafka, topic, run_kxtx, tmp_path, name, data, args, expected):
     p = run_kxtx("produce", _file(tmp_path, name, data), "-t", topic, *args)
     assert p.returncode == 0, p.stderr
-    got = [(k, v, h, ts if expected[0][3] is not None else None)
-           for _, k, v, h, ts in consume(kafka.bootstrap, topic)]
+    got = [
+        (k, v, h, ts if expected[0][3] is not None else None)
+        for _, k, v, h, ts in consume(kafka.bootstrap, topic)
+    ]
     assert got == expected
     s = summary(p)
     assert s["records"] == len(expected) and s["transactions"] == 1
-    assert s["partitions"] == [{"partition": 0, "first_offset": 0, "last_offset": len(expected) - 1,
-                                "records": len(expected)}]
+    assert s["partitions"] == [
+        {"partition": 0, "first_offset": 0, "last_offset": len(expected) - 1, "records": len(expected)}
+    ]
     assert s["transactional_id"].startswith(f"kxtx-produce-{topic}-")
 
 
@@ -56,7 +90,10 @@ def test_stdin_is_transactional(kafka, topic, run_kxtx):
     p = run_kxtx("produce", "-", "-t", topic, "-I", "jsonl", "-k", "id", input=JSONL.decode())
     assert p.returncode == 0, p.stderr
     assert [(r[1], r[2]) for r in consume(kafka.bootstrap, topic)] == [
-        (b"1", JSONL.splitlines()[0]), (b"2", JSONL.splitlines()[1]), (b"3", JSONL.splitlines()[2])]
+        (b"1", JSONL.splitlines()[0]),
+        (b"2", JSONL.splitlines()[1]),
+        (b"3", JSONL.splitlines()[2]),
+    ]
 
 
 def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path):
@@ -139,7 +176,7 @@ def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path
     assert p.returncode == 1 and f"{path}:200001: bad JSON" in p.stderr
     assert "nothing of the open transaction was written" in p.stderr
     written = values(consume(kafka.bootstrap, topic, committed=False))
-    assert written and written == good[:len(written)]  # in the log, then aborted
+    assert written and written == good[: len(written)]  # in the log, then aborted
     assert consume(kafka.bootstrap, topic) == []
 
 
@@ -152,8 +189,11 @@ def test_dead_letter_topic(kafka, topic, run_kxtx, tmp_path):
     assert [(r[1], r[2]) for r in consume(kafka.bootstrap, topic)] == [(b"1", b"1,a"), (b"3", b"3,c")]
     [(_, key, value, headers, _)] = consume(kafka.bootstrap, dlq)
     assert value == b"2" and key is None
-    assert dict(headers) == {"kxtx.error": b"expected 2 CSV columns, got 1",
-                             "kxtx.source": f"{path}:3".encode(), "kxtx.topic": topic.encode()}
+    assert dict(headers) == {
+        "kxtx.error": b"expected 2 CSV columns, got 1",
+        "kxtx.source": f"{path}:3".encode(),
+        "kxtx.topic": topic.encode(),
+    }
 
 
 def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):

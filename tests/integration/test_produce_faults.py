@@ -16,8 +16,14 @@ from tests.integration.produce_helpers import consume, summary, values, write_js
 
 def _start(kafka, *args) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen([sys.executable, "-m", "kxtx", "produce", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "produce", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for_records(kafka, topic: str, at_least: int, proc, timeout: float = 60) -> bool:
@@ -46,7 +52,8 @@ def test_sigkill_at_random_moments_then_resume(kafka, topic, tmp_path):
     # one kill during start-up, then kills when the log (uncommitted records included) reaches
     # random sizes, so they land inside transactions, between them and during commits
     moments = [("startup", rnd.uniform(0.1, 0.8))] + [
-        ("offset", o) for o in sorted(rnd.sample(range(1, 195_000), 5))]
+        ("offset", o) for o in sorted(rnd.sample(range(1, 195_000), 5))
+    ]
     killed_while_running = 0
     for kind, at in moments:
         proc = _start(kafka, str(path), "-t", topic, "-n", "5000", "-k", "c.k")
@@ -89,7 +96,7 @@ def test_sigterm_and_sigint_abort_and_resume(kafka, topic, tmp_path):
         assert f"{word}: aborted the open transaction" in err
         # the checkpoint is consistent: what is visible is a prefix of the input
         got = values(consume(kafka.bootstrap, topic))
-        assert got == lines[:len(got)] and 0 < len(got) < len(lines)
+        assert got == lines[: len(got)] and 0 < len(got) < len(lines)
     c.close()
     final = _start(kafka, str(path), "-t", topic)
     out, err = final.communicate(timeout=120)

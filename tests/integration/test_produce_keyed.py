@@ -46,9 +46,14 @@ def _check_keyed(records, expected: list[tuple[bytes, bytes]], result: dict | No
 
 
 def _jsonl(path, n: int) -> list[tuple[bytes, bytes]]:
-    lines = [json.dumps({"id": i, "c": {"k": f"k{i % 37}-é"}, "ev": f"e{i % 3}",
-                         "ts": 1700000000000 + i}, separators=(",", ":"), ensure_ascii=False)
-             .encode() for i in range(n)]
+    lines = [
+        json.dumps(
+            {"id": i, "c": {"k": f"k{i % 37}-é"}, "ev": f"e{i % 3}", "ts": 1700000000000 + i},
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+        for i in range(n)
+    ]
     path.write_bytes(b"\n".join(lines[:10]) + b'\n\n{"bad\n' + b"\n".join(lines[10:]) + b"\n")
     return [(json.loads(v)["c"]["k"].encode(), v) for v in lines]
 
@@ -68,7 +73,7 @@ def test_keyed_jsonl_six_partitions(kafka, run_kxtx, tmp_path):
 
 def test_keyed_csv_six_partitions_value_as_json(kafka, run_kxtx, tmp_path):
     topic = kafka.create_topic(partitions=PARTITIONS)
-    rows = [[f"k{i % 23}", f"name {i}, \"quoted\" ü", str(i)] for i in range(2000)]
+    rows = [[f"k{i % 23}", f'name {i}, "quoted" ü', str(i)] for i in range(2000)]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["key", "name", "n"])
@@ -77,8 +82,15 @@ def test_keyed_csv_six_partitions_value_as_json(kafka, run_kxtx, tmp_path):
     path.write_text(buf.getvalue(), encoding="utf-8")
     p = run_kxtx("produce", str(path), "-t", topic, "-k", "key", "--value-as-json", "-n", "300")
     assert p.returncode == 0, p.stderr
-    expected = [(r[0].encode(), json.dumps(dict(zip(["key", "name", "n"], r)), ensure_ascii=False,
-                                           separators=(",", ":")).encode()) for r in rows]
+    expected = [
+        (
+            r[0].encode(),
+            json.dumps(
+                dict(zip(["key", "name", "n"], r)), ensure_ascii=False, separators=(",", ":")
+            ).encode(),
+        )
+        for r in rows
+    ]
     _check_keyed(consume(kafka.bootstrap, topic), expected, summary(p))
 
 
@@ -86,8 +98,22 @@ def test_header_and_timestamp_fields(kafka, run_kxtx, tmp_path):
     topic = kafka.create_topic(partitions=PARTITIONS)
     path = tmp_path / "in.jsonl"
     expected = _jsonl(path, 500)
-    p = run_kxtx("produce", str(path), "-t", topic, "-k", "c.k", "--header-field", "event=ev",
-                 "--timestamp-field", "ts", "-H", "src=test", "--on-error", "skip")
+    p = run_kxtx(
+        "produce",
+        str(path),
+        "-t",
+        topic,
+        "-k",
+        "c.k",
+        "--header-field",
+        "event=ev",
+        "--timestamp-field",
+        "ts",
+        "-H",
+        "src=test",
+        "--on-error",
+        "skip",
+    )
     assert p.returncode == 0, p.stderr
     records = consume(kafka.bootstrap, topic)
     _check_keyed(records, expected, summary(p))
@@ -103,8 +129,9 @@ def _log_end(kafka, topic: str) -> int:
 
     c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "watermarks"})
     try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                   for p in range(PARTITIONS))
+        return sum(
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)
+        )
     finally:
         c.close()
 
@@ -148,8 +175,7 @@ def test_a_record_the_broker_refuses_aborts_and_is_reported(kafka, run_kxtx, tmp
     broker refuses them, the transaction must abort, the run fail and say why, nothing be visible."""
     topic = kafka.create_topic(partitions=PARTITIONS, config={"max.message.bytes": "10000"})
     path = tmp_path / "in.jsonl"
-    path.write_bytes(b"".join(b'{"k":"k%d","pad":"%s"}\n' % (i % 7, b"x" * 1000)
-                             for i in range(2000)))
+    path.write_bytes(b"".join(b'{"k":"k%d","pad":"%s"}\n' % (i % 7, b"x" * 1000) for i in range(2000)))
     p = run_kxtx("produce", str(path), "-t", topic, "-k", "k")
     assert p.returncode != 0
     assert "Message size too large" in p.stderr and "aborted" in p.stderr, p.stderr

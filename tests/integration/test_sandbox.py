@@ -11,9 +11,15 @@ from tests.conftest import start_sandbox
 def _read_committed(bootstrap: str, topic: str, expect: int, timeout: float = 20) -> list[bytes]:
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     seen: list[bytes] = []
     deadline = time.monotonic() + timeout
@@ -46,7 +52,10 @@ def _transactions_round_trip(bootstrap: str, topic: str) -> None:
     p.produce(topic, b"after-abort")
     p.commit_transaction(30)
     assert _read_committed(bootstrap, topic, expect=4) == [
-        b"committed-0", b"committed-1", b"committed-2", b"after-abort"
+        b"committed-0",
+        b"committed-1",
+        b"committed-2",
+        b"after-abort",
     ]
 
 

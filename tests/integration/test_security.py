@@ -17,7 +17,11 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration.security_helpers import (
-    assert_no_secret, read_committed, rows, start_secure, write_lines,
+    assert_no_secret,
+    read_committed,
+    rows,
+    start_secure,
+    write_lines,
 )
 
 pytestmark = pytest.mark.kafka
@@ -44,8 +48,13 @@ def scene(sec):
     hang_id, live_id = f"tx-hang-{topic}", f"tx-live-{topic}"
     hang_start = sec.make_hanging(hang_id, topic)
     live_start = sec.make_live(live_id, topic)
-    return {"topic": topic, "hang_id": hang_id, "live_id": live_id,
-            "hang_start": hang_start, "live_start": live_start}
+    return {
+        "topic": topic,
+        "hang_id": hang_id,
+        "live_id": live_id,
+        "hang_start": hang_start,
+        "live_start": live_start,
+    }
 
 
 def _fails_naming(sec, result, *phrases):
@@ -62,24 +71,36 @@ def _fails_naming(sec, result, *phrases):
 def test_admin_cluster_and_find_hanging_without_false_positive(sec, scene):
     r = sec.kxtx("admin", "cluster", "-o", "json")
     assert r.returncode == 0, r.stderr
-    r = sec.kxtx("admin", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
-                 "-o", "jsonl")
+    r = sec.kxtx(
+        "admin", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT, "-o", "jsonl"
+    )
     assert r.returncode == 3, r.stderr
     found = rows(r)
     # only the truly hanging transaction: the live one is mapped to its (Ongoing) coordinator state
-    assert [(x["transactional_id"], x["start_offset"]) for x in found] == [(scene["hang_id"], scene["hang_start"])]
+    assert [(x["transactional_id"], x["start_offset"]) for x in found] == [
+        (scene["hang_id"], scene["hang_start"])
+    ]
     assert not any(x["maybe_false_positive"] for x in found)
     assert "false positive" not in r.stderr
     assert_no_secret(sec, "admin", r)
 
 
 def test_admin_inspect_and_dump(sec, scene):
-    r = sec.kxtx("admin", "inspect", "txn", scene["live_id"], "--max-transaction-timeout", MAX_TIMEOUT,
-                 "-o", "json")
+    r = sec.kxtx(
+        "admin", "inspect", "txn", scene["live_id"], "--max-transaction-timeout", MAX_TIMEOUT, "-o", "json"
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["state"] == "Ongoing"
-    r = sec.kxtx("admin", "inspect", "partition", f"{scene['topic']}:0", "--max-transaction-timeout",
-                 MAX_TIMEOUT, "-o", "json")
+    r = sec.kxtx(
+        "admin",
+        "inspect",
+        "partition",
+        f"{scene['topic']}:0",
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     statuses = {x["transactional_id"]: x["status"] for x in json.loads(r.stdout)["open_transactions"]}
     assert statuses[scene["live_id"]].startswith("ongoing")
@@ -113,8 +134,28 @@ def test_admin_pipe_short_run(sec, tmp_path):
     assert p.flush(30) == 0
     udf = tmp_path / "up.py"
     udf.write_text("def upper(value):\n    return value.upper()\n")
-    r = sec.kxtx("admin", "pipe", "--mode", "driver", "--in", src, "--out", dst, "--group", f"g-{src}", "--udf", f"{udf}:upper",
-                 "--value-format", "string", "--max-records", "4", "--until-idle", "5", "-o", "json")
+    r = sec.kxtx(
+        "admin",
+        "pipe",
+        "--mode",
+        "driver",
+        "--in",
+        src,
+        "--out",
+        dst,
+        "--group",
+        f"g-{src}",
+        "--udf",
+        f"{udf}:upper",
+        "--value-format",
+        "string",
+        "--max-records",
+        "4",
+        "--until-idle",
+        "5",
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     assert sorted(read_committed(sec, dst)) == [b"V0", b"V1", b"V2", b"V3"]
     assert_no_secret(sec, "admin", r)
@@ -127,8 +168,17 @@ def test_admin_fence_and_abort_hanging(sec):
     start = sec.make_hanging(f"tx-abort-{topic}", topic)
     r = sec.kxtx("admin", "fence", fence_id, "--yes", "-o", "json")
     assert r.returncode == 0, r.stderr
-    r = sec.kxtx("admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", MAX_TIMEOUT, "--yes",
-                 "-o", "jsonl")
+    r = sec.kxtx(
+        "admin",
+        "abort-hanging",
+        "-t",
+        topic,
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "--yes",
+        "-o",
+        "jsonl",
+    )
     assert r.returncode == 0, r.stderr
     lso, _hw = sec.offsets(topic)
     assert lso > start
@@ -137,8 +187,17 @@ def test_admin_fence_and_abort_hanging(sec):
 
 # --- limited: each fails cleanly where an ACL is missing --------------------------------------------
 def test_limited_find_hanging_marks_possible_false_positives(sec, scene):
-    r = sec.kxtx("limited", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
-                 "-o", "jsonl", debug=True)
+    r = sec.kxtx(
+        "limited",
+        "find-hanging",
+        "-t",
+        scene["topic"],
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "-o",
+        "jsonl",
+        debug=True,
+    )
     assert r.returncode == 3, r.stderr
     found = rows(r)
     # the live transaction looks hanging to this principal (its id is hidden), and is marked
@@ -149,7 +208,15 @@ def test_limited_find_hanging_marks_possible_false_positives(sec, scene):
 
 
 def test_inspect_partition_marks_false_positives_for_limited_only(sec, scene):
-    args = ("inspect", "partition", f"{scene['topic']}:0", "--max-transaction-timeout", MAX_TIMEOUT, "-o", "json")
+    args = (
+        "inspect",
+        "partition",
+        f"{scene['topic']}:0",
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "-o",
+        "json",
+    )
     admin = sec.kxtx("admin", *args)
     assert admin.returncode == 0, admin.stderr
     assert not any(x.get("maybe_false_positive") for x in json.loads(admin.stdout)["open_transactions"])
@@ -175,16 +242,34 @@ def test_limited_dump_names_the_internal_topic(sec, scene):
 
 def test_limited_abort_hanging_aborts_nothing(sec, scene):
     before = sec.offsets(scene["topic"])
-    r = sec.kxtx("limited", "abort-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT,
-                 "--yes", debug=True)
+    r = sec.kxtx(
+        "limited",
+        "abort-hanging",
+        "-t",
+        scene["topic"],
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "--yes",
+        debug=True,
+    )
     _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
 
 
 def test_limited_manual_abort_and_dump_offsets(sec, scene):
     before = sec.offsets(scene["topic"])
-    r = sec.kxtx("limited", "abort", "--topic", scene["topic"], "--partition", "0", "--start-offset",
-                 str(scene["hang_start"]), "--yes", debug=True)
+    r = sec.kxtx(
+        "limited",
+        "abort",
+        "--topic",
+        scene["topic"],
+        "--partition",
+        "0",
+        "--start-offset",
+        str(scene["hang_start"]),
+        "--yes",
+        debug=True,
+    )
     _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
     r = sec.kxtx("limited", "dump", "offsets", debug=True)
@@ -205,8 +290,18 @@ def test_limited_produce_writes_nothing(sec):
     sec.grant("limited", "topic", topic, "DESCRIBE")
     path = write_lines(5)
     # its own transactional id and checkpoint topic (allowed by the limited. prefix): WRITE is missing
-    r = sec.kxtx("limited", "produce", "-t", topic, path, "--transactional-id", f"limited.{topic}",
-                 "--checkpoint-topic", f"limited.ckpt-{topic}", debug=True)
+    r = sec.kxtx(
+        "limited",
+        "produce",
+        "-t",
+        topic,
+        path,
+        "--transactional-id",
+        f"limited.{topic}",
+        "--checkpoint-topic",
+        f"limited.ckpt-{topic}",
+        debug=True,
+    )
     _fails_naming(sec, r, f"WRITE on Topic '{topic}'")
     assert sec.offsets(topic) == (0, 0)
     # the default transactional id and checkpoint topic are outside its prefix
@@ -222,8 +317,25 @@ def test_limited_pipe_names_the_group(sec, tmp_path):
     udf = tmp_path / "ident.py"
     udf.write_text("def ident(value):\n    return value\n")
     group = f"g-{src}"
-    r = sec.kxtx("limited", "pipe", "--mode", "driver", "--in", src, "--out", dst, "--group", group, "--transactional-id",
-                 f"limited.{src}", "--udf", f"{udf}:ident", "--until-idle", "20", debug=True)
+    r = sec.kxtx(
+        "limited",
+        "pipe",
+        "--mode",
+        "driver",
+        "--in",
+        src,
+        "--out",
+        dst,
+        "--group",
+        group,
+        "--transactional-id",
+        f"limited.{src}",
+        "--udf",
+        f"{udf}:ident",
+        "--until-idle",
+        "20",
+        debug=True,
+    )
     _fails_naming(sec, r, f"READ on Group '{group}'")
 
 
@@ -232,9 +344,25 @@ def test_wrong_password_fails_without_echoing_it(sec, tmp_path):
     text = open(sec.properties("limited")).read().replace(sec.password("limited"), "not-the-Passw0rd")
     props.write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    r = subprocess.run([sys.executable, "-m", "kxtx", "--debug", "find-hanging", "--command-config", str(props),
-                        "--timeout", "5"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
-                       stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "--debug",
+            "find-hanging",
+            "--command-config",
+            str(props),
+            "--timeout",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 1, r.stderr
     assert "check sasl.mechanism, sasl.username and sasl.password" in r.stderr
     assert "not-the-Passw0rd" not in r.stdout + r.stderr
@@ -245,8 +373,17 @@ def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec
     # (it hides whether the topic exists). That is a missing permission (exit 1), not a missing
     # topic to create (exit 2).
     topic = sec.create_topic()
-    r = sec.kxtx("limited", "produce", "-t", topic, write_lines(3), "--transactional-id",
-                 f"limited.{topic}", "--checkpoint-topic", f"limited.ckpt-{topic}")
+    r = sec.kxtx(
+        "limited",
+        "produce",
+        "-t",
+        topic,
+        write_lines(3),
+        "--transactional-id",
+        f"limited.{topic}",
+        "--checkpoint-topic",
+        f"limited.ckpt-{topic}",
+    )
     _fails_naming(sec, r, f"WRITE on Topic '{topic}'", "TOPIC_AUTHORIZATION_FAILED")
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr
     assert sec.offsets(topic) == (0, 0)
@@ -260,9 +397,24 @@ def test_limited_pipe_from_a_topic_it_may_not_see_names_the_acl(sec, tmp_path, m
     sec.grant("limited", "topic", dst, "WRITE", "DESCRIBE")
     udf = tmp_path / "ident.py"
     udf.write_text("def ident(value):\n    return value\n")
-    r = sec.kxtx("limited", "pipe", "--mode", mode, "--in", src, "--out", dst, "--group",
-                 f"g-{src}", "--transactional-id", f"limited.{src}", "--udf", f"{udf}:ident",
-                 "--until-idle", "5")
+    r = sec.kxtx(
+        "limited",
+        "pipe",
+        "--mode",
+        mode,
+        "--in",
+        src,
+        "--out",
+        dst,
+        "--group",
+        f"g-{src}",
+        "--transactional-id",
+        f"limited.{src}",
+        "--udf",
+        f"{udf}:ident",
+        "--until-idle",
+        "5",
+    )
     _fails_naming(sec, r, f"DESCRIBE on Topic '{src}'", f"READ on Topic '{src}'")
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr
 

@@ -16,7 +16,11 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration.security_helpers import (
-    assert_no_secret, read_committed, rows, start_secure, write_lines,
+    assert_no_secret,
+    read_committed,
+    rows,
+    start_secure,
+    write_lines,
 )
 
 pytestmark = pytest.mark.kafka
@@ -51,7 +55,9 @@ def test_admin_over_mtls(tls):
     assert [(x["start_offset"], x["maybe_false_positive"]) for x in rows(r)] == [(start, False)]
     r = tls.kxtx("admin", "dump", "txn-state", "-t", f"tx-hang-{topic}", "-o", "jsonl")
     assert r.returncode == 0 and rows(r), r.stderr
-    r = tls.kxtx("admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", "1", "--yes", "-o", "jsonl")
+    r = tls.kxtx(
+        "admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", "1", "--yes", "-o", "jsonl"
+    )
     assert r.returncode == 0, r.stderr
     assert tls.offsets(topic)[0] > start
     assert_no_secret(tls, "admin", r)
@@ -63,11 +69,32 @@ def test_limited_certificate_maps_to_user_limited(tls):
     tls.grant("limited", "topic", other, "DESCRIBE")
     path = write_lines(3)
     # the prefixed ACLs for User:limited apply: the CN became the principal
-    r = tls.kxtx("limited", "produce", "-t", own, path, "--transactional-id", f"limited.{own}",
-                 "--checkpoint-topic", "limited.ckpt", "-o", "json")
+    r = tls.kxtx(
+        "limited",
+        "produce",
+        "-t",
+        own,
+        path,
+        "--transactional-id",
+        f"limited.{own}",
+        "--checkpoint-topic",
+        "limited.ckpt",
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
-    r = tls.kxtx("limited", "produce", "-t", other, path, "--transactional-id", f"limited.{other}",
-                 "--checkpoint-topic", "limited.ckpt", debug=True)
+    r = tls.kxtx(
+        "limited",
+        "produce",
+        "-t",
+        other,
+        path,
+        "--transactional-id",
+        f"limited.{other}",
+        "--checkpoint-topic",
+        "limited.ckpt",
+        debug=True,
+    )
     assert r.returncode == 1
     assert f"WRITE on Topic '{other}'" in r.stderr.splitlines()[-1]
     assert tls.offsets(other) == (0, 0)
@@ -76,11 +103,20 @@ def test_limited_certificate_maps_to_user_limited(tls):
 
 def test_without_client_certificate_fails_cleanly(tls, tmp_path):
     props = tmp_path / "nocert.properties"
-    props.write_text(f"bootstrap.servers={tls.bootstrap}\nsecurity.protocol=SSL\n"
-                     f"ssl.truststore.location={tls.listeners.dir / 'ca.pem'}\n")
+    props.write_text(
+        f"bootstrap.servers={tls.bootstrap}\nsecurity.protocol=SSL\n"
+        f"ssl.truststore.location={tls.listeners.dir / 'ca.pem'}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    r = subprocess.run([sys.executable, "-m", "kxtx", "cluster", "--command-config", str(props), "--timeout", "5"],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "kxtx", "cluster", "--command-config", str(props), "--timeout", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 1
     assert r.stderr.startswith("kxtx: error:") and "Traceback" not in r.stderr
     assert "ssl.ca.location and the client certificate" in r.stderr
@@ -95,11 +131,28 @@ def test_sandbox_cli_sasl_plaintext(tmp_path):
 
     def kxtx(*args, config=None):
         e = {**env, **({"KXTX_COMMAND_CONFIG": config} if config else {})}
-        return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
-                              timeout=240, env=e, cwd=ROOT, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "kxtx", *args],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=e,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+        )
 
-    r = kxtx("sandbox", "start", "--security", "sasl_plaintext", "--port", "0",
-             "--kafka-version", os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"), "-o", "json")
+    r = kxtx(
+        "sandbox",
+        "start",
+        "--security",
+        "sasl_plaintext",
+        "--port",
+        "0",
+        "--kafka-version",
+        os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"),
+        "-o",
+        "json",
+    )
     try:
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)

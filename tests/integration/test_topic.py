@@ -35,12 +35,28 @@ def _exists(kafka, name) -> bool:
 
 def test_create_then_produce_at_once(kafka, run_kxtx, tmp_path):
     name = _name()
-    r = run_kxtx("topic", "create", name, "-p", "3", "-c", "cleanup.policy=compact",
-                 "--topic-config", "retention.ms=3600000", "-o", "json")
+    r = run_kxtx(
+        "topic",
+        "create",
+        name,
+        "-p",
+        "3",
+        "-c",
+        "cleanup.policy=compact",
+        "--topic-config",
+        "retention.ms=3600000",
+        "-o",
+        "json",
+    )
     assert r.returncode == 0, r.stderr
     row = json.loads(r.stdout)
-    assert row == {"topic": name, "created": True, "partitions": 3, "replication_factor": 1,
-                   "config": {"cleanup.policy": "compact", "retention.ms": "3600000"}}
+    assert row == {
+        "topic": name,
+        "created": True,
+        "partitions": 3,
+        "replication_factor": 1,
+        "config": {"cleanup.policy": "compact", "retention.ms": "3600000"},
+    }
     partitions, configs = _describe(kafka, name)
     assert partitions == 3
     assert configs["cleanup.policy"] == "compact" and configs["retention.ms"] == "3600000"
@@ -63,8 +79,10 @@ def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
     name = kafka.create_topic(_name(), partitions=2)
     r = run_kxtx("topic", "create", name, "-p", "2")
     assert r.returncode == 1
-    assert r.stderr.strip() == (f"kxtx: error: topic {name!r} already exists (2 partitions, replication "
-                                "factor 1); nothing was changed (--if-not-exists makes this a success)")
+    assert r.stderr.strip() == (
+        f"kxtx: error: topic {name!r} already exists (2 partitions, replication "
+        "factor 1); nothing was changed (--if-not-exists makes this a success)"
+    )
     r = run_kxtx("topic", "create", name, "-p", "5", "--if-not-exists", "-o", "json")
     assert r.returncode == 0, r.stderr
     row = json.loads(r.stdout)
@@ -73,17 +91,22 @@ def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
     assert _describe(kafka, name)[0] == 2
 
 
-@pytest.mark.parametrize("args, reason", [
-    (["-r", "3"], "INVALID_REPLICATION_FACTOR"),  # one broker
-    (["-c", "no.such.setting=1"], "INVALID_CONFIG"),
-    (["-c", "cleanup.policy=sometimes"], "INVALID_CONFIG"),
-])
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["-r", "3"], "INVALID_REPLICATION_FACTOR"),  # one broker
+        (["-c", "no.such.setting=1"], "INVALID_CONFIG"),
+        (["-c", "cleanup.policy=sometimes"], "INVALID_CONFIG"),
+    ],
+)
 def test_broker_refusal_is_a_usage_error_and_creates_nothing(kafka, run_kxtx, args, reason):
     name = _name()
     r = run_kxtx("topic", "create", name, *args)
     assert r.returncode == 2, r.stderr
     line = r.stderr.strip()
-    assert line.startswith(f"kxtx: error: topic {name!r}: the broker refused to create it: ") and reason in line
+    assert (
+        line.startswith(f"kxtx: error: topic {name!r}: the broker refused to create it: ") and reason in line
+    )
     assert len(line.splitlines()) == 1 and not _exists(kafka, name)
 
 

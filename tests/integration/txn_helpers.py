@@ -16,12 +16,20 @@ import kafka.errors as Errors
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 from kafka.protocol.producer.produce import ProduceRequest
-from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
+from kafka.protocol.producer.transaction import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+)
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
 
-_RETRY = (Errors.ConcurrentTransactionsError, Errors.CoordinatorLoadInProgressError,
-          Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
+_RETRY = (
+    Errors.ConcurrentTransactionsError,
+    Errors.CoordinatorLoadInProgressError,
+    Errors.NotCoordinatorError,
+    Errors.CoordinatorNotAvailableError,
+)
 
 
 @dataclass
@@ -44,6 +52,7 @@ class LowLevel:
     def _send(self, request, node_id):
         async def go():
             return await self.m.send(request, node_id=node_id)
+
         return self.m.run(go)
 
     def _leader(self, topic: str, partition: int) -> int:
@@ -75,13 +84,18 @@ class LowLevel:
 
     def init(self, tid: str, timeout_ms: int = 300_000) -> Producer:
         coord = self._coordinator(tid)
-        resp = self._retry(lambda: InitProducerIdRequest(
-            transactional_id=tid, transaction_timeout_ms=timeout_ms, max_version=4), coord,
-            lambda r: r.error_code)
+        resp = self._retry(
+            lambda: InitProducerIdRequest(
+                transactional_id=tid, transaction_timeout_ms=timeout_ms, max_version=4
+            ),
+            coord,
+            lambda r: r.error_code,
+        )
         return Producer(tid, resp.producer_id, resp.producer_epoch, coord, {})
 
-    def produce(self, p: Producer, topic: str, partition: int, values: list[bytes],
-                timestamp_ms: int | None = None) -> int:
+    def produce(
+        self, p: Producer, topic: str, partition: int, values: list[bytes], timestamp_ms: int | None = None
+    ) -> int:
         """A transactional batch; returns its base offset."""
         seq = p.sequences.get((topic, partition), 0)
         b = DefaultRecordBatchBuilder(2, 0, True, p.producer_id, p.producer_epoch, seq, 1 << 20)
@@ -90,10 +104,18 @@ class LowLevel:
             b.append(i, timestamp=ts, key=None, value=v, headers=[])
         Topic = ProduceRequest.TopicProduceData
         req = ProduceRequest(
-            transactional_id=p.transactional_id, acks=-1, timeout_ms=10_000,
-            topic_data=[Topic(name=topic, partition_data=[
-                Topic.PartitionProduceData(index=partition, records=bytes(b.build()))])],
-            min_version=3, max_version=9)
+            transactional_id=p.transactional_id,
+            acks=-1,
+            timeout_ms=10_000,
+            topic_data=[
+                Topic(
+                    name=topic,
+                    partition_data=[Topic.PartitionProduceData(index=partition, records=bytes(b.build()))],
+                )
+            ],
+            min_version=3,
+            max_version=9,
+        )
         resp = self._send(req, self._leader(topic, partition))
         part = resp.responses[0].partition_responses[0]
         err = Errors.for_code(part.error_code)
@@ -106,25 +128,47 @@ class LowLevel:
         T = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 
         def check(r):
-            codes = [x.partition_error_code for t in r.results_by_topic_v3_and_below
-                     for x in t.results_by_partition]
+            codes = [
+                x.partition_error_code
+                for t in r.results_by_topic_v3_and_below
+                for x in t.results_by_partition
+            ]
             return next((c for c in codes if c), r.error_code)
 
-        self._retry(lambda: AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=p.transactional_id, v3_and_below_producer_id=p.producer_id,
-            v3_and_below_producer_epoch=p.producer_epoch,
-            v3_and_below_topics=[T(name=topic, partitions=partitions)], max_version=3),
-            p.coordinator, check)
+        self._retry(
+            lambda: AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=p.transactional_id,
+                v3_and_below_producer_id=p.producer_id,
+                v3_and_below_producer_epoch=p.producer_epoch,
+                v3_and_below_topics=[T(name=topic, partitions=partitions)],
+                max_version=3,
+            ),
+            p.coordinator,
+            check,
+        )
 
     def end(self, p: Producer, commit: bool = True) -> None:
-        self._retry(lambda: EndTxnRequest(
-            transactional_id=p.transactional_id, producer_id=p.producer_id,
-            producer_epoch=p.producer_epoch, committed=commit, max_version=4),
-            p.coordinator, lambda r: r.error_code)
+        self._retry(
+            lambda: EndTxnRequest(
+                transactional_id=p.transactional_id,
+                producer_id=p.producer_id,
+                producer_epoch=p.producer_epoch,
+                committed=commit,
+                max_version=4,
+            ),
+            p.coordinator,
+            lambda r: r.error_code,
+        )
 
 
-def make_hanging(bootstrap: str, tid: str, hang_on: list[tuple[str, int]], commit_on: tuple[str, int] | None = None,
-                 age_ms: int = 3_600_000, records: int = 3) -> tuple[Producer, dict]:
+def make_hanging(
+    bootstrap: str,
+    tid: str,
+    hang_on: list[tuple[str, int]],
+    commit_on: tuple[str, int] | None = None,
+    age_ms: int = 3_600_000,
+    records: int = 3,
+) -> tuple[Producer, dict]:
     """Open transactions on `hang_on` that the coordinator never hears of; optionally a normal
     committed transaction on `commit_on` by the same producer. Returns (producer, {tp: start offset})."""
     ll = LowLevel(bootstrap)
@@ -134,8 +178,13 @@ def make_hanging(bootstrap: str, tid: str, hang_on: list[tuple[str, int]], commi
         if commit_on:
             ll.add_partitions(p, commit_on[0], [commit_on[1]])
         for t, part in hang_on:
-            starts[(t, part)] = ll.produce(p, t, part, [f"hanging-{i}".encode() for i in range(records)],
-                                           timestamp_ms=int(time.time() * 1000) - age_ms)
+            starts[(t, part)] = ll.produce(
+                p,
+                t,
+                part,
+                [f"hanging-{i}".encode() for i in range(records)],
+                timestamp_ms=int(time.time() * 1000) - age_ms,
+            )
         if commit_on:
             ll.produce(p, commit_on[0], commit_on[1], [b"committed"])
             ll.end(p, commit=True)

@@ -128,4 +128,5 @@ def iso(ms: int) -> str | None:
     if ms <= 0:
         return None
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).isoformat(
-        timespec="milliseconds")
+        timespec="milliseconds"
+    )

@@ -34,18 +34,23 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     fake.write_text(FAKE_PY)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "CALLS": str(calls),
-           "TMPDIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "CALLS": str(calls),
+        "TMPDIR": str(tmp_path),
+    }
     env.pop("PYTHON", None)
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
-    r = subprocess.run(["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     rows = [line.split("|", 2) for line in calls.read_text().splitlines()]
     venvs = [args.split()[2] for prog, _, args in rows if prog == str(fake) and args.startswith("-m venv /")]
     assert len(venvs) == 1 and venvs[0].startswith(str(tmp_path / "kxtx-ci-venv."))
     venv_py = f"{venvs[0]}/bin/python"
-    after_venv = rows[next(i for i, (p, _, a) in enumerate(rows) if a.startswith("-m venv /")) + 1:]
+    after_venv = rows[next(i for i, (p, _, a) in enumerate(rows) if a.startswith("-m venv /")) + 1 :]
     # everything after the venv exists runs with its interpreter: installs, both test stages
     assert {prog for prog, _, _ in after_venv} == {venv_py}
     assert any("pip install" in a and "-e .[spark,test]" in a for _, _, a in after_venv)

@@ -25,8 +25,13 @@ def _caught(pid: int, sig: int) -> bool:
 def _signal_while_starting(sig: int, delay: float) -> tuple[int, str, str]:
     # --version is the quickest command; the signal goes in as soon as kxtx's entry catches SIGTERM
     # (Python itself catches only SIGINT), i.e. during the imports that follow.
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "--version"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "--version"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 10
     while not _caught(proc.pid, signal.SIGTERM) and proc.poll() is None:
         assert time.monotonic() < deadline, "kxtx never caught SIGTERM while starting"

@@ -18,8 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def kxtx(*args, env=None, timeout=60):
     import os
 
-    return subprocess.run([sys.executable, "-m", "kxtx", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "kxtx", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
 
 
 def _closed_port() -> int:
@@ -43,8 +49,10 @@ def test_help_lists_every_command():
 
 
 def test_help_does_not_import_heavy_libraries():
-    code = ("import sys, kxtx.cli.app; heavy = [m for m in ('confluent_kafka', 'kafka', 'pyspark', "
-            "'pandas', 'pyarrow') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, kxtx.cli.app; heavy = [m for m in ('confluent_kafka', 'kafka', 'pyspark', "
+        "'pandas', 'pyarrow') if m in sys.modules]; print(heavy)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip() == "[]", r.stdout + r.stderr
 
@@ -91,8 +99,13 @@ def test_readme_exit_code_table_matches_the_enum():
 
 
 def test_exit_codes_keep_their_meaning():
-    assert (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.PROBLEM_FOUND,
-            ExitCode.INTERRUPTED) == (0, 1, 2, 3, 130)
+    assert (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.PROBLEM_FOUND, ExitCode.INTERRUPTED) == (
+        0,
+        1,
+        2,
+        3,
+        130,
+    )
 
 
 def test_docs_and_completions_do_not_drift():
@@ -113,8 +126,10 @@ def test_bash_completion_offers_subcommands_and_choices():
 
     def complete(*words):
         line = " ".join(["kxtx", *words])
-        prog = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; "
-                'printf "%s\\n" "${COMPREPLY[@]}"')
+        prog = (
+            f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; "
+            'printf "%s\\n" "${COMPREPLY[@]}"'
+        )
         return subprocess.run(["bash", "-c", prog], capture_output=True, text=True).stdout.split()
 
     assert "sandbox" in complete("") or "sandbox" in complete("s")
@@ -126,9 +141,12 @@ def test_closed_stdout_stops_quietly_with_141(tmp_path):
     # `kxtx ... | head`: the reader is gone before kxtx writes; no "Broken pipe" error, no traceback
     data = tmp_path / "a.jsonl"
     data.write_text('{"a":1}\n')
-    proc = subprocess.Popen([sys.executable, "-m", "kxtx", "produce", str(data), "-t", "t",
-                             "--dry-run", "-o", "jsonl"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "produce", str(data), "-t", "t", "--dry-run", "-o", "jsonl"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(60) == ExitCode.BROKEN_PIPE == 141
@@ -137,23 +155,32 @@ def test_closed_stdout_stops_quietly_with_141(tmp_path):
 
 def _bash_complete(script: str, *words: str) -> list[str]:
     line = " ".join(["kxtx", *words])
-    prog = (f"{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; "
-            'printf "%s\\n" "${COMPREPLY[@]}"')
+    prog = (
+        f'{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _kxtx; printf "%s\\n" "${{COMPREPLY[@]}}"'
+    )
     return subprocess.run(["bash", "-c", prog], capture_output=True, text=True).stdout.split()
 
 
-@pytest.mark.parametrize("words, expected", [
-    (("produce", "-I", ""), ["jsonl", "csv", "lines"]),
-    (("produce", "--input-format", "c"), ["csv"]),
-    (("produce", "--on-error", ""), ["fail", "skip", "dlq:"]),
-    (("produce", "--on-error", "s"), ["skip"]),
-])
+@pytest.mark.parametrize(
+    "words, expected",
+    [
+        (("produce", "-I", ""), ["jsonl", "csv", "lines"]),
+        (("produce", "--input-format", "c"), ["csv"]),
+        (("produce", "--on-error", ""), ["fail", "skip", "dlq:"]),
+        (("produce", "--on-error", "s"), ["skip"]),
+    ],
+)
 def test_bash_completion_completes_option_values(words, expected):
     """The static script (completions/kxtx.bash) and typer's own (`kxtx --install-completion`)."""
     script = (ROOT / "completions" / "kxtx.bash").read_text()
     assert _bash_complete(script, *words) == expected
-    r = kxtx(env={"_KXTX_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(["kxtx", *words]),
-                  "COMP_CWORD": str(len(words))})
+    r = kxtx(
+        env={
+            "_KXTX_COMPLETE": "complete_bash",
+            "COMP_WORDS": " ".join(["kxtx", *words]),
+            "COMP_CWORD": str(len(words)),
+        }
+    )
     assert r.stdout.split() == expected, r.stderr
 
 
@@ -163,7 +190,13 @@ def test_install_completion_is_in_the_readme_and_works(tmp_path):
     # ("; exit $?": bash would exec a lone command in its own place, and kxtx would then find no
     # shell among its parents when the suite itself runs detached from one)
     argv = " ".join([sys.executable, "-m", "kxtx", "--install-completion"]) + "; exit $?"
-    r = subprocess.run(["bash", "-c", argv], capture_output=True, text=True, cwd=ROOT, timeout=60,
-                       env={**os.environ, "HOME": str(tmp_path)})
+    r = subprocess.run(
+        ["bash", "-c", argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "kxtx" in (tmp_path / ".bashrc").read_text()

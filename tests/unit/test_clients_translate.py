@@ -14,16 +14,19 @@ def _confluent(code_name: str, text: str = "Broker: some error", fatal: bool = F
     return KafkaException(KafkaError(getattr(KafkaError, code_name), text, fatal=fatal))
 
 
-@pytest.mark.parametrize("code, cls, words", [
-    ("_FENCED", FencedError, "same transactional id took over (_FENCED)"),
-    ("PRODUCER_FENCED", FencedError, "same transactional id took over (PRODUCER_FENCED)"),
-    ("INVALID_PRODUCER_EPOCH", FencedError, "same transactional id took over"),
-    # static membership: another consumer, not another producer
-    ("FENCED_INSTANCE_ID", FencedError, "same group.instance.id joined the group"),
-    ("NOT_COORDINATOR", Unavailable, "run the same command again"),
-    ("CONCURRENT_TRANSACTIONS", Unavailable, "failing over"),
-    ("INVALID_PRODUCER_ID_MAPPING", KafkaOperationError, "Broker: some error"),
-])
+@pytest.mark.parametrize(
+    "code, cls, words",
+    [
+        ("_FENCED", FencedError, "same transactional id took over (_FENCED)"),
+        ("PRODUCER_FENCED", FencedError, "same transactional id took over (PRODUCER_FENCED)"),
+        ("INVALID_PRODUCER_EPOCH", FencedError, "same transactional id took over"),
+        # static membership: another consumer, not another producer
+        ("FENCED_INSTANCE_ID", FencedError, "same group.instance.id joined the group"),
+        ("NOT_COORDINATOR", Unavailable, "run the same command again"),
+        ("CONCURRENT_TRANSACTIONS", Unavailable, "failing over"),
+        ("INVALID_PRODUCER_ID_MAPPING", KafkaOperationError, "Broker: some error"),
+    ],
+)
 def test_translate_names_the_cause(code, cls, words):
     err = translate(_confluent(code, fatal=code == "_FENCED"), "committing")
     assert type(err) is cls

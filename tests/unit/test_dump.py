@@ -2,8 +2,8 @@
 
 import pytest
 
-import kxtx.dump as dump
-from kxtx.dump import DumpRequest, Start
+import kxtx.dump.engine as dump
+from kxtx.dump.engine import DumpRequest, Start
 from kxtx.errors import UsageError
 from kxtx.records.partition import partition_for
 from kxtx.settings import Settings
@@ -18,8 +18,9 @@ def txn_key(tid):
 
 def txn_value(pid, status, epoch=0):
     parts = None if status == 0 else [e.string("t") + e.array([e.i32(0)])]
-    return e.value(0, e.i64(pid) + e.i16(epoch) + e.i32(60000) + e.i8(status) + e.narray(parts)
-                   + e.i64(10) + e.i64(5))
+    return e.value(
+        0, e.i64(pid) + e.i16(epoch) + e.i32(60000) + e.i8(status) + e.narray(parts) + e.i64(10) + e.i64(5)
+    )
 
 
 def off_key(group, topic, part=0):
@@ -41,7 +42,7 @@ class FakeSource:
         FakeSource.asked.append((partitions, start, follow))
         chosen = [rec for rec in self.records_by_topic[self.topic] if rec[0] in partitions]
         for i in range(0, len(chosen), 2):  # small batches: filters and limits cross batch borders
-            yield chosen[i:i + 2]
+            yield chosen[i : i + 2]
 
     def close(self):
         pass
@@ -86,11 +87,26 @@ def test_every_record_in_order(fake):
     out = rows(topic=TXN)
     assert [r["offset"] for r in out if r["partition"] == partition_for("a", 50)] == [0, 1, 2, 3]
     assert [r["value"]["transaction_status"] for r in out if r["key"] == {"transactional_id": "a"}] == [
-        "Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "CompleteCommit",
+    ]
     deleted = [r for r in out if r["tombstone"]]
-    assert deleted == [{"partition": partition_for("b", 50), "offset": 1, "timestamp_ms": 5,
-                        "time": "1970-01-01T00:00:00.005+00:00", "type": "TransactionLog", "type_id": 0, "key": {"transactional_id": "b"},
-                        "version": None, "value": None, "tombstone": True}]
+    assert deleted == [
+        {
+            "partition": partition_for("b", 50),
+            "offset": 1,
+            "timestamp_ms": 5,
+            "time": "1970-01-01T00:00:00.005+00:00",
+            "type": "TransactionLog",
+            "type_id": 0,
+            "key": {"transactional_id": "b"},
+            "version": None,
+            "value": None,
+            "tombstone": True,
+        }
+    ]
 
 
 def test_transactional_id_reads_only_its_partition(fake):
@@ -102,7 +118,8 @@ def test_transactional_id_reads_only_its_partition(fake):
 def test_latest_applies_tombstones(fake):
     out = rows(topic=TXN, latest=True)
     assert [(r["key"]["transactional_id"], r["value"]["transaction_status"]) for r in out] == [
-        ("a", "CompleteCommit")]
+        ("a", "CompleteCommit")
+    ]
 
 
 @pytest.mark.parametrize(

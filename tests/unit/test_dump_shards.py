@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kxtx.dump import DumpRequest, choose_partitions, shardable
+from kxtx.dump.engine import DumpRequest, choose_partitions, shardable
 from kxtx.dump import shards as shards_mod
 from kxtx.dump.shards import Shards
 from kxtx.errors import UsageError
@@ -84,7 +84,7 @@ def test_batches_are_never_interleaved(tmp_path):
     lines = [tuple(map(int, x.split())) for x in out.read_bytes().splitlines()]
     assert len(lines) == 3 * 60 * 40
     for start in range(0, len(lines), 40):  # 40 consecutive lines = one batch of one process
-        block = lines[start:start + 40]
+        block = lines[start : start + 40]
         assert {(p, b) for p, b, _ in block} == {block[0][:2]}
         assert [n for _, _, n in block] == list(range(40))
 
@@ -108,7 +108,7 @@ def test_parent_failure_wins_and_stops_the_workers():
 
 
 def test_worker_killed_by_a_signal_reports_128_plus_signal():
-    shards = _in_workers(2, lambda s: (os.kill(os.getpid(), signal.SIGKILL) if s.is_worker else 0))
+    shards = _in_workers(2, lambda s: os.kill(os.getpid(), signal.SIGKILL) if s.is_worker else 0)
     assert shards.wait(0) == 128 + signal.SIGKILL
 
 
@@ -122,17 +122,25 @@ def test_shards_split_the_partitions(count):
     assert all(part for part in seen)
 
 
-@pytest.mark.parametrize("opts, ok", [
-    ({}, True), ({"partitions": [1, 2]}, True), ({"partitions": [3]}, False),
-    ({"ids": ["g"]}, False), ({"latest": True}, False), ({"limit": 10}, False),
-    ({"follow": True}, False), ({"include_uncommitted": True}, False),
-])
+@pytest.mark.parametrize(
+    "opts, ok",
+    [
+        ({}, True),
+        ({"partitions": [1, 2]}, True),
+        ({"partitions": [3]}, False),
+        ({"ids": ["g"]}, False),
+        ({"latest": True}, False),
+        ({"limit": 10}, False),
+        ({"follow": True}, False),
+        ({"include_uncommitted": True}, False),
+    ],
+)
 def test_what_can_be_sharded(opts, ok):
     assert shardable(DumpRequest(topic="__consumer_offsets", **opts)) is ok
 
 
 def test_sharding_what_cannot_be_is_a_usage_error():
-    from kxtx.dump import validate
+    from kxtx.dump.engine import validate
 
     with pytest.raises(UsageError, match="--latest"):
         validate(DumpRequest(topic="__consumer_offsets", latest=True, shard=(0, 2)))

@@ -5,8 +5,10 @@ import pytest
 from kxtx.cli import output
 from kxtx.cli.common import OutputFormat
 
-ROWS = [{"topic": "a", "partition": 0, "raw": b"\x00\x01", "nested": {"x": 1}},
-        {"topic": "b", "partition": 1, "raw": None, "nested": None}]
+ROWS = [
+    {"topic": "a", "partition": 0, "raw": b"\x00\x01", "nested": {"x": 1}},
+    {"topic": "b", "partition": 1, "raw": None, "nested": None},
+]
 
 
 def test_jsonl_one_object_per_line(capsys):
@@ -42,9 +44,15 @@ def test_default_format_is_jsonl_when_not_a_tty(capsys):
     assert output.choose(None) is OutputFormat.jsonl  # pytest captures stdout: not a TTY
 
 
-@pytest.mark.parametrize("value, expected", [
-    (b"\xff", "/w=="), (OutputFormat.json, "json"), ((1, 2), [1, 2]), ({1: "a"}, {"1": "a"}),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (b"\xff", "/w=="),
+        (OutputFormat.json, "json"),
+        ((1, 2), [1, 2]),
+        ({1: "a"}, {"1": "a"}),
+    ],
+)
 def test_jsonable(value, expected):
     assert output.jsonable(value) == expected
 
@@ -58,14 +66,36 @@ def test_row_batches_same_output_as_rows(capsys, fmt):
 
 
 #: What `kxtx find-hanging -o table` shows: 12 columns.
-HANGING = [{"topic": "orders-enriched", "partition": 11, "producer_id": 1234567, "producer_epoch": 3,
-            "start_offset": 858816, "age": "2h 14m", "transactional_id": "kxtx-pipe-enricher-3f9a2c",
-            "coordinator_state": "CompleteAbort", "lso": 858816, "high_watermark": 902311,
-            "held_back": 43495, "blocked_groups": ["billing", "fraud-check"]},
-           {"topic": "payments", "partition": 0, "producer_id": 42, "producer_epoch": 0,
-            "start_offset": 17, "age": "31m", "transactional_id": None,
-            "coordinator_state": None, "lso": 17, "high_watermark": 20, "held_back": 3,
-            "blocked_groups": []}]
+HANGING = [
+    {
+        "topic": "orders-enriched",
+        "partition": 11,
+        "producer_id": 1234567,
+        "producer_epoch": 3,
+        "start_offset": 858816,
+        "age": "2h 14m",
+        "transactional_id": "kxtx-pipe-enricher-3f9a2c",
+        "coordinator_state": "CompleteAbort",
+        "lso": 858816,
+        "high_watermark": 902311,
+        "held_back": 43495,
+        "blocked_groups": ["billing", "fraud-check"],
+    },
+    {
+        "topic": "payments",
+        "partition": 0,
+        "producer_id": 42,
+        "producer_epoch": 0,
+        "start_offset": 17,
+        "age": "31m",
+        "transactional_id": None,
+        "coordinator_state": None,
+        "lso": 17,
+        "high_watermark": 20,
+        "held_back": 3,
+        "blocked_groups": [],
+    },
+]
 
 
 def _rendered(capsys, monkeypatch, columns: str, rows=HANGING, cols=None) -> str:
@@ -80,8 +110,9 @@ def test_too_wide_rows_become_readable_records_at_80_columns(capsys, monkeypatch
     for row in HANGING:
         for key, value in row.items():
             # every column name and every value whole, on one line, next to its name
-            assert any(line.split()[:1] == [key] and output._cell(value) in line
-                       for line in out.splitlines()), (key, value, out)
+            assert any(
+                line.split()[:1] == [key] and output._cell(value) in line for line in out.splitlines()
+            ), (key, value, out)
 
 
 def test_rows_that_fit_stay_a_table(capsys, monkeypatch):

@@ -46,8 +46,10 @@ def test_split_csv():
         ("path=C\\:\\\\dir", {"path": "C:\\dir"}),
         ("u=\\u00e9", {"u": "é"}),
         ("lonely", {"lonely": ""}),
-        ("sasl.jaas.config=org.X required username=\"a\" password=\"p=1\";",
-         {"sasl.jaas.config": 'org.X required username="a" password="p=1";'}),
+        (
+            'sasl.jaas.config=org.X required username="a" password="p=1";',
+            {"sasl.jaas.config": 'org.X required username="a" password="p=1";'},
+        ),
         ("dup=1\ndup=2", {"dup": "2"}),
         ("ends=with\\\\", {"ends": "with\\"}),
     ],

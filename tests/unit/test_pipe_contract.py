@@ -9,30 +9,42 @@ def value_only(v):
     return Out(False, None, v, False, None, None)
 
 
-@pytest.mark.parametrize("result, json_values, expected", [
-    (None, False, []),
-    (float("nan"), False, []),
-    (b"raw", False, [value_only(b"raw")]),
-    ("text", False, [value_only(b"text")]),
-    ("text", True, [value_only(b'"text"')]),
-    ({"a": 1}, False, [value_only(b'{"a":1}')]),
-    ({"a": 1, "value": 2}, False, [value_only(b'{"a":1,"value":2}')]),  # not a record spec
-    (42, False, [value_only(b"42")]),
-    ([b"a", None, "b"], False, [value_only(b"a"), value_only(b"b")]),
-    ([], False, []),
-    ((b"x",), False, [value_only(b"x")]),
-    ({"value": "v", "key": "k"}, False, [Out(True, b"k", b"v", False, None, None)]),
-    ({"value": "v", "key": None}, False, [Out(True, None, b"v", False, None, None)]),
-    ({"key": "k"}, False, [Out(True, b"k", None, False, None, None)]),  # tombstone
-    ({"value": {"n": 1}, "topic": "t2"}, True, [Out(False, None, b'{"n":1}', False, None, "t2")]),
-    ({"value": b"v", "headers": {"h": "1", "n": None}}, False,
-     [Out(False, None, b"v", True, [("h", b"1"), ("n", None)], None)]),
-    ({"value": b"v", "headers": [("h", b"\x00")]}, False,
-     [Out(False, None, b"v", True, [("h", b"\x00")], None)]),
-    ([{"value": "a", "topic": "x"}, {"value": "b", "topic": "y"}], False,
-     [Out(False, None, b"a", False, None, "x"), Out(False, None, b"b", False, None, "y")]),
-    ({"value": "é"}, False, [value_only("é".encode())]),
-])
+@pytest.mark.parametrize(
+    "result, json_values, expected",
+    [
+        (None, False, []),
+        (float("nan"), False, []),
+        (b"raw", False, [value_only(b"raw")]),
+        ("text", False, [value_only(b"text")]),
+        ("text", True, [value_only(b'"text"')]),
+        ({"a": 1}, False, [value_only(b'{"a":1}')]),
+        ({"a": 1, "value": 2}, False, [value_only(b'{"a":1,"value":2}')]),  # not a record spec
+        (42, False, [value_only(b"42")]),
+        ([b"a", None, "b"], False, [value_only(b"a"), value_only(b"b")]),
+        ([], False, []),
+        ((b"x",), False, [value_only(b"x")]),
+        ({"value": "v", "key": "k"}, False, [Out(True, b"k", b"v", False, None, None)]),
+        ({"value": "v", "key": None}, False, [Out(True, None, b"v", False, None, None)]),
+        ({"key": "k"}, False, [Out(True, b"k", None, False, None, None)]),  # tombstone
+        ({"value": {"n": 1}, "topic": "t2"}, True, [Out(False, None, b'{"n":1}', False, None, "t2")]),
+        (
+            {"value": b"v", "headers": {"h": "1", "n": None}},
+            False,
+            [Out(False, None, b"v", True, [("h", b"1"), ("n", None)], None)],
+        ),
+        (
+            {"value": b"v", "headers": [("h", b"\x00")]},
+            False,
+            [Out(False, None, b"v", True, [("h", b"\x00")], None)],
+        ),
+        (
+            [{"value": "a", "topic": "x"}, {"value": "b", "topic": "y"}],
+            False,
+            [Out(False, None, b"a", False, None, "x"), Out(False, None, b"b", False, None, "y")],
+        ),
+        ({"value": "é"}, False, [value_only("é".encode())]),
+    ],
+)
 def test_to_outputs(result, json_values, expected):
     assert to_outputs(result, json_values) == expected
 
@@ -55,15 +67,18 @@ def test_numpy_values_become_plain():
     assert to_outputs(np.array([b"a", b"b"], dtype=object)) == [value_only(b"a"), value_only(b"b")]
 
 
-@pytest.mark.parametrize("result, message", [
-    ([[b"a"]], "do not nest"),
-    ({"value": "v", "topic": ""}, "'topic' must be a non-empty string"),
-    ({"value": "v", "topic": 3}, "'topic' must be a non-empty string"),
-    ({"value": "v", "headers": 5}, "'headers' must be a dict or a list"),
-    ({"value": "v", "headers": {1: "x"}}, "header name 1 is not a string"),
-    (object(), "cannot encode an object"),
-    ({"value": {1, 2}}, "cannot encode a set"),
-])
+@pytest.mark.parametrize(
+    "result, message",
+    [
+        ([[b"a"]], "do not nest"),
+        ({"value": "v", "topic": ""}, "'topic' must be a non-empty string"),
+        ({"value": "v", "topic": 3}, "'topic' must be a non-empty string"),
+        ({"value": "v", "headers": 5}, "'headers' must be a dict or a list"),
+        ({"value": "v", "headers": {1: "x"}}, "header name 1 is not a string"),
+        (object(), "cannot encode an object"),
+        ({"value": {1, 2}}, "cannot encode a set"),
+    ],
+)
 def test_contract_errors(result, message):
     with pytest.raises(ContractError, match=message):
         to_outputs(result)

@@ -14,8 +14,7 @@ class Loop(executors.ExecutorPipe):
     """Planned work for `rounds` rounds; each round either fails (Spark job error) or reads."""
 
     def __init__(self, rounds: list, until_idle: float, assign_after: int | None = 1):
-        self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f",
-                              until_idle=until_idle)
+        self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f", until_idle=until_idle)
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = stopsignals.Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
@@ -69,4 +68,3 @@ def test_the_idle_clock_waits_for_the_first_assignment(monkeypatch):
     t0 = time.monotonic()
     loop._loop()
     assert loop.stats.stopped == "idle" and time.monotonic() - t0 < 0.6
-

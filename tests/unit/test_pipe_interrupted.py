@@ -13,11 +13,14 @@ def cfg() -> PipeConfig:
     return PipeConfig(inputs=["in"], out="out", udf="m:f", group="g")
 
 
-@pytest.mark.parametrize("exc, code, name", [
-    (KeyboardInterrupt(), 130, "SIGINT"),
-    (Terminated(), 143, "SIGTERM"),
-    (stopsignals.Stopped(1), 129, "SIGHUP"),
-])
+@pytest.mark.parametrize(
+    "exc, code, name",
+    [
+        (KeyboardInterrupt(), 130, "SIGINT"),
+        (Terminated(), 143, "SIGTERM"),
+        (stopsignals.Stopped(1), 129, "SIGHUP"),
+    ],
+)
 def test_a_stop_signal_becomes_pipe_interrupted_with_the_summary(exc, code, name):
     stats = Stats()
     stats.add_batch(5, 4, 1, 0)

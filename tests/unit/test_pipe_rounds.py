@@ -10,9 +10,18 @@ from kxtx.pipe import rounds
 
 def test_a_round_says_where_its_time_went_with_debug(caplog):
     def result(partition, task_s, init):
-        return {"topic": "in", "partition": partition, "in": 10, "task_s": task_s, "init": init,
-                "init_s": 0.1 if init else 0.0, "consume_s": 0.01, "udf_s": 0.02,
-                "produce_s": 0.003, "commit_s": 0.04}
+        return {
+            "topic": "in",
+            "partition": partition,
+            "in": 10,
+            "task_s": task_s,
+            "init": init,
+            "init_s": 0.1 if init else 0.0,
+            "consume_s": 0.01,
+            "udf_s": 0.02,
+            "produce_s": 0.003,
+            "commit_s": 0.04,
+        }
 
     results = [result(0, 0.2, False), result(1, 0.5, True)]
     with caplog.at_level("INFO", logger="kxtx"):
@@ -23,49 +32,58 @@ def test_a_round_says_where_its_time_went_with_debug(caplog):
     assert caplog.messages == [
         "round: 2 task(s), 20 record(s); plan 12 ms, Spark job 900 ms, task time sum 700 ms; "
         "1 producer(s) started; slowest in[1] 500 ms (init 100, consume 10, udf 20, produce 3, "
-        "commit 40)"]
+        "commit 40)"
+    ]
 
 
-@pytest.mark.parametrize("exc, later", [
-    # A partition the planner's clients do not know yet (just added) or whose leader moves.
-    (KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), True),
-    (KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True),
-    (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
-    (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
-    (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
-    # Nothing a later round changes: the planner stops with the error.
-    (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
-    (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
-    (KafkaException("no error object"), False),
-    (KafkaException(), False),
-])
+@pytest.mark.parametrize(
+    "exc, later",
+    [
+        # A partition the planner's clients do not know yet (just added) or whose leader moves.
+        (KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), True),
+        (KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True),
+        (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
+        (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
+        (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
+        # Nothing a later round changes: the planner stops with the error.
+        (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
+        (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
+        (KafkaException("no error object"), False),
+        (KafkaException(), False),
+    ],
+)
 def test_which_planning_errors_wait_for_a_later_round(exc, later):
     assert rounds.later(exc) is later
 
 
-@pytest.mark.parametrize("limit, biggest, round_s, interval_s, want", [
-    (100_000, 100_000, 2.0, 300.0, 100_000),     # a normal round: unchanged
-    (100_000, 100_000, 150.0, 300.0, 100_000),   # exactly half the interval: still unchanged
-    (100_000, 100_000, 200.0, 300.0, 37_500),    # over half: sized to a quarter (75 s)
-    (100_000, 100_000, 400.0, 300.0, 18_750),    # the round already cost the membership
-    (100_000, 5_000, 200.0, 300.0, 1_875),       # sized from the records the round really had
-    (1_000, 90_000, 200.0, 300.0, 1_000),        # never raised above the current limit
-    (100, 100, 10_000.0, 8.0, 1),                # at least one record per partition
-    (100_000, 0, 200.0, 300.0, 100_000),         # no task: nothing to learn from
-])
-def test_round_limit_keeps_rounds_inside_the_poll_interval(limit, biggest, round_s, interval_s,
-                                                           want):
+@pytest.mark.parametrize(
+    "limit, biggest, round_s, interval_s, want",
+    [
+        (100_000, 100_000, 2.0, 300.0, 100_000),  # a normal round: unchanged
+        (100_000, 100_000, 150.0, 300.0, 100_000),  # exactly half the interval: still unchanged
+        (100_000, 100_000, 200.0, 300.0, 37_500),  # over half: sized to a quarter (75 s)
+        (100_000, 100_000, 400.0, 300.0, 18_750),  # the round already cost the membership
+        (100_000, 5_000, 200.0, 300.0, 1_875),  # sized from the records the round really had
+        (1_000, 90_000, 200.0, 300.0, 1_000),  # never raised above the current limit
+        (100, 100, 10_000.0, 8.0, 1),  # at least one record per partition
+        (100_000, 0, 200.0, 300.0, 100_000),  # no task: nothing to learn from
+    ],
+)
+def test_round_limit_keeps_rounds_inside_the_poll_interval(limit, biggest, round_s, interval_s, want):
     assert rounds.round_limit(limit, biggest, round_s, interval_s) == want
 
 
-@pytest.mark.parametrize("budget, wants, want", [
-    (None, [5, 7], [5, 7]),        # no --max-records
-    (20, [5, 7], [5, 7]),          # fits
-    (10, [5, 7], [5, 5]),          # scaled down to exactly the budget
-    (10, [2, 9, 9], [2, 4, 4]),    # a small want leaves its share to the others
-    (1, [5, 5, 5], [0, 0, 1]),     # fewer records than partitions: the last one gets it
-    (0, [5], [0]),
-])
+@pytest.mark.parametrize(
+    "budget, wants, want",
+    [
+        (None, [5, 7], [5, 7]),  # no --max-records
+        (20, [5, 7], [5, 7]),  # fits
+        (10, [5, 7], [5, 5]),  # scaled down to exactly the budget
+        (10, [2, 9, 9], [2, 4, 4]),  # a small want leaves its share to the others
+        (1, [5, 5, 5], [0, 0, 1]),  # fewer records than partitions: the last one gets it
+        (0, [5], [0]),
+    ],
+)
 def test_split_fits_max_records_exactly(budget, wants, want):
     assert rounds.split(budget, wants) == want
 
@@ -83,4 +101,5 @@ def test_pace_warns_when_it_makes_rounds_or_transactions_smaller(caplog):
         "a round took 15 s, more than half of max.poll.interval.ms (8 s); rounds now take at "
         "most 400 records per partition (a larger -X max.poll.interval.ms allows more)",
         "a transaction took 200 s, more than half of max.poll.interval.ms (300 s); transactions "
-        "now take at most 75000 records (a larger -X max.poll.interval.ms allows more)"]
+        "now take at most 75000 records (a larger -X max.poll.interval.ms allows more)",
+    ]

@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import ROOT
 
 pytest.importorskip("pyspark")
-from tests.integration.spark_cluster import NO_KXTX  # noqa: E402 - it imports pyspark
+from tests.integration.spark_cluster import NO_KXTX
 
-PICKLE = textwrap.dedent('''
+PICKLE = textwrap.dedent("""
     import sys
     from pyspark import cloudpickle
     from kxtx.pipe import spark, task, transform
@@ -34,10 +34,10 @@ PICKLE = textwrap.dedent('''
                    udf_name="udf", timeout=5)
     with open(sys.argv[1], "wb") as f:
         cloudpickle.dump((transform.make_task(mapper), task.make_task(job), job), f)
-''')
+""")
 
 # The test cluster's executors get the same block (their sitecustomize).
-RUN = NO_KXTX + textwrap.dedent('''
+RUN = NO_KXTX + textwrap.dedent("""
     import json, pickle, sys
 
     import pyarrow as pa
@@ -57,15 +57,16 @@ RUN = NO_KXTX + textwrap.dedent('''
                       "errors": rows["error"], "mapper_rows": sum(b.num_rows for b in out),
                       "executor_task": callable(executor_task),
                       "kxtx_loaded": sorted(m for m in sys.modules if m.startswith("kxtx"))}))
-''')
+""")
 
 
 def test_the_shipped_tasks_unpickle_and_run_where_kxtx_is_not_installed(tmp_path):
     pickled = tmp_path / "tasks.pkl"
     subprocess.run([sys.executable, "-c", PICKLE, str(pickled)], cwd=ROOT, check=True)
     # Run from elsewhere, so the worktree is not on sys.path either.
-    got = subprocess.run([sys.executable, "-c", RUN, str(pickled)], cwd=tmp_path,
-                         capture_output=True, text=True)
+    got = subprocess.run(
+        [sys.executable, "-c", RUN, str(pickled)], cwd=tmp_path, capture_output=True, text=True
+    )
     assert got.returncode == 0, got.stderr[-3000:]
     import json
 
@@ -73,8 +74,8 @@ def test_the_shipped_tasks_unpickle_and_run_where_kxtx_is_not_installed(tmp_path
     assert result["kxtx_loaded"] == []
     assert result["executor_task"] is True
     assert result["mapper_rows"] == 5
-    assert result["values"] == [json.dumps({"n": i, "seen": True}, separators=(",", ":"))
-                                for i in range(3)] + [None] + [
-        json.dumps({"n": 4, "seen": True}, separators=(",", ":"))]
+    assert result["values"] == [
+        json.dumps({"n": i, "seen": True}, separators=(",", ":")) for i in range(3)
+    ] + [None] + [json.dumps({"n": 4, "seen": True}, separators=(",", ":"))]
     assert result["errors"][3].startswith("the UDF result: cannot encode a set as a value")
     assert result["errors"][:3] == [None] * 3

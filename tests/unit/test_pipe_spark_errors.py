@@ -28,14 +28,22 @@ ValueError: bad record
 """
 
 
-@pytest.mark.parametrize("text, expected", [
-    (WORKER, "An exception was thrown from the Python worker: ModuleNotFoundError: No module "
-             "named 'confluent_kafka'"),
-    (CHAINED, "An exception was thrown from the Python worker: ValueError: bad record"),
-    ("Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times\n\tat org.apache",
-     "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times"),
-    ("", "RuntimeError"),
-    ("x" * 900, "x" * 500),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            WORKER,
+            "An exception was thrown from the Python worker: ModuleNotFoundError: No module "
+            "named 'confluent_kafka'",
+        ),
+        (CHAINED, "An exception was thrown from the Python worker: ValueError: bad record"),
+        (
+            "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times\n\tat org.apache",
+            "Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times",
+        ),
+        ("", "RuntimeError"),
+        ("x" * 900, "x" * 500),
+    ],
+)
 def test_the_line_that_names_the_error(text, expected):
     assert _first_line(RuntimeError(text)) == expected

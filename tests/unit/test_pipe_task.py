@@ -8,33 +8,50 @@ from kxtx.pipe import task
 
 
 def job(conf: dict) -> task.Job:
-    return task.Job(conf=conf, group="g", pipe_id="p", out="o", dlq=None, start="earliest",
-                    record_mode=False, mapper=None, chunk=100, udf_name="u", timeout=5.0)
+    return task.Job(
+        conf=conf,
+        group="g",
+        pipe_id="p",
+        out="o",
+        dlq=None,
+        start="earliest",
+        record_mode=False,
+        mapper=None,
+        chunk=100,
+        udf_name="u",
+        timeout=5.0,
+    )
 
 
-@pytest.mark.parametrize("conf, key, want", [
-    # no long poll at the end of a partition: the next task's assign would wait for it
-    ({"bootstrap.servers": "b:1"}, "fetch.wait.max.ms", 10),
-    ({}, "fetch.queue.backoff.ms", 10),
-    ({"fetch.wait.max.ms": 200}, "fetch.wait.max.ms", 200),  # the user's value wins
-    # what exactly once rests on cannot be overridden
-    ({"isolation.level": "read_uncommitted"}, "isolation.level", "read_committed"),
-    ({"enable.auto.commit": True}, "enable.auto.commit", False),
-    ({"group.id": "other"}, "group.id", "g"),
-    ({}, "auto.offset.reset", "earliest"),
-])
+@pytest.mark.parametrize(
+    "conf, key, want",
+    [
+        # no long poll at the end of a partition: the next task's assign would wait for it
+        ({"bootstrap.servers": "b:1"}, "fetch.wait.max.ms", 10),
+        ({}, "fetch.queue.backoff.ms", 10),
+        ({"fetch.wait.max.ms": 200}, "fetch.wait.max.ms", 200),  # the user's value wins
+        # what exactly once rests on cannot be overridden
+        ({"isolation.level": "read_uncommitted"}, "isolation.level", "read_committed"),
+        ({"enable.auto.commit": True}, "enable.auto.commit", False),
+        ({"group.id": "other"}, "group.id", "g"),
+        ({}, "auto.offset.reset", "earliest"),
+    ],
+)
 def test_consumer_conf(conf, key, want):
     assert task.consumer_conf(job(conf))[key] == want
 
 
-@pytest.mark.parametrize("conf, key, want", [
-    # a new producer's init_transactions: no 500 ms wait for librdkafka's coordinator timer
-    ({"bootstrap.servers": "b:1"}, "enable.sparse.connections", False),
-    ({}, "retry.backoff.ms", 10),
-    ({"enable.sparse.connections": True}, "enable.sparse.connections", True),  # the user's wins
-    ({"retry.backoff.ms": 100}, "retry.backoff.ms", 100),
-    ({"transactional.id": "mine"}, "transactional.id", "p.t.3"),  # fencing rests on it
-])
+@pytest.mark.parametrize(
+    "conf, key, want",
+    [
+        # a new producer's init_transactions: no 500 ms wait for librdkafka's coordinator timer
+        ({"bootstrap.servers": "b:1"}, "enable.sparse.connections", False),
+        ({}, "retry.backoff.ms", 10),
+        ({"enable.sparse.connections": True}, "enable.sparse.connections", True),  # the user's wins
+        ({"retry.backoff.ms": 100}, "retry.backoff.ms", 100),
+        ({"transactional.id": "mine"}, "transactional.id", "p.t.3"),  # fencing rests on it
+    ],
+)
 def test_producer_conf(conf, key, want):
     assert task.producer_conf(job(conf), task.transactional_id("p", "t", 3))[key] == want
 
@@ -48,26 +65,32 @@ def test_transactional_id_is_a_function_of_pipe_topic_and_partition():
     assert task.transactional_id("p", "t", 3) != task.transactional_id("p", "t", 4)
 
 
-@pytest.mark.parametrize("left, nxt, end, want", [
-    (100_000, -1001, 50, task.CONSUME_BATCH),  # start not known yet: a whole batch
-    (100_000, 0, 1 << 62, task.CONSUME_BATCH),  # no planned end in sight
-    (100_000, 40, 50, 10),  # the planned range holds 10: ask for 10, not a batch
-    (5, 40, 50, 5),  # the limit is closer than the end
-    (100_000, 50, 50, 1),  # at the planned end (markers past it): one, never 0
-    (100_000, 60, 50, 1),  # a start already past the planned end
-    (0, 40, 50, 1),
-])
+@pytest.mark.parametrize(
+    "left, nxt, end, want",
+    [
+        (100_000, -1001, 50, task.CONSUME_BATCH),  # start not known yet: a whole batch
+        (100_000, 0, 1 << 62, task.CONSUME_BATCH),  # no planned end in sight
+        (100_000, 40, 50, 10),  # the planned range holds 10: ask for 10, not a batch
+        (5, 40, 50, 5),  # the limit is closer than the end
+        (100_000, 50, 50, 1),  # at the planned end (markers past it): one, never 0
+        (100_000, 60, 50, 1),  # a start already past the planned end
+        (0, 40, 50, 1),
+    ],
+)
 def test_consume_count(left, nxt, end, want):
     assert task.consume_count(left, nxt, end) == want
 
 
-@pytest.mark.parametrize("start, committed, want", [
-    ("earliest", 17, 17),
-    ("latest", 17, 17),  # a committed offset always wins
-    ("earliest", 0, 0),
-    ("earliest", -1001, -2),  # librdkafka OFFSET_BEGINNING, not INVALID (100 ms backoff)
-    ("latest", -1001, -1),  # OFFSET_END
-])
+@pytest.mark.parametrize(
+    "start, committed, want",
+    [
+        ("earliest", 17, 17),
+        ("latest", 17, 17),  # a committed offset always wins
+        ("earliest", 0, 0),
+        ("earliest", -1001, -2),  # librdkafka OFFSET_BEGINNING, not INVALID (100 ms backoff)
+        ("latest", -1001, -1),  # OFFSET_END
+    ],
+)
 def test_start_offset(start, committed, want):
     import dataclasses
 

@@ -20,16 +20,27 @@ def mapped(func, values, value_format="raw", kind=udf.ROW):
 
 
 def plain(idx, value):
-    return {"idx": idx, "key_set": False, "key": None, "value": value, "headers_set": False,
-            "headers": None, "topic": None, "error": None}
+    return {
+        "idx": idx,
+        "key_set": False,
+        "key": None,
+        "value": value,
+        "headers_set": False,
+        "headers": None,
+        "topic": None,
+        "error": None,
+    }
 
 
-@pytest.mark.parametrize("func, value_format, values, expected", [
-    (lambda v: v, "raw", [b"a", b"b"], [b"a", b"b"]),
-    (lambda v: v.upper(), "string", [b"a", "é".encode()], [b"A", "É".encode()]),
-    (lambda d: d["x"], "json", [b'{"x":"s"}', b'{"x":"t"}'], [b'"s"', b'"t"']),  # str -> JSON
-    (lambda v: v + b"!", "raw", [b"a"], [b"a!"]),
-])
+@pytest.mark.parametrize(
+    "func, value_format, values, expected",
+    [
+        (lambda v: v, "raw", [b"a", b"b"], [b"a", b"b"]),
+        (lambda v: v.upper(), "string", [b"a", "é".encode()], [b"A", "É".encode()]),
+        (lambda d: d["x"], "json", [b'{"x":"s"}', b'{"x":"t"}'], [b'"s"', b'"t"']),  # str -> JSON
+        (lambda v: v + b"!", "raw", [b"a"], [b"a!"]),
+    ],
+)
 def test_one_value_per_record(func, value_format, values, expected):
     assert mapped(func, values, value_format) == [plain(i, v) for i, v in enumerate(expected)]
 
@@ -101,24 +112,37 @@ def test_task_on_an_empty_partition():
     assert out.num_rows == 0
 
 
-@pytest.mark.parametrize("func, values, is_plain", [
-    (lambda v: v, [b"a", b"b"], True),
-    (lambda v: None if v == b"a" else v, [b"a", b"b"], False),  # a drop
-    (lambda v: [v, v] if v == b"a" else None, [b"a", b"b"], False),  # same count, other records
-    (lambda v: {"value": v, "key": b"k"}, [b"a"], False),
-    (lambda v: {"value": v, "headers": {}}, [b"a"], False),
-    (lambda v: {"value": v, "topic": "t"}, [b"a"], False),
-    (lambda v: 1 / 0, [b"a"], False),
-    (lambda v: {"value": None}, [b"a"], True),  # a tombstone with the input's key
-])
+@pytest.mark.parametrize(
+    "func, values, is_plain",
+    [
+        (lambda v: v, [b"a", b"b"], True),
+        (lambda v: None if v == b"a" else v, [b"a", b"b"], False),  # a drop
+        (lambda v: [v, v] if v == b"a" else None, [b"a", b"b"], False),  # same count, other records
+        (lambda v: {"value": v, "key": b"k"}, [b"a"], False),
+        (lambda v: {"value": v, "headers": {}}, [b"a"], False),
+        (lambda v: {"value": v, "topic": "t"}, [b"a"], False),
+        (lambda v: 1 / 0, [b"a"], False),
+        (lambda v: {"value": None}, [b"a"], True),  # a tombstone with the input's key
+    ],
+)
 def test_plain_output(func, values, is_plain):
     out = pa.Table.from_pylist(mapped(func, values), schema=tf.output_schema())
     assert (tf.plain_output(out, len(values)) is not None) == is_plain
 
 
-DICTS = [{"a": 1}, {}, {"é": "ü\u2028😀"}, {"n": [1, 2.5, None, True]}, {"f": 1e16},
-         {"f": 1.5e-7}, {"nan": float("nan")}, {"big": 2**70}, {"nested": {"x": {"y": []}}},
-         {1: "int key"}, {"key": "k", "other": 1}]
+DICTS = [
+    {"a": 1},
+    {},
+    {"é": "ü\u2028😀"},
+    {"n": [1, 2.5, None, True]},
+    {"f": 1e16},
+    {"f": 1.5e-7},
+    {"nan": float("nan")},
+    {"big": 2**70},
+    {"nested": {"x": {"y": []}}},
+    {1: "int key"},
+    {"key": "k", "other": 1},
+]
 
 
 @pytest.mark.parametrize("fmt", ["raw", "json"])
@@ -138,26 +162,43 @@ def test_a_record_spec_among_dicts_keeps_its_meaning():
     specs = [{"x": 1}, {"key": "k", "value": {"y": 2}}, {"topic": "elsewhere", "value": "v"}]
     out = mapped(lambda v: specs[int(v)], [b"0", b"1", b"2"])
     assert [(r["key_set"], r["key"], r["value"], r["topic"]) for r in out] == [
-        (False, None, b'{"x":1}', None), (True, b"k", b'{"y":2}', None),
-        (False, None, b"v", "elsewhere")]
+        (False, None, b'{"x":1}', None),
+        (True, b"k", b'{"y":2}', None),
+        (False, None, b"v", "elsewhere"),
+    ]
 
 
 def test_an_unencodable_dict_is_that_records_error_only():
     bad = [{"ok": 1}, {"s": {1, 2}}, {"t": "\ud800"}, {"ok": 2}]
     out = mapped(lambda v: bad[int(v)], [b"0", b"1", b"2", b"3"])
-    assert [(r["idx"], r["value"]) for r in out if r["error"] is None] == [
-        (0, b'{"ok":1}'), (3, b'{"ok":2}')]
+    assert [(r["idx"], r["value"]) for r in out if r["error"] is None] == [(0, b'{"ok":1}'), (3, b'{"ok":2}')]
     errors = [r["error"] for r in out if r["error"]]
     assert "cannot encode a dict" in errors[0] and "set is not JSON serializable" in errors[0]
     assert "surrogates not allowed" in errors[1]
 
 
-@pytest.mark.parametrize("text", [
-    '{"a": 1}', '[1, 2.5, "x"]', '"\\u00e9\\ud83d\\ude00"', "1e400", "-0", "NaN",
-    '{"big": 123456789012345678901234567890}', '"\\ud800"', '{"a": 1, "a": 2}', "1.0",
-    "[" * 600 + "]" * 600, "1.7976931348623157e309", "-0.0", '"\\u0000"', " 7 ",
-    "12345678901234567890123", "-12345678901234567890123.5e-3",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '[1, 2.5, "x"]',
+        '"\\u00e9\\ud83d\\ude00"',
+        "1e400",
+        "-0",
+        "NaN",
+        '{"big": 123456789012345678901234567890}',
+        '"\\ud800"',
+        '{"a": 1, "a": 2}',
+        "1.0",
+        "[" * 600 + "]" * 600,
+        "1.7976931348623157e309",
+        "-0.0",
+        '"\\u0000"',
+        " 7 ",
+        "12345678901234567890123",
+        "-12345678901234567890123.5e-3",
+    ],
+)
 def test_json_input_decodes_as_json_loads_does(text):
     import json
     import math
@@ -170,8 +211,9 @@ def test_json_input_decodes_as_json_loads_does(text):
         assert got == want and type(got) is type(want)
 
 
-@pytest.mark.parametrize("text", ['{"a": ', "tru", "{'a': 1}", "", '"a\x01b"', "\ufeff1",
-                                  "[1,]", '{"a":1,}', "01", "1 2"])
+@pytest.mark.parametrize(
+    "text", ['{"a": ', "tru", "{'a': 1}", "", '"a\x01b"', "\ufeff1", "[1,]", '{"a":1,}', "01", "1 2"]
+)
 def test_bad_json_input_fails_with_json_loads_error(text):
     import json
 

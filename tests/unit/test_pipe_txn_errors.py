@@ -48,10 +48,13 @@ ABORTABLE = KafkaError(KafkaError._INCONSISTENT, "batch failed", txn_requires_ab
 TIMED_OUT = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
 
 
-@pytest.mark.parametrize("cause,expected", [
-    (None, FencedError),  # no failure before: another instance took over -> exit 1
-    (Abortable("committing the transaction: batch failed"), Unavailable),  # -> exit 75
-])
+@pytest.mark.parametrize(
+    "cause,expected",
+    [
+        (None, FencedError),  # no failure before: another instance took over -> exit 1
+        (Abortable("committing the transaction: batch failed"), Unavailable),  # -> exit 75
+    ],
+)
 def test_fence_while_aborting_a_failed_transaction_is_run_again(cause, expected):
     txn = _txn(ScriptedProducer(abort=[FENCED]))
     with pytest.raises(expected) as info:

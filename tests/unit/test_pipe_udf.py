@@ -7,7 +7,7 @@ import pytest
 from kxtx.errors import UsageError
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf
-from kxtx.pipe.config import default_transactional_id, parse_on_udf_error, PipeConfig
+from kxtx.pipe.config import PipeConfig, default_transactional_id, parse_on_udf_error
 
 
 @pytest.fixture
@@ -20,23 +20,29 @@ def udf_file(tmp_path):
     return write
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("nocolon", "expected MODULE:FUNCTION"),
-    (":fn", "expected MODULE:FUNCTION"),
-    ("mod:", "expected MODULE:FUNCTION"),
-    ("mod:1fn", "is not a Python function name"),
-    ("mod:fn-x", "is not a Python function name"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nocolon", "expected MODULE:FUNCTION"),
+        (":fn", "expected MODULE:FUNCTION"),
+        ("mod:", "expected MODULE:FUNCTION"),
+        ("mod:1fn", "is not a Python function name"),
+        ("mod:fn-x", "is not a Python function name"),
+    ],
+)
 def test_parse_spec_errors(spec, message):
     with pytest.raises(UsageError, match=message):
         udf.parse_spec(spec)
 
 
-@pytest.mark.parametrize("spec, module, path, function", [
-    ("pkg.mod:fn", "pkg.mod", None, "fn"),
-    ("udfs.py:fn", None, "udfs.py", "fn"),
-    ("./a/b.py:Cls.method", None, "a/b.py", "Cls.method"),
-])
+@pytest.mark.parametrize(
+    "spec, module, path, function",
+    [
+        ("pkg.mod:fn", "pkg.mod", None, "fn"),
+        ("udfs.py:fn", None, "udfs.py", "fn"),
+        ("./a/b.py:Cls.method", None, "a/b.py", "Cls.method"),
+    ],
+)
 def test_parse_spec(spec, module, path, function):
     t = udf.parse_spec(spec)
     assert (t.module, str(t.path) if t.path else None, t.function) == (module, path, function)
@@ -55,15 +61,22 @@ def test_load_plain_function(udf_file):
     assert loaded.kind == udf.ROW and loaded.func(b"x") == b"x" and loaded.source == path
 
 
-@pytest.mark.parametrize("body, spec_fn, message", [
-    ("def f(v):\n    return v\n", "g", "has no attribute 'g'"),
-    ("x = 3\n", "x", "is an int, not a function"),
-    ("def f():\n    return 1\n", "f", r"f\(\) cannot be called with one argument; kxtx calls it with the value"),
-    ("def f(a, b):\n    return 1\n", "f", r"f\(a, b\) cannot be called with one argument"),
-    ("def f(v:\n", "f", "syntax error in .*myudf.py:1"),
-    ("import kxtx_not_installed_mod\n", "f", "importing .* failed: ModuleNotFoundError"),
-    ("raise RuntimeError('boom')\n", "f", r"RuntimeError: boom \(at .*myudf.py:1\)"),
-])
+@pytest.mark.parametrize(
+    "body, spec_fn, message",
+    [
+        ("def f(v):\n    return v\n", "g", "has no attribute 'g'"),
+        ("x = 3\n", "x", "is an int, not a function"),
+        (
+            "def f():\n    return 1\n",
+            "f",
+            r"f\(\) cannot be called with one argument; kxtx calls it with the value",
+        ),
+        ("def f(a, b):\n    return 1\n", "f", r"f\(a, b\) cannot be called with one argument"),
+        ("def f(v:\n", "f", "syntax error in .*myudf.py:1"),
+        ("import kxtx_not_installed_mod\n", "f", "importing .* failed: ModuleNotFoundError"),
+        ("raise RuntimeError('boom')\n", "f", r"RuntimeError: boom \(at .*myudf.py:1\)"),
+    ],
+)
 def test_load_errors(udf_file, body, spec_fn, message):
     path = udf_file(body)
     with pytest.raises(UsageError, match=message):
@@ -94,15 +107,18 @@ class FakeSparkUdf:
         raise AssertionError("kxtx calls .func, not the column wrapper")
 
 
-@pytest.mark.parametrize("eval_type, kind", [(100, udf.ROW), (101, udf.ROW), (200, udf.PANDAS),
-                                             (204, udf.PANDAS_ITER), (250, udf.ARROW)])
+@pytest.mark.parametrize(
+    "eval_type, kind",
+    [(100, udf.ROW), (101, udf.ROW), (200, udf.PANDAS), (204, udf.PANDAS_ITER), (250, udf.ARROW)],
+)
 def test_classify_spark_udfs(eval_type, kind):
     func, got = udf.classify(FakeSparkUdf(eval_type))
     assert got == kind and func(1) == 1
 
 
-@pytest.mark.parametrize("eval_type, name", [(201, "grouped-map pandas UDF"), (207, "mapInArrow"),
-                                             (999, "eval type 999")])
+@pytest.mark.parametrize(
+    "eval_type, name", [(201, "grouped-map pandas UDF"), (207, "mapInArrow"), (999, "eval type 999")]
+)
 def test_classify_rejects_other_udfs(eval_type, name):
     with pytest.raises(UsageError, match=name):
         udf.classify(FakeSparkUdf(eval_type), "m:f")
@@ -111,8 +127,12 @@ def test_classify_rejects_other_udfs(eval_type, name):
 def test_eval_types_match_pyspark():
     util = pytest.importorskip("pyspark.util")
     P = util.PythonEvalType
-    assert (P.SQL_BATCHED_UDF, P.SQL_ARROW_BATCHED_UDF, P.SQL_SCALAR_PANDAS_UDF,
-            P.SQL_SCALAR_PANDAS_ITER_UDF) == (100, 101, 200, 204)
+    assert (
+        P.SQL_BATCHED_UDF,
+        P.SQL_ARROW_BATCHED_UDF,
+        P.SQL_SCALAR_PANDAS_UDF,
+        P.SQL_SCALAR_PANDAS_ITER_UDF,
+    ) == (100, 101, 200, 204)
     assert getattr(P, "SQL_SCALAR_ARROW_UDF", 250) == 250
 
 
@@ -138,7 +158,11 @@ def test_run_row_function_errors_are_per_record():
 
     out = run_rows(f, udf.ROW, [b"a", b"bad", b"fan", b"drop"])
     assert [(r[0], r[3], r[7]) for r in out] == [
-        (0, b"a", None), (1, None, "ValueError: poison"), (2, b"fan", None), (2, b"fan", None)]
+        (0, b"a", None),
+        (1, None, "ValueError: poison"),
+        (2, b"fan", None),
+        (2, b"fan", None),
+    ]
 
 
 def test_run_json_decoding_error_names_the_input():
@@ -162,7 +186,10 @@ def test_run_pandas_finds_the_poison_record():
 
     out = run_rows(f, udf.PANDAS, [b"a", b"bad", b"c"])
     assert [(r[0], r[3], r[7]) for r in out] == [
-        (0, b"A", None), (1, None, "ValueError: poison in batch"), (2, b"C", None)]
+        (0, b"A", None),
+        (1, None, "ValueError: poison in batch"),
+        (2, b"C", None),
+    ]
 
 
 def test_mapper_builds_arrow_batches():
@@ -171,8 +198,18 @@ def test_mapper_builds_arrow_batches():
     batch = pa.RecordBatch.from_pydict({"idx": [0], "value": [b"v"]}, schema=tf.input_schema(False))
     (out,) = list(mapper(iter([batch])))
     assert out.schema == tf.output_schema()
-    assert out.to_pylist() == [{"idx": 0, "key_set": True, "key": b"k", "value": b"v", "headers_set": True,
-                                "headers": [{"key": "h", "value": b"1"}], "topic": None, "error": None}]
+    assert out.to_pylist() == [
+        {
+            "idx": 0,
+            "key_set": True,
+            "key": b"k",
+            "value": b"v",
+            "headers_set": True,
+            "headers": [{"key": "h", "value": b"1"}],
+            "topic": None,
+            "error": None,
+        }
+    ]
 
 
 # --- config --------------------------------------------------------------------------------------
@@ -191,13 +228,16 @@ def test_default_transactional_id_is_stable():
     assert a.startswith("kxtx-pipe-g-")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"out": "a"}, "--out cannot be one of the --in topics"),
-    ({"batch_max_records": 0}, "--batch-max-records"),
-    ({"dlq": "a"}, "dead-letter topic cannot be an input"),
-    ({"value_format": "avro"}, "--value-format"),
-    ({"until_idle": 0}, "--until-idle"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"out": "a"}, "--out cannot be one of the --in topics"),
+        ({"batch_max_records": 0}, "--batch-max-records"),
+        ({"dlq": "a"}, "dead-letter topic cannot be an input"),
+        ({"value_format": "avro"}, "--value-format"),
+        ({"until_idle": 0}, "--until-idle"),
+    ],
+)
 def test_config_validation(kwargs, message):
     cfg = PipeConfig(**{"inputs": ["a"], "out": "b", "group": "g", "udf": "m:f", **kwargs})
     with pytest.raises(UsageError, match=message):
@@ -205,17 +245,38 @@ def test_config_validation(kwargs, message):
 
 
 def test_record_mode_gives_the_whole_record():
-    rows = {"idx": [0], "value": [b'{"a":1}'], "key": [b"k1"], "headers": [[{"key": "h", "value": b"v"}]],
-            "topic": ["in"], "partition": [3], "offset": [42], "timestamp": [1700000000000]}
+    rows = {
+        "idx": [0],
+        "value": [b'{"a":1}'],
+        "key": [b"k1"],
+        "headers": [[{"key": "h", "value": b"v"}]],
+        "topic": ["in"],
+        "partition": [3],
+        "offset": [42],
+        "timestamp": [1700000000000],
+    }
     seen = []
 
     def f(rec):
         seen.append(rec)
-        return {"value": rec["value"], "key": rec["key"] + "-out", "topic": f"{rec['topic']}-{rec['partition']}"}
+        return {
+            "value": rec["value"],
+            "key": rec["key"] + "-out",
+            "topic": f"{rec['topic']}-{rec['partition']}",
+        }
 
     out = map_rows(f, udf.ROW, rows, "json", record_mode=True)
-    assert seen == [{"key": "k1", "value": {"a": 1}, "headers": [("h", b"v")], "topic": "in",
-                     "partition": 3, "offset": 42, "timestamp": 1700000000000}]
+    assert seen == [
+        {
+            "key": "k1",
+            "value": {"a": 1},
+            "headers": [("h", b"v")],
+            "topic": "in",
+            "partition": 3,
+            "offset": 42,
+            "timestamp": 1700000000000,
+        }
+    ]
     assert out == [(0, True, b"k1-out", b'{"a":1}', False, None, "in-3", None)]
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from kxtx.errors import InputError, UsageError
 from kxtx.produce import checkpoint as cp
-from kxtx.produce.inputs import read, read_range, detect
+from kxtx.produce.inputs import detect, read, read_range
 
 
 def _position_after(path, n_records):
@@ -25,11 +25,14 @@ def test_roundtrip():
     assert cp.Checkpoint.from_bytes(c.to_bytes(), "x") == c
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"nope", "unreadable checkpoint"),
-    (b'{"version": 99}', "checkpoint version 99"),
-    (b'{"version": 1, "files": [{}]}', "unreadable checkpoint"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"nope", "unreadable checkpoint"),
+        (b'{"version": 99}', "checkpoint version 99"),
+        (b'{"version": 1, "files": [{}]}', "unreadable checkpoint"),
+    ],
+)
 def test_bad_checkpoint(data, message):
     with pytest.raises(InputError, match=message):
         cp.Checkpoint.from_bytes(data, "kxtx-checkpoints/0@3")
@@ -46,17 +49,20 @@ def test_default_transactional_id_is_stable(tmp_path):
 DATA = b"l1\nl2\r\nl3\n"
 
 
-@pytest.mark.parametrize("done_records, after, expected", [
-    # (records committed, how the file looks at the next run, Resume or error text)
-    (None, DATA, cp.Resume()),
-    (1, DATA, cp.Resume(3, 1, False, "resumed")),
-    (2, DATA, cp.Resume(7, 2, False, "resumed")),
-    (3, DATA, cp.Resume(10, 3, True, "done")),
-    (3, DATA + b"l4\n", cp.Resume(10, 3, False, "appended")),
-    (2, DATA + b"l4\n", cp.Resume(7, 2, False, "resumed")),
-    (3, DATA[:-1], "now 9 bytes, was 10"),
-    (1, b"L1\nl2\r\nl3\n", "the first 10 bytes differ"),
-])
+@pytest.mark.parametrize(
+    "done_records, after, expected",
+    [
+        # (records committed, how the file looks at the next run, Resume or error text)
+        (None, DATA, cp.Resume()),
+        (1, DATA, cp.Resume(3, 1, False, "resumed")),
+        (2, DATA, cp.Resume(7, 2, False, "resumed")),
+        (3, DATA, cp.Resume(10, 3, True, "done")),
+        (3, DATA + b"l4\n", cp.Resume(10, 3, False, "appended")),
+        (2, DATA + b"l4\n", cp.Resume(7, 2, False, "resumed")),
+        (3, DATA[:-1], "now 9 bytes, was 10"),
+        (1, b"L1\nl2\r\nl3\n", "the first 10 bytes differ"),
+    ],
+)
 def test_plan(tmp_path, done_records, after, expected):
     path = tmp_path / "f.txt"
     path.write_bytes(DATA)

@@ -4,12 +4,21 @@ import pytest
 import typer
 
 from kxtx.cli.produce import _bytes
-from kxtx.produce.options import error_policy, sources_of
 from kxtx.errors import UsageError
+from kxtx.produce.options import error_policy, sources_of
 
 
-@pytest.mark.parametrize("text, n", [("1048576", 1048576), ("512k", 512 << 10), ("16MiB", 16 << 20),
-                                     ("2g", 2 << 30), ("10 MB", 10 << 20), ("7b", 7)])
+@pytest.mark.parametrize(
+    "text, n",
+    [
+        ("1048576", 1048576),
+        ("512k", 512 << 10),
+        ("16MiB", 16 << 20),
+        ("2g", 2 << 30),
+        ("10 MB", 10 << 20),
+        ("7b", 7),
+    ],
+)
 def test_sizes(text, n):
     assert _bytes(text) == n
 
@@ -20,8 +29,10 @@ def test_bad_sizes(text):
         _bytes(text)
 
 
-@pytest.mark.parametrize("text, policy", [("fail", ("fail", None)), ("skip", ("skip", None)),
-                                          ("dlq:bad-orders", ("dlq", "bad-orders"))])
+@pytest.mark.parametrize(
+    "text, policy",
+    [("fail", ("fail", None)), ("skip", ("skip", None)), ("dlq:bad-orders", ("dlq", "bad-orders"))],
+)
 def test_error_policy(text, policy):
     assert error_policy(text) == policy
 

@@ -56,8 +56,9 @@ def fake(monkeypatch):
 
     def install(fail_commits=None, checkpoint=None):
         monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
-        monkeypatch.setattr(broker, "describe_topic",
-                            lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 1_000_000))
+        monkeypatch.setattr(
+            broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 1_000_000)
+        )
         monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
         monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: checkpoint)
 
@@ -76,13 +77,18 @@ def _data(p: FakeProducer, topic="t"):
 
 
 def _checkpoints(p: FakeProducer):
-    return [Checkpoint.from_bytes(v, "test") for txn in p.committed for (t, _, v) in txn
-            if t == "kxtx-checkpoints"]
+    return [
+        Checkpoint.from_bytes(v, "test")
+        for txn in p.committed
+        for (t, _, v) in txn
+        if t == "kxtx-checkpoints"
+    ]
 
 
 def _run(path, **opts):
-    return engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
-                      ProduceOptions(topic="t", paths=[str(path)], **opts)).execute()
+    return engine.Run(
+        Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=[str(path)], **opts)
+    ).execute()
 
 
 def test_every_transaction_carries_its_checkpoint(fake, tmp_path):
@@ -91,12 +97,17 @@ def test_every_transaction_carries_its_checkpoint(fake, tmp_path):
     path.write_bytes(b"".join(b"line%d\n" % i for i in range(10)))
     summary = _run(path, records_per_txn=4)
     p = made["p"]
-    assert p.conf["partitioner"] == "murmur2_random" and p.conf["transactional.id"].startswith("kxtx-produce-t-")
+    assert p.conf["partitioner"] == "murmur2_random" and p.conf["transactional.id"].startswith(
+        "kxtx-produce-t-"
+    )
     assert [len(txn) for txn in p.committed] == [5, 5, 3]  # 4 + checkpoint, 4 + checkpoint, 2 + checkpoint
     assert _data(p) == [b"line%d" % i for i in range(10)]
     cps = _checkpoints(p)
     assert [(c.records, list(c.files.values())[0].line, list(c.files.values())[0].eof) for c in cps] == [
-        (4, 4, False), (8, 8, False), (10, 10, True)]
+        (4, 4, False),
+        (8, 8, False),
+        (10, 10, True),
+    ]
     assert summary["records"] == 10 and summary["transactions"] == 3
 
 

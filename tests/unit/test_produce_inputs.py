@@ -8,19 +8,22 @@ from kxtx.errors import InputError, UsageError
 from kxtx.produce import inputs
 
 
-@pytest.mark.parametrize("path, explicit, fmt, gz", [
-    ("a.jsonl", None, "jsonl", False),
-    ("a.NDJSON", None, "jsonl", False),
-    ("a.json.gz", None, "jsonl", True),
-    ("a.csv", None, "csv", False),
-    ("dir.v2/a.csv.gz", None, "csv", True),
-    ("a.txt", None, "lines", False),
-    ("a.unknown", None, "lines", False),
-    ("-", None, "lines", False),
-    ("-", "jsonl", "jsonl", False),
-    ("a.csv", "lines", "lines", False),
-    ("a.log.gz", "csv", "csv", True),
-])
+@pytest.mark.parametrize(
+    "path, explicit, fmt, gz",
+    [
+        ("a.jsonl", None, "jsonl", False),
+        ("a.NDJSON", None, "jsonl", False),
+        ("a.json.gz", None, "jsonl", True),
+        ("a.csv", None, "csv", False),
+        ("dir.v2/a.csv.gz", None, "csv", True),
+        ("a.txt", None, "lines", False),
+        ("a.unknown", None, "lines", False),
+        ("-", None, "lines", False),
+        ("-", "jsonl", "jsonl", False),
+        ("a.csv", "lines", "lines", False),
+        ("a.log.gz", "csv", "csv", True),
+    ],
+)
 def test_detect(path, explicit, fmt, gz):
     assert inputs.detect(path, explicit) == inputs.Source(path, fmt, gz)
 
@@ -42,13 +45,19 @@ def _write(tmp_path, name, data: bytes):
 LINES = b'{"a":1}\n\n{"a":2}\r\n{"a":3}'
 
 
-@pytest.mark.parametrize("name, fmt, expected", [
-    # (lineno, start, end, raw)
-    ("x.txt", None, [(1, 0, 8, b'{"a":1}'), (2, 8, 9, b""), (3, 9, 18, b'{"a":2}'),
-                     (4, 18, 25, b'{"a":3}')]),
-    ("x.jsonl", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
-    ("x.jsonl.gz", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
-])
+@pytest.mark.parametrize(
+    "name, fmt, expected",
+    [
+        # (lineno, start, end, raw)
+        (
+            "x.txt",
+            None,
+            [(1, 0, 8, b'{"a":1}'), (2, 8, 9, b""), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')],
+        ),
+        ("x.jsonl", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
+        ("x.jsonl.gz", None, [(1, 0, 8, b'{"a":1}'), (3, 9, 18, b'{"a":2}'), (4, 18, 25, b'{"a":3}')]),
+    ],
+)
 def test_lines_and_offsets(tmp_path, name, fmt, expected):
     src = inputs.detect(_write(tmp_path, name, LINES), fmt)
     got = [(r.lineno, r.start, r.end, r.raw) for r in inputs.read(src)]

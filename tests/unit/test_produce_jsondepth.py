@@ -13,21 +13,34 @@ def nest(n: int, inner: bytes = b"1", opener: bytes = b"[", closer: bytes = b"]"
     return opener * n + inner + closer * n
 
 
-@pytest.mark.parametrize("raw, depth", [
-    (b"1", 0), (b'"[[["', 0), (b"[]", 1), (b"{}", 1), (b'{"a":[1,{"b":[]}]}', 4),
-    (b'["]", "\\"[", "\\\\", [2]]', 2),  # brackets in strings, escaped quotes and backslashes
-    (b"[[],[[]],[]]", 3), (nest(1024), 1024), (nest(3000, opener=b'{"k":', closer=b"}"), 3000),
-])
+@pytest.mark.parametrize(
+    "raw, depth",
+    [
+        (b"1", 0),
+        (b'"[[["', 0),
+        (b"[]", 1),
+        (b"{}", 1),
+        (b'{"a":[1,{"b":[]}]}', 4),
+        (b'["]", "\\"[", "\\\\", [2]]', 2),  # brackets in strings, escaped quotes and backslashes
+        (b"[[],[[]],[]]", 3),
+        (nest(1024), 1024),
+        (nest(3000, opener=b'{"k":', closer=b"}"), 3000),
+    ],
+)
 def test_json_depth(raw, depth):
     assert json_depth(raw) == depth
 
 
-@pytest.mark.parametrize("raw, deep", [
-    (nest(MAX_JSON_DEPTH), False), (nest(MAX_JSON_DEPTH + 1), True),
-    (b'["' + b"[" * 5000 + b'"]', False),  # long and bracket-rich, but in a string
-    (b"[" + b"1," * 5000 + b"1]", False),  # long, few brackets
-    (nest(MAX_JSON_DEPTH + 1, opener=b'{"a":', closer=b"}"), True),
-])
+@pytest.mark.parametrize(
+    "raw, deep",
+    [
+        (nest(MAX_JSON_DEPTH), False),
+        (nest(MAX_JSON_DEPTH + 1), True),
+        (b'["' + b"[" * 5000 + b'"]', False),  # long and bracket-rich, but in a string
+        (b"[" + b"1," * 5000 + b"1]", False),  # long, few brackets
+        (nest(MAX_JSON_DEPTH + 1, opener=b'{"a":', closer=b"}"), True),
+    ],
+)
 def test_too_deep(raw, deep):
     assert too_deep(raw) is deep
 
@@ -40,12 +53,15 @@ def test_first_too_deep():
 
 
 @pytest.mark.parametrize("takes_deep", [False, True])
-@pytest.mark.parametrize("raw, ok", [
-    (nest(MAX_JSON_DEPTH), True),
-    (nest(MAX_JSON_DEPTH, b"NaN"), True),  # orjson refuses NaN: json decides, within the limit
-    (nest(MAX_JSON_DEPTH + 1), False),
-    (nest(MAX_JSON_DEPTH + 1, b"NaN"), False),
-])
+@pytest.mark.parametrize(
+    "raw, ok",
+    [
+        (nest(MAX_JSON_DEPTH), True),
+        (nest(MAX_JSON_DEPTH, b"NaN"), True),  # orjson refuses NaN: json decides, within the limit
+        (nest(MAX_JSON_DEPTH + 1), False),
+        (nest(MAX_JSON_DEPTH + 1, b"NaN"), False),
+    ],
+)
 def test_parse_json_limit_independent_of_the_library(monkeypatch, takes_deep, raw, ok):
     monkeypatch.setattr(mapping, "_FAST_TAKES_TOO_DEEP", takes_deep)
     if takes_deep:  # a parser that goes on past the limit (as orjson < 3.13 did) and takes NaN

@@ -53,13 +53,21 @@ class Capture(FakeProducer):
         super().__init__(conf, fail_commits)
         self.next_offset, self.reports = {}, []
 
-    def produce(self, topic, value=None, key=None, partition=-1, callback=None, on_delivery=None,
-                timestamp=0, headers=None):
+    def produce(
+        self,
+        topic,
+        value=None,
+        key=None,
+        partition=-1,
+        callback=None,
+        on_delivery=None,
+        timestamp=0,
+        headers=None,
+    ):
         assert self.open is not None, "produce outside a transaction"
         if topic == "t" and partition == -1:
             partition = (java_murmur2(key) & 0x7FFFFFFF) % PARTITIONS if key is not None else None
-        self.open.append((topic, key, value, partition if key is not None else None,
-                          headers, timestamp))
+        self.open.append((topic, key, value, partition if key is not None else None, headers, timestamp))
         part = partition or 0
         o = self.next_offset.get((topic, part), 5)
         self.next_offset[(topic, part)] = o + 1 + (o % 3 == 0)
@@ -108,8 +116,9 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
 
     monkeypatch.setattr(keyed, "fast_file", fast_file)
     monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
-    monkeypatch.setattr(broker, "describe_topic",
-                        lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000))
+    monkeypatch.setattr(
+        broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000)
+    )
     monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
     monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 
@@ -118,8 +127,9 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
         return made["p"]
 
     monkeypatch.setattr(engine.clients, "producer", producer)
-    summary = engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
-                         ProduceOptions(topic="t", paths=paths, **opts)).execute()
+    summary = engine.Run(
+        Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
+    ).execute()
     assert all(taken) == fast
     txns = []
     for txn in made["p"].committed:
@@ -145,64 +155,82 @@ def _write(tmp_path, name, data: bytes) -> str:
 #: top-level key that wins (also when null); escapes in names; duplicate names; lenient JSON (NaN,
 #: a 64-bit overflow: the general mapper decides); bad JSON; blank lines; a line over the size
 #: limit; not UTF-8; nested past the limit; ISO and bad timestamps; partitions out of range
-JSONL = b"".join([
-    b'{"user":"u1","c":{"id":"c1"},"ts":1700000000000,"ev":"click","p":1}\n',
-    b'{"user":42,"c":{"id":7},"ts":"2024-01-02T03:04:05Z","ev":{"a":[1,"\\u00e9"]},"p":"2"}\n',
-    '{"user":"é€😀","c":{"id":"ü"},"ts":1,"ev":true,"p":0}\n'.encode(),
-    b'{"user":{"x":1},"c":{"id":[1,2]},"ts":"17","ev":null,"p":5}\n',
-    b'{"user":true,"c.id":"literal","c":{"id":"nested"},"ts":1700000000001,"p":3}\n',
-    b'{"user":"u2","c.id":null,"c":{"id":"nested"},"ts":1700000000002,"ev":"x","p":1}\n',
-    b'\n',
-    b'{"c":{"id":"no user"},"ts":5,"p":1}\n',
-    b'{"user":null,"c":{},"ts":5,"p":1}\n',
-    b'{"user":"","c":{"id":""},"ts":5,"p":1}\n',
-    b'{"us\\u0065r":"escaped","c":{"id":"e"},"ts":6,"p":1}\n',
-    b'{"user":"first","user":"dup","c":{"id":"d"},"c":{"id":"d2"},"ts":7,"p":1}\n',
-    b'{"user":"nan","x":NaN,"c":{"id":"n"},"ts":8,"p":1}\n',
-    b'{"user":"big","x":123456789012345678901234567890,"c":{"id":"b"},"ts":9,"p":1}\n',
-    b'{"user":"bad",\n',
-    b'   \r\n',
-    b'{"user":"long","c":{"id":"l"},"pad":"' + b"x" * 11000 + b'","ts":1,"p":1}\n',
-    b'{"user":"nearly","c":{"id":"l"},"pad":"' + b"x" * 9930 + b'","ts":1,"p":1}\n',
-    b'{"user":"latin1 \xe9","c":{"id":"x"},"ts":1,"p":1}\n',
-    b'{"user":"deep","x":' + b"[" * 1100 + b"]" * 1100 + b',"c":{"id":"x"},"ts":1,"p":1}\n',
-    b'{"user":"ts","c":{"id":"x"},"ts":"yesterday","p":1}\n',
-    b'{"user":"ts","c":{"id":"x"},"ts":false,"p":1}\n',
-    b'{"user":"p","c":{"id":"x"},"ts":1,"p":6}\n',
-    b'{"user":"p","c":"not an object","ts":1,"p":-1}\n',
-    b'[1,2]\n',
-    b'{"user":"crlf","c":{"id":"r"},"ts":1,"p":1}\r\n',
-] + [b'{"user":"k%d","c":{"id":"c%d"},"ts":%d,"ev":"e%d","p":%d}\n' % (i % 13, i % 7, i, i, i % 6)
-     for i in range(60)] + [b'{"user":"last","c":{"id":"z"},"ts":3,"p":4}'])
+JSONL = b"".join(
+    [
+        b'{"user":"u1","c":{"id":"c1"},"ts":1700000000000,"ev":"click","p":1}\n',
+        b'{"user":42,"c":{"id":7},"ts":"2024-01-02T03:04:05Z","ev":{"a":[1,"\\u00e9"]},"p":"2"}\n',
+        '{"user":"é€😀","c":{"id":"ü"},"ts":1,"ev":true,"p":0}\n'.encode(),
+        b'{"user":{"x":1},"c":{"id":[1,2]},"ts":"17","ev":null,"p":5}\n',
+        b'{"user":true,"c.id":"literal","c":{"id":"nested"},"ts":1700000000001,"p":3}\n',
+        b'{"user":"u2","c.id":null,"c":{"id":"nested"},"ts":1700000000002,"ev":"x","p":1}\n',
+        b"\n",
+        b'{"c":{"id":"no user"},"ts":5,"p":1}\n',
+        b'{"user":null,"c":{},"ts":5,"p":1}\n',
+        b'{"user":"","c":{"id":""},"ts":5,"p":1}\n',
+        b'{"us\\u0065r":"escaped","c":{"id":"e"},"ts":6,"p":1}\n',
+        b'{"user":"first","user":"dup","c":{"id":"d"},"c":{"id":"d2"},"ts":7,"p":1}\n',
+        b'{"user":"nan","x":NaN,"c":{"id":"n"},"ts":8,"p":1}\n',
+        b'{"user":"big","x":123456789012345678901234567890,"c":{"id":"b"},"ts":9,"p":1}\n',
+        b'{"user":"bad",\n',
+        b"   \r\n",
+        b'{"user":"long","c":{"id":"l"},"pad":"' + b"x" * 11000 + b'","ts":1,"p":1}\n',
+        b'{"user":"nearly","c":{"id":"l"},"pad":"' + b"x" * 9930 + b'","ts":1,"p":1}\n',
+        b'{"user":"latin1 \xe9","c":{"id":"x"},"ts":1,"p":1}\n',
+        b'{"user":"deep","x":' + b"[" * 1100 + b"]" * 1100 + b',"c":{"id":"x"},"ts":1,"p":1}\n',
+        b'{"user":"ts","c":{"id":"x"},"ts":"yesterday","p":1}\n',
+        b'{"user":"ts","c":{"id":"x"},"ts":false,"p":1}\n',
+        b'{"user":"p","c":{"id":"x"},"ts":1,"p":6}\n',
+        b'{"user":"p","c":"not an object","ts":1,"p":-1}\n',
+        b"[1,2]\n",
+        b'{"user":"crlf","c":{"id":"r"},"ts":1,"p":1}\r\n',
+    ]
+    + [
+        b'{"user":"k%d","c":{"id":"c%d"},"ts":%d,"ev":"e%d","p":%d}\n' % (i % 13, i % 7, i, i, i % 6)
+        for i in range(60)
+    ]
+    + [b'{"user":"last","c":{"id":"z"},"ts":3,"p":4}']
+)
 
-CSV = b"".join([
-    b'id,name,ts,p\n',
-    b'1,alice,1700000000000,1\n',
-    b'2,"bob, jr",2024-01-02T03:04:05,2\n',
-    b'3,"say ""hi""",17,0\n',
-    '4,zoë 😀,5,5\n'.encode(),
-    b'\n',
-    b',empty key,5,1\n',
-    b'5,too,many,columns,1\n',
-    b'6,short\n',
-    b'7,crlf,8,1\r\n',
-    b'\r\n',
-    b'8,ts,not a time,1\n',
-    b'9,p,1,9\n',
-] + [b'k%d,n%d,%d,%d\n' % (i % 11, i, i, i % 6) for i in range(60)]
-    + [b'8,"quoted\r\nbreak",3,1\n', b'9,after,3,1\n'])
+CSV = b"".join(
+    [
+        b"id,name,ts,p\n",
+        b"1,alice,1700000000000,1\n",
+        b'2,"bob, jr",2024-01-02T03:04:05,2\n',
+        b'3,"say ""hi""",17,0\n',
+        "4,zoë 😀,5,5\n".encode(),
+        b"\n",
+        b",empty key,5,1\n",
+        b"5,too,many,columns,1\n",
+        b"6,short\n",
+        b"7,crlf,8,1\r\n",
+        b"\r\n",
+        b"8,ts,not a time,1\n",
+        b"9,p,1,9\n",
+    ]
+    + [b"k%d,n%d,%d,%d\n" % (i % 11, i, i, i % 6) for i in range(60)]
+    + [b'8,"quoted\r\nbreak",3,1\n', b"9,after,3,1\n"]
+)
 
 #: a quoted line break: the rest of the file goes to the general path
-CSV_MULTILINE = (b'id,name,ts,p\n' + b"".join(b'k%d,n%d,%d,1\n' % (i, i, i) for i in range(30))
-                 + b'x,"line\nbreak",1,2\n' + b"".join(b'k%d,n%d,2,3\n' % (i, i) for i in range(30)))
+CSV_MULTILINE = (
+    b"id,name,ts,p\n"
+    + b"".join(b"k%d,n%d,%d,1\n" % (i, i, i) for i in range(30))
+    + b'x,"line\nbreak",1,2\n'
+    + b"".join(b"k%d,n%d,2,3\n" % (i, i) for i in range(30))
+)
 
 JSON_OPTS = [
     {"mapping": MappingSpec(key_field="user")},
     {"mapping": MappingSpec(key_field="c.id")},
     {"mapping": MappingSpec(key_field="c.id", value_field="ev")},
-    {"mapping": MappingSpec(key_field="user", timestamp_field="ts",
-                            header_fields=(("event", "ev"), ("cid", "c.id")),
-                            headers=(("src", "test"),))},
+    {
+        "mapping": MappingSpec(
+            key_field="user",
+            timestamp_field="ts",
+            header_fields=(("event", "ev"), ("cid", "c.id")),
+            headers=(("src", "test"),),
+        )
+    },
     {"mapping": MappingSpec(key_field="user", partition_field="p")},
     {"mapping": MappingSpec(timestamp_field="ts")},  # no key: partitions left out of the comparison
     {"mapping": MappingSpec()},  # the plain fast path, to 6 partitions
@@ -210,13 +238,20 @@ JSON_OPTS = [
 CSV_OPTS = [
     {"mapping": MappingSpec(key_field="id")},
     {"mapping": MappingSpec(key_field="name", value_as_json=True)},
-    {"mapping": MappingSpec(key_field="id", value_field="name", timestamp_field="ts",
-                            header_fields=(("n", "name"),))},
+    {
+        "mapping": MappingSpec(
+            key_field="id", value_field="name", timestamp_field="ts", header_fields=(("n", "name"),)
+        )
+    },
     {"mapping": MappingSpec(key_field="id", partition_field="p", value_as_json=True)},
     {"mapping": MappingSpec(key_field="id", partition_field="p")},
 ]
-POLICIES = [{"on_error": "skip"}, {"on_error": "dlq:dead", "records_per_txn": 7},
-            {"on_error": "skip", "records_per_txn": 1}, {"on_error": "skip", "bytes_per_txn": 700}]
+POLICIES = [
+    {"on_error": "skip"},
+    {"on_error": "dlq:dead", "records_per_txn": 7},
+    {"on_error": "skip", "records_per_txn": 1},
+    {"on_error": "skip", "bytes_per_txn": 700},
+]
 
 
 def _compare(monkeypatch, paths, opts):
@@ -262,9 +297,11 @@ def test_csv_blocks_without_quotes_are_cut_at_commas(tmp_path, monkeypatch, bloc
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
     calls = Counter()
     for name in ("csv_split_columns", "csv_columns"):
+
         def spy(*args, _real=getattr(columns, name), _name=name, **kw):
             calls[_name] += 1
             return _real(*args, **kw)
+
         monkeypatch.setattr(columns, name, spy)
     path = _write(tmp_path, "a.csv", CSV)
     run(monkeypatch, [path], True, mapping=MappingSpec(key_field="id"), on_error="skip")
@@ -303,6 +340,7 @@ def _recording_partitions(produce):
         if topic == "t":
             _SEEN.append(partition)
         return produce(self, topic, value, key, partition, *args, **kw)
+
     return wrapper
 
 
@@ -322,7 +360,7 @@ def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
     path = _write(tmp_path, "a.jsonl", b'{"user":"a"}\n\n{"user":"b"}\n{"nouser":1}\n')
     with pytest.raises(InputError, match=r"a\.jsonl:4: missing key field 'user'"):
         run(monkeypatch, [path], True, mapping=MappingSpec(key_field="user"))
-    path = _write(tmp_path, "a.csv", b'id,v\n1,a\n2,b,c\n')
+    path = _write(tmp_path, "a.csv", b"id,v\n1,a\n2,b,c\n")
     with pytest.raises(InputError, match=r"a\.csv:3: expected 2 CSV columns, got 3"):
         run(monkeypatch, [path], True, mapping=MappingSpec(key_field="id"))
 
@@ -332,26 +370,29 @@ def test_value_as_json_equals_json_dumps():
     from kxtx.produce.columns import _dumps
     from kxtx.produce.mapping import _to_bytes
 
-    texts = ["".join(map(chr, range(0, 128))), "é€😀\u2028\u2029\ufeff", "a\\b\"c", ""]
+    texts = ["".join(map(chr, range(0, 128))), "é€😀\u2028\u2029\ufeff", 'a\\b"c', ""]
     row = dict(zip(map(str, range(len(texts))), texts))
     assert _dumps(row) == _to_bytes(row)
 
 
-@pytest.mark.parametrize("props, spec, fmt, fast", [
-    ({}, MappingSpec(key_field="a"), "jsonl", True),
-    ({}, MappingSpec(key_field="a", header_fields=(("h", "x.y"),)), "jsonl", True),
-    ({}, MappingSpec(key_field="a"), "csv", True),
-    ({}, MappingSpec(), "jsonl", True),
-    ({}, MappingSpec(), "lines", True),
-    ({"partitioner": "murmur2_random"}, MappingSpec(key_field="a"), "jsonl", True),
-    # a user's partitioner: only librdkafka knows it
-    ({"partitioner": "consistent"}, MappingSpec(key_field="a"), "jsonl", False),
-    ({"partitioner": "random"}, MappingSpec(), "jsonl", False),
-    # a field that is also a path
-    ({}, MappingSpec(key_field="a", header_fields=(("h", "a.b"),)), "jsonl", False),
-    # constant headers on plain lines
-    ({}, MappingSpec(headers=(("h", "v"),)), "lines", False),
-])
+@pytest.mark.parametrize(
+    "props, spec, fmt, fast",
+    [
+        ({}, MappingSpec(key_field="a"), "jsonl", True),
+        ({}, MappingSpec(key_field="a", header_fields=(("h", "x.y"),)), "jsonl", True),
+        ({}, MappingSpec(key_field="a"), "csv", True),
+        ({}, MappingSpec(), "jsonl", True),
+        ({}, MappingSpec(), "lines", True),
+        ({"partitioner": "murmur2_random"}, MappingSpec(key_field="a"), "jsonl", True),
+        # a user's partitioner: only librdkafka knows it
+        ({"partitioner": "consistent"}, MappingSpec(key_field="a"), "jsonl", False),
+        ({"partitioner": "random"}, MappingSpec(), "jsonl", False),
+        # a field that is also a path
+        ({}, MappingSpec(key_field="a", header_fields=(("h", "a.b"),)), "jsonl", False),
+        # constant headers on plain lines
+        ({}, MappingSpec(headers=(("h", "v"),)), "lines", False),
+    ],
+)
 def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
     from kxtx.produce.mapping import Mapper
 

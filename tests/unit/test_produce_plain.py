@@ -14,20 +14,46 @@ from kxtx.produce.options import ProduceOptions
 from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 
-DATA = (b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n' + b'{"big":"' + b"x" * 6000 + b'"}\n'
-        + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n' + b'{"u":"\xc3\xa9"}\n'
-        + b'{"not utf-8":"\xff"}\n' + b"[" * 1200 + b"]" * 1200 + b"\n"
-        + b'{"huge":"' + b"y" * 12000 + b'"}\n'
-        + b"".join(b'{"i":%d}\n' % i for i in range(40)) + b"\n\n" + b'{"last":1}')
+DATA = (
+    b'{"a":1}\n\n{"a":2}\r\n   \n{"a":NaN}\n{bad\n'
+    + b'{"big":"'
+    + b"x" * 6000
+    + b'"}\n'
+    + b'{"n":123456789012345678901234567890}\n{"a":3}\r\n'
+    + b'{"u":"\xc3\xa9"}\n'
+    + b'{"not utf-8":"\xff"}\n'
+    + b"[" * 1200
+    + b"]" * 1200
+    + b"\n"
+    + b'{"huge":"'
+    + b"y" * 12000
+    + b'"}\n'
+    + b"".join(b'{"i":%d}\n' % i for i in range(40))
+    + b"\n\n"
+    + b'{"last":1}'
+)
 
 
 #: all UTF-8 (checked by msgspec), with lines it refuses in the middle of a block: nested past
 #: kxtx's limit of 1024 levels, at the limit (a record) and at the limit with NaN (json decides),
 #: NaN (json accepts it), a 64-bit overflow, bad JSON
-DEEP = (b'{"k":1}\n' + b"[" * 1200 + b"]" * 1200 + b'\n{"k":NaN}\n{"k":1e999999}\n[1,]\n'
-        + b"[" * 1024 + b"]" * 1024 + b"\n" + b"[" * 1025 + b"]" * 1025 + b"\n"
-        + b'{"a":' * 1023 + b"[NaN]" + b"}" * 1023 + b"\n"
-        + b'{"n":123456789012345678901234567890}\n{"k":"\xc3\xa9"}\n{"k":2}\n')
+DEEP = (
+    b'{"k":1}\n'
+    + b"[" * 1200
+    + b"]" * 1200
+    + b'\n{"k":NaN}\n{"k":1e999999}\n[1,]\n'
+    + b"[" * 1024
+    + b"]" * 1024
+    + b"\n"
+    + b"[" * 1025
+    + b"]" * 1025
+    + b"\n"
+    + b'{"a":' * 1023
+    + b"[NaN]"
+    + b"}" * 1023
+    + b"\n"
+    + b'{"n":123456789012345678901234567890}\n{"k":"\xc3\xa9"}\n{"k":2}\n'
+)
 
 
 def _write(tmp_path, name, data):
@@ -36,8 +62,9 @@ def _write(tmp_path, name, data):
     return str(p)
 
 
-@pytest.mark.parametrize("name, fmt", [("x.jsonl", None), ("x.txt", None), ("x.jsonl.gz", None),
-                                       ("x.jsonl", "lines")])
+@pytest.mark.parametrize(
+    "name, fmt", [("x.jsonl", None), ("x.txt", None), ("x.jsonl.gz", None), ("x.jsonl", "lines")]
+)
 @pytest.mark.parametrize("block", [7, 64, 1 << 20])
 @pytest.mark.parametrize("start", [0, 2, 11])
 def test_blocks_give_the_readers_positions(tmp_path, monkeypatch, name, fmt, block, start):
@@ -118,8 +145,9 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     made = {}
     monkeypatch.setattr(keyed, "fast_file", _FAST_FILE if partitions == 1 else lambda *a: None)
     monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
-    monkeypatch.setattr(broker, "describe_topic",
-                        lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 10_000))
+    monkeypatch.setattr(
+        broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 10_000)
+    )
     monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
     monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
 
@@ -130,10 +158,12 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     monkeypatch.setattr(engine.clients, "producer", producer)
     calls = []
     real = plain.PlainFile.produce_all
-    monkeypatch.setattr(plain.PlainFile, "produce_all",
-                        lambda self, plan: calls.append(1) or real(self, plan))
-    summary = engine.Run(Settings(props={"bootstrap.servers": "x:1"}),
-                         ProduceOptions(topic="t", paths=paths, **opts)).execute()
+    monkeypatch.setattr(
+        plain.PlainFile, "produce_all", lambda self, plan: calls.append(1) or real(self, plan)
+    )
+    summary = engine.Run(
+        Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
+    ).execute()
     assert bool(calls) == (partitions == 1)  # the path under test was taken
     txns = []
     for txn in made["p"].committed:
@@ -149,11 +179,20 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     return txns, summary
 
 
-@pytest.mark.parametrize("opts", [
-    {}, {"records_per_txn": 1}, {"records_per_txn": 3}, {"records_per_txn": 7},
-    {"bytes_per_txn": 50}, {"bytes_per_txn": 5000, "records_per_txn": 4}, {"all_or_nothing": True},
-    {"on_error": "skip", "records_per_txn": 5}, {"on_error": "dlq:dead", "records_per_txn": 2},
-])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {},
+        {"records_per_txn": 1},
+        {"records_per_txn": 3},
+        {"records_per_txn": 7},
+        {"bytes_per_txn": 50},
+        {"bytes_per_txn": 5000, "records_per_txn": 4},
+        {"all_or_nothing": True},
+        {"on_error": "skip", "records_per_txn": 5},
+        {"on_error": "dlq:dead", "records_per_txn": 2},
+    ],
+)
 @pytest.mark.parametrize("block", [7, 100, 1 << 20])
 @pytest.mark.parametrize("libs_take_deep", [False, True])
 def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block, libs_take_deep):
@@ -163,9 +202,12 @@ def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block, libs_
 
         monkeypatch.setattr(mapping, "_FAST_TAKES_TOO_DEEP", True)
         monkeypatch.setattr(plain, "_TAKES_TOO_DEEP", dict.fromkeys(plain._TAKES_TOO_DEEP, True))
-    paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
-             _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9))),
-             _write(tmp_path, "d.jsonl", DEEP)]
+    paths = [
+        _write(tmp_path, "a.jsonl", DATA),
+        _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
+        _write(tmp_path, "c.jsonl.gz", b"".join(b'{"j":%d}\n' % i for i in range(9))),
+        _write(tmp_path, "d.jsonl", DEEP),
+    ]
     opts.setdefault("on_error", "skip")
     fast = _run(monkeypatch, paths, 1, **opts)
     general = _run(monkeypatch, paths, 2, **opts)
@@ -181,11 +223,15 @@ def test_fast_path_equals_general_path(tmp_path, monkeypatch, opts, block, libs_
 @pytest.mark.parametrize("block", [7, 100, 1 << 20])
 def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
-    paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
-             _write(tmp_path, "d.jsonl", DEEP)]
+    paths = [
+        _write(tmp_path, "a.jsonl", DATA),
+        _write(tmp_path, "b.txt", b"p\n\nq\r\nr"),
+        _write(tmp_path, "d.jsonl", DEEP),
+    ]
     made = []
-    monkeypatch.setattr(QueueFull, "poll", lambda self, timeout=0: made.append(self) or
-                        setattr(self, "full", False))
+    monkeypatch.setattr(
+        QueueFull, "poll", lambda self, timeout=0: made.append(self) or setattr(self, "full", False)
+    )
     fast = _run(monkeypatch, paths, 1, QueueFull, on_error="skip", records_per_txn=6)
     assert made and made[0].refused > 10  # the queue was full, more than once
     general = _run(monkeypatch, paths, 2, on_error="skip", records_per_txn=6)

@@ -42,10 +42,10 @@ def _script(path: Path, text: str) -> Path:
 def test_quickstart_shows_what_pip_downloads(tmp_path):
     fake = _script(tmp_path / "python", FAKE_PY)
     calls = tmp_path / "calls"
-    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls),
-           "KXTX_SANDBOX_DIR": str(tmp_path / "sb")}
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "quickstart.sh")], capture_output=True,
-                       text=True, env=env, timeout=60)
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "KXTX_SANDBOX_DIR": str(tmp_path / "sb")}
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "quickstart.sh")], capture_output=True, text=True, env=env, timeout=60
+    )
     assert r.returncode != 0  # stopped at the sandbox by the stand-in
     pip = next(c for c in calls.read_text().splitlines() if c.startswith("-m pip install"))
     assert " -q" not in f" {pip} "
@@ -58,18 +58,38 @@ def test_sandbox_start_shows_each_jar_maven_downloads(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _script(bin_dir / "mvn", FAKE_MVN)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KXTX_")},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    r = subprocess.run([sys.executable, "-m", "kxtx", "sandbox", "start", "--kafka-version", "9.9.9",
-                        "--state-dir", str(tmp_path / "sb")], capture_output=True, text=True, env=env,
-                       cwd=ROOT, timeout=120)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("KXTX_")},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kxtx",
+            "sandbox",
+            "start",
+            "--kafka-version",
+            "9.9.9",
+            "--state-dir",
+            str(tmp_path / "sb"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 1
     lines = r.stderr.splitlines()
-    assert lines[0].startswith("kxtx: fetching the Kafka 9.9.9 jars from Maven Central with mvn into "
-                               f"{tmp_path / 'cache'}")
+    assert lines[0].startswith(
+        f"kxtx: fetching the Kafka 9.9.9 jars from Maven Central with mvn into {tmp_path / 'cache'}"
+    )
     assert "kxtx: mvn: downloaded kafka_2.13-9.9.9.jar (6.6 MB at 3.2 MB/s)" in lines
-    assert lines[-1] == ("kxtx: error: resolving Kafka 9.9.9 jars with mvn: Failed to execute goal: "
-                         "stopped here by the test")
+    assert lines[-1] == (
+        "kxtx: error: resolving Kafka 9.9.9 jars with mvn: Failed to execute goal: stopped here by the test"
+    )
 
 
 def test_readme_says_to_install_in_a_virtualenv():

@@ -30,8 +30,11 @@ def v0(status, parts):
 
 
 def v1(status, parts, tags=None):
-    items = None if parts is None else [e.cstring(t) + e.carray([e.i32(i) for i in ids]) + e.tags()
-                                        for t, ids in parts]
+    items = (
+        None
+        if parts is None
+        else [e.cstring(t) + e.carray([e.i32(i) for i in ids]) + e.tags() for t, ids in parts]
+    )
     return e.value(1, HEAD + e.i8(status) + e.cnarray(items) + TIMES + e.tags(tags))
 
 
@@ -67,25 +70,40 @@ def test_txn_cached_sections_agree_in_any_order():
 
 
 def test_txn_tombstone():
-    assert txn_log.fast(TXN_KEY, None) == generic_txn(TXN_KEY, None)[:3] == ({"transactional_id": "tx-é"},
-                                                                             None, None)
+    assert (
+        txn_log.fast(TXN_KEY, None)
+        == generic_txn(TXN_KEY, None)[:3]
+        == ({"transactional_id": "tx-é"}, None, None)
+    )
 
 
-@pytest.mark.parametrize("key, value", [
-    (TXN_KEY, v1(4, [("t", [1])], {9: b"\x01"})),  # unknown tag
-    (TXN_KEY, v1(4, [("t" * 200, [1])])),  # two-byte varint
-    (TXN_KEY, e.value(1, HEAD + e.i8(1) + e.cnarray([e.cstring("t") + e.carray([]) + e.tags({1: b"x"})])
-                      + TIMES + e.tags())),  # element tags
-    (TXN_KEY, v0(9, None)),  # unknown state
-    (TXN_KEY, v0(1, None) + b"\x00"),  # trailing byte
-    (TXN_KEY, v0(1, [("t", [1])])[:-3]),  # truncated
-    (TXN_KEY, e.value(2, b"")),  # unknown version
-    (TXN_KEY, b"\x00"),
-    (e.key(1, e.string("x")), v0(1, None)),  # another record type
-    (TXN_KEY + b"\x00", v0(1, None)),
-    (b"\x00", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        (TXN_KEY, v1(4, [("t", [1])], {9: b"\x01"})),  # unknown tag
+        (TXN_KEY, v1(4, [("t" * 200, [1])])),  # two-byte varint
+        (
+            TXN_KEY,
+            e.value(
+                1,
+                HEAD
+                + e.i8(1)
+                + e.cnarray([e.cstring("t") + e.carray([]) + e.tags({1: b"x"})])
+                + TIMES
+                + e.tags(),
+            ),
+        ),  # element tags
+        (TXN_KEY, v0(9, None)),  # unknown state
+        (TXN_KEY, v0(1, None) + b"\x00"),  # trailing byte
+        (TXN_KEY, v0(1, [("t", [1])])[:-3]),  # truncated
+        (TXN_KEY, e.value(2, b"")),  # unknown version
+        (TXN_KEY, b"\x00"),
+        (e.key(1, e.string("x")), v0(1, None)),  # another record type
+        (TXN_KEY + b"\x00", v0(1, None)),
+        (b"\x00", None),
+        (None, None),
+    ],
+)
 def test_txn_unusual_goes_generic(key, value):
     assert txn_log.fast(key, value) is None
 
@@ -93,30 +111,44 @@ def test_txn_unusual_goes_generic(key, value):
 OFF_KEY = e.key(1, e.string("grp"), e.string("topic-é"), e.i32(7))
 
 
-@pytest.mark.parametrize("value", [
-    e.value(3, e.i64(5) + e.i32(-1) + e.string("") + e.i64(99)),
-    e.value(3, e.i64(5) + e.i32(4) + e.string("meta") + e.i64(99)),
-    e.value(4, e.i64(5) + e.i32(4) + e.cstring("meta") + e.i64(99) + e.tags()),
-    e.value(4, e.i64(5) + e.i32(-1) + e.cstring("") + e.i64(99) + e.tags({0: bytes(range(16))})),
-    e.value(4, e.i64(5) + e.i32(-1) + e.cstring("") + e.i64(99) + e.tags({0: bytes(range(16))})),  # cached
-    None,
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        e.value(3, e.i64(5) + e.i32(-1) + e.string("") + e.i64(99)),
+        e.value(3, e.i64(5) + e.i32(4) + e.string("meta") + e.i64(99)),
+        e.value(4, e.i64(5) + e.i32(4) + e.cstring("meta") + e.i64(99) + e.tags()),
+        e.value(4, e.i64(5) + e.i32(-1) + e.cstring("") + e.i64(99) + e.tags({0: bytes(range(16))})),
+        e.value(
+            4, e.i64(5) + e.i32(-1) + e.cstring("") + e.i64(99) + e.tags({0: bytes(range(16))})
+        ),  # cached
+        None,
+    ],
+)
 def test_offset_commit(value):
     assert group_log.fast(OFF_KEY, value) == generic_offset(OFF_KEY, value)[:3]
     assert group_log.decode(OFF_KEY, value).tombstone == (value is None)
 
 
-@pytest.mark.parametrize("key, value", [
-    (OFF_KEY, e.value(1, e.i64(5) + e.string("") + e.i64(99) + e.i64(100))),  # older version
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m" * 200) + e.i64(99) + e.tags())),
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({1: bytes(16)}))),
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(15)}))),
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(16)}) + b"\0")),
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(16), 1: b"x"}))),
-    (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99))),  # no tag section
-    (OFF_KEY + b"\x00", None),
-    (e.key(0, e.string("grp"), e.string("t"), e.i32(7)), None),  # legacy type 0
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        (OFF_KEY, e.value(1, e.i64(5) + e.string("") + e.i64(99) + e.i64(100))),  # older version
+        (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m" * 200) + e.i64(99) + e.tags())),
+        (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({1: bytes(16)}))),
+        (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(15)}))),
+        (
+            OFF_KEY,
+            e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(16)}) + b"\0"),
+        ),
+        (
+            OFF_KEY,
+            e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99) + e.tags({0: bytes(16), 1: b"x"})),
+        ),
+        (OFF_KEY, e.value(4, e.i64(5) + e.i32(4) + e.cstring("m") + e.i64(99))),  # no tag section
+        (OFF_KEY + b"\x00", None),
+        (e.key(0, e.string("grp"), e.string("t"), e.i32(7)), None),  # legacy type 0
+        (None, None),
+    ],
+)
 def test_offset_unusual_goes_generic(key, value):
     assert group_log.fast(key, value) is None

@@ -1,43 +1,74 @@
 """__transaction_state decoding: every layout of spec section 3, built with the test-side encoder."""
 
 import pytest
-from tests.unit import record_encoder as e
 
 from kxtx.records import decode
+from tests.unit import record_encoder as e
 
 TOPIC = "__transaction_state"
 KEY = e.key(0, e.string("txn"))
 
 
 def _v0_body(pid, epoch, timeout, status, partitions, last, start):
-    parts = None if partitions is None else [
-        e.string(t) + e.array([e.i32(p) for p in ps]) for t, ps in partitions]
-    return (e.i64(pid) + e.i16(epoch) + e.i32(timeout) + e.i8(status) + e.narray(parts)
-            + e.i64(last) + e.i64(start))
+    parts = (
+        None
+        if partitions is None
+        else [e.string(t) + e.array([e.i32(p) for p in ps]) for t, ps in partitions]
+    )
+    return (
+        e.i64(pid)
+        + e.i16(epoch)
+        + e.i32(timeout)
+        + e.i8(status)
+        + e.narray(parts)
+        + e.i64(last)
+        + e.i64(start)
+    )
 
 
 def _v1_body(pid, epoch, timeout, status, partitions, last, start, tagged=None):
-    parts = None if partitions is None else [
-        e.cstring(t) + e.carray([e.i32(p) for p in ps]) + e.tags() for t, ps in partitions]
-    return (e.i64(pid) + e.i16(epoch) + e.i32(timeout) + e.i8(status) + e.cnarray(parts)
-            + e.i64(last) + e.i64(start) + e.tags(tagged))
+    parts = (
+        None
+        if partitions is None
+        else [e.cstring(t) + e.carray([e.i32(p) for p in ps]) + e.tags() for t, ps in partitions]
+    )
+    return (
+        e.i64(pid)
+        + e.i16(epoch)
+        + e.i32(timeout)
+        + e.i8(status)
+        + e.cnarray(parts)
+        + e.i64(last)
+        + e.i64(start)
+        + e.tags(tagged)
+    )
 
 
 def _expected(pid, epoch, timeout, status, partitions, last, start):
     from kxtx.records.txn_log import STATES
 
     return {
-        "producer_id": pid, "producer_epoch": epoch, "transaction_timeout_ms": timeout,
-        "transaction_status": STATES[status], "transaction_status_code": status,
-        "transaction_partitions": None if partitions is None else [
-            {"topic": t, "partition_ids": ps} for t, ps in partitions],
-        "transaction_last_update_timestamp_ms": last, "transaction_last_update_time": e.iso(last),
-        "transaction_start_timestamp_ms": start, "transaction_start_time": e.iso(start),
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "transaction_timeout_ms": timeout,
+        "transaction_status": STATES[status],
+        "transaction_status_code": status,
+        "transaction_partitions": None
+        if partitions is None
+        else [{"topic": t, "partition_ids": ps} for t, ps in partitions],
+        "transaction_last_update_timestamp_ms": last,
+        "transaction_last_update_time": e.iso(last),
+        "transaction_start_timestamp_ms": start,
+        "transaction_start_time": e.iso(start),
     }
 
 
-V1_DEFAULTS = {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
-               "next_producer_epoch": -1}
+V1_DEFAULTS = {
+    "previous_producer_id": -1,
+    "next_producer_id": -1,
+    "client_transaction_version": 0,
+    "next_producer_epoch": -1,
+}
 
 FIELDS = [
     # (pid, epoch, timeout, status, partitions, lastUpdate, start)
@@ -45,7 +76,7 @@ FIELDS = [
     (1000, 3, 60000, 1, [("t", [0, 1])], 1700000000500, 1700000000000),
     (7, 0, 900000, 2, [("orders", [0, 2]), ("payments", [5])], 5, 4),
     (7, 0, 900000, 3, [], 5, 4),  # TV2 PrepareAbort from Empty: an empty, not null, array
-    (2 ** 62, 32767, 2147483647, 4, [("t", [3])], 9, 8),  # 2PC timeout = Int.MaxValue
+    (2**62, 32767, 2147483647, 4, [("t", [3])], 9, 8),  # 2PC timeout = Int.MaxValue
     (1, 1, 1, 5, [("t", [])], 1, 1),
 ]
 
@@ -53,7 +84,12 @@ FIELDS = [
 @pytest.mark.parametrize("fields", FIELDS)
 def test_v0_round_trip(fields):
     rec = decode(TOPIC, KEY, e.value(0, _v0_body(*fields)))
-    assert (rec.type, rec.key, rec.version, rec.notes) == ("TransactionLog", {"transactional_id": "txn"}, 0, [])
+    assert (rec.type, rec.key, rec.version, rec.notes) == (
+        "TransactionLog",
+        {"transactional_id": "txn"},
+        0,
+        [],
+    )
     assert rec.value == _expected(*fields)
 
 
@@ -63,8 +99,10 @@ def test_v0_round_trip(fields):
     [
         (None, {}),
         ({2: e.i16(2)}, {"client_transaction_version": 2}),  # 4.0+ TV2 client
-        ({0: e.i64(41), 1: e.i64(43), 2: e.i16(2)},  # 4.3+ writes previous/next producer id
-         {"previous_producer_id": 41, "next_producer_id": 43, "client_transaction_version": 2}),
+        (
+            {0: e.i64(41), 1: e.i64(43), 2: e.i16(2)},  # 4.3+ writes previous/next producer id
+            {"previous_producer_id": 41, "next_producer_id": 43, "client_transaction_version": 2},
+        ),
         ({3: e.i16(9)}, {"next_producer_epoch": 9}),  # in the 4.1+ schema, not written yet
     ],
 )
@@ -76,9 +114,24 @@ def test_v1_round_trip_with_tags(fields, tagged, extra):
 
 def test_spec_worked_example_v1():
     raw = bytes.fromhex(
-        "0001" "00000000000003e8" "0003" "0000ea60" "01"
-        "02" "0274" "03" "00000000" "00000001" "00"
-        "0000018bcfe569f4" "0000018bcfe56800" "01" "02" "02" "0002")
+        "0001"
+        "00000000000003e8"
+        "0003"
+        "0000ea60"
+        "01"
+        "02"
+        "0274"
+        "03"
+        "00000000"
+        "00000001"
+        "00"
+        "0000018bcfe569f4"
+        "0000018bcfe56800"
+        "01"
+        "02"
+        "02"
+        "0002"
+    )
     rec = decode(TOPIC, bytes.fromhex("0000000374786e"), raw)
     assert rec.value["transaction_status"] == "Ongoing"
     assert rec.value["transaction_partitions"] == [{"topic": "t", "partition_ids": [0, 1]}]

@@ -8,7 +8,7 @@ from kxtx.records.partition import java_string_hash, kafka_abs, partition_for
 from tests.unit import record_encoder as e
 
 
-@pytest.mark.parametrize("n", [0, 1, 127, 128, 300, 16383, 16384, 2 ** 31 - 1, 2 ** 32 - 1, 2 ** 35])
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 300, 16383, 16384, 2**31 - 1, 2**32 - 1, 2**35])
 def test_uvarint_round_trip(n):
     raw = e.uvarint(n) + b"tail"
     assert wire.read_uvarint(raw, 0) == (n, len(raw) - 4)
@@ -20,8 +20,8 @@ def test_uvarint_round_trip(n):
         (wire.read_int8, e.i8(-128), -128),
         (wire.read_int16, e.i16(-2), -2),
         (wire.read_uint16, e.u16(65535), 65535),
-        (wire.read_int32, e.i32(-(2 ** 31)), -(2 ** 31)),
-        (wire.read_int64, e.i64(2 ** 63 - 1), 2 ** 63 - 1),
+        (wire.read_int32, e.i32(-(2**31)), -(2**31)),
+        (wire.read_int64, e.i64(2**63 - 1), 2**63 - 1),
         (wire.read_bool, b"\x02", True),
         (wire.read_bool, b"\x00", False),
         (wire.read_string, e.string("héllo"), "héllo"),
@@ -86,8 +86,8 @@ def test_tagged_nullable_struct_presence():
     "coordinator_key, java_hash, partition",
     [
         # Java's String.hashCode is Integer.MIN_VALUE for these: Kafka's Utils.abs maps it to 0.
-        ("polygenelubricants", -(2 ** 31), 0),
-        ("kxtx-txn-71970-a8k", -(2 ** 31), 0),  # found by kxtx's own search, checked with Java
+        ("polygenelubricants", -(2**31), 0),
+        ("kxtx-txn-71970-a8k", -(2**31), 0),  # found by kxtx's own search, checked with Java
         ("my-group", -1906497762, 12),
         ("console-consumer-12345", 158455506, 6),
         ("txn-1", 110810510, 10),
@@ -101,7 +101,7 @@ def test_partition_for_matches_java(coordinator_key, java_hash, partition):
 
 
 def test_kafka_abs_differs_from_python_abs_only_at_min_value():
-    assert kafka_abs(-(2 ** 31)) == 0 and abs(-(2 ** 31)) % 50 == 48
+    assert kafka_abs(-(2**31)) == 0 and abs(-(2**31)) % 50 == 48
     assert kafka_abs(-5) == 5 and kafka_abs(7) == 7
     assert partition_for("polygenelubricants", 1) == 0
     with pytest.raises(ValueError):
@@ -112,14 +112,26 @@ def test_kafka_abs_differs_from_python_abs_only_at_min_value():
 @pytest.mark.parametrize(
     "key, value, expected",
     [
-        (bytes.fromhex("00000001"), bytes.fromhex("000000000007"),
-         {"key_version": 0, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 7}),
-        (e.i16(0) + e.i16(0), e.i16(0) + e.i32(123),
-         {"key_version": 0, "type_code": 0, "type": "ABORT", "value_version": 0, "coordinator_epoch": 123}),
-        (e.i16(3) + e.i16(1), e.i16(0) + e.i32(1),  # newer key version: read as the highest known
-         {"key_version": 3, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 1}),
-        (e.i16(0) + e.i16(2), b"\x00\x01", {"key_version": 0, "type_code": 2, "type": "LEADER_CHANGE",
-                                            "raw_value": "0001"}),
+        (
+            bytes.fromhex("00000001"),
+            bytes.fromhex("000000000007"),
+            {"key_version": 0, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 7},
+        ),
+        (
+            e.i16(0) + e.i16(0),
+            e.i16(0) + e.i32(123),
+            {"key_version": 0, "type_code": 0, "type": "ABORT", "value_version": 0, "coordinator_epoch": 123},
+        ),
+        (
+            e.i16(3) + e.i16(1),
+            e.i16(0) + e.i32(1),  # newer key version: read as the highest known
+            {"key_version": 3, "type_code": 1, "type": "COMMIT", "value_version": 0, "coordinator_epoch": 1},
+        ),
+        (
+            e.i16(0) + e.i16(2),
+            b"\x00\x01",
+            {"key_version": 0, "type_code": 2, "type": "LEADER_CHANGE", "raw_value": "0001"},
+        ),
         (e.i16(0) + e.i16(6), None, {"key_version": 0, "type_code": 6, "type": "KRAFT_VOTERS"}),
         (e.i16(0) + e.i16(42), None, {"key_version": 0, "type_code": 42, "type": "UNKNOWN"}),
     ],
@@ -128,14 +140,16 @@ def test_control_records(key, value, expected):
     assert decode_control(key, value) == expected
 
 
-@pytest.mark.parametrize("key, value", [(b"\x00\x00", None), (e.i16(-1) + e.i16(1), None),
-                                        (e.i16(0) + e.i16(1), b"\x00")])
+@pytest.mark.parametrize(
+    "key, value", [(b"\x00\x00", None), (e.i16(-1) + e.i16(1), None), (e.i16(0) + e.i16(1), b"\x00")]
+)
 def test_bad_control_records_do_not_raise(key, value):
     assert "note" in decode_control(key, value)
 
 
-@pytest.mark.parametrize("ms", [1, 999, 1000, 1700000000000, 1700000000999, 1763923405123,
-                                4102444800000, 253402300799000])
+@pytest.mark.parametrize(
+    "ms", [1, 999, 1000, 1700000000000, 1700000000999, 1763923405123, 4102444800000, 253402300799000]
+)
 def test_iso_time_agrees_with_datetime(ms):
     from kxtx.timefmt import iso_ms
     from tests.unit.record_encoder import iso
@@ -144,18 +158,24 @@ def test_iso_time_agrees_with_datetime(ms):
     assert iso_ms(ms) == iso_ms(ms)  # cached second, same text
 
 
-@pytest.mark.parametrize("ms", [None, -1, 0, 253402300800000, 2 ** 62])
+@pytest.mark.parametrize("ms", [None, -1, 0, 253402300800000, 2**62])
 def test_no_time_for_kafkas_none_values_and_nonsense(ms):
     from kxtx.timefmt import iso_ms
 
     assert iso_ms(ms) is None
 
 
-@pytest.mark.parametrize("camel, snake_name", [
-    ("transactionalId", "transactional_id"), ("partitionIds", "partition_ids"), ("topicId", "topic_id"),
-    ("transactionStartTimestampMs", "transaction_start_timestamp_ms"), ("group", "group"),
-    ("snake_already", "snake_already"),
-])
+@pytest.mark.parametrize(
+    "camel, snake_name",
+    [
+        ("transactionalId", "transactional_id"),
+        ("partitionIds", "partition_ids"),
+        ("topicId", "topic_id"),
+        ("transactionStartTimestampMs", "transaction_start_timestamp_ms"),
+        ("group", "group"),
+        ("snake_already", "snake_already"),
+    ],
+)
 def test_field_names_are_snake_case(camel, snake_name):
     from kxtx.records.wire import snake
 

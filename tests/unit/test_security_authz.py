@@ -21,26 +21,62 @@ def _kafka_python(cls_name: str):
     return getattr(errors, cls_name)()
 
 
-@pytest.mark.parametrize("exc, doing, need, expected", [
-    (_confluent("TOPIC_AUTHORIZATION_FAILED"), "reading metadata of 'orders'", None,
-     "DESCRIBE on Topic 'orders'"),
-    (_confluent("TOPIC_AUTHORIZATION_FAILED"), "fetching orders", None, "READ on Topic 'orders'"),
-    (_confluent("TOPIC_AUTHORIZATION_FAILED"), "committing", authz.Need("WRITE", "Topic", "out"),
-     "WRITE on Topic 'out'"),
-    (_confluent("TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
-     "initialising transactions (transactional id tx-1)", None, "WRITE on TransactionalId 'tx-1'"),
-    (_confluent("GROUP_AUTHORIZATION_FAILED"), "committing offsets of group 'g1'", None, "READ on Group 'g1'"),
-    # the need whose resource matches the error wins over others the caller listed
-    (_confluent("GROUP_AUTHORIZATION_FAILED"), "sending offsets",
-     [authz.Need("WRITE", "Topic", "t"), authz.Need("READ", "Group", "g2")], "READ on Group 'g2'"),
-    (_kafka_python("TransactionalIdAuthorizationFailedError"), "DescribeTransactions tx-9", None,
-     "DESCRIBE on TransactionalId 'tx-9'"),
-    (_kafka_python("ClusterAuthorizationFailedError"), "WriteTxnMarkers", None,
-     "ALTER on Cluster is required to abort transactions"),
-    (_kafka_python("ClusterAuthorizationFailedError"), "DescribeConfigs broker 1", None,
-     "DESCRIBE_CONFIGS on Cluster"),
-    (_kafka_python("TopicAuthorizationFailedError"), "DescribeProducers t:0", None, "READ on Topic"),
-])
+@pytest.mark.parametrize(
+    "exc, doing, need, expected",
+    [
+        (
+            _confluent("TOPIC_AUTHORIZATION_FAILED"),
+            "reading metadata of 'orders'",
+            None,
+            "DESCRIBE on Topic 'orders'",
+        ),
+        (_confluent("TOPIC_AUTHORIZATION_FAILED"), "fetching orders", None, "READ on Topic 'orders'"),
+        (
+            _confluent("TOPIC_AUTHORIZATION_FAILED"),
+            "committing",
+            authz.Need("WRITE", "Topic", "out"),
+            "WRITE on Topic 'out'",
+        ),
+        (
+            _confluent("TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
+            "initialising transactions (transactional id tx-1)",
+            None,
+            "WRITE on TransactionalId 'tx-1'",
+        ),
+        (
+            _confluent("GROUP_AUTHORIZATION_FAILED"),
+            "committing offsets of group 'g1'",
+            None,
+            "READ on Group 'g1'",
+        ),
+        # the need whose resource matches the error wins over others the caller listed
+        (
+            _confluent("GROUP_AUTHORIZATION_FAILED"),
+            "sending offsets",
+            [authz.Need("WRITE", "Topic", "t"), authz.Need("READ", "Group", "g2")],
+            "READ on Group 'g2'",
+        ),
+        (
+            _kafka_python("TransactionalIdAuthorizationFailedError"),
+            "DescribeTransactions tx-9",
+            None,
+            "DESCRIBE on TransactionalId 'tx-9'",
+        ),
+        (
+            _kafka_python("ClusterAuthorizationFailedError"),
+            "WriteTxnMarkers",
+            None,
+            "ALTER on Cluster is required to abort transactions",
+        ),
+        (
+            _kafka_python("ClusterAuthorizationFailedError"),
+            "DescribeConfigs broker 1",
+            None,
+            "DESCRIBE_CONFIGS on Cluster",
+        ),
+        (_kafka_python("TopicAuthorizationFailedError"), "DescribeProducers t:0", None, "READ on Topic"),
+    ],
+)
 def test_authorization_errors_name_operation_and_resource(exc, doing, need, expected):
     err = translate(exc, doing, need=need)
     assert isinstance(err, AuthorizationError) and err.exit_code == 1
@@ -48,13 +84,16 @@ def test_authorization_errors_name_operation_and_resource(exc, doing, need, expe
     assert "\n" not in str(err)
 
 
-@pytest.mark.parametrize("ops, any_of, raises", [
-    (None, ["ALTER", "CLUSTER_ACTION"], False),
-    ({"DESCRIBE", "ALTER"}, ["ALTER", "CLUSTER_ACTION"], False),
-    ({"ALL"}, ["ALTER"], False),
-    ({"DESCRIBE"}, ["ALTER", "CLUSTER_ACTION"], True),
-    (set(), ["DESCRIBE_CONFIGS"], True),
-])
+@pytest.mark.parametrize(
+    "ops, any_of, raises",
+    [
+        (None, ["ALTER", "CLUSTER_ACTION"], False),
+        ({"DESCRIBE", "ALTER"}, ["ALTER", "CLUSTER_ACTION"], False),
+        ({"ALL"}, ["ALTER"], False),
+        ({"DESCRIBE"}, ["ALTER", "CLUSTER_ACTION"], True),
+        (set(), ["DESCRIBE_CONFIGS"], True),
+    ],
+)
 def test_check_cluster_ops(ops, any_of, raises):
     if raises:
         with pytest.raises(AuthorizationError, match=f"{any_of[0]} on Cluster is required to abort"):

@@ -75,14 +75,12 @@ def test_reconnect_backoff_default_and_override():
 @pytest.mark.parametrize("text, expected", [("true", True), ("False", False), (" TRUE ", True)])
 def test_python_level_bool_property_from_text(text, expected):
     # confluent-kafka refuses the string "true" for this one; -X and files only give strings
-    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": text}, None, 10,
-                env={})
+    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": text}, None, 10, env={})
     assert s.confluent()["delivery.report.only.error"] is expected
 
 
 def test_python_level_bool_property_rejects_other_text():
-    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": "yes"}, None, 10,
-                env={})
+    s = resolve(None, {"bootstrap.servers": "h:1", "delivery.report.only.error": "yes"}, None, 10, env={})
     with pytest.raises(ConfigError, match=r"delivery.report.only.error='yes' \(from -X "):
         s.confluent()
 
@@ -123,7 +121,7 @@ def test_java_names_and_jaas(tmp_path):
     path = _file(
         tmp_path,
         "bootstrap.servers=h:9093\nsasl.mechanisms=PLAIN\nkey.serializer=org.X\n"
-        'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="bob" password="p w\\\\"d";\n',
     )
     s = resolve(None, {}, path, None, env={})

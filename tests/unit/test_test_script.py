@@ -29,18 +29,26 @@ def run_script(tmp_path, rc1: int, rc2: int, *args: str):
     calls = tmp_path / "calls"
     env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2)}
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "test.sh"), *args], capture_output=True,
-                       text=True, env=env, timeout=60)
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "test.sh"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     return r, calls.read_text().splitlines()
 
 
-@pytest.mark.parametrize("rc1, rc2, ok, report1, report2", [
-    (0, 0, True, "passed", "passed"),
-    (1, 0, False, "FAILED (pytest exit 1)", "passed"),  # the 3.9 stage still runs
-    (0, 1, False, "passed", "FAILED (pytest exit 1)"),
-    (1, 1, False, "FAILED (pytest exit 1)", "FAILED (pytest exit 1)"),
-    (0, 5, True, "passed", "passed"),  # no versioned test selected by the arguments
-])
+@pytest.mark.parametrize(
+    "rc1, rc2, ok, report1, report2",
+    [
+        (0, 0, True, "passed", "passed"),
+        (1, 0, False, "FAILED (pytest exit 1)", "passed"),  # the 3.9 stage still runs
+        (0, 1, False, "passed", "FAILED (pytest exit 1)"),
+        (1, 1, False, "FAILED (pytest exit 1)", "FAILED (pytest exit 1)"),
+        (0, 5, True, "passed", "passed"),  # no versioned test selected by the arguments
+    ],
+)
 def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, report2):
     r, calls = run_script(tmp_path, rc1, rc2, "-k", "x")
     pytest_calls = [c for c in calls if "-m pytest" in c]

@@ -36,19 +36,33 @@ TIMED = {
     "find-hanging": ["find-hanging"],
     "abort-hanging": ["abort-hanging", "--yes"],
 }
-NAMED = {**TIMED, "produce": ["produce", "{file}", "-t", "t"], "cluster": ["cluster"],
-         "inspect partition": ["inspect", "partition", "t:0"], "dump": ["dump", "txn-state"]}
+NAMED = {
+    **TIMED,
+    "produce": ["produce", "{file}", "-t", "t"],
+    "cluster": ["cluster"],
+    "inspect partition": ["inspect", "partition", "t:0"],
+    "dump": ["dump", "txn-state"],
+}
 
 
 def _run(args: list[str], address: str, timeout_s: float, tmp_path):
     data = tmp_path / "a.jsonl"
     data.write_text('{"a": 1}\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    argv = [sys.executable, "-m", "kxtx", *(a.format(file=data) for a in args), "-b", address,
-            "--timeout", str(timeout_s)]
+    argv = [
+        sys.executable,
+        "-m",
+        "kxtx",
+        *(a.format(file=data) for a in args),
+        "-b",
+        address,
+        "--timeout",
+        str(timeout_s),
+    ]
     started = time.monotonic()
-    r = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                       text=True, timeout=180)
+    r = subprocess.run(
+        argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180
+    )
     return r, time.monotonic() - started
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.ops import abort, decide, hanging, history
+from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
-from kxtx.txn import abort, decide, hanging, history
-from kxtx.txn.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
 
 NOW = 10_000_000_000
 OLD = NOW - 16 * 60_000
 
 
 class FakeCluster:
-    def __init__(self, producers, listed=None, descs=None, offsets=None, committed=None, ops=None,
-                 max_ms=None):
+    def __init__(
+        self, producers, listed=None, descs=None, offsets=None, committed=None, ops=None, max_ms=None
+    ):
         self.settings = Settings(props={"bootstrap.servers": "x:1"}, timeout=1)
         self.producers = producers  # {tp: [OpenTxn]}
         self.listed = listed or {}
@@ -28,7 +29,7 @@ class FakeCluster:
 
     def topics(self, topic=None):
         out = {}
-        for (t, p) in self.producers:
+        for t, p in self.producers:
             out.setdefault(t, {})[p] = (1, [1, 2] if p % 2 == 0 else [2, 3])
         return {k: v for k, v in out.items() if topic in (None, k)}
 
@@ -81,12 +82,12 @@ def _desc(tid, parts, state="Ongoing", pid=1):
 def test_kafka_rules_end_to_end():
     c = FakeCluster(
         producers={
-            ("a", 0): [_o("a", 0, 1)],                 # tracked by the coordinator: not hanging
-            ("a", 1): [_o("a", 1, 1)],                 # same pid, partition not in the txn: hanging
-            ("b", 0): [_o("b", 0, 2)],                 # pid unknown: hanging
+            ("a", 0): [_o("a", 0, 1)],  # tracked by the coordinator: not hanging
+            ("a", 1): [_o("a", 1, 1)],  # same pid, partition not in the txn: hanging
+            ("b", 0): [_o("b", 0, 2)],  # pid unknown: hanging
             ("b", 1): [_o("b", 1, 3, last=NOW - 1000)],  # young: not even a candidate
-            ("c", 0): [_o("c", 0, 4, start=-1)],       # no open transaction
-            ("c", 2): [_o("c", 2, 5)],                 # id known but expired at the coordinator
+            ("c", 0): [_o("c", 0, 4, start=-1)],  # no open transaction
+            ("c", 2): [_o("c", 2, 5)],  # id known but expired at the coordinator
         },
         listed={1: ("tx-1", "Ongoing"), 5: ("tx-5", "Ongoing")},
         descs={"tx-1": _desc("tx-1", {("a", 0)})},
@@ -109,8 +110,13 @@ def test_kafka_rules_end_to_end():
 
 
 def test_broker_scope_and_configured_timeout():
-    c = FakeCluster(producers={("a", 0): [_o("a", 0, 1, last=NOW - 61_000)],
-                               ("a", 1): [_o("a", 1, 1, last=NOW - 61_000)]}, max_ms=60_000)
+    c = FakeCluster(
+        producers={
+            ("a", 0): [_o("a", 0, 1, last=NOW - 61_000)],
+            ("a", 1): [_o("a", 1, 1, last=NOW - 61_000)],
+        },
+        max_ms=60_000,
+    )
     r = hanging.find_hanging(c, hanging.Scope(broker_id=1), now_ms=NOW)
     assert r.timeout_source.startswith("broker")
     assert r.partitions_checked == 1  # only a:0 has a replica on broker 1
@@ -128,14 +134,14 @@ def test_explicit_timeout_wins_and_acl_warning():
 
 def test_txn_log_maps_rotated_producer_ids(monkeypatch):
     monkeypatch.setattr(history, "ids_for_producers", lambda settings, pids: {9: "tx-9"})
-    c = FakeCluster(producers={("a", 0): [_o("a", 0, 9)]},
-                    descs={"tx-9": _desc("tx-9", {("a", 0)}, pid=10)})
+    c = FakeCluster(producers={("a", 0): [_o("a", 0, 9)]}, descs={"tx-9": _desc("tx-9", {("a", 0)}, pid=10)})
     assert hanging.find_hanging(c, hanging.Scope(), now_ms=NOW).hanging == []
 
 
 def test_abort_rechecks_then_writes_epoch_zero_and_verifies():
-    c = FakeCluster(producers={("a", 0): [_o("a", 0, 1, epoch=3, coord=-1)],
-                               ("a", 1): [_o("a", 1, 2, start=7)]})
+    c = FakeCluster(
+        producers={("a", 0): [_o("a", 0, 1, epoch=3, coord=-1)], ("a", 1): [_o("a", 1, 2, start=7)]}
+    )
     rows = hanging.find_hanging(c, hanging.Scope(), now_ms=NOW).hanging
     targets = abort.targets_from_hanging(rows)
     assert [t.plan_row()["coordinator_epoch"] for t in targets] == [0, 0]
@@ -149,8 +155,9 @@ def test_abort_rechecks_then_writes_epoch_zero_and_verifies():
 
 
 def test_abort_reports_leaders_that_moved_since_the_plan():
-    c = FakeCluster(producers={("a", 0): [_o("a", 0, 1)], ("a", 1): [_o("a", 1, 2)],
-                               ("a", 2): [_o("a", 2, 3)]})
+    c = FakeCluster(
+        producers={("a", 0): [_o("a", 0, 1)], ("a", 1): [_o("a", 1, 2)], ("a", 2): [_o("a", 2, 3)]}
+    )
     targets = abort.targets_from_hanging(hanging.find_hanging(c, hanging.Scope(), now_ms=NOW).hanging)
     assert [t.plan_row()["leader"] for t in targets] == [1, 1, 1]
     c.moved_leaders = {("a", 1): 3, ("a", 2): -1}  # a:1 moved to broker 3; a:2 has none right now
@@ -174,13 +181,16 @@ def test_manual_abort_by_start_offset_and_unknown_offset():
         abort.manual_target(c, ("a", 0), start_offset=6)
 
 
-@pytest.mark.parametrize("ops, allowed", [
-    (None, True),                                   # unknown: the marker request decides
-    ({"ALTER"}, True),                              # Kafka 3.8+ (KIP-1037)
-    ({"CLUSTER_ACTION"}, True),
-    ({"ALL"}, True),
-    ({"DESCRIBE", "IDEMPOTENT_WRITE"}, False),
-])
+@pytest.mark.parametrize(
+    "ops, allowed",
+    [
+        (None, True),  # unknown: the marker request decides
+        ({"ALTER"}, True),  # Kafka 3.8+ (KIP-1037)
+        ({"CLUSTER_ACTION"}, True),
+        ({"ALL"}, True),
+        ({"DESCRIBE", "IDEMPOTENT_WRITE"}, False),
+    ],
+)
 def test_abort_preflight_names_the_missing_cluster_permission(ops, allowed):
     from kxtx.errors import AuthorizationError
 

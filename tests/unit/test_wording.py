@@ -3,19 +3,33 @@ import pytest
 from kxtx.wording import article, plural
 
 
-@pytest.mark.parametrize("count, noun, expected", [
-    (0, "transaction", "0 transactions"), (1, "transaction", "1 transaction"),
-    (2, "transaction", "2 transactions"), (1, "row", "1 row"), (12345, "record", "12,345 records"),
-    (2, "process", "2 processes"), (1, "byte", "1 byte"),
-])
+@pytest.mark.parametrize(
+    "count, noun, expected",
+    [
+        (0, "transaction", "0 transactions"),
+        (1, "transaction", "1 transaction"),
+        (2, "transaction", "2 transactions"),
+        (1, "row", "1 row"),
+        (12345, "record", "12,345 records"),
+        (2, "process", "2 processes"),
+        (1, "byte", "1 byte"),
+    ],
+)
 def test_plural(count, noun, expected):
     assert plural(count, noun) == expected
 
 
-@pytest.mark.parametrize("word, expected", [
-    ("int", "an int"), ("str", "a str"), ("dict", "a dict"), ("object", "an object"),
-    ("Element", "an Element"), ("NoneType", "a NoneType"),
-])
+@pytest.mark.parametrize(
+    "word, expected",
+    [
+        ("int", "an int"),
+        ("str", "a str"),
+        ("dict", "a dict"),
+        ("object", "an object"),
+        ("Element", "an Element"),
+        ("NoneType", "a NoneType"),
+    ],
+)
 def test_article(word, expected):
     assert article(word) == expected
 

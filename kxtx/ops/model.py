@@ -1,6 +1,6 @@
 """Plain data for the transaction tools: what a partition says, what the coordinator says.
 
-No I/O and no client-library types here, so the decision logic (`kxtx.txn.decide`) and its tests work
+No I/O and no client-library types here, so the decision logic (`kxtx.ops.decide`) and its tests work
 without a broker.
 """
 

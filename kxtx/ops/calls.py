@@ -1,4 +1,4 @@
-"""The Kafka calls behind the transaction tools, returning `kxtx.txn.model` values.
+"""The Kafka calls behind the transaction tools, returning `kxtx.ops.model` values.
 
 KIP-664 calls go through kafka-python's KafkaAdminClient (librdkafka has none of them); metadata,
 offsets and consumer groups through confluent-kafka. Clients are created on first use and closed by
@@ -11,8 +11,8 @@ from kxtx.authz import Need
 from kxtx.clients import admin, error_name, translate, txn_admin, unreachable
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
+from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
-from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 
 #: Kafka's find-hanging sends DescribeProducers for at most this many partitions at once.
 BATCH = 500
@@ -24,7 +24,7 @@ class Cluster:
         self._admin = None
         self._txn = None
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -55,7 +55,7 @@ class Cluster:
         """{topic: {partition: (leader, [replicas])}}, internal topics included."""
         try:
             md = self.admin.list_topics(topic=topic, timeout=self.settings.timeout)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise translate(exc, "reading metadata") from exc
         out: dict[str, dict[int, tuple[int, list[int]]]] = {}
         for name, t in md.topics.items():
@@ -82,19 +82,20 @@ class Cluster:
     def broker_ids(self) -> list[int]:
         try:
             md = self.admin.list_topics(timeout=self.settings.timeout)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise translate(exc, "reading metadata") from exc
         return sorted(md.brokers)
 
     # --- DescribeProducers ---------------------------------------------------------------------------
-    def describe_producers(self, tps: list[TP], broker_id: int | None = None,
-                           progress=None) -> tuple[dict[TP, list[OpenTxn]], dict[TP, str]]:
+    def describe_producers(
+        self, tps: list[TP], broker_id: int | None = None, progress=None
+    ) -> tuple[dict[TP, list[OpenTxn]], dict[TP, str]]:
         """Producer state per partition, in batches; a failing batch is retried partition by partition
         so one bad partition costs only itself. Returns (states, errors)."""
         states: dict[TP, list[OpenTxn]] = {}
         errors: dict[TP, str] = {}
         for i in range(0, len(tps), BATCH):
-            batch = tps[i:i + BATCH]
+            batch = tps[i : i + BATCH]
             try:
                 states.update(self._describe_producers(batch, broker_id))
             except Exception as exc:  # noqa: BLE001 - isolated below
@@ -116,8 +117,16 @@ class Cluster:
         res = self.txn.describe_producers([TopicPartition(t, p) for t, p in tps], broker_id=broker_id)
         return {
             (tp.topic, tp.partition): [
-                OpenTxn(tp.topic, tp.partition, s.producer_id, s.producer_epoch, s.coordinator_epoch,
-                        s.last_timestamp, s.current_transaction_start_offset, s.last_sequence)
+                OpenTxn(
+                    tp.topic,
+                    tp.partition,
+                    s.producer_id,
+                    s.producer_epoch,
+                    s.coordinator_epoch,
+                    s.last_timestamp,
+                    s.current_transaction_start_offset,
+                    s.last_sequence,
+                )
                 for s in st.active_producers
             ]
             for tp, st in res.items()
@@ -132,7 +141,7 @@ class Cluster:
             return {}
         try:
             by_broker = self.txn.list_transactions(producer_id_filters=sorted(pids))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise translate(exc, "ListTransactions") from exc
         out: dict[int, tuple[str, str]] = {}
         for listings in by_broker.values():
@@ -148,7 +157,7 @@ class Cluster:
             return {}
         try:
             return self._describe_txns(ids)
-        except Exception as exc:  # noqa: BLE001 - kafka-python raises on the first bad id
+        except Exception as exc:
             if error_name(exc) != "TRANSACTIONAL_ID_NOT_FOUND":
                 raise translate(exc, f"DescribeTransactions {', '.join(ids)}") from exc
             if len(ids) == 1:
@@ -162,9 +171,15 @@ class Cluster:
         res = self.txn.describe_transactions(ids)
         return {
             tid: CoordinatorTxn(
-                tid, d.coordinator_id, _state(d.state), d.producer_id, d.producer_epoch,
-                d.transaction_timeout_ms, d.transaction_start_time_ms,
-                frozenset((tp.topic, tp.partition) for tp in d.topic_partitions))
+                tid,
+                d.coordinator_id,
+                _state(d.state),
+                d.producer_id,
+                d.producer_epoch,
+                d.transaction_timeout_ms,
+                d.transaction_start_time_ms,
+                frozenset((tp.topic, tp.partition) for tp in d.topic_partitions),
+            )
             for tid, d in res.items()
         }
 
@@ -178,7 +193,8 @@ class Cluster:
         broker = self.broker_ids()[0]
         try:
             res = self.txn.describe_configs(
-                [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all")
+                [ConfigResource(ConfigResourceType.BROKER, str(broker), [key])], config_filter="all"
+            )
             return int(res["broker"][str(broker)][key]["value"])
         except Exception as exc:  # noqa: BLE001 - a default applies; say why
             logger.debug(f"cannot read {key}: {_reason(exc)}")
@@ -187,10 +203,11 @@ class Cluster:
     def cluster_operations(self) -> set[str] | None:
         """Operations the principal may perform on the Cluster, or None when unknown."""
         try:
-            res = self.admin.describe_cluster(include_authorized_operations=True,
-                                              request_timeout=self.settings.timeout)
+            res = self.admin.describe_cluster(
+                include_authorized_operations=True, request_timeout=self.settings.timeout
+            )
             ops = res.result(timeout=self.settings.timeout).authorized_operations
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if unreachable(exc):  # the next call would wait for the same timeout again
                 raise translate(exc, "DescribeCluster") from exc
             logger.debug(f"DescribeCluster failed: {_reason(exc)}")
@@ -207,15 +224,19 @@ class Cluster:
         out = {tp: Offsets() for tp in tps}
         if not tps:
             return out
-        for level, attr in ((IsolationLevel.READ_COMMITTED, "lso"),
-                            (IsolationLevel.READ_UNCOMMITTED, "high_watermark")):
+        for level, attr in (
+            (IsolationLevel.READ_COMMITTED, "lso"),
+            (IsolationLevel.READ_UNCOMMITTED, "high_watermark"),
+        ):
             req = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
-            futs = self.admin.list_offsets(req, isolation_level=level,
-                                           request_timeout=self.settings.timeout)
+            futs = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.settings.timeout)
             for ctp, fut in futs.items():
                 try:
-                    setattr(out[(ctp.topic, ctp.partition)], attr,
-                            fut.result(timeout=self.settings.timeout).offset)
+                    setattr(
+                        out[(ctp.topic, ctp.partition)],
+                        attr,
+                        fut.result(timeout=self.settings.timeout).offset,
+                    )
                 except Exception as exc:  # noqa: BLE001 - one partition; keep the others
                     logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
         return out
@@ -249,8 +270,9 @@ class Cluster:
         return out
 
     # --- writes --------------------------------------------------------------------------------------
-    def write_abort_marker(self, tp: TP, producer_id: int, producer_epoch: int,
-                           coordinator_epoch: int) -> None:
+    def write_abort_marker(
+        self, tp: TP, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> None:
         """WriteTxnMarkers ABORT to the partition leader (raises translated errors)."""
         from kafka.admin._transactions import AbortTransactionSpec
         from kafka.structs import TopicPartition
@@ -258,9 +280,10 @@ class Cluster:
         spec = AbortTransactionSpec(TopicPartition(*tp), producer_id, producer_epoch, coordinator_epoch)
         try:
             self.txn.abort_transaction(spec)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, f"WriteTxnMarkers ABORT on {tp[0]}:{tp[1]}",
-                            need=Need("ALTER", "Cluster")) from exc
+        except Exception as exc:
+            raise translate(
+                exc, f"WriteTxnMarkers ABORT on {tp[0]}:{tp[1]}", need=Need("ALTER", "Cluster")
+            ) from exc
 
 
 def _state(s) -> str:

@@ -8,7 +8,7 @@ coordinator, or the coordinator's partitions for it do not include this partitio
 
 from __future__ import annotations
 
-from kxtx.txn.model import ACTIVE_STATES, IDLE_STATES, NOT_FOUND, CoordinatorTxn, OpenTxn, TP
+from kxtx.ops.model import ACTIVE_STATES, IDLE_STATES, NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 
 DEFAULT_MAX_TIMEOUT_MS = 15 * 60 * 1000
 
@@ -54,8 +54,10 @@ def recheck(expected: OpenTxn, current: list[OpenTxn]) -> tuple[OpenTxn | None, 
         if not p.is_open:
             return None, "the producer has no open transaction on the partition any more"
         if p.producer_epoch != expected.producer_epoch or p.start_offset != expected.start_offset:
-            return None, (f"the producer moved on (epoch {p.producer_epoch}, open transaction at "
-                          f"offset {p.start_offset}); the transaction at {expected.start_offset} ended")
+            return None, (
+                f"the producer moved on (epoch {p.producer_epoch}, open transaction at "
+                f"offset {p.start_offset}); the transaction at {expected.start_offset} ended"
+            )
         return p, ""
     return None, "the producer is no longer active on the partition"
 
@@ -89,8 +91,10 @@ def txn_verdict(desc: CoordinatorTxn | None, now_ms: int, hanging_on: list[TP]) 
             return f"{desc.state.lower()}"
         age = max(0, now_ms - desc.start_time_ms)
         if age > desc.timeout_ms:
-            return (f"stuck past its timeout: {desc.state} for {fmt_age(age)} "
-                    f"(timeout {fmt_age(desc.timeout_ms)})")
+            return (
+                f"stuck past its timeout: {desc.state} for {fmt_age(age)} "
+                f"(timeout {fmt_age(desc.timeout_ms)})"
+            )
         return f"ongoing for {fmt_age(age)} (timeout {fmt_age(desc.timeout_ms)})"
     return desc.state
 

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 
 from kxtx.errors import InputError, KxtxError
-from kxtx.txn import decide
-from kxtx.txn.cluster import Cluster
-from kxtx.txn.model import TP, AbortOutcome, HangingTxn, OpenTxn
+from kxtx.ops import decide
+from kxtx.ops.calls import Cluster
+from kxtx.ops.model import TP, AbortOutcome, HangingTxn, OpenTxn
 
 #: How long to wait for the LSO to move after a marker (the leader updates it once the marker is
 #: replicated to the high watermark).
@@ -34,11 +34,15 @@ class Target:
     def plan_row(self) -> dict:
         e = self.expected
         return {
-            "topic": e.topic, "partition": e.partition, "producer_id": e.producer_id,
+            "topic": e.topic,
+            "partition": e.partition,
+            "producer_id": e.producer_id,
             "producer_epoch": self.marker_epoch if self.marker_epoch is not None else e.producer_epoch,
             "coordinator_epoch": decide.abort_coordinator_epoch(
-                self.coordinator_epoch if self.coordinator_epoch is not None else e.coordinator_epoch),
-            "start_offset": e.start_offset, "transactional_id": self.transactional_id,
+                self.coordinator_epoch if self.coordinator_epoch is not None else e.coordinator_epoch
+            ),
+            "start_offset": e.start_offset,
+            "transactional_id": self.transactional_id,
             "leader": self.leader,
         }
 
@@ -48,20 +52,38 @@ def preflight(cluster: Cluster) -> None:
     Cluster. Raises when the broker says the principal has neither; unknown passes."""
     from kxtx.authz import check_cluster_ops
 
-    check_cluster_ops(cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"],
-                      "abort transactions (WriteTxnMarkers)")
+    check_cluster_ops(
+        cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"], "abort transactions (WriteTxnMarkers)"
+    )
 
 
 def targets_from_hanging(rows: list[HangingTxn]) -> list[Target]:
-    return [Target(OpenTxn(r.topic, r.partition, r.producer_id, r.producer_epoch, r.coordinator_epoch,
-                           r.last_timestamp, r.start_offset), transactional_id=r.transactional_id,
-                   leader=r.leader)
-            for r in rows]
+    return [
+        Target(
+            OpenTxn(
+                r.topic,
+                r.partition,
+                r.producer_id,
+                r.producer_epoch,
+                r.coordinator_epoch,
+                r.last_timestamp,
+                r.start_offset,
+            ),
+            transactional_id=r.transactional_id,
+            leader=r.leader,
+        )
+        for r in rows
+    ]
 
 
-def manual_target(cluster: Cluster, tp: TP, start_offset: int | None = None,
-                  producer_id: int | None = None, producer_epoch: int | None = None,
-                  coordinator_epoch: int | None = None) -> Target:
+def manual_target(
+    cluster: Cluster,
+    tp: TP,
+    start_offset: int | None = None,
+    producer_id: int | None = None,
+    producer_epoch: int | None = None,
+    coordinator_epoch: int | None = None,
+) -> Target:
     """`kxtx abort`: find the open transaction by start offset (Kafka 3.0+ style) or producer id."""
     states, errors = cluster.describe_producers([tp])
     if tp in errors:
@@ -70,21 +92,26 @@ def manual_target(cluster: Cluster, tp: TP, start_offset: int | None = None,
     if start_offset is not None:
         match = [p for p in open_ if p.start_offset == start_offset]
         if not match:
-            raise InputError(f"no open transaction starts at offset {start_offset} on {tp[0]}:{tp[1]}"
-                             f"{_listing(open_)}")
+            raise InputError(
+                f"no open transaction starts at offset {start_offset} on {tp[0]}:{tp[1]}{_listing(open_)}"
+            )
         return Target(match[0])
     match = [p for p in open_ if p.producer_id == producer_id]
     if not match:
-        raise InputError(f"producer id {producer_id} has no open transaction on {tp[0]}:{tp[1]}"
-                         f"{_listing(open_)}")
+        raise InputError(
+            f"producer id {producer_id} has no open transaction on {tp[0]}:{tp[1]}{_listing(open_)}"
+        )
     return Target(match[0], marker_epoch=producer_epoch, coordinator_epoch=coordinator_epoch)
 
 
 def _listing(open_: list[OpenTxn]) -> str:
     if not open_:
         return " (it has none)"
-    return " (open: " + ", ".join(f"producer {p.producer_id} epoch {p.producer_epoch} at "
-                                  f"{p.start_offset}" for p in open_) + ")"
+    return (
+        " (open: "
+        + ", ".join(f"producer {p.producer_id} epoch {p.producer_epoch} at {p.start_offset}" for p in open_)
+        + ")"
+    )
 
 
 def execute(cluster: Cluster, targets: list[Target], progress=None) -> list[AbortOutcome]:
@@ -98,8 +125,15 @@ def execute(cluster: Cluster, targets: list[Target], progress=None) -> list[Abor
 
 def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     e = t.expected
-    res = AbortOutcome(e.topic, e.partition, e.producer_id, e.producer_epoch, e.start_offset, "failed",
-                       planned_leader=t.leader)
+    res = AbortOutcome(
+        e.topic,
+        e.partition,
+        e.producer_id,
+        e.producer_epoch,
+        e.start_offset,
+        "failed",
+        planned_leader=t.leader,
+    )
     # Leaders move (a broker restarts, a reassignment, a preferred-leader election): look again
     # right before acting, and say so when the plan's leader is no longer the one.
     res.leader = cluster.leaders([e.tp]).get(e.tp)
@@ -122,7 +156,8 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     epoch = t.marker_epoch if t.marker_epoch is not None else current.producer_epoch
     res.producer_epoch = epoch
     res.coordinator_epoch = decide.abort_coordinator_epoch(
-        t.coordinator_epoch if t.coordinator_epoch is not None else current.coordinator_epoch)
+        t.coordinator_epoch if t.coordinator_epoch is not None else current.coordinator_epoch
+    )
     res.lso_before = cluster.offsets([e.tp])[e.tp].lso
     try:
         cluster.write_abort_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch)
@@ -141,9 +176,18 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
 
 
 #: Errors meaning "ask the partition's current leader instead" (or: there is none right now).
-_LEADER_ERRORS = ("NOT_LEADER", "LEADER_NOT_AVAILABLE", "NotLeader", "LeaderNotAvailable",
-                  "NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollower", "KafkaConnectionError",
-                  "NodeNotReady", "RequestTimedOut", "REQUEST_TIMED_OUT")
+_LEADER_ERRORS = (
+    "NOT_LEADER",
+    "LEADER_NOT_AVAILABLE",
+    "NotLeader",
+    "LeaderNotAvailable",
+    "NOT_LEADER_OR_FOLLOWER",
+    "NotLeaderOrFollower",
+    "KafkaConnectionError",
+    "NodeNotReady",
+    "RequestTimedOut",
+    "REQUEST_TIMED_OUT",
+)
 
 
 def _is_leader_error(text: str) -> bool:

@@ -14,7 +14,7 @@ def describe(settings: Settings) -> dict:
     admin = clients.admin(settings)
     try:
         md = admin.list_topics(timeout=settings.timeout)
-    except Exception as exc:  # noqa: BLE001 - translated at the boundary
+    except Exception as exc:
         raise clients.translate(exc, f"reaching {settings.bootstrap}") from exc
     result = {
         "bootstrap": settings.bootstrap,
@@ -31,13 +31,14 @@ def _features(settings: Settings) -> dict:
     kp = clients.txn_admin(settings)
     try:
         features = kp.describe_features()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise clients.translate(exc, "DescribeFeatures") from exc
     finally:
         kp.close()
     # kafka-python returns {name: {"supported": (lo, hi), "finalized": (lo, hi), ...}}.
-    finalized = {k: v["finalized"][1] for k, v in features.items()
-                 if isinstance(v, dict) and v.get("finalized")}
+    finalized = {
+        k: v["finalized"][1] for k, v in features.items() if isinstance(v, dict) and v.get("finalized")
+    }
     return {
         "metadata_version_level": finalized.get("metadata.version"),
         "transaction_version": finalized.get("transaction.version", 0),

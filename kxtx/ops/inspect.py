@@ -6,11 +6,11 @@ import time
 
 from kxtx.errors import KxtxError
 from kxtx.log import logger
+from kxtx.ops import decide, history
+from kxtx.ops.calls import Cluster
+from kxtx.ops.hanging import lookup_in_log, resolve_max_timeout
+from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 from kxtx.timefmt import iso_ms
-from kxtx.txn import decide, history
-from kxtx.txn.cluster import Cluster
-from kxtx.txn.hanging import lookup_in_log, resolve_max_timeout
-from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 from kxtx.wording import plural
 
 
@@ -27,9 +27,14 @@ def _parse_tp(text: str) -> TP:
     return (topic, int(p))
 
 
-def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = True,
-                max_timeout_minutes: float | None = None, now_ms: int | None = None,
-                scan: bool = True) -> dict:
+def inspect_txn(
+    cluster: Cluster,
+    transactional_id: str,
+    with_history: bool = True,
+    max_timeout_minutes: float | None = None,
+    now_ms: int | None = None,
+    scan: bool = True,
+) -> dict:
     """`scan`: sweep DescribeProducers over every partition for this id's producer ids, the only way
     to see partitions the coordinator never heard of (where it hangs)."""
     now = _now(now_ms)
@@ -42,8 +47,10 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
             unavailable = f"unavailable: {exc}"
             logger.warning(f"history of {transactional_id!r} {unavailable}")
     if desc == NOT_FOUND and not past:
-        raise KxtxError(f"transactional id {transactional_id!r} is unknown to its coordinator "
-                        "(never used, or expired after transactional.id.expiration.ms)")
+        raise KxtxError(
+            f"transactional id {transactional_id!r} is unknown to its coordinator "
+            "(never used, or expired after transactional.id.expiration.ms)"
+        )
     coord = desc if isinstance(desc, CoordinatorTxn) else None
     pids = {coord.producer_id} if coord else set()
     tps: set[TP] = set(coord.partitions) if coord else set()
@@ -54,19 +61,23 @@ def inspect_txn(cluster: Cluster, transactional_id: str, with_history: bool = Tr
     if scan and pids:
         tps.update(_open_anywhere(cluster, pids))
     parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, max_timeout_minutes, now)
-    out: dict = {"transactional_id": transactional_id,
-                 "verdict": decide.txn_verdict(coord, now, hanging_on)}
+    out: dict = {"transactional_id": transactional_id, "verdict": decide.txn_verdict(coord, now, hanging_on)}
     if coord:
-        out.update({
-            "coordinator": coord.coordinator_id, "state": coord.state,
-            "producer_id": coord.producer_id, "producer_epoch": coord.producer_epoch,
-            "timeout_ms": coord.timeout_ms,
-            "txn_start_timestamp_ms": coord.start_time_ms if coord.start_time_ms >= 0 else None,
-            "txn_start_time": iso_ms(coord.start_time_ms),
-            "age": decide.fmt_age(now - coord.start_time_ms) if coord.start_time_ms >= 0 and
-            coord.state in ("Ongoing", "PrepareCommit", "PrepareAbort") else None,
-            "coordinator_partitions": sorted(_tp_text(tp) for tp in coord.partitions),
-        })
+        out.update(
+            {
+                "coordinator": coord.coordinator_id,
+                "state": coord.state,
+                "producer_id": coord.producer_id,
+                "producer_epoch": coord.producer_epoch,
+                "timeout_ms": coord.timeout_ms,
+                "txn_start_timestamp_ms": coord.start_time_ms if coord.start_time_ms >= 0 else None,
+                "txn_start_time": iso_ms(coord.start_time_ms),
+                "age": decide.fmt_age(now - coord.start_time_ms)
+                if coord.start_time_ms >= 0 and coord.state in ("Ongoing", "PrepareCommit", "PrepareAbort")
+                else None,
+                "coordinator_partitions": sorted(_tp_text(tp) for tp in coord.partitions),
+            }
+        )
     else:
         out["state"] = "unknown to the coordinator"
     out.update(_log_partition(cluster, transactional_id, coord))
@@ -96,14 +107,20 @@ def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTx
 
 
 def _open_anywhere(cluster: Cluster, pids: set[int]) -> set[TP]:
-    from kxtx.txn.hanging import Scope, partitions_in_scope
+    from kxtx.ops.hanging import Scope, partitions_in_scope
 
     states, _errors = cluster.describe_producers(partitions_in_scope(cluster, Scope()))
     return {tp for tp, rows in states.items() for p in rows if p.producer_id in pids and p.is_open}
 
 
-def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: CoordinatorTxn | None,
-                     max_timeout_minutes: float | None, now: int) -> tuple[list[dict], list[TP]]:
+def _partition_views(
+    cluster: Cluster,
+    tps: list[TP],
+    pids: set[int],
+    coord: CoordinatorTxn | None,
+    max_timeout_minutes: float | None,
+    now: int,
+) -> tuple[list[dict], list[TP]]:
     if not tps:
         return [], []
     states, errors = cluster.describe_producers(tps)
@@ -114,14 +131,21 @@ def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: Coo
     for tp in tps:
         mine = [p for p in states.get(tp, []) if p.producer_id in pids and p.is_open]
         o = offsets[tp]
-        row = {"topic": tp[0], "partition": tp[1], "leader": leaders.get(tp),
-               "in_coordinator_transaction": bool(coord and tp in coord.partitions),
-               "open_start_offset": mine[0].start_offset if mine else None,
-               "producer_epoch": mine[0].producer_epoch if mine else None,
-               "idle_for": decide.fmt_age(now - mine[0].last_timestamp) if mine else None,
-               "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
-               "blocking": bool(mine) and o.lso is not None and o.lso <= mine[0].start_offset,
-               "hanging": False, "error": errors.get(tp)}
+        row = {
+            "topic": tp[0],
+            "partition": tp[1],
+            "leader": leaders.get(tp),
+            "in_coordinator_transaction": bool(coord and tp in coord.partitions),
+            "open_start_offset": mine[0].start_offset if mine else None,
+            "producer_epoch": mine[0].producer_epoch if mine else None,
+            "idle_for": decide.fmt_age(now - mine[0].last_timestamp) if mine else None,
+            "lso": o.lso,
+            "high_watermark": o.high_watermark,
+            "held_back": o.held_back,
+            "blocking": bool(mine) and o.lso is not None and o.lso <= mine[0].start_offset,
+            "hanging": False,
+            "error": errors.get(tp),
+        }
         if mine and not row["in_coordinator_transaction"]:
             if max_ms is None:
                 max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
@@ -132,8 +156,9 @@ def _partition_views(cluster: Cluster, tps: list[TP], pids: set[int], coord: Coo
     return rows, hanging_on
 
 
-def inspect_partition(cluster: Cluster, tp: TP, max_timeout_minutes: float | None = None,
-                      now_ms: int | None = None) -> dict:
+def inspect_partition(
+    cluster: Cluster, tp: TP, max_timeout_minutes: float | None = None, now_ms: int | None = None
+) -> dict:
     now = _now(now_ms)
     meta = cluster.topics(tp[0]).get(tp[0], {})
     if tp[1] not in meta:
@@ -146,16 +171,28 @@ def inspect_partition(cluster: Cluster, tp: TP, max_timeout_minutes: float | Non
     committed = cluster.committed([tp]).get(tp, {})
     blocked = set(decide.blocked_groups(committed, o.lso, o.high_watermark))
     return {
-        "topic": tp[0], "partition": tp[1], "leader": meta[tp[1]][0], "replicas": meta[tp[1]][1],
-        "lso": o.lso, "high_watermark": o.high_watermark, "held_back": o.held_back,
+        "topic": tp[0],
+        "partition": tp[1],
+        "leader": meta[tp[1]][0],
+        "replicas": meta[tp[1]][1],
+        "lso": o.lso,
+        "high_watermark": o.high_watermark,
+        "held_back": o.held_back,
         "open_transactions": _open_rows(cluster, tp, open_, o.lso, max_timeout_minutes, now),
-        "groups": [{"group": g, "committed": off, "blocked": g in blocked}
-                   for g, off in sorted(committed.items())],
+        "groups": [
+            {"group": g, "committed": off, "blocked": g in blocked} for g, off in sorted(committed.items())
+        ],
     }
 
 
-def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
-               max_timeout_minutes: float | None, now: int) -> list[dict]:
+def _open_rows(
+    cluster: Cluster,
+    tp: TP,
+    open_: list[OpenTxn],
+    lso: int | None,
+    max_timeout_minutes: float | None,
+    now: int,
+) -> list[dict]:
     if not open_:
         return []
     pids = {p.producer_id for p in open_}
@@ -178,15 +215,21 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
             status = f"hanging: {reason}"
         else:
             status = f"open, not yet past the max transaction timeout ({reason})"
-        rows.append({
-            "producer_id": p.producer_id, "producer_epoch": p.producer_epoch,
-            "coordinator_epoch": p.coordinator_epoch, "start_offset": p.start_offset,
-            "last_timestamp_ms": p.last_timestamp, "last_time": iso_ms(p.last_timestamp),
-            "age": decide.fmt_age(now - p.last_timestamp),
-            "transactional_id": tid,
-            "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
-            "blocking": lso is not None and lso <= p.start_offset, "status": status,
-        })
+        rows.append(
+            {
+                "producer_id": p.producer_id,
+                "producer_epoch": p.producer_epoch,
+                "coordinator_epoch": p.coordinator_epoch,
+                "start_offset": p.start_offset,
+                "last_timestamp_ms": p.last_timestamp,
+                "last_time": iso_ms(p.last_timestamp),
+                "age": decide.fmt_age(now - p.last_timestamp),
+                "transactional_id": tid,
+                "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
+                "blocking": lso is not None and lso <= p.start_offset,
+                "status": status,
+            }
+        )
         if status.startswith("hanging") and reason != decide.REASON_ID_NOT_FOUND:
             suspects.append(rows[-1])
     if suspects:
@@ -197,14 +240,16 @@ def _open_rows(cluster: Cluster, tp: TP, open_: list[OpenTxn], lso: int | None,
 def _mark_false_positives(cluster: Cluster, suspects: list[dict]) -> None:
     """As find-hanging's acl_warning: without every Cluster operation the principal may lack DESCRIBE
     on ids or topics the broker then hides, so a live transaction can look hanging."""
-    from kxtx.txn.hanging import _ALL_CLUSTER_OPS
+    from kxtx.ops.hanging import _ALL_CLUSTER_OPS
 
     ops = cluster.cluster_operations()
-    if ops is not None and _ALL_CLUSTER_OPS <= ops:
+    if ops is not None and ops >= _ALL_CLUSTER_OPS:
         return
     for row in suspects:
         row["maybe_false_positive"] = True
-    logger.warning(f"the principal is not a super user: if it lacks DESCRIBE on some TransactionalId or "
-                   f"Topic, the broker hides them and live transactions look hanging; "
-                   f"{plural(len(suspects), 'open transaction')} marked maybe_false_positive; "
-                   "check with a principal that has DESCRIBE")
+    logger.warning(
+        f"the principal is not a super user: if it lacks DESCRIBE on some TransactionalId or "
+        f"Topic, the broker hides them and live transactions look hanging; "
+        f"{plural(len(suspects), 'open transaction')} marked maybe_false_positive; "
+        "check with a principal that has DESCRIBE"
+    )

@@ -6,7 +6,7 @@ module is the one seam between the transaction tools and it.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kxtx.settings import Settings
 
@@ -18,23 +18,29 @@ def history(settings: Settings, transactional_id: str) -> list[dict] | None:
         key = row.get("key") or {}
         if key.get("transactional_id") != transactional_id:
             continue
-        item = {"partition": row["partition"], "offset": row["offset"],
-                "timestamp_ms": row["timestamp_ms"], "time": row["time"]}
+        item = {
+            "partition": row["partition"],
+            "offset": row["offset"],
+            "timestamp_ms": row["timestamp_ms"],
+            "time": row["time"],
+        }
         v = row.get("value")
         if row.get("tombstone"):
             item["state"] = "(deleted)"
         elif v is not None:
-            item.update({
-                "state": v.get("transaction_status"),
-                "producer_id": v.get("producer_id"),
-                "producer_epoch": v.get("producer_epoch"),
-                "timeout_ms": v.get("transaction_timeout_ms"),
-                "partitions": _partitions(v.get("transaction_partitions")),
-                "txn_start_timestamp_ms": v.get("transaction_start_timestamp_ms"),
-                "txn_start_time": v.get("transaction_start_time"),
-                "last_update_timestamp_ms": v.get("transaction_last_update_timestamp_ms"),
-                "last_update_time": v.get("transaction_last_update_time"),
-            })
+            item.update(
+                {
+                    "state": v.get("transaction_status"),
+                    "producer_id": v.get("producer_id"),
+                    "producer_epoch": v.get("producer_epoch"),
+                    "timeout_ms": v.get("transaction_timeout_ms"),
+                    "partitions": _partitions(v.get("transaction_partitions")),
+                    "txn_start_timestamp_ms": v.get("transaction_start_timestamp_ms"),
+                    "txn_start_time": v.get("transaction_start_time"),
+                    "last_update_timestamp_ms": v.get("transaction_last_update_timestamp_ms"),
+                    "last_update_time": v.get("transaction_last_update_time"),
+                }
+            )
             for tag in ("previous_producer_id", "next_producer_id", "next_producer_epoch"):
                 if v.get(tag, -1) not in (-1, None):
                     item[tag] = v[tag]
@@ -63,6 +69,6 @@ def _partitions(value) -> list[str]:
 
 
 def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[dict]:
-    from kxtx.dump import TXN_TOPIC, DumpRequest, run
+    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, run
 
     yield from run(settings, DumpRequest(topic=TXN_TOPIC, ids=list(ids or [])))

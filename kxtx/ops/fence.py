@@ -13,9 +13,9 @@ import time
 from kxtx.authz import Need
 from kxtx.clients import producer, translate
 from kxtx.errors import KxtxError
-from kxtx.txn import decide
-from kxtx.txn.cluster import Cluster
-from kxtx.txn.model import NOT_FOUND, TP, CoordinatorTxn
+from kxtx.ops import decide
+from kxtx.ops.calls import Cluster
+from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn
 
 VERIFY_S = 10.0
 
@@ -23,8 +23,10 @@ VERIFY_S = 10.0
 def describe(cluster: Cluster, transactional_id: str) -> CoordinatorTxn:
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
     if not isinstance(desc, CoordinatorTxn):
-        raise KxtxError(f"transactional id {transactional_id!r} is unknown to its coordinator; "
-                        "fencing it would only create it")
+        raise KxtxError(
+            f"transactional id {transactional_id!r} is unknown to its coordinator; "
+            "fencing it would only create it"
+        )
     return desc
 
 
@@ -33,13 +35,23 @@ def plan(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     tps = sorted(desc.partitions)
     offsets = cluster.offsets(tps)
     return {
-        "transactional_id": desc.transactional_id, "coordinator": desc.coordinator_id,
-        "state": desc.state, "producer_id": desc.producer_id, "producer_epoch": desc.producer_epoch,
+        "transactional_id": desc.transactional_id,
+        "coordinator": desc.coordinator_id,
+        "state": desc.state,
+        "producer_id": desc.producer_id,
+        "producer_epoch": desc.producer_epoch,
         "timeout_ms": desc.timeout_ms,
         "verdict": decide.txn_verdict(desc, int(time.time() * 1000), []),
-        "partitions": [{"topic": t, "partition": p, "lso": offsets[(t, p)].lso,
-                        "high_watermark": offsets[(t, p)].high_watermark,
-                        "held_back": offsets[(t, p)].held_back} for t, p in tps],
+        "partitions": [
+            {
+                "topic": t,
+                "partition": p,
+                "lso": offsets[(t, p)].lso,
+                "high_watermark": offsets[(t, p)].high_watermark,
+                "held_back": offsets[(t, p)].held_back,
+            }
+            for t, p in tps
+        ],
     }
 
 
@@ -48,13 +60,18 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     tps = sorted(desc.partitions)
     before = cluster.offsets(tps)
     # Keep the id's own timeout: the coordinator stores the value of the last InitProducerId.
-    p = producer(cluster.settings, **{"transactional.id": desc.transactional_id,
-                                      "transaction.timeout.ms": max(1000, desc.timeout_ms)})
+    p = producer(
+        cluster.settings,
+        **{"transactional.id": desc.transactional_id, "transaction.timeout.ms": max(1000, desc.timeout_ms)},
+    )
     try:
         p.init_transactions(cluster.settings.timeout)
-    except Exception as exc:  # noqa: BLE001
-        raise translate(exc, f"fencing transactional id {desc.transactional_id!r}",
-                        need=Need("WRITE", "TransactionalId", desc.transactional_id)) from exc
+    except Exception as exc:
+        raise translate(
+            exc,
+            f"fencing transactional id {desc.transactional_id!r}",
+            need=Need("WRITE", "TransactionalId", desc.transactional_id),
+        ) from exc
     finally:
         try:
             p.flush(0)
@@ -64,10 +81,16 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     rows = _wait_for_lso(cluster, tps, before)
     return {
         "transactional_id": desc.transactional_id,
-        "before": {"state": desc.state, "producer_id": desc.producer_id,
-                   "producer_epoch": desc.producer_epoch},
-        "after": {"state": after.state, "producer_id": after.producer_id,
-                  "producer_epoch": after.producer_epoch},
+        "before": {
+            "state": desc.state,
+            "producer_id": desc.producer_id,
+            "producer_epoch": desc.producer_epoch,
+        },
+        "after": {
+            "state": after.state,
+            "producer_id": after.producer_id,
+            "producer_epoch": after.producer_epoch,
+        },
         "partitions": rows,
         "ok": all(r["lso_moved"] for r in rows),
     }
@@ -83,8 +106,16 @@ def _wait_for_lso(cluster: Cluster, tps: list[TP], before) -> list[dict]:
             b, a = before[tp], now[tp]
             # Nothing was held back (the transaction had written nothing yet): nothing to move.
             moved = not b.held_back or (a.lso is not None and b.lso is not None and a.lso > b.lso)
-            rows.append({"topic": tp[0], "partition": tp[1], "lso_before": b.lso, "lso_after": a.lso,
-                         "high_watermark": a.high_watermark, "lso_moved": moved})
+            rows.append(
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "lso_before": b.lso,
+                    "lso_after": a.lso,
+                    "high_watermark": a.high_watermark,
+                    "lso_moved": moved,
+                }
+            )
         if all(r["lso_moved"] for r in rows) or time.monotonic() >= deadline:
             return rows
         time.sleep(0.2)

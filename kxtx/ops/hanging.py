@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 from kxtx.errors import KxtxError, UsageError
-from kxtx.txn import decide, history
-from kxtx.txn.cluster import Cluster
-from kxtx.txn.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+from kxtx.ops import decide, history
+from kxtx.ops.calls import Cluster
+from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.wording import plural
 
 #: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
@@ -67,16 +67,23 @@ def resolve_max_timeout(cluster: Cluster, minutes: float | None) -> tuple[int, s
     return decide.DEFAULT_MAX_TIMEOUT_MS, "default 15 minutes (broker config not readable)"
 
 
-def find_hanging(cluster: Cluster, scope: Scope, max_timeout_minutes: float | None = None,
-                 extras: bool = True, now_ms: int | None = None, progress=None) -> Report:
+def find_hanging(
+    cluster: Cluster,
+    scope: Scope,
+    max_timeout_minutes: float | None = None,
+    extras: bool = True,
+    now_ms: int | None = None,
+    progress=None,
+) -> Report:
     report = Report()
     report.max_timeout_ms, report.timeout_source = resolve_max_timeout(cluster, max_timeout_minutes)
     tps = partitions_in_scope(cluster, scope)
     report.partitions_checked = len(tps)
     states, report.errors = cluster.describe_producers(tps, scope.broker_id, progress)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    candidates = [p for rows in states.values() for p in rows
-                  if decide.is_candidate(p, now, report.max_timeout_ms)]
+    candidates = [
+        p for rows in states.values() for p in rows if decide.is_candidate(p, now, report.max_timeout_ms)
+    ]
     report.candidates = len(candidates)
     if candidates:
         report.hanging = classify(cluster, candidates, now, report.warnings)
@@ -89,8 +96,9 @@ def find_hanging(cluster: Cluster, scope: Scope, max_timeout_minutes: float | No
     return report
 
 
-def classify(cluster: Cluster, candidates: list[OpenTxn], now_ms: int,
-             warnings: list[str]) -> list[HangingTxn]:
+def classify(
+    cluster: Cluster, candidates: list[OpenTxn], now_ms: int, warnings: list[str]
+) -> list[HangingTxn]:
     """Map producer ids to transactional ids, describe them, and keep what hangs."""
     pids = {c.producer_id for c in candidates}
     listed = cluster.ids_for_producers(pids)
@@ -107,9 +115,19 @@ def classify(cluster: Cluster, candidates: list[OpenTxn], now_ms: int,
         reason = decide.hanging_reason(c.tp, tid, desc)
         if reason is None:
             continue
-        row = HangingTxn(c.topic, c.partition, c.producer_id, c.producer_epoch, c.coordinator_epoch,
-                         c.start_offset, c.last_timestamp, now_ms - c.last_timestamp, reason,
-                         transactional_id=tid, id_source=src)
+        row = HangingTxn(
+            c.topic,
+            c.partition,
+            c.producer_id,
+            c.producer_epoch,
+            c.coordinator_epoch,
+            c.start_offset,
+            c.last_timestamp,
+            now_ms - c.last_timestamp,
+            reason,
+            transactional_id=tid,
+            id_source=src,
+        )
         if isinstance(desc, CoordinatorTxn):
             row.coordinator_state = desc.state
             row.coordinator_producer_id = desc.producer_id
@@ -126,9 +144,11 @@ def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict
     try:
         return history.ids_for_producers(cluster.settings, pids) or {}
     except KxtxError as exc:
-        warnings.append(f"cannot search __transaction_state for producer "
-                        f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
-                        f"that ListTransactions did not map: {exc}")
+        warnings.append(
+            f"cannot search __transaction_state for producer "
+            f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
+            f"that ListTransactions did not map: {exc}"
+        )
         return {}
 
 
@@ -157,16 +177,16 @@ def acl_warning(cluster: Cluster, report: Report) -> None:
     """The broker silently hides transactional ids and topics the principal may not DESCRIBE, which
     turns live transactions into "hanging" ones. Warn unless the principal can do everything."""
     ops = cluster.cluster_operations()
-    if ops is not None and _ALL_CLUSTER_OPS <= ops:
+    if ops is not None and ops >= _ALL_CLUSTER_OPS:
         return
     suspect = [r for r in report.hanging if r.reason != decide.REASON_ID_NOT_FOUND]
     if not suspect:
         return
     for r in suspect:
         r.maybe_false_positive = True
-    why = ("cannot read the principal's permissions" if ops is None
-           else "the principal is not a super user")
+    why = "cannot read the principal's permissions" if ops is None else "the principal is not a super user"
     report.warnings.append(
         f"{why}: if it lacks DESCRIBE on some TransactionalId or Topic resources, the broker hides "
         f"them from ListTransactions/DescribeTransactions and live transactions look hanging; "
-        f"{plural(len(suspect), 'row')} may be false positives; check with a principal that has DESCRIBE")
+        f"{plural(len(suspect), 'row')} may be false positives; check with a principal that has DESCRIBE"
+    )

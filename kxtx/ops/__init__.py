@@ -1,0 +1,5 @@
+"""Operator tools for transactions: find-hanging, abort, fence, inspect.
+
+`decide` holds the pure rules (unit-tested without a broker), `calls` the Kafka calls, and
+`hanging` / `abort` / `inspect` / `fence` the operations the CLI commands call.
+"""
