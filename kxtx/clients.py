@@ -14,6 +14,7 @@ from kxtx.errors import (
     KxtxError,
     Unavailable,
 )
+from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.settings import Settings
 
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
@@ -33,6 +34,18 @@ UNAVAILABLE = {
     "REBALANCE_IN_PROGRESS",
     "CONCURRENT_TRANSACTIONS",
 }
+
+
+#: Retriable in Kafka's protocol, yet not a sign of failover to kxtx: a topic that does not exist
+#: is the user's to fix (preflight names it), and a request timeout is reported as no answer.
+_NOT_FAILOVER = {3, 7}
+
+
+def _failing_over(exc: BaseException) -> bool:
+    """A broker's answer that Kafka's protocol calls retriable (kxtx.kafkaerrors): the command
+    waited it out as long as its bounds allow, and running it again is what helps."""
+    code = code_of(exc)
+    return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
 
 
 def producer(settings: Settings, **conf):
@@ -145,7 +158,7 @@ def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
             f"{where}TLS handshake failed ({text}); check ssl.ca.location "
             "(the CA that signed the broker certificate) and the client certificate"
         )
-    if name in UNAVAILABLE:
+    if name in UNAVAILABLE or _failing_over(exc):
         return Unavailable(
             f"{where}{text}; the cluster is failing over or short of brokers: run the "
             "same command again to continue"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
 
 #: librdkafka's default max.poll.interval.ms.
@@ -35,18 +36,12 @@ def log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
 
 
 def later(exc) -> bool:
-    """An error that a later round gets past (the partition is new, or its leader moves)."""
+    """An error that a later round gets past (the partition is new, its leader moves or came back
+    with a new epoch): Kafka's retriable codes whatever librdkafka's flag says (kxtx.kafkaerrors)."""
     err = exc.args[0] if exc.args else None
     if err is None or not hasattr(err, "code"):
         return False
-    from confluent_kafka import KafkaError
-
-    return err.retriable() or err.code() in (
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-    )
+    return err.retriable() or worth_waiting(code_of(exc))
 
 
 def round_limit(limit: int, biggest: int, round_s: float, interval_s: float) -> int:

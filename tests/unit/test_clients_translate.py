@@ -25,6 +25,12 @@ def _confluent(code_name: str, text: str = "Broker: some error", fatal: bool = F
         ("NOT_COORDINATOR", Unavailable, "run the same command again"),
         ("CONCURRENT_TRANSACTIONS", Unavailable, "failing over"),
         ("INVALID_PRODUCER_ID_MAPPING", KafkaOperationError, "Broker: some error"),
+        # retriable in Kafka's protocol though librdkafka says not (a leader came back): exit 75
+        ("FENCED_LEADER_EPOCH", Unavailable, "run the same command again"),
+        ("UNKNOWN_LEADER_EPOCH", Unavailable, "run the same command again"),
+        ("OFFSET_NOT_AVAILABLE", Unavailable, "run the same command again"),
+        # retriable too, but a missing topic is the user's to fix
+        ("UNKNOWN_TOPIC_OR_PART", KafkaOperationError, "Broker: some error"),
     ],
 )
 def test_translate_names_the_cause(code, cls, words):

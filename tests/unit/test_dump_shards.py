@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from kxtx.dump.engine import DumpRequest, choose_partitions, shardable
 from kxtx.dump import shards as shards_mod
+from kxtx.dump.engine import DumpRequest, choose_partitions, shardable
 from kxtx.dump.shards import Shards
 from kxtx.errors import UsageError
 

@@ -45,6 +45,11 @@ def test_a_round_says_where_its_time_went_with_debug(caplog):
         (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
         (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
         (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
+        # A leader that came back (SIGKILLed, restarted): librdkafka calls these not retriable,
+        # Kafka's protocol does (issue 29: the planner stopped the pipe with exit 1 on them).
+        (KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH)), True),
+        (KafkaException(KafkaError(KafkaError.UNKNOWN_LEADER_EPOCH)), True),
+        (KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)), True),
         # Nothing a later round changes: the planner stops with the error.
         (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
         (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
