@@ -7,12 +7,16 @@ WriteTxnMarkers).
 
 from __future__ import annotations
 
+import re
+import time
+
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.errors import (
     FencedError,
     KafkaOperationError,
     KxtxError,
     Unavailable,
+    Unreachable,
 )
 from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.settings import Settings
@@ -51,18 +55,21 @@ def _failing_over(exc: BaseException) -> bool:
 def producer(settings: Settings, **conf):
     from confluent_kafka import Producer
 
+    reach(settings)
     return _make(Producer, settings.confluent(**conf))
 
 
 def consumer(settings: Settings, **conf):
     from confluent_kafka import Consumer
 
+    reach(settings)
     return _make(Consumer, settings.confluent(**conf))
 
 
 def admin(settings: Settings, **conf):
     from confluent_kafka.admin import AdminClient
 
+    reach(settings)
     return _make(AdminClient, settings.confluent(**conf))
 
 
@@ -72,6 +79,7 @@ def txn_admin(settings: Settings, **kwargs):
 
     from kxtx.security import remember_secrets
 
+    reach(settings)
     remember_secrets(settings.props)
     _note_protocol(settings.props)
     _note_bootstrap(settings.props)
@@ -79,6 +87,103 @@ def txn_admin(settings: Settings, **kwargs):
         return KafkaAdminClient(**settings.kafka_python(**kwargs))
     except Exception as exc:
         raise translate(exc, f"connecting to {settings.bootstrap}") from exc
+
+
+#: How long every bootstrap broker may stay unreachable (refused, unresolvable) before a command
+#: gives up, when --timeout is longer: a broker that is down does not come back within one command.
+ALL_DOWN_GRACE_S = 1.0
+
+#: The bootstrap lists that answered in this process (each is probed once).
+_reached: set[str] = set()
+
+
+#: "(after 3ms in state SSL_HANDSHAKE, 1 identical error(s) suppressed)" in librdkafka's messages
+_STATE = re.compile(r"\bin state ([A-Z_]+)")
+
+
+class BrokerErrors:
+    """A client's error_cb: remembers since when every bootstrap broker is unreachable, and why."""
+
+    def __init__(self) -> None:
+        self.all_down_since: float | None = None
+        self.reason = ""
+        #: a broker refused the login or the TLS handshake: it answered, the settings are wrong
+        self.refused = None
+
+    def __call__(self, err) -> None:
+        if err.name() == "_ALL_BROKERS_DOWN":
+            if self.all_down_since is None:
+                self.all_down_since = time.monotonic()
+        else:
+            self.reason = err.str()
+            # librdkafka names the connection state a failure happened in: past CONNECT (TLS
+            # handshake, login, API versions) the broker was there and refused this client.
+            state = _STATE.search(self.reason)
+            late = state is not None and state.group(1) != "CONNECT"
+            if late or err.name() in _AUTHENTICATION or err.name() == "_SSL":
+                self.refused = err
+
+
+def reach(settings: Settings) -> None:
+    """Raise `Unreachable` (exit 69) when no bootstrap broker answers: within a few seconds when
+    every address refuses or does not resolve (librdkafka then reports all brokers down), within
+    --timeout when one is silent. Once per process and bootstrap list, before its first client:
+    without it every command waited its whole --timeout for a refused port and exited 1, so a cron
+    script could not tell a down cluster from a bad argument."""
+    from confluent_kafka.admin import AdminClient
+
+    if settings.bootstrap in _reached:
+        return
+    errors = BrokerErrors()
+    probe = _make(AdminClient, settings.confluent(error_cb=errors))
+    metadata(probe, settings, errors)
+    _reached.add(settings.bootstrap)
+
+
+def metadata(admin, settings: Settings, errors: BrokerErrors, topic: str | None = None):
+    """`admin.list_topics`, giving up early when `errors` (the client's error_cb) says every
+    bootstrap broker has been unreachable for ALL_DOWN_GRACE_S."""
+    from confluent_kafka import KafkaException
+
+    where = f"connecting to {settings.bootstrap}"
+    deadline = time.monotonic() + settings.timeout
+    while True:
+        try:
+            return admin.list_topics(topic, timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            admin.poll(0)  # serves error_cb
+            now = time.monotonic()
+            down = errors.all_down_since
+            if errors.refused is not None:
+                raise _refused(errors.refused, where) from None
+            if down is not None and now - down >= min(ALL_DOWN_GRACE_S, settings.timeout):
+                why = f" ({errors.reason})" if errors.reason else ""
+                raise Unreachable(
+                    f"{where}: no broker reachable{why}; check -b / bootstrap.servers{_security_hint()}"
+                ) from None
+            if now >= deadline:
+                if unreachable(exc):
+                    raise Unreachable(
+                        f"{where}: no answer within {settings.timeout:g} s ({_text(exc)}); is the "
+                        f"cluster reachable?{_security_hint()}"
+                    ) from None
+                raise translate(exc, where) from exc
+        except Exception as exc:
+            raise translate(exc, where) from exc
+
+
+def _refused(err, where: str) -> KxtxError:
+    """A broker took the connection and then refused this client: wrong credentials, certificate or
+    security.protocol (exit 1: the settings are wrong, the cluster is there)."""
+    from confluent_kafka import KafkaException
+
+    if err.name() in _AUTHENTICATION or err.name() == "_SSL":
+        return translate(KafkaException(err), where)
+    settings = _security_settings() or "security.protocol"
+    return KafkaOperationError(
+        f"{where}: the broker ended the connection ({err.str()}); the login or TLS handshake may "
+        f"have failed: check {settings}"
+    )
 
 
 def _make(cls, conf: dict):
@@ -217,12 +322,16 @@ def security_hint() -> str:
     return _security_hint()
 
 
-def _security_hint() -> str:
+def _security_settings() -> str:
+    """The login and TLS settings of the security protocols in use ('' for PLAINTEXT)."""
     hints = []
     if any(p.startswith("SASL") for p in _protocols):
         hints.append("sasl.mechanism, sasl.username and sasl.password")
     if any(p.endswith("SSL") for p in _protocols):
         hints.append("ssl.ca.location and the client certificate")
-    return (
-        f" If it is, the login or TLS handshake may have failed: check {' and '.join(hints)}" if hints else ""
-    )
+    return " and ".join(hints)
+
+
+def _security_hint() -> str:
+    hints = _security_settings()
+    return f" If it is, the login or TLS handshake may have failed: check {hints}" if hints else ""

@@ -45,6 +45,14 @@ class Unavailable(KafkaOperationError):
     exit_code = ExitCode.RETRY
 
 
+class Unreachable(KafkaOperationError):
+    """No bootstrap broker answered: every address refused or did not resolve, or none answered
+    within --timeout. Nothing was done. Exit 69 (EX_UNAVAILABLE), apart from bad input's 1 and a
+    failing-over cluster's 75."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
 class FencedError(KafkaOperationError):
     """Another instance with the same transactional id took over (this one is a zombie)."""
 

@@ -10,6 +10,9 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: The command worked and found a problem (find-hanging: something hangs).
     PROBLEM_FOUND = 3
+    #: No bootstrap broker answered (refused, unresolvable, or silent for --timeout): the cluster
+    #: is down or -b is wrong. Nothing was done. 69 = EX_UNAVAILABLE (sysexits.h).
+    UNREACHABLE = 69
     #: The cluster stayed unavailable (leaders or coordinators moving, brokers down) longer than the
     #: command's retries; what was committed stays committed. Run the same command again: it
     #: continues exactly once. 75 = EX_TEMPFAIL (sysexits.h), what retry loops look for.
@@ -30,6 +33,7 @@ DESCRIPTIONS = {
     ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",
     ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
+    ExitCode.UNREACHABLE: "no broker answered at the bootstrap addresses (refused, unresolvable, or silent for --timeout): the cluster is down or -b is wrong; nothing was done",
     ExitCode.RETRY: "the cluster stayed unavailable (brokers down, leaders or coordinators moving); committed work is kept: run the same command again to continue exactly once",
     ExitCode.HANGUP: "stopped by SIGHUP (the terminal closed; `kxtx pipe`); any open transaction aborted",
     ExitCode.INTERRUPTED: "stopped by SIGINT (Ctrl-C), also how `dump --follow` normally ends; any open transaction aborted",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kxtx.authz import Need
 from kxtx.clients import admin, error_name, translate, txn_admin, unreachable
-from kxtx.errors import KafkaOperationError
+from kxtx.errors import KafkaOperationError, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
@@ -98,6 +98,8 @@ class Cluster:
             batch = tps[i : i + BATCH]
             try:
                 states.update(self._describe_producers(batch, broker_id))
+            except Unreachable:
+                raise  # the cluster, not a partition: nothing to isolate
             except Exception as exc:  # noqa: BLE001 - isolated below
                 if len(batch) == 1:
                     errors[batch[0]] = _reason(exc)

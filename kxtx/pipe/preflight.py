@@ -7,16 +7,10 @@ request naming a missing topic would create it on a broker with auto.create.topi
 
 from __future__ import annotations
 
-import time
-
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import UsageError
 from kxtx.log import logger
 from kxtx.pipe.config import INTERNAL_TOPICS, matches
-
-#: How long every bootstrap broker may stay unreachable (refused, unresolvable) before the check
-#: gives up, when --timeout is longer: a broker that is down does not come back within a check.
-ALL_DOWN_GRACE_S = 3.0
 
 
 def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
@@ -24,8 +18,8 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
 
     `outputs` maps topic -> what it is ("output topic", "dead-letter topic"). Input patterns
     (^regex) may match nothing yet (topics created later join the subscription): a warning."""
-    admin = clients.admin(settings, error_cb=(errors := _Errors()))
-    md = _metadata(admin, settings, errors)
+    admin = clients.admin(settings, error_cb=(errors := clients.BrokerErrors()))
+    md = clients.metadata(admin, settings, errors)
     for topic in dict.fromkeys(inputs):
         if topic.startswith("^"):
             if not any(matches(topic, t) for t in md.topics if t not in INTERNAL_TOPICS):
@@ -34,45 +28,6 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
         _require(admin, settings, md, topic, "input topic", "READ")
     for topic, what in outputs.items():
         _require(admin, settings, md, topic, what, "WRITE")
-
-
-class _Errors:
-    """error_cb: remembers when all bootstrap brokers became unreachable, and why."""
-
-    def __init__(self):
-        self.all_down_since: float | None = None
-        self.reason = ""
-
-    def __call__(self, err) -> None:
-        if err.name() == "_ALL_BROKERS_DOWN":
-            if self.all_down_since is None:
-                self.all_down_since = time.monotonic()
-        else:
-            self.reason = err.str()
-
-
-def _metadata(admin, settings, errors: _Errors):
-    from confluent_kafka import KafkaException
-
-    where = f"connecting to {settings.bootstrap}"
-    deadline = time.monotonic() + settings.timeout
-    while True:
-        try:
-            return admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
-        except KafkaException as exc:
-            admin.poll(0)  # serves error_cb
-            now = time.monotonic()
-            down = errors.all_down_since
-            if down is not None and now - down >= min(ALL_DOWN_GRACE_S, settings.timeout):
-                why = f" ({errors.reason})" if errors.reason else ""
-                raise KafkaOperationError(
-                    f"{where}: no broker reachable{why}; check -b / bootstrap.servers"
-                    f"{clients.security_hint()}"
-                ) from None
-            if now >= deadline:
-                raise clients.translate(exc, where) from exc
-        except Exception as exc:
-            raise clients.translate(exc, where) from exc
 
 
 def _require(admin, settings, md, topic: str, what: str, operation: str) -> None:

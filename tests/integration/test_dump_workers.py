@@ -69,6 +69,6 @@ def test_unreachable_cluster_is_reported_once(run_kxtx):
         "2",
         bootstrap=False,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 69
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kxtx: error:")]
     assert len(errors) == 1, proc.stderr

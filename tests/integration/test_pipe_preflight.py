@@ -91,7 +91,7 @@ def test_unreachable_cluster_names_the_address_before_spark(run_pipe):
         port = s.getsockname()[1]
     address = f"127.0.0.1:{port}"
     r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address, bootstrap=False)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 69, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith(f"kxtx: error: connecting to {address}: no broker reachable"), r.stderr
@@ -101,7 +101,7 @@ def test_unreachable_cluster_names_the_address_before_spark(run_pipe):
 def test_unresolvable_host_names_the_address_before_spark(run_pipe):
     address = "kxtx-no-such-host.invalid:9092"
     r = run_pipe("--in", "a", "--out", "b", "--group", "g", "-b", address, bootstrap=False)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 69, r.stderr
     assert f"connecting to {address}: no broker reachable" in r.stderr
     assert "could not start Spark" not in r.stderr
 

@@ -68,7 +68,7 @@ def test_usage_error_is_exit_2_without_traceback():
 def test_unreachable_cluster_fails_within_the_timeout_with_one_line():
     # subprocess timeout guards against a hang; the command's own bound is --timeout 2
     r = kxtx("cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "2", timeout=30)
-    assert r.returncode == ExitCode.ERROR
+    assert r.returncode == ExitCode.UNREACHABLE == 69
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kxtx: error:"), r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
@@ -76,7 +76,7 @@ def test_unreachable_cluster_fails_within_the_timeout_with_one_line():
 
 def test_debug_shows_the_traceback():
     r = kxtx("--debug", "cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "1", timeout=30)
-    assert r.returncode == ExitCode.ERROR and "Traceback" in r.stderr
+    assert r.returncode == ExitCode.UNREACHABLE and "Traceback" in r.stderr
 
 
 def test_bad_client_property_names_the_property():
