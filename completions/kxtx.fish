@@ -175,6 +175,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subco
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start" -l security -r -a "plaintext sasl_ssl sasl_plaintext ssl" -d "Client listener: plaintext, sasl_ssl / sasl_plaintext (SCRAM users admin and lim"
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start" -l brokers -r -d "Nodes to run. From 3 on: a 3-node controller quorum, replication factor 3 and mi"
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start" -l heap -r -d "JVM heap per node (default 1g for one node, 512m each for more)."
+complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start" -l export -d "Print only a line for the shell, export KXTX_BOOTSTRAP_SERVERS=HOST:PORT, on std"
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start" -l format -s o -r -a "table json jsonl" -d "Output format (default: table on a terminal, jsonl otherwise)."
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start-node" -l state-dir -r -d "Where the broker keeps config, data and logs. Env: KXTX_SANDBOX_DIR (default: ~/"
 complete -c kxtx -n "__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start-node" -l format -s o -r -a "table json jsonl" -d "Output format (default: table on a terminal, jsonl otherwise)."

@@ -1,4 +1,4 @@
-"""Regenerate the README command reference and completions/ from the app. Run after CLI changes."""
+"""Regenerate docs/commands.md (the command reference) and completions/ from the app. Run after CLI changes."""
 
 from pathlib import Path
 
@@ -8,11 +8,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    readme = ROOT / "README.md"
-    readme.write_text(docs.update_readme(readme.read_text()))
+    reference = ROOT / docs.REFERENCE
+    reference.parent.mkdir(exist_ok=True)
+    reference.write_text(docs.reference_markdown())
     for name, make in docs.COMPLETIONS.items():
         (ROOT / "completions" / name).write_text(make())
-    print("updated README.md and completions/")
+    print(f"updated {docs.REFERENCE} and completions/")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """The examples the README and every command's --help show, found the way a reader finds them.
 
-- README (outside the generated command reference): every line of a ```bash / ```sh / ```shell
+- README: every line of a ```bash / ```sh / ```shell
   block, every `$ ` line of a ```console block, and every line starting with `kxtx` in an indented
   code block; the whole ```python block(s).
 - --help: every `Example: kxtx ...` or `$ kxtx ...` line of a command's help text or epilog.
 
-A `kxtx` line is a *synopsis* (shown, not run) when it has option brackets, alternatives or
+A line starting with `kxtx` is a *synopsis* (shown, not run) when it has option brackets, alternatives or
 UPPERCASE placeholders (`kxtx fence TRANSACTIONAL_ID [--dry-run] [--yes]`); its indented
 continuation lines starting with `[` belong to it. Comments (` # ...`) are dropped.
 """
@@ -34,13 +34,14 @@ def strip_comment(line: str) -> str:
 
 def is_synopsis(text: str) -> bool:
     words = text.split()
+    if words[:1] != ["kxtx"]:  # a shell line around kxtx (`eval "$(kxtx ...)"`) is run, not a synopsis
+        return False
     return any(c in text for c in "[(|") or any(_PLACEHOLDER.match(w) for w in words[1:])
 
 
 def readme_examples(text: str | None = None) -> tuple[list[Example], list[str]]:
     """(shell examples, python blocks) of the README."""
     text = text if text is not None else (ROOT / "README.md").read_text()
-    text = text.split("<!-- BEGIN COMMAND REFERENCE", 1)[0]
     lines = text.splitlines()
     out: list[Example] = []
     python: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect as pyinspect
 from typing import Annotated
 
 import typer
@@ -36,6 +37,30 @@ app.command("fence", rich_help_panel=HANG)(fence.fence)
 app.command("cluster", rich_help_panel=SETUP)(cluster.cluster)
 app.add_typer(topic.app, name="topic", rich_help_panel=SETUP)
 app.add_typer(sandbox.app, name="sandbox", rich_help_panel=SETUP)
+
+
+def reflow(text: str) -> str:
+    """Each paragraph of a help text on one line. rich (typer's help) wraps text to the terminal's
+    width but keeps the line breaks it is given, so a docstring's source line breaks would show as
+    breaks mid-sentence at any other width. Click's no-rewrap marker (a paragraph starting with
+    \\b) is kept as it is."""
+    paragraphs = pyinspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    """Every command's help (given, or its docstring) reflowed before typer builds the commands."""
+    for info in typer_app.registered_commands:
+        text = info.help if info.help is not None else pyinspect.getdoc(info.callback)
+        info.help = reflow(text) if text else text
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            if isinstance(group.typer_instance.info.help, str):
+                group.typer_instance.info.help = reflow(group.typer_instance.info.help)
+            _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
 
 
 def _version(value: bool) -> None:

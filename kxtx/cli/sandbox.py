@@ -114,6 +114,14 @@ def start(
             "--heap", metavar="SIZE", help="JVM heap per node (default 1g for one node, 512m each for more)."
         ),
     ] = None,
+    export: Annotated[
+        bool,
+        typer.Option(
+            "--export",
+            help="Print only a line for the shell, export KXTX_BOOTSTRAP_SERVERS=HOST:PORT, on stdout: "
+            'eval "$(kxtx sandbox start --port 0 --export)" starts it and sets the variable.',
+        ),
+    ] = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Start the nodes (jars from Maven Central, cached), wait until all answer, print the bootstrap."""
@@ -139,13 +147,16 @@ def start(
         brokers=brokers,
         heap=heap,
     )
+    export_line = f"export KXTX_BOOTSTRAP_SERVERS={info.bootstrap}"
+    if export:  # stdout is the shell's to eval; progress stayed on stderr
+        typer.echo(export_line)
+        return
     row = _row(info)
     # The one place credentials are printed on purpose: throwaway users of a loopback broker.
     for user, path in (info.extra or {}).get("client_properties", {}).items():
         row[f"{user}.properties"] = Path(path).read_text()
     emit(row, fmt, title="sandbox")
-    # For a shell: copy it, or `eval "$(kxtx sandbox start 2>&1 >/dev/null | grep ^export)"`.
-    typer.echo(f"export KXTX_BOOTSTRAP_SERVERS={info.bootstrap}", err=True)
+    typer.echo(export_line, err=True)  # for a shell: copy it (or start with --export and eval)
 
 
 @app.command()

@@ -8,8 +8,9 @@ The scenarios run the example text as found, with these substitutions only:
 - topic, group and transactional-id names get a unique suffix (`orders` -> `orders-1a2b3c`), so
   runs do not see each other's data; `-b localhost:9092` becomes the test broker;
 - `kxtx sandbox start` gets `--port 0` (9092 may be taken on a shared machine) and a temporary
-  `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it); the
-  `export KXTX_BOOTSTRAP_SERVERS=...` line the README shows is the one `sandbox start` printed;
+  `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it);
+- the README's first steps run as one bash script (their `eval` line sets the variable the next
+  lines use), with `kxtx` a shell function running the kxtx under test, while port 9092 is held;
 - `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
 - `kxtx --install-completion` runs in `bash -c` (typer installs for the shell it is typed in) with
   HOME in a temporary directory;
@@ -24,12 +25,14 @@ exist on that command (`test_synopses_name_real_options`).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +50,7 @@ pytestmark = pytest.mark.kafka
 SCENARIOS: dict[str, list[str]] = {
     "install-completion": [r"kxtx --install-completion"],
     "first-steps": [
-        r"kxtx sandbox start",
+        r'eval "\$\(kxtx sandbox start --port 0 --export\)"',
         r"kxtx topic create orders -p 6",
         r"kxtx produce orders\.jsonl -t orders -k order\.id",
         r"kxtx sandbox stop",
@@ -237,19 +240,62 @@ def test_install_completion(ctx, tmp_path):
 
 
 def test_first_steps(ctx, tmp_path):
-    start, create, produce, stop = (_by("first-steps", p) for p in SCENARIOS["first-steps"])
-    ctx.env["KXTX_SANDBOX_DIR"] = str(tmp_path / "sandbox")
+    """The README's first steps pasted into one shell, in their order, while port 9092 is taken: the
+    `eval` line must set KXTX_BOOTSTRAP_SERVERS to the sandbox it started, for the lines after it."""
+    steps = [_by("first-steps", p) for p in SCENARIOS["first-steps"]]
+    assert [int(e.source.split(":")[1]) for e in steps] == sorted(int(e.source.split(":")[1]) for e in steps)
+    script = "\n".join(
+        [
+            "set -e",
+            'kxtx() { "$KXTX_TEST_PYTHON" -m kxtx "$@"; }',  # the kxtx under test, as the shell's `kxtx`
+            *(e.text for e in steps[:-1]),
+            'echo "bootstrap: $KXTX_BOOTSTRAP_SERVERS" >&2',
+            steps[-1].text,
+        ]
+    )
+    env = {**os.environ, "KXTX_TEST_PYTHON": sys.executable, "KXTX_SANDBOX_DIR": str(tmp_path / "sandbox")}
+    env.pop("KXTX_BOOTSTRAP_SERVERS", None)  # only the eval line may set it
+    with _port_taken(9092):
+        try:
+            r = subprocess.run(
+                ["bash", "-c", script],
+                cwd=ctx.dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            subprocess.run(
+                [sys.executable, "-m", "kxtx", "sandbox", "stop"],
+                env=env,
+                capture_output=True,
+                timeout=300,
+                stdin=subprocess.DEVNULL,
+            )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    (bootstrap,) = [
+        line.split(": ", 1)[1] for line in r.stderr.splitlines() if line.startswith("bootstrap: ")
+    ]
+    assert bootstrap.startswith("127.0.0.1:") and bootstrap != "127.0.0.1:9092", r.stderr
+    summaries = [row for row in _rows(r) if "records" in row]
+    assert [row["records"] for row in summaries] == [200], r.stdout
+
+
+@contextlib.contextmanager
+def _port_taken(port: int):
+    """Hold 127.0.0.1:PORT while the block runs (when something else holds it already, it is taken too)."""
+    sock = socket.socket()
     try:
-        r = ctx.run(start)
-        exports = [line for line in r.stderr.splitlines() if line.startswith("export ")]
-        assert len(exports) == 1, r.stderr
-        name, _, value = exports[0][len("export ") :].partition("=")
-        assert name == "KXTX_BOOTSTRAP_SERVERS" and value == json.loads(r.stdout)["bootstrap"]
-        ctx.kafka = type(ctx.kafka)(value, None, None)  # the commands below go to this broker
-        ctx.run(create)
-        assert _rows(ctx.run(produce))[0]["records"] == 200
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+    except OSError:
+        pass
+    try:
+        yield
     finally:
-        ctx.run(stop)
+        sock.close()
 
 
 def test_node_examples(ctx, tmp_path):

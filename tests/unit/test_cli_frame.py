@@ -111,10 +111,18 @@ def test_exit_codes_keep_their_meaning():
 def test_docs_and_completions_do_not_drift():
     from kxtx.cli import docs
 
-    readme = (ROOT / "README.md").read_text()
-    assert docs.update_readme(readme) == readme, "README reference is stale: python scripts/gen_docs.py"
+    reference = ROOT / docs.REFERENCE
+    assert reference.read_text() == docs.reference_markdown(), (
+        f"{docs.REFERENCE} is stale: python scripts/gen_docs.py"
+    )
     for name, make in docs.COMPLETIONS.items():
         assert (ROOT / "completions" / name).read_text() == make(), f"completions/{name} is stale"
+
+
+def test_readme_links_the_command_reference():
+    from kxtx.cli import docs
+
+    assert f"]({docs.REFERENCE})" in (ROOT / "README.md").read_text()
 
 
 def test_bash_completion_offers_subcommands_and_choices():
