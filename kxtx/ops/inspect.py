@@ -59,7 +59,7 @@ def inspect_txn(
             pids.add(h["producer_id"])
         tps.update(_parse_tp(x) for x in h.get("partitions", []))
     if scan and pids:
-        tps.update(_open_anywhere(cluster, pids))
+        tps.update(_producer_partitions(cluster, pids))
     parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, max_timeout_minutes, now)
     out: dict = {"transactional_id": transactional_id, "verdict": decide.txn_verdict(coord, now, hanging_on)}
     if coord:
@@ -106,11 +106,15 @@ def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTx
     return out
 
 
-def _open_anywhere(cluster: Cluster, pids: set[int]) -> set[TP]:
+def _producer_partitions(cluster: Cluster, pids: set[int]) -> set[TP]:
+    """Every partition that holds producer state for these producer ids: where a transaction of
+    theirs is open, and where they wrote within the brokers' producer-state retention. Without it,
+    `--no-history` showed no partition of a finished transaction (the coordinator lists only the
+    open transaction's partitions)."""
     from kxtx.ops.hanging import Scope, partitions_in_scope
 
     states, _errors = cluster.describe_producers(partitions_in_scope(cluster, Scope()))
-    return {tp for tp, rows in states.items() for p in rows if p.producer_id in pids and p.is_open}
+    return {tp for tp, rows in states.items() for p in rows if p.producer_id in pids}
 
 
 def _partition_views(

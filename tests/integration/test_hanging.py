@@ -235,6 +235,27 @@ def test_manual_abort_by_start_offset(broker):
     assert lso == hw == 4  # 3 records + the abort marker
 
 
+def test_no_history_still_shows_the_partitions_of_a_finished_transaction(broker):
+    from confluent_kafka import Producer
+
+    t = broker.create_topic(f"done-{uuid.uuid4().hex[:6]}", partitions=3)
+    tid = f"tx-done-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce(t, value=b"v%d" % i, partition=i)
+    p.commit_transaction(30)
+    seen = {}
+    for extra in ([], ["--no-history"]):
+        r = kxtx(broker, "inspect", "txn", tid, "-o", "json", *extra)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        seen[bool(extra)] = sorted((row["topic"], row["partition"]) for row in out["partitions"])
+        assert ("history" in out) is not bool(extra)
+    assert seen[False] == seen[True] == [(t, 0), (t, 1), (t, 2)]
+
+
 def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
     from confluent_kafka import Producer
 
