@@ -187,6 +187,8 @@ def abort_hanging(
     with cluster:
         if not report.hanging:
             typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
+            # still a document on stdout (`[]` in json), as find-hanging prints: scripts parse it
+            emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
             raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
         targets = abort.targets_from_hanging(report.hanging)
         evidence = {h.tp: h for h in report.hanging}

@@ -217,8 +217,11 @@ def test_abort_hanging_yes_releases_the_lso(broker, hanging):
     assert seen == [f"before-{i}" for i in range(4)] + ["before-0"]
     assert not any(v.startswith("hanging") for v in seen)
     assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 0
-    # abort-hanging again: nothing to do
-    assert kxtx(broker, "abort-hanging", "--yes").returncode == 0
+    # abort-hanging again: nothing to do, and still one JSON document for a script (it printed nothing)
+    r = kxtx(broker, "abort-hanging", "--yes", "-o", "json")
+    assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout + r.stderr
+    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl")
+    assert r.returncode == 0 and r.stdout == "", r.stdout
 
 
 def test_manual_abort_by_start_offset(broker):
