@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PY = """#!/usr/bin/env bash
 echo "$0|$KXTX_TEST_KAFKA_VERSION|$*" >> "$CALLS"
+if [ -n "${FAIL_ON:-}" ] && [ "$1 $2" = "$FAIL_ON" ]; then exit 1; fi
 if [ "$1 $2" = "-m venv" ] && [ "$3" != "--help" ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
 fi
@@ -24,7 +25,7 @@ exit 0
 """
 
 
-def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
+def _run_ci(tmp_path, **extra_env):
     for tool in ("java", "mvn", "openssl"):
         if not shutil.which(tool):
             pytest.fail(f"{tool} is needed for this test (.ci/run installs it otherwise)")
@@ -42,18 +43,34 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     }
     env.pop("PYTHON", None)
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    env.update(extra_env)
     r = subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env, timeout=120
     )
+    return r, fake, [line.split("|", 2) for line in calls.read_text().splitlines()]
+
+
+def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
+    r, fake, rows = _run_ci(tmp_path)
     assert r.returncode == 0, r.stderr
-    rows = [line.split("|", 2) for line in calls.read_text().splitlines()]
     venvs = [args.split()[2] for prog, _, args in rows if prog == str(fake) and args.startswith("-m venv /")]
     assert len(venvs) == 1 and venvs[0].startswith(str(tmp_path / "kxtx-ci-venv."))
     venv_py = f"{venvs[0]}/bin/python"
     after_venv = rows[next(i for i, (p, _, a) in enumerate(rows) if a.startswith("-m venv /")) + 1 :]
     # everything after the venv exists runs with its interpreter: installs, both test stages
     assert {prog for prog, _, _ in after_venv} == {venv_py}
-    assert any("pip install" in a and "-e .[spark,test]" in a for _, _, a in after_venv)
+    assert any("pip install" in a and "-e .[spark,test,lint]" in a for _, _, a in after_venv)
+    args = [a for _, _, a in after_venv]
+    # the lint gate (scripts/lint.sh) runs before the first test
+    gate = [args.index(a) for a in ("-m ruff format --check .", "-m ruff check .", "-m mypy")]
+    assert max(gate) < next(i for i, a in enumerate(args) if a.startswith("-m pytest"))
     pytest_runs = [(v, a) for _, v, a in after_venv if a.startswith("-m pytest")]
     assert pytest_runs == [("", "-m pytest -q"), ("3.9", "-m pytest -q -m versioned")]
     assert not Path(venvs[0]).exists()  # removed on exit
+
+
+@pytest.mark.parametrize("failing", ["-m mypy", "-m ruff"])
+def test_a_failing_lint_gate_fails_ci_before_any_test(tmp_path, failing):
+    r, _, rows = _run_ci(tmp_path, FAIL_ON=failing)
+    assert r.returncode != 0
+    assert not [a for _, _, a in rows if a.startswith("-m pytest")]
