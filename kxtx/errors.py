@@ -6,7 +6,10 @@ unexpected library error; the boundary still prints it on one line, with the tra
 
 from __future__ import annotations
 
+import signal
+
 from kxtx.exitcodes import ExitCode
+from kxtx.signals import exit_status
 
 
 class KxtxError(Exception):
@@ -66,6 +69,6 @@ class Refused(KxtxError):
 class Interrupted(KxtxError):
     """Stopped by a signal after cleaning up (the open transaction was aborted)."""
 
-    def __init__(self, message: str, signum: int = 2):
+    def __init__(self, message: str, signum: int = signal.SIGINT):
         super().__init__(message)
-        self.exit_code = {1: ExitCode.HANGUP, 15: ExitCode.TERMINATED}.get(signum, ExitCode.INTERRUPTED)
+        self.exit_code = ExitCode(exit_status(signum))

@@ -142,12 +142,10 @@ def boundary(fn):
         except KxtxError as exc:
             _debug_traceback()
             fail(str(exc), exc.exit_code)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, signals.Stopped) as exc:
             _debug_traceback()
-            stopped("interrupted", ExitCode.INTERRUPTED)
-        except signals.Terminated:
-            _debug_traceback()
-            stopped("terminated", ExitCode.TERMINATED)
+            signum = signals.signal_number(exc)
+            stopped(signals.WORDS[signum], signals.exit_status(signum))
         except BrokenPipeError:
             # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
             _stdout_to_devnull()

@@ -325,7 +325,7 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
     an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
     so far before the summary."""
     from kxtx.errors import Interrupted
-    from kxtx.signals import Terminated, stop_signal
+    from kxtx.signals import Stopped, signal_number
     from kxtx.wording import plural
 
     seen = [0]
@@ -337,11 +337,11 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
 
     try:
         _emit(counted(), fmt, cell, columns)
-    except (KeyboardInterrupt, Terminated) as exc:
-        signum, name = stop_signal(exc)
+    except (KeyboardInterrupt, Stopped) as exc:
+        signum = signal_number(exc)
         rows = plural(seen[0], "row")
         short = "" if req.follow else " before the end offsets: the output is incomplete"
-        raise Interrupted(f"stopped by {name} after {rows}{short}", signum) from None
+        raise Interrupted(f"stopped by {signum.name} after {rows}{short}", signum) from None
 
 
 def _emit(batches, fmt, cell, columns, writing=None) -> None:
@@ -363,13 +363,13 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
 
 def _emit_table(batches, cell, columns) -> None:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
-    from kxtx.signals import Terminated
+    from kxtx.signals import Stopped
 
     rows: list = []
     try:
         for batch in batches:
             rows.extend(cell(r) for r in batch)
-    except (KeyboardInterrupt, Terminated):
+    except (KeyboardInterrupt, Stopped):
         emit_rows(rows, OutputFormat.table, columns)
         raise
     emit_rows(rows, OutputFormat.table, columns)

@@ -204,7 +204,7 @@ def pipe(
 
     Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """
-    from kxtx.pipe.stopsignals import Guard
+    from kxtx.signals import Guard
 
     # From the first line on, a stop signal only notes itself; the engine acts on it and always
     # reports the same way: the summary on stdout, one line on stderr.

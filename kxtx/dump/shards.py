@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
+from kxtx.signals import exit_status
+
 #: At most this many processes by default: beyond it the broker's fetch rate, not decoding, limits.
 DEFAULT_MAX = 4
 
@@ -38,7 +40,7 @@ def default_count() -> int:
 
 
 def _exit_terminated(signum, frame) -> NoReturn:  # noqa: ARG001 - signal handler signature
-    os._exit(128 + signal.SIGTERM)
+    os._exit(exit_status(signal.SIGTERM))
 
 
 def _threads() -> int:
@@ -127,9 +129,9 @@ class Shards:
                     _, status = os.waitpid(pid, 0)
                     break
                 except KeyboardInterrupt:  # Ctrl-C reached the workers too: wait for them
-                    code = code or 130
+                    code = code or exit_status(signal.SIGINT)
                     self.stop()
             ended = os.waitstatus_to_exitcode(status)
-            codes.append(128 - ended if ended < 0 else ended)  # killed by a signal: 128 + signal
+            codes.append(exit_status(-ended) if ended < 0 else ended)  # killed by a signal
         self.children = []
         return code or next((c for c in codes if c), 0)

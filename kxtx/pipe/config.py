@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+import signal
 import time
 from dataclasses import dataclass, field
 
 from kxtx.errors import Interrupted, UsageError
-from kxtx.pipe.stopsignals import NAMES, signal_number
+from kxtx.signals import signal_number
 from kxtx.wording import plural
 
 #: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
@@ -225,9 +226,8 @@ class PipeInterrupted(Interrupted):
     """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
     def __init__(self, summary: dict, signum: int):
-        name = {1: "SIGHUP", 15: "SIGTERM"}.get(signum, "SIGINT")
         super().__init__(
-            f"stopped by {name} after {plural(summary['records_in'], 'record')} in "
+            f"stopped by {signal.Signals(signum).name} after {plural(summary['records_in'], 'record')} in "
             f"{plural(summary['transactions'], 'transaction')}; no transaction left "
             "open",
             signum,
@@ -241,5 +241,5 @@ def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterr
     signum = signal_number(exc)
     if signum is None:
         return None
-    stats.stopped = NAMES.get(signum, str(signum))
+    stats.stopped = signum.name
     return PipeInterrupted(stats.summary(cfg), signum)

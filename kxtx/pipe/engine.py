@@ -18,13 +18,14 @@ from collections.abc import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
 from kxtx.log import logger
-from kxtx.pipe import preflight, rounds, stopsignals
+from kxtx.pipe import preflight, rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted, subscription_conf
 from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
+from kxtx.signals import Guard
 from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
@@ -45,7 +46,7 @@ class Pipe:
         cfg: PipeConfig,
         progress: Callable[[dict], None] | None = None,
         session=None,
-        signals: stopsignals.Guard | None = None,
+        signals: Guard | None = None,
     ):
         cfg.validate()
         self.settings, self.cfg, self.progress = settings, cfg, progress
@@ -65,7 +66,7 @@ class Pipe:
         self._limit = cfg.batch_max_records
         # The caller's guard if it holds one already (the CLI's, from its first line), so a
         # signal before run() is acted on like any other.
-        self.signals = signals or stopsignals.Guard()
+        self.signals = signals or Guard()
 
     # --- setup -----------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -130,7 +131,7 @@ class Pipe:
     # --- the loop --------------------------------------------------------------------------------
     def run(self) -> dict:
         """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
-        and acted on between steps (see kxtx.pipe.stopsignals): the open transaction is aborted,
+        and acted on between steps (see kxtx.signals): the open transaction is aborted,
         Spark stopped, and PipeInterrupted raised with the summary."""
         with self.signals:
             try:

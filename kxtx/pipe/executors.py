@@ -29,12 +29,13 @@ from collections.abc import Callable
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.pipe import preflight, rounds, stopsignals
+from kxtx.pipe import preflight, rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.config import PipeConfig, Stats, interrupted, subscription_conf
+from kxtx.signals import Guard
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -55,10 +56,10 @@ class ExecutorPipe:
         cfg: PipeConfig,
         progress: Callable[[dict], None] | None = None,
         session=None,
-        signals: stopsignals.Guard | None = None,
+        signals: Guard | None = None,
     ):
         cfg.validate()
-        self.signals = signals or stopsignals.Guard()
+        self.signals = signals or Guard()
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
         self.stats = Stats()
@@ -301,7 +302,7 @@ class ExecutorPipe:
     def _round(self, plans: list) -> int:
         """Run one round as a Spark job; returns the records read by tasks that committed."""
         t0 = time.perf_counter()
-        with sparkmod._deferred_signals() as received:
+        with self.signals:  # entered by run(): a stop waits for the job, then for the loop's check
             try:
                 sc = self.session.sparkContext
                 results, error = sc.parallelize(plans, len(plans)).mapPartitions(self.task).collect(), None
@@ -313,11 +314,6 @@ class ExecutorPipe:
         self._limit = rounds.pace(
             self._limit, max(p.limit for p in plans), job_s, self.settings.props, "round"
         )
-        if received:
-            self._absorb(results)
-            from kxtx.signals import Terminated
-
-            raise Terminated() if received[-1] == 15 else KeyboardInterrupt()
         if error is not None:
             self._failed(f"Spark job failed: {sparkmod._first_line(error)}")
             return 0

@@ -7,10 +7,8 @@ errors and the web UI is off unless asked for.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
-import signal
 import sys
 import tempfile
 import threading
@@ -112,7 +110,7 @@ def _session(spark_conf, debug: bool = False):
     The JVM gets a session of its own, so a terminal's SIGINT/SIGHUP reaches kxtx only (which
     stops it: it also exits when its stdin, a pipe from kxtx, closes), and its stderr goes
     through `_JvmStderr`. PySpark's launcher is not interrupted by a signal (see
-    kxtx.pipe.stopsignals), so the JVM always finishes starting and can be stopped. The context is
+    kxtx.signals.Guard), so the JVM always finishes starting and can be stopped. The context is
     created off the main thread: PySpark installs a SIGINT handler that raises KeyboardInterrupt
     anywhere (e.g. inside a py4j call) when created on the main thread."""
     from pyspark import SparkContext
@@ -256,16 +254,19 @@ def batch_job(session, task) -> BatchJob:
 
 
 def transform(session, table, job: BatchJob):
-    """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job)."""
-    with _deferred_signals() as received:
+    """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job).
+
+    A stop signal during the job is held until the job returns (within the caller's guard, if it
+    holds one): raised inside a py4j call, it would become a Py4JError and leave the gateway
+    connection mid-answer."""
+    from kxtx.signals import Guard
+
+    with Guard() as held:
         try:
             result, error = _run_job(session.sparkContext, table, job), None
         except Exception as exc:  # noqa: BLE001 - worker crashes, OOM, lost executors
             result, error = None, exc
-    if received:
-        from kxtx.signals import Terminated
-
-        raise Terminated() if received[-1] == signal.SIGTERM else KeyboardInterrupt()
+    held.check()
     if error is not None:
         raise SparkError(f"Spark job failed: {_first_line(error)}") from error
     return result
@@ -296,29 +297,6 @@ def _run_job(sc, table, job: BatchJob):
     finally:
         for path in glob.glob(f"{glob.escape(prefix)}-*"):  # inputs; outputs even of a failed job
             os.unlink(path)
-
-
-@contextlib.contextmanager
-def _deferred_signals():
-    """Hold SIGINT/SIGTERM until the Spark call returns (unless a kxtx.pipe.stopsignals.Guard
-    already records them: the engine then looks after the job).
-
-    Raised inside a py4j call, the exception would be turned into a Py4JError (and the gateway
-    connection left mid-answer); held, it is raised right after the job, and the engine aborts."""
-    from kxtx.pipe.stopsignals import guarded
-
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread() or guarded():
-        yield received
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: received.append(signum))
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def stop(session) -> None:

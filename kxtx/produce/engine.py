@@ -20,12 +20,11 @@ from kxtx.log import logger
 from kxtx.produce import broker, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.dryrun import check_size, set_header
-from kxtx.produce.interrupts import Deferred
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import ProduceOptions, error_policy, sources_of
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
-from kxtx.signals import Terminated
+from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
@@ -56,7 +55,7 @@ class Run:
         self.producer = None
         self.in_txn = False
         self._txn_lines = 0  # input records (bad ones included) in the open transaction
-        self.signals = Deferred()
+        self.signals = Guard()
         self._restarted: set[str] = set()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
@@ -188,11 +187,11 @@ class Run:
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
                     plans = self._plans()
             raise AssertionError("unreachable")
-        except (KeyboardInterrupt, Terminated) as exc:
+        except (KeyboardInterrupt, Stopped) as exc:
             self._abort()
-            signum = 15 if isinstance(exc, Terminated) else 2
+            signum = signal_number(exc)
             raise Interrupted(
-                f"{'terminated' if signum == 15 else 'interrupted'}: aborted the open transaction; "
+                f"{WORDS[signum]}: aborted the open transaction; "
                 f"{plural(self.stats.records, 'record')} in "
                 f"{plural(self.stats.transactions, 'transaction')} committed before (transactional "
                 f"id {self.txid}); run the same command again to continue",

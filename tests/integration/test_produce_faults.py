@@ -1,4 +1,4 @@
-"""`kxtx produce` under faults: SIGKILL at random moments and resume, SIGTERM/SIGINT, zombie fencing.
+"""`kxtx produce` under faults: SIGKILL at random moments and resume, SIGTERM/SIGINT/SIGHUP, zombie fencing.
 The final read_committed content must equal the input exactly once, in order."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 from tests.integration.produce_helpers import consume, summary, values, write_jsonl
 
 
-def _start(kafka, *args) -> subprocess.Popen:
+def _start(kafka, *args, preexec_fn=None) -> subprocess.Popen:
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
     return subprocess.Popen(
         [sys.executable, "-m", "kxtx", "produce", *args],
@@ -23,6 +23,7 @@ def _start(kafka, *args) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
 
 
@@ -79,13 +80,18 @@ def test_sigkill_at_random_moments_then_resume(kafka, topic, tmp_path):
     assert again.returncode == 0 and "nothing to do" in err
 
 
-def test_sigterm_and_sigint_abort_and_resume(kafka, topic, tmp_path):
+def test_sigterm_sigint_and_sighup_abort_and_resume(kafka, topic, tmp_path):
     from confluent_kafka import Consumer, TopicPartition
 
     path = tmp_path / "in.jsonl"
     lines = write_jsonl(path, 100_000)
     c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "watermarks"})
-    for sig, code, word in ((signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")):
+    stops = (
+        (signal.SIGTERM, 143, "terminated"),
+        (signal.SIGINT, 130, "interrupted"),
+        (signal.SIGHUP, 129, "hung up"),
+    )
+    for sig, code, word in stops:
         high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
         # small transactions keep the run busy for seconds; signal it once it wrote 2000 more
         proc = _start(kafka, str(path), "-t", topic, "-n", "200")
@@ -102,6 +108,23 @@ def test_sigterm_and_sigint_abort_and_resume(kafka, topic, tmp_path):
     out, err = final.communicate(timeout=120)
     assert final.returncode == 0, err
     assert values(consume(kafka.bootstrap, topic)) == lines
+
+
+def test_a_signal_ignored_at_start_stays_ignored(kafka, topic, tmp_path):
+    """`kxtx produce ... &` in a script: the shell starts it with SIGINT ignored (nohup does the same
+    with SIGHUP), and a Ctrl-C meant for the script's foreground job must not stop it."""
+    path = tmp_path / "in.jsonl"
+    lines = write_jsonl(path, 20_000)
+    proc = _start(kafka, str(path), "-t", topic, "-n", "200", preexec_fn=_ignore_sigint)
+    assert _wait_for_records(kafka, topic, 2000, proc), "the run ended before the signal"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert values(consume(kafka.bootstrap, topic)) == lines
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def test_zombie_is_fenced(kafka, topic, tmp_path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 
-from kxtx.pipe import executors, stopsignals
+from kxtx.pipe import executors
 from kxtx.pipe.config import PipeConfig, Stats
+from kxtx.signals import Guard
 
 
 class Loop(executors.ExecutorPipe):
@@ -16,7 +17,7 @@ class Loop(executors.ExecutorPipe):
     def __init__(self, rounds: list, until_idle: float, assign_after: int | None = 1):
         self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f", until_idle=until_idle)
         self.stats, self.progress, self.lag = Stats(), None, 0
-        self.signals = stopsignals.Guard()
+        self.signals = Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
-from kxtx.pipe import stopsignals
 from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
-from kxtx.signals import Terminated
+from kxtx.signals import Stopped
 
 
 def cfg() -> PipeConfig:
@@ -17,8 +18,8 @@ def cfg() -> PipeConfig:
     "exc, code, name",
     [
         (KeyboardInterrupt(), 130, "SIGINT"),
-        (Terminated(), 143, "SIGTERM"),
-        (stopsignals.Stopped(1), 129, "SIGHUP"),
+        (Stopped(signal.SIGTERM), 143, "SIGTERM"),
+        (Stopped(signal.SIGHUP), 129, "SIGHUP"),
     ],
 )
 def test_a_stop_signal_becomes_pipe_interrupted_with_the_summary(exc, code, name):

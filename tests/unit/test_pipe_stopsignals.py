@@ -1,4 +1,4 @@
-"""kxtx.pipe.stopsignals: signals are noted, raised only at `check`, ignored ones stay ignored."""
+"""kxtx.signals.Guard in `kxtx pipe`: signals are noted, raised only at `check`, ignored ones stay ignored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from kxtx.pipe.stopsignals import Guard, Stopped, guarded
+from kxtx.signals import Guard, Stopped, guarded
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
