@@ -9,6 +9,7 @@ kafka-python `KafkaAdminClient` keyword arguments are derived.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,18 +218,18 @@ def resolve(
     overrides: dict[str, str] | None = None,
     command_config: str | None = None,
     timeout: float | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge the three sources: file < environment < flags."""
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     s = Settings()
-    config_path = command_config or env.get("KXTX_COMMAND_CONFIG")
+    config_path = command_config or environ.get("KXTX_COMMAND_CONFIG")
     if config_path:
         for k, v in load_command_config(config_path).items():
             s.props[k], s.origin[k] = v, f"in {config_path}"
     for var, key in ENV_SETTINGS.items():
-        if env.get(var):
-            s.props[key], s.origin[key] = env[var], f"from ${var}"
+        if environ.get(var):
+            s.props[key], s.origin[key] = environ[var], f"from ${var}"
     servers = split_csv(bootstrap)
     if servers:
         s.props["bootstrap.servers"], s.origin["bootstrap.servers"] = ",".join(servers), "from -b"
@@ -239,9 +240,9 @@ def resolve(
         if timeout <= 0:
             raise ConfigError("--timeout must be positive")
         s.timeout = timeout
-    elif env.get("KXTX_TIMEOUT"):
+    elif environ.get("KXTX_TIMEOUT"):
         try:
-            s.timeout = float(env["KXTX_TIMEOUT"])
+            s.timeout = float(environ["KXTX_TIMEOUT"])
         except ValueError:
-            raise ConfigError(f"$KXTX_TIMEOUT={env['KXTX_TIMEOUT']!r}: expected seconds") from None
+            raise ConfigError(f"$KXTX_TIMEOUT={environ['KXTX_TIMEOUT']!r}: expected seconds") from None
     return s

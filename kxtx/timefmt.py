@@ -9,7 +9,7 @@ import time
 #: order, and a record's time, its commit or update time and its transaction's start repeat across
 #: neighbouring records, so a dump formats each millisecond once (a datetime per field would cost
 #: about as much as decoding the record). Hot loops call `ISO.get(ms) or iso_ms(ms)`.
-ISO: dict[int, str] = {}
+ISO: dict[int | None, str] = {}  # looked up with None too (a miss): no test first
 _SECONDS: dict[int, str] = {}
 _CACHE = 8192
 #: ISO-8601 has four-digit years: a later "time" is a corrupt or sentinel value, not a date.

@@ -119,7 +119,7 @@ def _row(h) -> dict:
     from kxtx.ops.decide import fmt_age
     from kxtx.timefmt import iso_ms
 
-    row = {}
+    row: dict[str, object] = {}
     for name, value in dataclasses.asdict(h).items():
         if name == "last_timestamp":  # a time: in ms and ISO, named as in every command
             row.update(last_timestamp_ms=value, last_time=iso_ms(value))

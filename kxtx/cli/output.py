@@ -142,8 +142,8 @@ def _jsonl_encoder():
     try:
         import orjson
     except ImportError:
-        orjson = None
-    if orjson is None or buffer is None:
+        buffer = None  # no orjson: text with the standard library
+    if buffer is None:
         return (lambda rows: "".join([_dumps(r) + "\n" for r in rows])), sys.stdout
     dumps = orjson.dumps
     opts = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kxtx import clients
 from kxtx.dump.rows import builder
@@ -21,6 +22,9 @@ from kxtx.log import logger
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, group_log, txn_log
 from kxtx.records.partition import partition_for
 from kxtx.settings import Settings
+
+if TYPE_CHECKING:
+    from kxtx.dump.rawfetch import RawFetchSource
 
 __all__ = ["OFFSETS_TOPIC", "TXN_TOPIC", "DumpRequest", "Start", "run", "run_batches"]
 
@@ -138,6 +142,7 @@ def run_batches(
         logger.warning(f"{req.topic} does not exist on this cluster yet: nothing to dump")
         return
     partitions = choose_partitions(req, count)
+    source: RawFetchSource | ConfluentSource
     if req.include_uncommitted:
         from kxtx.dump.rawfetch import RawFetchSource
 
@@ -148,7 +153,7 @@ def run_batches(
     try:
         raw = _counted(source.batches(partitions, req.start, req.follow), progress)
         build = builder(req.topic, _key_filter(req), with_keys=req.latest)
-        built = (build(batch) for batch in raw)
+        built: Iterator[list] = (build(batch) for batch in raw)
         if req.latest:
             built = _chunks(_fold(built))
         yield from _limited(_value_filtered(req, built), req.limit)

@@ -164,7 +164,8 @@ class RawFetchSource:
         leaders = self._leaders_or_none(partitions)
         # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
         low = self._log_starts(partitions)
-        offsets = {p: max(low[p], start.value if start.kind == "offset" else 0) for p in partitions}
+        first = start.value if start.kind == "offset" and start.value is not None else 0
+        offsets = {p: max(low[p], first) for p in partitions}
         ends: dict[int, int] = {}
         state = {p: _Partition() for p in partitions}
         last_progress = time.monotonic()

@@ -8,6 +8,7 @@ notes, raw bytes and warnings the row carries.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from kxtx.log import warn_once
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, txn_log
@@ -25,7 +26,7 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
     iso = ISO.get
 
     def build(batch: list) -> list:
-        out = []
+        out: list = []
         append = out.append
         for p, o, ts, key, value, status in batch:
             found = fast(key, value)
@@ -63,7 +64,7 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
 
 
 def _slow_row(rec: Record, p: int, o: int, ts: int, status) -> dict:
-    row = {
+    row: dict[str, Any] = {
         "partition": p,
         "offset": o,
         "timestamp_ms": ts,

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
+from typing import cast
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
@@ -31,9 +32,11 @@ BATCH = 10000
 #: consume() waits this long for a batch to fill. Short, so the tail of each partition and --follow
 #: hand over what is there without idling (a batch rarely fills at the end of a log).
 WAIT_S = 0.05
+#: librdkafka's queued.min.messages in a dump (see CONSUMER_CONFIG).
+QUEUED_MIN_MESSAGES = 350000
 #: The consumer settings of a dump (besides group and isolation); the benchmark's raw consume uses them
 #: too, so it measures the same client doing everything but decoding.
-CONSUMER_CONFIG = {
+CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
     "enable.auto.commit": False,
     "enable.auto.offset.store": False,
     "enable.partition.eof": True,
@@ -45,7 +48,7 @@ CONSUMER_CONFIG = {
     # (~265 MiB); more buys little.
     "fetch.max.bytes": 16777216,
     "max.partition.fetch.bytes": 4194304,
-    "queued.min.messages": 350000,
+    "queued.min.messages": QUEUED_MIN_MESSAGES,
     "queued.max.messages.kbytes": 16384,
 }
 
@@ -68,7 +71,7 @@ class ConfluentSource:
             **CONSUMER_CONFIG,
         }
         if share > 1:  # one of `share` processes: prefetch its part, memory stays that of one
-            conf["queued.min.messages"] = max(50000, CONSUMER_CONFIG["queued.min.messages"] // share)
+            conf["queued.min.messages"] = max(50000, QUEUED_MIN_MESSAGES // share)
         self.consumer = clients.consumer(settings, **conf)
 
     def end_offsets(self, partitions: list[int]) -> dict[int, int]:
@@ -91,9 +94,12 @@ class ConfluentSource:
 
         if start.kind == "beginning":
             return {p: OFFSET_BEGINNING for p in partitions}
+        value = start.value
+        if value is None:
+            raise ValueError(f"a start by {start.kind} needs a value")
         if start.kind == "offset":
-            return {p: start.value for p in partitions}
-        query = [TopicPartition(self.topic, p, start.value) for p in partitions]
+            return {p: value for p in partitions}
+        query = [TopicPartition(self.topic, p, value) for p in partitions]
         try:
             found = self.consumer.offsets_for_times(query, timeout=self.settings.timeout)
         except Exception as exc:
@@ -149,8 +155,9 @@ class ConfluentSource:
                 if ends is not None:
                     self._done(m.partition(), remaining)
             msgs = list(compress(msgs, records))
-        parts = list(map(Message.partition, msgs))
-        offsets = list(map(Message.offset, msgs))
+        # A consumed record's partition and offset are always set (None only before a produce).
+        parts = cast("list[int]", list(map(Message.partition, msgs)))
+        offsets = cast("list[int]", list(map(Message.offset, msgs)))
         out = list(
             zip(
                 parts,

@@ -169,7 +169,7 @@ class Cluster:
             out.update(self.describe_txns([one]))
         return out
 
-    def _describe_txns(self, ids: list[str]) -> dict[str, CoordinatorTxn]:
+    def _describe_txns(self, ids: list[str]) -> dict[str, CoordinatorTxn | str]:
         res = self.txn.describe_transactions(ids)
         return {
             tid: CoordinatorTxn(

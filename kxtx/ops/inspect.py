@@ -213,7 +213,7 @@ def _open_rows(
         tid = ids.get(p.producer_id)
         desc = descs.get(tid) if tid else None
         reason = decide.hanging_reason(tp, tid, desc)
-        if reason is None:
+        if reason is None and isinstance(desc, CoordinatorTxn):  # the coordinator tracks it
             status = f"ongoing (coordinator: {desc.state})"
         elif decide.is_candidate(p, now, max_ms):
             status = f"hanging: {reason}"

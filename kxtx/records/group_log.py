@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
@@ -61,7 +62,7 @@ def _member(v: int) -> Struct:
 
 
 def _group(v: int) -> Struct:
-    fields = [
+    fields: list[tuple[str, Any]] = [
         ("protocol_type", "string"),
         ("generation", "int32"),
         ("protocol", "nstring"),
@@ -191,7 +192,7 @@ def _v4_topic_id(tail: bytes) -> str | None:
 
 #: Decoded OffsetCommit keys by their bytes: a log repeats the same group/topic/partition keys over and
 #: over, and a dict lookup plus a copy costs a fraction of parsing the key again.
-_OFFSET_KEYS: dict[bytes, dict] = {}
+_OFFSET_KEYS: dict[bytes | None, dict] = {}  # looked up with None too: a miss
 _KEY_CACHE = 65536
 
 
@@ -276,7 +277,7 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
             key_fields, version, value_fields = found
             return Record(1, "OffsetCommit", key_fields, version, value_fields, tombstone=value is None)
     entry = TYPES.get(t) if t is not None else None
-    if entry is None:
+    if t is None or key is None or entry is None:
         return unknown_record(TOPIC, key, value)
     name, key_struct, layouts, _ = entry
     rec = decode_key(t, name, key_struct, key, value, TOPIC)
@@ -285,7 +286,7 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
     decode_value(rec, layouts, value, TOPIC)
     if rec.value is not None:
         if t == 2:
-            _decode_members(rec)
+            _decode_members(rec, rec.value)
         elif t in _MEMBER_STATE_TYPES:
             code = rec.value.get("state")
             if code is not None:
@@ -293,11 +294,11 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
     return rec
 
 
-def _decode_members(rec: Record) -> None:
+def _decode_members(rec: Record, value: dict) -> None:
     """Classic "consumer" groups: subscription/assignment bytes -> topics and partitions (spec 5)."""
-    if rec.value.get("protocol_type") != "consumer":
+    if value.get("protocol_type") != "consumer":
         return  # connect, schema registry, ...: their own formats, left as bytes
-    for member in rec.value["members"]:
+    for member in value["members"]:
         for field, fn in (("subscription", decode_subscription), ("assignment", decode_assignment)):
             raw = member[field]
             try:

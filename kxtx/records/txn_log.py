@@ -66,7 +66,7 @@ _TAG_DEFAULTS = (-1, -1, 0, -1)
 _iso = ISO.get  # ms -> ISO text when already formatted (see kxtx.timefmt)
 
 #: Transactional ids by key bytes: each id's key repeats for every state it goes through.
-_IDS: dict[bytes, str] = {}
+_IDS: dict[bytes | None, str] = {}  # looked up with None too: a miss
 #: v1 tag sections by their bytes -> the four tag-only values: few distinct ones (per producer id).
 _TAILS: dict[bytes, tuple] = {b"\x00": _TAG_DEFAULTS}
 _CACHE = 65536
@@ -272,7 +272,7 @@ def _tags_v1(tail: bytes) -> tuple | None:
 
 def decode(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__transaction_state` record; never raises."""
-    if key_type(key) != 0:
+    if key is None or key_type(key) != 0:
         return unknown_record(TOPIC, key, value)
     rec = decode_key(0, "TransactionLog", TXN_KEY, key, value, TOPIC)
     if rec.key is None:

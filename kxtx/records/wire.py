@@ -265,9 +265,7 @@ def _struct_reader(s: Struct, flexible: bool) -> Reader:
     fields = [(snake(name), compile_reader(t, flexible), _iso_name(name, t)) for name, t in s.fields]
     tags = {t.tag: (snake(t.name), _tag_reader(t.type), t.default) for t in s.tags} if flexible else {}
     defaults = [(name, default) for name, _, default in tags.values()]
-    tag_times = [
-        (snake(t.name), _iso_name(t.name, t.type)) for t in s.tags if flexible and _iso_name(t.name, t.type)
-    ]
+    tag_times = [(snake(t.name), iso) for t in s.tags if flexible and (iso := _iso_name(t.name, t.type))]
 
     def read(b: bytes, p: int):
         out: dict[str, Any] = {}

@@ -299,7 +299,7 @@ class Sandbox:
         """Ids of the brokers the cluster's metadata lists (empty while nothing answers)."""
         from confluent_kafka.admin import AdminClient
 
-        conf = {"bootstrap.servers": info.bootstrap, "log_level": 2}
+        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": info.bootstrap, "log_level": 2}
         conf.update((info.extra or {}).get("admin_client", {}))
         try:
             md = AdminClient(conf).list_topics(timeout=timeout)

@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, cast
 
 from kxtx.errors import KxtxError, UsageError
 
@@ -84,12 +85,16 @@ def resolve_distribution(
 
 def _from_home(home: Path) -> KafkaDistribution:
     libs = home / "libs"
-    jars = sorted(libs.glob("kafka_2.1*-*.jar")) if libs.is_dir() else []
-    jars = [j for j in jars if not re.search(r"-(sources|javadoc|test)\.jar$", j.name)]
-    if not jars:
+    names = sorted(j.name for j in libs.glob("kafka_2.1*-*.jar")) if libs.is_dir() else []
+    versions = [
+        m.group(1)
+        for name in names
+        if not re.search(r"-(sources|javadoc|test)\.jar$", name)
+        and (m := re.search(r"kafka_2\.1\d-(.+)\.jar$", name))
+    ]
+    if not versions:
         raise KxtxError(f"--kafka-home {home}: no libs/kafka_2.13-<version>.jar (not a Kafka distribution?)")
-    version = re.search(r"kafka_2\.1\d-(.+)\.jar$", jars[0].name).group(1)
-    return KafkaDistribution(version, libs)
+    return KafkaDistribution(versions[0], libs)
 
 
 def _exact_version(spec: str, progress=None) -> str:
@@ -151,7 +156,7 @@ def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
         )
         errors, small = [], 0
         try:
-            for line in proc.stdout:
+            for line in cast("IO[str]", proc.stdout):  # stdout=PIPE: never None
                 if "[ERROR]" in line:
                     errors.append(line)
                 m = _DOWNLOADED.search(line)

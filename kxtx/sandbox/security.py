@@ -70,6 +70,13 @@ class SecureListeners:
     def tls(self) -> bool:
         return self.mode in ("sasl_ssl", "ssl")
 
+    @property
+    def _files(self) -> Path:
+        """Where the certificates and client properties are (made by `prepare`)."""
+        if self.dir is None:
+            raise RuntimeError("SecureListeners.prepare() has not run")
+        return self.dir
+
     # --- hooks: broker configuration ---------------------------------------------------------------
     def prepare(self, state_dir, ports: list[int]) -> None:
         """Once per sandbox: certificates, and client.properties naming every node's client port."""
@@ -113,11 +120,11 @@ class SecureListeners:
             props.update(
                 {
                     "ssl.keystore.type": "PKCS12",
-                    "ssl.keystore.location": str(self.dir / "broker.p12"),
+                    "ssl.keystore.location": str(self._files / "broker.p12"),
                     "ssl.keystore.password": self.store_password,
                     "ssl.key.password": self.store_password,
                     "ssl.truststore.type": "PEM",
-                    "ssl.truststore.location": str(self.dir / "ca.pem"),
+                    "ssl.truststore.location": str(self._files / "ca.pem"),
                 }
             )
         if self.mode == "ssl":
@@ -169,10 +176,10 @@ class SecureListeners:
                 }
             )
         if self.tls:
-            conf["ssl.ca.location"] = str(self.dir / "ca.pem")
+            conf["ssl.ca.location"] = str(self._files / "ca.pem")
         if self.mode == "ssl":
-            conf["ssl.certificate.location"] = str(self.dir / f"{user}.pem")
-            conf["ssl.key.location"] = str(self.dir / f"{user}.key")
+            conf["ssl.certificate.location"] = str(self._files / f"{user}.pem")
+            conf["ssl.key.location"] = str(self._files / f"{user}.key")
         return conf
 
     def java_properties(self, user: str) -> dict[str, str]:
@@ -186,12 +193,12 @@ class SecureListeners:
             props["sasl.jaas.config"] = _jaas(user, self.passwords[user])
         if self.tls:
             props["ssl.truststore.type"] = "PEM"
-            props["ssl.truststore.location"] = str(self.dir / "ca.pem")
+            props["ssl.truststore.location"] = str(self._files / "ca.pem")
         if self.mode == "ssl":
             props.update(
                 {
                     "ssl.keystore.type": "PKCS12",
-                    "ssl.keystore.location": str(self.dir / f"{user}.p12"),
+                    "ssl.keystore.location": str(self._files / f"{user}.p12"),
                     "ssl.keystore.password": self.store_password,
                     "ssl.key.password": self.store_password,
                 }
@@ -199,7 +206,7 @@ class SecureListeners:
         return props
 
     def _properties_path(self, user: str) -> Path:
-        return self.dir / f"{user}.properties"
+        return self._files / f"{user}.properties"
 
     def _write_client_properties(self, user: str) -> None:
         text = "".join(f"{k}={v}\n" for k, v in self.java_properties(user).items())
@@ -208,16 +215,16 @@ class SecureListeners:
     # --- certificates -----------------------------------------------------------------------------------
     def _write_material(self) -> None:
         ca_key, ca_cert = _ca()
-        _write_private(self.dir / "ca.pem", _pem(ca_cert))
+        _write_private(self._files / "ca.pem", _pem(ca_cert))
         key, cert = _leaf("kxtx-sandbox-broker", ca_key, ca_cert, server=True)
-        _write_private(self.dir / "broker.p12", _p12("broker", key, cert, ca_cert, self.store_password))
+        _write_private(self._files / "broker.p12", _p12("broker", key, cert, ca_cert, self.store_password))
         if self.mode != "ssl":
             return
         for user in USERS:
             key, cert = _leaf(user, ca_key, ca_cert, server=False)
-            _write_private(self.dir / f"{user}.pem", _pem(cert))
-            _write_private(self.dir / f"{user}.key", _key_pem(key))
-            _write_private(self.dir / f"{user}.p12", _p12(user, key, cert, ca_cert, self.store_password))
+            _write_private(self._files / f"{user}.pem", _pem(cert))
+            _write_private(self._files / f"{user}.key", _key_pem(key))
+            _write_private(self._files / f"{user}.p12", _p12(user, key, cert, ca_cert, self.store_password))
 
 
 def _jaas(user: str, password: str) -> str:
