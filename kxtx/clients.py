@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.errors import (
@@ -20,6 +21,15 @@ from kxtx.errors import (
 )
 from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.settings import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
+    from kxtx.authz import Need
 
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
 #: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
@@ -52,28 +62,28 @@ def _failing_over(exc: BaseException) -> bool:
     return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
 
 
-def producer(settings: Settings, **conf):
+def producer(settings: Settings, **conf: object) -> Producer:
     from confluent_kafka import Producer
 
     reach(settings)
     return _make(Producer, settings.confluent(**conf))
 
 
-def consumer(settings: Settings, **conf):
+def consumer(settings: Settings, **conf: object) -> Consumer:
     from confluent_kafka import Consumer
 
     reach(settings)
     return _make(Consumer, settings.confluent(**conf))
 
 
-def admin(settings: Settings, **conf):
+def admin(settings: Settings, **conf: object) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     reach(settings)
     return _make(AdminClient, settings.confluent(**conf))
 
 
-def txn_admin(settings: Settings, **kwargs):
+def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     """kafka-python admin client for the KIP-664 calls."""
     from kafka.admin import KafkaAdminClient
 
@@ -228,7 +238,7 @@ def error_name(exc: BaseException) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def translate(exc: BaseException, doing: str = "", need=None) -> KxtxError:
+def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] | None = None) -> KxtxError:
     """Map a client exception to a KxtxError with a one-line message; already-KxtxError passes.
 
     Authorization errors name the missing operation and resource: pass `need` (a `kxtx.authz.Need`
