@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kxtx.errors import InputError, KxtxError
 from kxtx.ops import decide
-from kxtx.ops.calls import Cluster
+from kxtx.ops.calls import Cluster, Progress
 from kxtx.ops.model import TP, AbortOutcome, HangingTxn, OpenTxn
 
 #: How long to wait for the LSO to move after a marker (the leader updates it once the marker is
@@ -114,7 +114,7 @@ def _listing(open_: list[OpenTxn]) -> str:
     )
 
 
-def execute(cluster: Cluster, targets: list[Target], progress=None) -> list[AbortOutcome]:
+def execute(cluster: Cluster, targets: list[Target], progress: Progress | None = None) -> list[AbortOutcome]:
     out = []
     for i, t in enumerate(targets, 1):
         out.append(abort_one(cluster, t))

@@ -7,6 +7,9 @@ offsets and consumer groups through confluent-kafka. Clients are created on firs
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
 from kxtx.authz import Need
 from kxtx.clients import admin, error_name, translate, txn_admin, unreachable
 from kxtx.errors import KafkaOperationError, Unreachable
@@ -14,15 +17,22 @@ from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
 
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+
 #: Kafka's find-hanging sends DescribeProducers for at most this many partitions at once.
 BATCH = 500
+
+#: progress(done, total), called as a long series of calls advances.
+Progress = Callable[[int, int], None]
 
 
 class Cluster:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self._admin = None
-        self._txn = None
+        self._admin: AdminClient | None = None
+        self._txn: KafkaAdminClient | None = None
 
     def __enter__(self) -> Cluster:
         return self
@@ -39,19 +49,19 @@ class Cluster:
             self._txn = None
 
     @property
-    def admin(self):
+    def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = admin(self.settings)
         return self._admin
 
     @property
-    def txn(self):
+    def txn(self) -> KafkaAdminClient:
         if self._txn is None:
             self._txn = txn_admin(self.settings)
         return self._txn
 
     # --- metadata ----------------------------------------------------------------------------------
-    def topics(self, topic: str | None = None):
+    def topics(self, topic: str | None = None) -> dict[str, dict[int, tuple[int, list[int]]]]:
         """{topic: {partition: (leader, [replicas])}}, internal topics included."""
         try:
             md = self.admin.list_topics(topic=topic, timeout=self.settings.timeout)
@@ -67,7 +77,7 @@ class Cluster:
             out[name] = {p.id: (p.leader, list(p.replicas)) for p in t.partitions.values()}
         return out
 
-    def leaders(self, tps) -> dict[TP, int]:
+    def leaders(self, tps: Collection[TP]) -> dict[TP, int]:
         """{partition: leader broker id} from fresh metadata; -1 while a partition has no leader."""
         out: dict[TP, int] = {}
         for topic in sorted({t for t, _p in tps}):
@@ -88,7 +98,7 @@ class Cluster:
 
     # --- DescribeProducers ---------------------------------------------------------------------------
     def describe_producers(
-        self, tps: list[TP], broker_id: int | None = None, progress=None
+        self, tps: list[TP], broker_id: int | None = None, progress: Progress | None = None
     ) -> tuple[dict[TP, list[OpenTxn]], dict[TP, str]]:
         """Producer state per partition, in batches; a failing batch is retried partition by partition
         so one bad partition costs only itself. Returns (states, errors)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.ops import decide, history
-from kxtx.ops.calls import Cluster
+from kxtx.ops.calls import Cluster, Progress
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.wording import plural
 
@@ -73,7 +73,7 @@ def find_hanging(
     max_timeout_minutes: float | None = None,
     extras: bool = True,
     now_ms: int | None = None,
-    progress=None,
+    progress: Progress | None = None,
 ) -> Report:
     report = Report()
     report.max_timeout_ms, report.timeout_source = resolve_max_timeout(cluster, max_timeout_minutes)

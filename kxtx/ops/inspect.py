@@ -100,7 +100,7 @@ def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTx
     if not parts:
         return {}
     p = partition_for(transactional_id, len(parts))
-    out = {"transaction_log_partition": f"__transaction_state:{p}"}
+    out: dict[str, object] = {"transaction_log_partition": f"__transaction_state:{p}"}
     if coord is None:
         out["coordinator"] = parts[p][0]
     return out
