@@ -13,9 +13,13 @@ taken to be the second kind; the message still names the first.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from kxtx import clients
 from kxtx.errors import FencedError, KxtxError, Unavailable
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
 
 #: librdkafka errors of a cluster failing over: leaders or coordinators moving, brokers down or not
 #: answering, too few in-sync replicas.
@@ -27,10 +31,10 @@ WINDOW_S = 120.0
 class Watch:
     """When this producer last saw the cluster failing over."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.last = float("-inf")
 
-    def note(self, err) -> None:
+    def note(self, err: KafkaError | None) -> None:
         """Record `err` (a confluent_kafka KafkaError, or None) if it is a failover error. Feed it
         the error callback's errors and the transactional calls' own: a stalled broker never
         closes its connections, so the error callback may stay silent."""

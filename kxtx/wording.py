@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 _IRREGULAR = {"process": "processes", "is": "are", "was": "were", "entry": "entries"}
 
 
@@ -17,7 +19,7 @@ def article(word: str) -> str:
     return f"{'an' if word[:1].lower() in 'aeiou' and word[:1] else 'a'} {word}"
 
 
-def partitions(numbers) -> str:
+def partitions(numbers: Iterable[int]) -> str:
     """ "partition 3" or "partitions [1, 4]" for a message."""
-    numbers = sorted(numbers)
-    return f"partition {numbers[0]}" if len(numbers) == 1 else f"partitions {numbers}"
+    ordered = sorted(numbers)
+    return f"partition {ordered[0]}" if len(ordered) == 1 else f"partitions {ordered}"

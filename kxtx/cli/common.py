@@ -7,13 +7,20 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TextIO, TypeVar
 
 import typer
 
 from kxtx.errors import Interrupted, KxtxError
 from kxtx.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from kxtx.settings import Settings
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _State:
@@ -83,7 +90,7 @@ YesOpt = Annotated[
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the plan and change nothing.")]
 
 
-def complete_words(metavar: str):
+def complete_words(metavar: str) -> Callable[[str], list[str]]:
     """Shell completion (`kxtx --install-completion`) of an option whose metavar lists its values,
     `fail|skip|dlq:TOPIC` -> fail, skip, dlq: (the static completions derive the same in docs.py)."""
     words = [w.split(":")[0] + ":" if ":" in w else w for w in metavar.split("|")]
@@ -94,7 +101,12 @@ def complete_words(metavar: str):
     return complete
 
 
-def connection(bootstrap=None, config=None, command_config=None, timeout=None):
+def connection(
+    bootstrap: list[str] | None = None,
+    config: list[str] | None = None,
+    command_config: str | None = None,
+    timeout: float | None = None,
+) -> Settings:
     """Build the one Settings object from the shared connection options."""
     from kxtx.parsers import parse_kv_list
     from kxtx.settings import resolve
@@ -103,14 +115,14 @@ def connection(bootstrap=None, config=None, command_config=None, timeout=None):
 
 
 # --- the error boundary -----------------------------------------------------------------------------
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     from kxtx.security import scrub
 
     typer.echo(f"kxtx: error: {scrub(message)}", err=True)
     raise typer.Exit(int(code))
 
 
-def stopped(message: str, code: int) -> None:
+def stopped(message: str, code: int) -> NoReturn:
     """A stop by a signal (Ctrl-C, SIGTERM) after cleaning up: one line on stderr saying so and
     what was done, not an "error", and exit 130 / 143 (see `kxtx.errors.Interrupted`)."""
     from kxtx.security import scrub
@@ -121,13 +133,13 @@ def stopped(message: str, code: int) -> None:
     raise typer.Exit(int(code))
 
 
-def boundary(fn):
+def boundary(fn: Callable[P, R]) -> Callable[P, R]:
     """Wrap a command: library exceptions become one stderr line and an exit code.
 
     Tracebacks only with --debug; never with locals (they may hold SASL passwords)."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from kxtx import signals
 
         signals.install()
@@ -161,7 +173,7 @@ def boundary(fn):
     return wrapper
 
 
-def exit_code_of(fn, *args, **kwargs) -> int:
+def exit_code_of(fn: Callable[..., object], *args: object, **kwargs: object) -> int:
     """Run `fn` as a command body under the boundary (its errors reported the same way); the exit
     code it ends with, 0 when it returns. For commands that must act after a failure (wait for
     their worker processes)."""
@@ -213,9 +225,9 @@ def _setup_logging() -> None:
         logging.getLogger("kafka").addHandler(_StderrHandler())
 
 
-def is_tty(stream=None) -> bool:
-    stream = stream or sys.stdout
-    return hasattr(stream, "isatty") and stream.isatty()
+def is_tty(stream: TextIO | None = None) -> bool:
+    out = stream or sys.stdout
+    return hasattr(out, "isatty") and out.isatty()
 
 
 def confirm_or_refuse(yes: bool, question: str) -> None:

@@ -13,7 +13,8 @@ import datetime as _dt
 import enum
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from kxtx.cli.common import OutputFormat, is_tty
@@ -111,7 +112,7 @@ def emit_row_batches(
     fmt: OutputFormat | None,
     columns: list[str] | None = None,
     title: str | None = None,
-    writing=None,
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> int:
     """`emit_rows` for rows that arrive in batches: jsonl writes each batch with one write and one
     flush (a per-row flush is a system call per row, most of the cost of a fast stream), so rows still

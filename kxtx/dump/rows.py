@@ -18,7 +18,7 @@ from kxtx.timefmt import ISO, iso_ms
 _FAST = {TXN_TOPIC: (0, "TransactionLog", txn_log.fast), OFFSETS_TOPIC: (1, "OffsetCommit", group_log.fast)}
 
 
-def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool):
+def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) -> Callable[[list], list]:
     """A function batch -> list of rows (or of (row, raw key) pairs with `with_keys`, for --latest).
 
     `keep` (key-only filters) sees each row before it is kept."""

@@ -212,7 +212,7 @@ def _offset_key(key: bytes | None) -> dict | None:
     }
 
 
-def fast(key: bytes | None, value: bytes | None):
+def fast(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
     """(key fields, version, value fields) of an OffsetCommit record with value v3, or v4 with no tag
     but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing
     for speed (a dump decodes millions); anything unusual returns None (the generic path decides).

@@ -79,12 +79,12 @@ read_int8, read_int16, read_uint16 = _fixed(_I8), _fixed(_I16), _fixed(_U16)
 read_int32, read_int64 = _fixed(_I32), _fixed(_I64)
 
 
-def read_bool(b: bytes, p: int):
+def read_bool(b: bytes, p: int) -> tuple[bool, int]:
     v, p = read_int8(b, p)
     return v != 0, p
 
 
-def read_uvarint(b: bytes, p: int):
+def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
     """Unsigned base-128 varint, least-significant group first (at most 5 bytes for 32 bits)."""
     result = shift = 0
     n = len(b)
@@ -106,13 +106,13 @@ def uuid_text(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def read_uuid(b: bytes, p: int):
+def read_uuid(b: bytes, p: int) -> tuple[str, int]:
     if p + 16 > len(b):
         raise DecodeError(f"truncated uuid at byte {p}")
     return uuid_text(b[p : p + 16]), p + 16
 
 
-def _take(b: bytes, p: int, n: int, what: str):
+def _take(b: bytes, p: int, n: int, what: str) -> tuple[bytes, int]:
     if n < 0:
         raise DecodeError(f"negative {what} length {n} at byte {p}")
     end = p + n
@@ -125,13 +125,13 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def read_string(b: bytes, p: int):
+def read_string(b: bytes, p: int) -> tuple[str, int]:
     n, p = read_int16(b, p)
     raw, p = _take(b, p, n, "string")
     return _text(raw), p
 
 
-def read_nullable_string(b: bytes, p: int):
+def read_nullable_string(b: bytes, p: int) -> tuple[str | None, int]:
     n, p = read_int16(b, p)
     if n == -1:
         return None, p
@@ -139,13 +139,13 @@ def read_nullable_string(b: bytes, p: int):
     return _text(raw), p
 
 
-def read_compact_string(b: bytes, p: int):
+def read_compact_string(b: bytes, p: int) -> tuple[str, int]:
     n, p = read_uvarint(b, p)
     raw, p = _take(b, p, n - 1, "compact string")
     return _text(raw), p
 
 
-def read_compact_nullable_string(b: bytes, p: int):
+def read_compact_nullable_string(b: bytes, p: int) -> tuple[str | None, int]:
     n, p = read_uvarint(b, p)
     if n == 0:
         return None, p
@@ -153,24 +153,24 @@ def read_compact_nullable_string(b: bytes, p: int):
     return _text(raw), p
 
 
-def read_bytes(b: bytes, p: int):
+def read_bytes(b: bytes, p: int) -> tuple[bytes, int]:
     n, p = read_int32(b, p)
     return _take(b, p, n, "bytes")
 
 
-def read_nullable_bytes(b: bytes, p: int):
+def read_nullable_bytes(b: bytes, p: int) -> tuple[bytes | None, int]:
     n, p = read_int32(b, p)
     if n == -1:
         return None, p
     return _take(b, p, n, "bytes")
 
 
-def read_compact_bytes(b: bytes, p: int):
+def read_compact_bytes(b: bytes, p: int) -> tuple[bytes, int]:
     n, p = read_uvarint(b, p)
     return _take(b, p, n - 1, "compact bytes")
 
 
-def read_compact_nullable_bytes(b: bytes, p: int):
+def read_compact_nullable_bytes(b: bytes, p: int) -> tuple[bytes | None, int]:
     n, p = read_uvarint(b, p)
     if n == 0:
         return None, p
@@ -223,10 +223,10 @@ def array_reader(
     return read
 
 
-def read_tag_section(b: bytes, p: int):
+def read_tag_section(b: bytes, p: int) -> tuple[list[tuple[int, bytes]], int]:
     """Raw tagged fields: returns ([(tag, data_bytes), ...], new_pos)."""
     count, p = read_uvarint(b, p)
-    found = []
+    found: list[tuple[int, bytes]] = []
     for _ in range(count):
         tag, p = read_uvarint(b, p)
         size, p = read_uvarint(b, p)

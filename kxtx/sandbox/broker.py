@@ -18,11 +18,15 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.sandbox import nodes as _nodes
 from kxtx.sandbox.distribution import KafkaDistribution, resolve_distribution
 from kxtx.sandbox.nodes import NodeInfo
+
+if TYPE_CHECKING:
+    from kxtx.sandbox.security import SecureListeners
 
 STATE_FILE = "sandbox.json"
 #: Most nodes a loopback sandbox starts (each is a JVM; beyond this a laptop only swaps).
@@ -126,7 +130,7 @@ class Sandbox:
         kafka_home: str | None = None,
         wait_s: float = 120.0,
         heap: str | None = None,
-        listeners=None,
+        listeners: SecureListeners | None = None,
         brokers: int = 1,
     ) -> SandboxInfo:
         """Start `brokers` nodes and wait until all answer. `port` is node 1's client port (0 = any
@@ -143,23 +147,24 @@ class Sandbox:
         node_list = self._plan_nodes(brokers, port)
         self._reset_dir(node_list)
         voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in node_list if n.controller_port)
-        if hasattr(listeners, "prepare"):
+        if listeners is not None:
             listeners.prepare(self.dir, [n.port for n in node_list])
         cluster_id = _cluster_id()
         for node in node_list:
             props = _nodes.node_properties(node, voters, brokers)
-            if listeners:
+            if listeners is not None:
                 if node.id > 1:
                     listeners.internal_port = 0  # each node its own inter-broker port
                 props.update(listeners.broker_properties(self.dir, node.port, node.controller_port))
-                node.internal_port = getattr(listeners, "internal_port", 0)
+                node.internal_port = listeners.internal_port
             props.update(broker_config or {})
             node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
             self._format_storage(
-                dist, node.config, cluster_id, getattr(listeners, "format_args", lambda: [])()
+                dist, node.config, cluster_id, listeners.format_args() if listeners is not None else []
             )
         bootstrap = ",".join(
-            (listeners.bootstrap(n.port) if listeners else f"127.0.0.1:{n.port}") for n in node_list
+            (listeners.bootstrap(n.port) if listeners is not None else f"127.0.0.1:{n.port}")
+            for n in node_list
         )
         info = SandboxInfo(
             bootstrap=bootstrap,
@@ -171,7 +176,7 @@ class Sandbox:
             libs=str(dist.libs),
             started_at=time.time(),
             broker_config=dict(broker_config or {}),
-            extra=(listeners.extra() if listeners else {}),
+            extra=(listeners.extra() if listeners is not None else {}),
             heap=heap or default_heap(brokers),
         )
         # Every node at once: a controller waits for a majority of the voters to come up.
@@ -181,7 +186,7 @@ class Sandbox:
         self._save(info)
         try:
             self._wait_ready(info, node_list, wait_s)
-            if hasattr(listeners, "after_start"):
+            if listeners is not None:
                 listeners.after_start(info)  # e.g. ACLs, which need a running broker
         except BaseException:
             self.stop(remove=False)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
@@ -62,7 +63,7 @@ def require_tool(name: str) -> str:
 
 
 def resolve_distribution(
-    version: str | None = None, kafka_home: str | None = None, progress=None
+    version: str | None = None, kafka_home: str | None = None, progress: Callable[[str], None] | None = None
 ) -> KafkaDistribution:
     """The Kafka to run: --kafka-home / $KXTX_KAFKA_HOME first, else Maven Central via mvn.
 

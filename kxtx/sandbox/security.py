@@ -21,8 +21,12 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
+
+if TYPE_CHECKING:
+    from kxtx.sandbox.broker import SandboxInfo
 
 MODES = ("plaintext", "sasl_plaintext", "sasl_ssl", "ssl")
 USERS = ("admin", "limited")
@@ -78,7 +82,7 @@ class SecureListeners:
         return self.dir
 
     # --- hooks: broker configuration ---------------------------------------------------------------
-    def prepare(self, state_dir, ports: list[int]) -> None:
+    def prepare(self, state_dir: str | Path, ports: list[int]) -> None:
         """Once per sandbox: certificates, and client.properties naming every node's client port."""
         self.dir = Path(state_dir) / "security"
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -89,7 +93,9 @@ class SecureListeners:
         for user in USERS:
             self._write_client_properties(user)
 
-    def broker_properties(self, state_dir, port: int, controller_port: int | None) -> dict[str, str]:
+    def broker_properties(
+        self, state_dir: str | Path, port: int, controller_port: int | None
+    ) -> dict[str, str]:
         """One node's listeners: secured client listener, plaintext INTERNAL (and CONTROLLER)."""
         from kxtx.sandbox.broker import free_port
 
@@ -159,7 +165,7 @@ class SecureListeners:
             "admin_client": self.client_config("admin"),
         }
 
-    def after_start(self, info) -> None:
+    def after_start(self, info: SandboxInfo) -> None:
         """Grant the limited user its prefixed ACLs (as admin)."""
         grant_limited_acls(info.bootstrap, self.client_config("admin"))
 
