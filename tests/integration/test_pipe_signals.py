@@ -112,6 +112,13 @@ def test_signal_leaves_nothing_behind_and_says_one_line(
     signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_executors_mode_stops_the_same_way(kafka, source, tmp_path, sig):
+    """--mode executors (Spark tasks do the Kafka work): the driver's guard holds the signal until
+    the round's job is back, then the same one line and summary."""
+    signal_pipe(kafka, source, tmp_path, sig, sig == signal.SIGHUP, "output", 0.5, mode="executors")
+
+
 @pytest.mark.parametrize("moment", ["jvm", "output"])
 def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path, moment):
     """Ctrl-C pressed again while the pipe stops: the same one line and summary, not a bare
@@ -119,7 +126,7 @@ def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path
     signal_pipe(kafka, source, tmp_path, signal.SIGINT, True, moment, 0.5, times=12)
 
 
-def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
+def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1, mode="driver"):
     out = kafka.create_topic(partitions=2)
     mark = uuid.uuid4().hex
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "KXTX_TEST_MARK": mark}
@@ -132,7 +139,7 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1):
                 "kxtx",
                 "pipe",
                 "--mode",
-                "driver",
+                mode,
                 "--in",
                 source,
                 "--out",
