@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from confluent_kafka import Consumer, Producer
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
     from kafka.admin import KafkaAdminClient
 
     from kxtx.authz import Need
@@ -150,7 +150,9 @@ def reach(settings: Settings) -> None:
     _reached.add(settings.bootstrap)
 
 
-def metadata(admin, settings: Settings, errors: BrokerErrors, topic: str | None = None):
+def metadata(
+    admin: AdminClient, settings: Settings, errors: BrokerErrors, topic: str | None = None
+) -> ClusterMetadata:
     """`admin.list_topics`, giving up early when `errors` (the client's error_cb) says every
     bootstrap broker has been unreachable for ALL_DOWN_GRACE_S."""
     from confluent_kafka import KafkaException
