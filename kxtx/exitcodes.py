@@ -35,7 +35,7 @@ DESCRIPTIONS = {
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist)",
     ExitCode.UNREACHABLE: "no broker answered at the bootstrap addresses (refused, unresolvable, or silent for --timeout): the cluster is down or -b is wrong; nothing was done",
     ExitCode.RETRY: "the cluster stayed unavailable (brokers down, leaders or coordinators moving); committed work is kept: run the same command again to continue exactly once",
-    ExitCode.HANGUP: "stopped by SIGHUP (the terminal closed; `kxtx pipe`); any open transaction aborted",
+    ExitCode.HANGUP: "stopped by SIGHUP (the terminal closed; `kxtx produce` and `kxtx pipe`); any open transaction aborted",
     ExitCode.INTERRUPTED: "stopped by SIGINT (Ctrl-C), also how `dump --follow` normally ends; any open transaction aborted",
     ExitCode.BROKEN_PIPE: "stdout closed by the reader (e.g. piped into `head`); stopped without a message",
     ExitCode.TERMINATED: "stopped by SIGTERM, as 130; any open transaction aborted",
