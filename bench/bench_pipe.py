@@ -179,8 +179,8 @@ def loop(
 def kxtx_pipe(
     bootstrap: str, src: str, n: int, batch_size: int, session, udf: str, value_format: str = "raw"
 ) -> dict:
-    from kxtx.pipe.config import PipeConfig
     from kxtx.pipe.engine import run
+    from kxtx.pipe.settings import PipeConfig
     from kxtx.settings import Settings
 
     out = new_topic(bootstrap, 2)

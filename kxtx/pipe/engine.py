@@ -22,8 +22,9 @@ from kxtx.pipe import preflight, rounds, stopsignals
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted, subscription_conf
 from kxtx.pipe.offsets import Committed, batch_offsets
+from kxtx.pipe.settings import PipeConfig, subscription_conf
+from kxtx.pipe.stats import PipeInterrupted, Stats, interrupted
 from kxtx.pipe.txn import Abortable, TxnProducer
 from kxtx.wording import plural
 

@@ -34,7 +34,8 @@ from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, Stats, interrupted, subscription_conf
+from kxtx.pipe.settings import PipeConfig, subscription_conf
+from kxtx.pipe.stats import Stats, interrupted
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8

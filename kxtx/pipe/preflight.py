@@ -12,7 +12,7 @@ import time
 from kxtx import clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
-from kxtx.pipe.config import INTERNAL_TOPICS, matches
+from kxtx.pipe.settings import INTERNAL_TOPICS, matches
 
 #: How long every bootstrap broker may stay unreachable (refused, unresolvable) before the check
 #: gives up, when --timeout is longer: a broker that is down does not come back within a check.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kxtx.pipe import stopsignals
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
+from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.stats import PipeInterrupted, Stats, interrupted
 from kxtx.signals import Terminated
 
 
