@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from kxtx.errors import UsageError
 
@@ -68,8 +68,10 @@ def parse_on_udf_error(text: str) -> str | None:
     raise UsageError(f"--on-udf-error {text!r}: expected fail or dlq:TOPIC")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PipeConfig:
+    """The options of a run as given; `resolve()` checks them and fills in the defaults."""
+
     inputs: list[str]
     out: str
     group: str
@@ -90,7 +92,7 @@ class PipeConfig:
     spark_ui: bool = False
     debug: bool = False
     #: driver: the driver consumes and produces, Spark runs the UDF; executors: Spark tasks do the
-    #: Kafka work (kxtx.pipe.executors); auto: see `resolved_mode`
+    #: Kafka work (kxtx.pipe.executors); auto: see `resolved_mode`. kxtx.pipe.modes.run dispatches.
     mode: str = "auto"
 
     def resolved_mode(self) -> str:
@@ -104,7 +106,29 @@ class PipeConfig:
             return self.mode
         return "executors"
 
+    def resolve(self) -> RunConfig:
+        """Checked once, defaults filled in once: the settings a run works with (a RunConfig
+        resolves to itself)."""
+        if isinstance(self, RunConfig):
+            return self
+        self.validate()
+        mode = self.resolved_mode()
+        batch = self.batch_max_records
+        if batch is None:
+            batch = EXECUTOR_BATCH_RECORDS if mode == "executors" else DEFAULT_BATCH_RECORDS
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        return RunConfig(
+            **{
+                **given,
+                "mode": mode,
+                "batch_max_records": batch,
+                "transactional_id": self.transactional_id
+                or default_transactional_id(self.group, self.inputs, self.out),
+            }
+        )
+
     def validate(self) -> None:
+        """Raise UsageError naming the first option that cannot work; changes nothing."""
         if not self.inputs or not all(t.strip() for t in self.inputs):
             raise UsageError("--in: give at least one topic (or a ^regex)")
         if not self.out.strip():
@@ -113,11 +137,7 @@ class PipeConfig:
             raise UsageError("--group: give the consumer group")
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
-        if self.batch_max_records is None:
-            self.batch_max_records = (
-                EXECUTOR_BATCH_RECORDS if self.resolved_mode() == "executors" else DEFAULT_BATCH_RECORDS
-            )
-        if self.batch_max_records < 1:
+        if self.batch_max_records is not None and self.batch_max_records < 1:
             raise UsageError("--batch-max-records must be at least 1")
         if self.batch_max_ms < 1:
             raise UsageError("--batch-max-ms must be at least 1")
@@ -142,8 +162,6 @@ class PipeConfig:
                 "--out cannot be one of the --in topics (the pipe would feed itself; "
                 f"{self._taking(self.out)})"
             )
-        if not self.transactional_id:
-            self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
 
     def output_topics(self) -> dict[str, str]:
         """Topic -> what it is, for messages about the topics the pipe writes."""
@@ -152,3 +170,12 @@ class PipeConfig:
     def _taking(self, topic: str) -> str:
         spec = next(t for t in self.inputs if matches(t, topic))
         return f"--in {spec} takes {topic!r}"
+
+
+@dataclass(frozen=True)
+class RunConfig(PipeConfig):
+    """A checked PipeConfig with its defaults filled in (made by `PipeConfig.resolve()` only):
+    `mode` is driver or executors, `batch_max_records` and `transactional_id` are set."""
+
+    batch_max_records: int = DEFAULT_BATCH_RECORDS
+    transactional_id: str = ""

@@ -18,9 +18,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
+
+T = TypeVar("T")
 
 _QUIET_LOG4J2 = """\
 name = kxtx-quiet
@@ -99,7 +102,7 @@ def start(
     except Exception as exc:
         raise SparkError(
             f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
-            f"{_first_line(exc)}"
+            f"{first_line(exc)}"
         ) from exc
     session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
     logger.info("Spark %s started, master %s", session.version, master)
@@ -130,7 +133,7 @@ def _session(spark_conf, debug: bool = False):
             )
         except Exception as exc:
             stderr.close()
-            raise SparkError(stderr.last_line() or _first_line(exc)) from exc
+            raise SparkError(stderr.last_line() or first_line(exc)) from exc
         stderr.close()
     made: dict = {}
 
@@ -225,9 +228,9 @@ def worker_modules() -> list:
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
     from kxtx import errnames, wording
-    from kxtx.pipe import contract, transform, udf
+    from kxtx.pipe import consumerconf, contract, outputs, task, transform, udf
 
-    return [transform, contract, udf, wording, errnames]
+    return [transform, contract, udf, outputs, consumerconf, task, wording, errnames]
 
 
 @dataclass(frozen=True)
@@ -257,17 +260,11 @@ def batch_job(session, task) -> BatchJob:
 
 def transform(session, table, job: BatchJob):
     """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job)."""
-    with _deferred_signals() as received:
-        try:
-            result, error = _run_job(session.sparkContext, table, job), None
-        except Exception as exc:  # noqa: BLE001 - worker crashes, OOM, lost executors
-            result, error = None, exc
-    if received:
-        from kxtx.signals import Terminated
-
-        raise Terminated() if received[-1] == signal.SIGTERM else KeyboardInterrupt()
+    result, error, signum = held(lambda: _run_job(session.sparkContext, table, job))
+    if signum is not None:
+        raise stop_exception(signum)
     if error is not None:
-        raise SparkError(f"Spark job failed: {_first_line(error)}") from error
+        raise SparkError(f"Spark job failed: {first_line(error)}") from error
     return result
 
 
@@ -296,6 +293,25 @@ def _run_job(sc, table, job: BatchJob):
     finally:
         for path in glob.glob(f"{glob.escape(prefix)}-*"):  # inputs; outputs even of a failed job
             os.unlink(path)
+
+
+def held(call: Callable[[], T]) -> tuple[T | None, Exception | None, int | None]:
+    """Run one Spark call with SIGINT/SIGTERM held until it returns (`_deferred_signals`): its
+    result, or the exception it raised (worker crashes, OOM, lost executors, tasks out of
+    retries), and the signal that came meanwhile (None: none)."""
+    with _deferred_signals() as received:
+        try:
+            result, error = call(), None
+        except Exception as exc:  # noqa: BLE001 - the caller decides what a failed job means
+            result, error = None, exc
+    return result, error, (received[-1] if received else None)
+
+
+def stop_exception(signum: int) -> BaseException:
+    """What a stop by `signum` raises once the Spark call it was held for has returned."""
+    from kxtx.signals import Terminated
+
+    return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
@@ -373,7 +389,7 @@ def _quiet_log4j() -> str:
     return str(path)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     """The line that says what went wrong. For an error from a Python worker that is the last
     line of its traceback (e.g. "ModuleNotFoundError: No module named 'confluent_kafka'" on an
     executor), after the first ("An exception was thrown from the Python worker:")."""
