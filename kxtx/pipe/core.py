@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kxtx import clients
 from kxtx.errors import KxtxError
@@ -72,8 +73,10 @@ class PipeCore:
         # signal before run() is acted on like any other.
         self.signals = signals or stopsignals.Guard()
         self.stats = Stats()
-        self.consumer = None
-        self.loaded: udfmod.LoadedUdf | None = None
+        #: the group member (a confluent-kafka Consumer), from _subscribe on
+        self.consumer: Any = None
+        #: the UDF, from prepare() on
+        self.loaded: udfmod.LoadedUdf
         #: the input partitions the group gave this instance
         self._assignment: set[tuple[str, int]] = set()
         self._last_data = 0.0
@@ -139,7 +142,6 @@ class PipeCore:
         raise NotImplementedError
 
     def udf_failed(self, failure: UdfFailure) -> UdfFailed:
-        assert self.loaded is not None  # a failure comes from a UDF that was loaded
         return udf_failed(self.loaded.name, self.cfg.value_format, failure, self.UNIT, self.UNMOVED)
 
     # --- group membership ------------------------------------------------------------------------

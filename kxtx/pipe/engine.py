@@ -39,7 +39,7 @@ class Pipe(PipeCore):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.txn: TxnProducer | None = None
+        self._txn: TxnProducer | None = None
         self.pending: list = []
         self._dropped: list = []  # records read but dropped by a rebalance, for the rewind
         self._rebalanced = False
@@ -51,8 +51,15 @@ class Pipe(PipeCore):
         """The batch job (the UDF in a mapper) and the transactional producer."""
         mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
         self.job = sparkmod.batch_job(self.session, tf.make_ipc_task(mapper))
-        self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
-        self.txn.init()
+        self._txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
+        self._txn.init()
+
+    @property
+    def txn(self) -> TxnProducer:
+        """The transactional producer (made by prepare)."""
+        if self._txn is None:
+            raise RuntimeError("no transactional producer before prepare()")
+        return self._txn
 
     def _revoked(self, partitions) -> None:
         # No transaction is open here (see the module docstring); drop what was read but not
@@ -245,9 +252,9 @@ class Pipe(PipeCore):
             return None
 
     def _end_open_work(self) -> None:
-        if self.txn is not None:
-            self.txn.end_for_shutdown()
+        if self._txn is not None:
+            self._txn.end_for_shutdown()
 
     def _close_mode(self) -> None:
-        if self.txn is not None:
-            self.txn.close()
+        if self._txn is not None:
+            self._txn.close()

@@ -24,6 +24,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
@@ -54,7 +55,7 @@ class ExecutorPipe(PipeCore):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.admin = None
+        self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}
         self.lag: int | None = None
         self._failed_rounds = 0

@@ -98,5 +98,5 @@ def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterr
     signum = signal_number(exc)
     if signum is None:
         return None
-    stats.stopped = NAMES.get(signum, str(signum))
+    stats.stopped = {int(sig): name for sig, name in NAMES.items()}.get(signum, str(signum))
     return PipeInterrupted(stats.summary(cfg), signum)

@@ -41,7 +41,9 @@ import sys
 import time
 import types
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
@@ -92,7 +94,7 @@ class Job:
     dlq: str | None
     start: str
     record_mode: bool
-    mapper: object
+    mapper: Callable[[Iterator], Iterator]
     chunk: int
     udf_name: str
     timeout: float
@@ -145,8 +147,8 @@ def make_plan_task(job: Job):
     return task
 
 
-def _state():
-    state = sys.modules.get(_STATE)
+def _state() -> Any:
+    state: Any = sys.modules.get(_STATE)
     if state is None:
         state = types.ModuleType(_STATE)
         state.producers, state.consumers = {}, {}
@@ -351,7 +353,8 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
 
     consumer.assign([TopicPartition(plan.topic, plan.partition, _start_offset(job, start))])
     try:
-        msgs, eof, eof_at = [], False, -1
+        msgs: list = []
+        eof, eof_at = False, -1
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
             nxt = msgs[-1].offset() + 1 if msgs else start

@@ -176,7 +176,7 @@ try:
         except _REFUSED:
             return json.loads(text)
 except ImportError:  # executors without msgspec
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # takes str, as the msgspec one does
 
 
 def _guard(fn, *args):
@@ -359,7 +359,7 @@ def _to_batch(rows: list):
     import pyarrow as pa
 
     schema = output_schema()
-    cols = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
     arrays += [
