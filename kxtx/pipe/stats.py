@@ -94,7 +94,7 @@ class PipeInterrupted(Interrupted):
 
 def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
     """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
-    (an error stays an error, signal or not). Both modes' `run` use it."""
+    (an error stays an error, signal or not). `PipeCore.run` uses it, for both modes."""
     signum = signal_number(exc)
     if signum is None:
         return None
