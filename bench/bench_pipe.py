@@ -179,8 +179,8 @@ def loop(
 def kxtx_pipe(
     bootstrap: str, src: str, n: int, batch_size: int, session, udf: str, value_format: str = "raw"
 ) -> dict:
-    from kxtx.pipe.config import PipeConfig
-    from kxtx.pipe.engine import run
+    from kxtx.pipe.modes import run
+    from kxtx.pipe.settings import PipeConfig
     from kxtx.settings import Settings
 
     out = new_topic(bootstrap, 2)
@@ -215,7 +215,7 @@ def spark_fixed_cost(session) -> float:
     from kxtx.pipe import spark, transform, udf
 
     job = spark.batch_job(
-        session, transform.make_task(transform.make_mapper(identity, udf.ROW, "raw", False))
+        session, transform.make_ipc_task(transform.make_mapper(identity, udf.ROW, "raw", False))
     )
     table = pa.table({"idx": pa.array([0], pa.int64()), "value": pa.array([b"x"], pa.binary())})
     times = []

@@ -21,7 +21,7 @@ from kxtx.cli.common import (
     is_tty,
 )
 from kxtx.cli.output import emit
-from kxtx.pipe.config import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
+from kxtx.pipe.settings import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
 
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
@@ -210,9 +210,11 @@ def pipe(
     # reports the same way: the summary on stdout, one line on stderr.
     with Guard() as signals:
         from kxtx.parsers import parse_duration, parse_kv_list, split_csv
-        from kxtx.pipe.config import PipeConfig, PipeInterrupted, parse_on_udf_error
-        from kxtx.pipe.engine import run
+        from kxtx.pipe.modes import run
+        from kxtx.pipe.settings import PipeConfig, parse_on_udf_error
+        from kxtx.pipe.stats import PipeInterrupted
 
+        # Checked here, before any connection, and not again: run() takes it as it is.
         cfg = PipeConfig(
             inputs=split_csv(inputs),
             out=out,
@@ -232,8 +234,7 @@ def pipe(
             spark_conf=parse_kv_list(spark_conf, "--spark-conf"),
             spark_ui=spark_ui,
             debug=STATE.debug,
-        )
-        cfg.validate()
+        ).resolve()
         settings = connection(bootstrap, config, command_config, timeout)
         progress = _Progress(is_tty(sys.stderr))
         try:

@@ -1,1 +1,1 @@
-"""`kxtx pipe`: exactly-once consume → PySpark UDF → produce (see kxtx.pipe.engine)."""
+"""`kxtx pipe`: exactly-once consume → PySpark UDF → produce (entry point: kxtx.pipe.modes)."""

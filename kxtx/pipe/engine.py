@@ -13,19 +13,17 @@ so they are read again by whoever owns the partition next).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
+from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
-from kxtx.pipe import preflight, rounds
+from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import transform as tf
-from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted, subscription_conf
+from kxtx.pipe.core import PipeCore
 from kxtx.pipe.offsets import Committed, batch_offsets
+from kxtx.pipe.outputs import to_records
 from kxtx.pipe.txn import Abortable, TxnProducer
-from kxtx.signals import Guard
 from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
@@ -35,120 +33,43 @@ _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAIL
 MAX_ATTEMPTS = 5
 
 
-class UdfFailed(KxtxError):
-    """The UDF raised (or returned something unusable) on a record, and --on-udf-error is fail."""
+class Pipe(PipeCore):
+    """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
+    it in one transaction of its own producer."""
 
-
-class Pipe:
-    def __init__(
-        self,
-        settings,
-        cfg: PipeConfig,
-        progress: Callable[[dict], None] | None = None,
-        session=None,
-        signals: Guard | None = None,
-    ):
-        cfg.validate()
-        self.settings, self.cfg, self.progress = settings, cfg, progress
-        self.session, self._own_session = session, session is None
-        self.stats = Stats()
-        self.consumer = None
-        self.txn: TxnProducer | None = None
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._txn: TxnProducer | None = None
         self.pending: list = []
         self._dropped: list = []  # records read but dropped by a rebalance, for the rewind
         self._rebalanced = False
-        self._last_data = 0.0
-        self._assignment: set[tuple[str, int]] = set()
-        self._next_progress = 0.0
         self.committed = Committed()
         self._next_catch_up = 0.0
-        #: records per transaction; lowered when one nears max.poll.interval.ms (rounds.pace)
-        self._limit = cfg.batch_max_records
-        # The caller's guard if it holds one already (the CLI's, from its first line), so a
-        # signal before run() is acted on like any other.
-        self.signals = signals or Guard()
 
     # --- setup -----------------------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Everything that can fail before a record is consumed: UDF, cluster and topics, Spark."""
-        target = udfmod.locate(self.cfg.udf)
-        sparkmod.require_pyspark()
-        mode = "record" if self.cfg.record_input else "value"
-        loaded = None
-        try:
-            # Import before Spark starts, so a wrong UDF fails in a second, not after a JVM start.
-            loaded = udfmod.load(target, mode)
-        except KxtxError as exc:
-            if not sparkmod.needs_session(exc):
-                raise
-        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())  # before the JVM
-        self.signals.check()
-        if self.session is None:
-            self.session = sparkmod.start(
-                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
-            )
-        if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
-            loaded = udfmod.load(target, mode)
-        sparkmod.ship(self.session, loaded.source, loaded.module)
+    def _prepare_mode(self, loaded) -> None:
+        """The batch job (the UDF in a mapper) and the transactional producer."""
         mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
-        self.job = sparkmod.batch_job(self.session, tf.make_task(mapper))
-        self.loaded = loaded
-        self.signals.check()
-        self.txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
-        self.txn.init()
-        self.signals.check()
+        self.job = sparkmod.batch_job(self.session, tf.make_ipc_task(mapper))
+        self._txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
+        self._txn.init()
 
-    def _subscribe(self) -> None:
-        conf = {
-            "group.id": self.cfg.group,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": self.cfg.start,
-            **subscription_conf(self.settings.props, self.cfg.inputs),
-        }
-        self.consumer = clients.consumer(self.settings, **conf)
-        topics = self.cfg.inputs
-        self.consumer.subscribe(
-            topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
-        )
+    @property
+    def txn(self) -> TxnProducer:
+        """The transactional producer (made by prepare)."""
+        if self._txn is None:
+            raise RuntimeError("no transactional producer before prepare()")
+        return self._txn
 
-    def _on_assign(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
-        self._assignment |= {(p.topic, p.partition) for p in partitions}
-        self._last_data = time.monotonic()
-        logger.info("assigned %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
-
-    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+    def _revoked(self, partitions) -> None:
         # No transaction is open here (see the module docstring); drop what was read but not
         # transformed so it is neither produced by this instance nor skipped.
-        self._assignment -= {(p.topic, p.partition) for p in partitions}
         self.committed.forget(partitions)
         self._dropped.extend(self.pending)
         self.pending = []
         self._rebalanced = True
-        logger.info("revoked %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
 
     # --- the loop --------------------------------------------------------------------------------
-    def run(self) -> dict:
-        """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
-        and acted on between steps (see kxtx.signals): the open transaction is aborted,
-        Spark stopped, and PipeInterrupted raised with the summary."""
-        with self.signals:
-            try:
-                self.signals.check()
-                self.prepare()
-                self._subscribe()
-                self._loop()
-                return self.stats.summary(self.cfg)
-            except BaseException as exc:
-                self._abort_quietly()
-                stop = interrupted(exc, self.stats, self.cfg)
-                if stop is None:
-                    raise
-                raise stop from None
-            finally:
-                self.close()
-
     def _loop(self) -> None:
         cfg = self.cfg
         # The idle clock starts with the first assignment (joining a group takes a few seconds);
@@ -300,38 +221,22 @@ class Pipe:
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0
         self.signals.check()  # a stop during the job: abort rather than produce
-        values = tf.plain_output(out, len(batch))
-        if values is not None:  # the common case: no per-record output columns to walk
-            produced = self.txn.produce_values(batch, values.to_pylist(), self.cfg.out)
-            dlq = dropped = 0
-        else:
-            produced, dlq, dropped = self._produce_rows(batch, out.to_pydict())
+        outputs = to_records(batch, out, self.cfg.out, self.cfg.dlq, self.loaded.name)
+        if outputs.failure is not None:
+            self.txn.abort()
+            raise self.udf_failed(outputs.failure)
+        produce = self.txn.produce
+        for topic, key, value, headers in outputs.records:
+            produce(topic, value, key, headers)
         t2 = time.perf_counter()
         stats.produce_s += t2 - t1
         offsets = batch_offsets(batch, self.consumer)
         self.txn.commit(offsets, self.consumer.consumer_group_metadata())
         self.committed.note(offsets)
         stats.commit_s += time.perf_counter() - t2
-        stats.add_batch(len(batch), produced, dlq, dropped)
-
-    def _produce_rows(self, batch: list, rows: dict) -> tuple[int, int, int]:
-        """Outputs through the contract's columns: (produced, set aside in the DLQ, dropped)."""
-        errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
-        if errors and not self.cfg.dlq:
-            self.txn.abort()
-            raise UdfFailed(_udf_failure(self.loaded.name, batch, errors, self.cfg.value_format))
-        produced = self.txn.produce_outputs(batch, rows, self.cfg.out)
-        dlq = self.txn.produce_dlq(batch, errors, self.cfg.dlq, self.loaded.name) if errors else 0
-        return produced, dlq, len(batch) - len(set(rows["idx"]))
+        stats.add_batch(len(batch), outputs.produced, outputs.dlq, outputs.dropped)
 
     # --- progress and shutdown -------------------------------------------------------------------
-    def _report(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if self.progress is None or (now < self._next_progress and not force):
-            return
-        self._next_progress = now + 1.0
-        self.progress({**self.stats.progress(), "lag": self._lag()})
-
     def _lag(self) -> int | None:
         from confluent_kafka import TopicPartition
 
@@ -346,52 +251,10 @@ class Pipe:
         except Exception:  # noqa: BLE001 - progress is best effort
             return None
 
-    def _abort_quietly(self) -> None:
-        if self.txn is not None:
-            self.txn.end_for_shutdown()
+    def _end_open_work(self) -> None:
+        if self._txn is not None:
+            self._txn.end_for_shutdown()
 
-    def close(self) -> None:
-        if self.consumer is not None:
-            try:
-                self.consumer.close()
-            except Exception as exc:  # noqa: BLE001 - closing anyway
-                logger.info("closing the consumer: %s", exc)
-            self.consumer = None
-        if self.txn is not None:
-            self.txn.close()
-        if self._own_session and self.session is not None:
-            sparkmod.stop(self.session)
-            self.session = None
-
-
-def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
-    """Run `kxtx pipe`; returns the summary. See `Pipe` (and `kxtx.pipe.executors` for
-    --mode executors)."""
-    cfg.validate()
-    if cfg.resolved_mode() == "executors":
-        from kxtx.pipe import executors
-
-        return executors.run(settings, cfg, progress, session, signals)
-    return Pipe(settings, cfg, progress, session, signals).run()
-
-
-def bytes_hint(value_format: str, text: str) -> str:
-    """The common first mistake: a UDF written for dicts or text gets the raw value (both modes)."""
-    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
-        return " (the UDF got the value as bytes: --value-format json or string decodes it)"
-    return ""
-
-
-def _udf_failure(name: str, batch: list, errors: list, value_format: str = "raw") -> str:
-    idx, text = errors[0]
-    m = batch[idx]
-    more = f" (and {len(errors) - 1} more records of this batch)" if len(errors) > 1 else ""
-    hint = bytes_hint(value_format, text)
-    return (
-        f"UDF {name} failed on {m.topic()}[{m.partition()}]@{m.offset()}: {text}{hint}{more}; "
-        "the transaction was aborted: nothing of this batch was written and the group's "
-        "offsets did not move (--on-udf-error dlq:TOPIC sets such records aside instead)"
-    )
-
-
-__all__ = ["Pipe", "PipeConfig", "PipeInterrupted", "UdfFailed", "UsageError", "run"]
+    def _close_mode(self) -> None:
+        if self._txn is not None:
+            self._txn.close()

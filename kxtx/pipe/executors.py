@@ -24,18 +24,16 @@ transaction, so killing it loses nothing: a restart continues from the committed
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from typing import Any
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.pipe import preflight, rounds
+from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
-from kxtx.pipe import udf as udfmod
-from kxtx.pipe.config import PipeConfig, Stats, interrupted, subscription_conf
-from kxtx.signals import Guard
+from kxtx.pipe.core import PipeCore
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -49,70 +47,25 @@ METADATA_REFRESH_MS = 5000
 ASSIGN_GRACE_S = 30.0
 
 
-class ExecutorPipe:
-    def __init__(
-        self,
-        settings,
-        cfg: PipeConfig,
-        progress: Callable[[dict], None] | None = None,
-        session=None,
-        signals: Guard | None = None,
-    ):
-        cfg.validate()
-        self.signals = signals or Guard()
-        self.settings, self.cfg, self.progress = settings, cfg, progress
-        self.session, self._own_session = session, session is None
-        self.stats = Stats()
-        self.admin = self.consumer = None
+class ExecutorPipe(PipeCore):
+    """Executors mode: this process plans rounds; Spark tasks consume, produce and commit."""
+
+    UNIT = "round"
+    UNMOVED = "the partition's offset did not move (other partitions commit on their own; "
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}
         self.lag: int | None = None
-        self._next_progress = 0.0
         self._failed_rounds = 0
         self._plan_s = 0.0
-        #: records per partition and round; lowered when rounds near max.poll.interval.ms (pace)
-        self._limit = cfg.batch_max_records
-        #: the input partitions the group gave this driver (its tasks may commit only those)
-        self._assignment: set[tuple[str, int]] = set()
         self._unpaused: list = []
-        self._last_data = 0.0
 
     # --- setup -----------------------------------------------------------------------------------
-    def prepare(self) -> None:
-        target = udfmod.locate(self.cfg.udf)
-        sparkmod.require_pyspark()
-        mode = "record" if self.cfg.record_input else "value"
-        # The same checks as driver mode, before any client of this run and before Spark starts:
-        # the cluster answers, the named topics exist (or a missing DESCRIBE permission is
-        # named), a pattern matches something.
-        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
+    def _prepare_mode(self, loaded) -> None:
+        """The admin client the rounds are planned with, and the task every round runs."""
         self.admin = clients.admin(self.settings)
-        self.consumer = clients.consumer(
-            self.settings,
-            **{
-                "group.id": self.cfg.group,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": "read_committed",
-                "topic.metadata.refresh.interval.ms": self.settings.props.get(
-                    "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS
-                ),
-                **subscription_conf(self.settings.props, self.cfg.inputs),
-            },
-        )
-        loaded = None
-        try:
-            loaded = udfmod.load(target, mode)
-        except Exception as exc:
-            if not sparkmod.needs_session(exc):
-                raise
-        if self.session is None:
-            self.session = sparkmod.start(
-                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
-            )
-        if loaded is None:
-            loaded = udfmod.load(target, mode)
-        ship(self.session, loaded)
-        self.loaded = loaded
         mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
         job = taskmod.Job(
             conf=self.settings.confluent(),
@@ -128,7 +81,7 @@ class ExecutorPipe:
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
         )
-        self.task = taskmod.make_task(job)
+        self.task = taskmod.make_plan_task(job)
 
     def _metadata(self):
         try:
@@ -137,40 +90,22 @@ class ExecutorPipe:
             raise clients.translate(exc, "reading cluster metadata") from exc
 
     # --- the loop --------------------------------------------------------------------------------
-    def run(self) -> dict:
-        with self.signals:
-            try:
-                self.signals.check()
-                self.prepare()
-                self.signals.check()
-                self._subscribe()
-                self._loop()
-                return self.stats.summary(self.cfg)
-            except BaseException as exc:
-                stop = interrupted(exc, self.stats, self.cfg)
-                if stop is None:
-                    raise
-                raise stop from None
-            finally:
-                self.close()
+    def _consumer_conf(self) -> dict:
+        """The driver joins the group as a member of its own. Only partitions the group assigns
+        to it are planned, and tasks commit their offsets with its generation (KIP-447): another
+        member of the group -- a second kxtx pipe with another transactional id, a driver-mode
+        instance -- owns the rest, and a task from before a rebalance can no longer commit. The
+        driver never reads records itself: assigned partitions stay paused."""
+        return {
+            "topic.metadata.refresh.interval.ms": self.settings.props.get(
+                "topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS
+            )
+        }
 
-    def _subscribe(self) -> None:
-        """Join the group as a member of its own. Only partitions the group assigns to this driver
-        are planned, and tasks commit their offsets with its generation (KIP-447): another member
-        of the group -- a second kxtx pipe with another transactional id, a driver-mode instance --
-        owns the rest, and a task from before a rebalance can no longer commit. The driver never
-        reads records itself: assigned partitions stay paused."""
-        self.consumer.subscribe(
-            self.cfg.inputs, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
-        )
-
-    def _on_assign(self, consumer, partitions) -> None:
+    def _assigned(self, consumer, partitions) -> None:
         consumer.assign(partitions)
-        self._assignment |= {(p.topic, p.partition) for p in partitions}
         self._unpaused = list(partitions)
         self._pause()
-        self._last_data = time.monotonic()
-        logger.info("assigned %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
 
     def _pause(self) -> None:
         """librdkafka refuses to pause a new partition its metadata does not show yet ("Unknown
@@ -184,12 +119,10 @@ class ExecutorPipe:
             except KafkaException as exc:
                 logger.info("pausing %d new partition(s): %s", len(self._unpaused), exc)
 
-    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+    def _revoked(self, partitions) -> None:
         self._unpaused = []
-        self._assignment -= {(p.topic, p.partition) for p in partitions}
         for p in partitions:
             self.tokens.pop((p.topic, p.partition), None)
-        logger.info("revoked %s", ", ".join(f"{p.topic}[{p.partition}]" for p in partitions))
 
     def _serve(self, timeout: float) -> None:
         """Group membership: rebalance callbacks, heartbeats' errors (no records: all paused)."""
@@ -305,7 +238,10 @@ class ExecutorPipe:
         with self.signals:  # entered by run(): a stop waits for the job, then for the loop's check
             try:
                 sc = self.session.sparkContext
-                results, error = sc.parallelize(plans, len(plans)).mapPartitions(self.task).collect(), None
+                results: list[taskmod.TaskResult] = (
+                    sc.parallelize(plans, len(plans)).mapPartitions(self.task).collect()
+                )
+                error: Exception | None = None
             except Exception as exc:  # noqa: BLE001 - lost executors, tasks out of retries
                 results, error = [], exc
         job_s = time.perf_counter() - t0
@@ -315,32 +251,33 @@ class ExecutorPipe:
             self._limit, max(p.limit for p in plans), job_s, self.settings.props, "round"
         )
         if error is not None:
-            self._failed(f"Spark job failed: {sparkmod._first_line(error)}")
+            self._failed(f"Spark job failed: {sparkmod.first_line(error)}")
             return 0
         return self._absorb(results)
 
-    def _absorb(self, results: list) -> int:
+    def _absorb(self, results: list[taskmod.TaskResult]) -> int:
         got = failed = 0
+        s = self.stats
         for r in results:
-            key = (r["topic"], r["partition"])
-            s = self.stats
-            s.consume_s += r["consume_s"]
-            s.produce_s += r["produce_s"] + r["udf_s"]
-            s.commit_s += r["commit_s"]
-            if r["status"] == "udf-error":
-                raise _udf_failed(self.loaded.name, self.cfg.value_format, *r["error"])
-            if r["status"] == "fatal":
-                raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r['error']}")
-            if r["status"] != "ok":
+            key = (r.topic, r.partition)
+            s.consume_s += r.consume_s
+            s.produce_s += r.produce_s + r.udf_s
+            s.commit_s += r.commit_s
+            if r.status == "udf-error" and r.udf_failure is not None:
+                raise self.udf_failed(r.udf_failure)
+            if r.status == "fatal":
+                raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r.error}")
+            if r.status != "ok":
                 failed += 1
                 s.aborted += 1
                 self.tokens.pop(key, None)
-                logger.info("%s[%d]: %s (%s); planned again", *key, r["status"], r.get("error"))
+                logger.info("%s[%d]: %s (%s); planned again", *key, r.status, r.error)
                 continue
-            self.tokens[key] = r["token"]
-            if r["committed"] is not None:
-                s.add_batch(r["in"], r["out"], r["dlq"], r["dropped"])
-                got += r["in"]
+            if r.token is not None:
+                self.tokens[key] = r.token
+            if r.committed is not None:
+                s.add_batch(r.records_in, r.records_out, r.dlq, r.dropped)
+                got += r.records_in
         if failed and not got:
             self._failed(f"{failed} task(s) fenced or aborted")
         else:
@@ -357,50 +294,5 @@ class ExecutorPipe:
         time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
 
     # --- progress and shutdown -------------------------------------------------------------------
-    def _report(self) -> None:
-        now = time.monotonic()
-        if self.progress is None or now < self._next_progress:
-            return
-        self._next_progress = now + 1.0
-        self.progress({**self.stats.progress(), "lag": self.lag})
-
-    def close(self) -> None:
-        if self.consumer is not None:
-            try:
-                self.consumer.close()
-            except Exception as exc:  # noqa: BLE001 - closing anyway
-                logger.info("closing the consumer: %s", exc)
-            self.consumer = None
-        if self._own_session and self.session is not None:
-            sparkmod.stop(self.session)
-            self.session = None
-
-
-def ship(session, loaded) -> None:
-    """The UDF and kxtx's worker code (task + `spark.worker_modules()`) to the executors: by value on
-    a cluster, so executors need confluent-kafka and pyarrow (pandas for pandas UDFs), not kxtx."""
-    sparkmod.ship(session, loaded.source, loaded.module)
-    if not sparkmod.is_local(session.sparkContext.master):
-        from pyspark import cloudpickle
-
-        try:
-            cloudpickle.register_pickle_by_value(taskmod)
-        except ValueError:
-            pass  # already registered
-
-
-def _udf_failed(name: str, value_format: str, topic: str, partition: int, offset: int, text: str, n: int):
-    from kxtx.pipe.engine import UdfFailed, bytes_hint
-
-    more = f" (and {n - 1} more records of this round)" if n > 1 else ""
-    return UdfFailed(
-        f"UDF {name} failed on {topic}[{partition}]@{offset}: {text}"
-        f"{bytes_hint(value_format, text)}{more}; the transaction was "
-        "aborted: nothing of this batch was written and the partition's offset did not move "
-        "(other partitions commit on their own; --on-udf-error dlq:TOPIC sets such records "
-        "aside instead)"
-    )
-
-
-def run(settings, cfg: PipeConfig, progress=None, session=None, signals=None) -> dict:
-    return ExecutorPipe(settings, cfg, progress, session, signals).run()
+    def _lag(self) -> int | None:
+        return self.lag

@@ -5,33 +5,40 @@ a round's time went."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
+
+if TYPE_CHECKING:
+    from kxtx.pipe.task import TaskResult
 
 #: librdkafka's default max.poll.interval.ms.
 MAX_POLL_INTERVAL_MS = 300_000
 
 
-def log_round(plans: list, results: list, plan_s: float, job_s: float) -> None:
+def log_round(plans: list, results: list[TaskResult], plan_s: float, job_s: float) -> None:
     """With --debug: where a round's time went (the per-round fixed cost is what bounds small
     rounds; a task that started a producer has moved or was fenced)."""
     if not results or not logger.isEnabledFor(logging.DEBUG):
         return
-    slow = max(results, key=lambda r: r["task_s"])
+    slow = max(results, key=lambda r: r.task_s)
     logger.debug(
         "round: %d task(s), %d record(s); plan %.0f ms, Spark job %.0f ms, task time sum %.0f ms;"
         " %d producer(s) started; slowest %s[%d] %.0f ms (init %.0f, consume %.0f, udf %.0f,"
         " produce %.0f, commit %.0f)",
         len(plans),
-        sum(r["in"] for r in results),
+        sum(r.records_in for r in results),
         1000 * plan_s,
         1000 * job_s,
-        1000 * sum(r["task_s"] for r in results),
-        sum(r["init"] for r in results),
-        slow["topic"],
-        slow["partition"],
-        *(1000 * slow[k] for k in ("task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")),
+        1000 * sum(r.task_s for r in results),
+        sum(r.init for r in results),
+        slow.topic,
+        slow.partition,
+        *(
+            1000 * getattr(slow, k)
+            for k in ("task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")
+        ),
     )
 
 

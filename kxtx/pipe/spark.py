@@ -97,7 +97,7 @@ def start(
     except Exception as exc:
         raise SparkError(
             f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
-            f"{_first_line(exc)}"
+            f"{first_line(exc)}"
         ) from exc
     session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
     logger.info("Spark %s started, master %s", session.version, master)
@@ -128,7 +128,7 @@ def _session(spark_conf, debug: bool = False):
             )
         except Exception as exc:
             stderr.close()
-            raise SparkError(stderr.last_line() or _first_line(exc)) from exc
+            raise SparkError(stderr.last_line() or first_line(exc)) from exc
         stderr.close()
     made: dict = {}
 
@@ -223,9 +223,9 @@ def worker_modules() -> list:
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
     from kxtx import errnames, wording
-    from kxtx.pipe import contract, transform, udf
+    from kxtx.pipe import consumerconf, contract, outputs, task, transform, udf
 
-    return [transform, contract, udf, wording, errnames]
+    return [transform, contract, udf, outputs, consumerconf, task, wording, errnames]
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ def transform(session, table, job: BatchJob):
             result, error = None, exc
     held.check()
     if error is not None:
-        raise SparkError(f"Spark job failed: {_first_line(error)}") from error
+        raise SparkError(f"Spark job failed: {first_line(error)}") from error
     return result
 
 
@@ -351,7 +351,7 @@ def _quiet_log4j() -> str:
     return str(path)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     """The line that says what went wrong. For an error from a Python worker that is the last
     line of its traceback (e.g. "ModuleNotFoundError: No module named 'confluent_kafka'" on an
     executor), after the first ("An exception was thrown from the Python worker:")."""

@@ -31,7 +31,7 @@ producer that last committed a partition; a worker that still holds that very pr
 (no init_transactions), any other one starts a new producer and so fences the rest. Code that Spark
 ships by value gets fresh module globals per task, so the cache hangs off a module in sys.modules.
 
-Tasks never raise for Kafka or UDF errors: they return a result dict ("status"), so local mode
+Tasks never raise for Kafka or UDF errors: they return a `TaskResult` (its `status`), so local mode
 (no task retries) and clusters behave alike and the driver decides what to do.
 """
 
@@ -41,10 +41,14 @@ import sys
 import time
 import types
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
+from kxtx.pipe.consumerconf import exactly_once
+from kxtx.pipe.outputs import Outputs, UdfFailure, to_records
 
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
@@ -90,7 +94,7 @@ class Job:
     dlq: str | None
     start: str
     record_mode: bool
-    mapper: object
+    mapper: Callable[[Iterator], Iterator]
     chunk: int
     udf_name: str
     timeout: float
@@ -99,12 +103,42 @@ class Job:
     executor_log: bool = False
 
 
+@dataclass(frozen=True)
+class TaskResult:
+    """What one task did for one plan (returned, never raised: see the module docstring)."""
+
+    topic: str
+    partition: int
+    #: ok | fenced | aborted | fatal (this producer can do nothing more) | udf-error
+    status: str = "ok"
+    records_in: int = 0
+    records_out: int = 0
+    dlq: int = 0
+    dropped: int = 0
+    #: the producer that committed (the next plan's `token`); None when none did
+    token: str | None = None
+    #: whether the task started a new producer (init_transactions)
+    init: bool = False
+    #: the input offset committed; None: no transaction committed (nothing new, or failed)
+    committed: int | None = None
+    #: fenced, aborted, fatal: the Kafka error, as "NAME: text"
+    error: str | None = None
+    #: udf-error: the record the UDF failed on (no DLQ)
+    udf_failure: UdfFailure | None = None
+    consume_s: float = 0.0
+    udf_s: float = 0.0
+    produce_s: float = 0.0
+    commit_s: float = 0.0
+    init_s: float = 0.0
+    task_s: float = 0.0
+
+
 def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
     return f"{pipe_id}.{topic}.{partition}"
 
 
-def make_task(job: Job):
-    """The function of `RDD.mapPartitions`: plans in, one result dict per plan out."""
+def make_plan_task(job: Job):
+    """The function of `RDD.mapPartitions`: plans in, one `TaskResult` per plan out."""
 
     def task(plans):
         for plan in plans:
@@ -113,8 +147,8 @@ def make_task(job: Job):
     return task
 
 
-def _state():
-    state = sys.modules.get(_STATE)
+def _state() -> Any:
+    state: Any = sys.modules.get(_STATE)
     if state is None:
         state = types.ModuleType(_STATE)
         state.producers, state.consumers = {}, {}
@@ -207,59 +241,38 @@ def consumer_conf(job: Job) -> dict:
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
         **job.conf,
-        "group.id": job.group,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "isolation.level": "read_committed",
+        **exactly_once(job.group, job.start),
         "enable.partition.eof": True,
-        "auto.offset.reset": job.start,
     }
 
 
-def run_plan(job: Job, plan: Plan) -> dict:
+def run_plan(job: Job, plan: Plan) -> TaskResult:
     from confluent_kafka import KafkaException
 
     tid = transactional_id(job.pipe_id, plan.topic, plan.partition)
-    result = {
-        "topic": plan.topic,
-        "partition": plan.partition,
-        "status": "ok",
-        "in": 0,
-        "out": 0,
-        "dlq": 0,
-        "dropped": 0,
-        "token": None,
-        "init": False,
-        "committed": None,
-        "consume_s": 0.0,
-        "udf_s": 0.0,
-        "produce_s": 0.0,
-        "commit_s": 0.0,
-        "init_s": 0.0,
-        "task_s": 0.0,
-    }
+    attempt: dict = {}  # TaskResult's fields, filled in as the attempt goes
     began = time.perf_counter()
     prod = None
     try:
-        prod, result["init"] = _producer(job, plan, tid)
-        result["init_s"] = time.perf_counter() - began
-        result["token"] = prod.token
-        _process(job, plan, prod, result)
+        prod, attempt["init"] = _producer(job, plan, tid)
+        attempt["init_s"] = time.perf_counter() - began
+        attempt["token"] = prod.token
+        _process(job, plan, prod, attempt)
     except KafkaException as exc:
         err = _settle(job, tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
-        result["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
-        result["error"] = f"{name}: {err.str() if err is not None else exc}"
-        result["token"] = None
+        attempt["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
+        attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
+        attempt["token"] = None
         if job.executor_log:
             sys.stderr.write(
                 f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
-                f"{tid}): {result['status']}, {result['error']}; nothing of this "
+                f"{tid}): {attempt['status']}, {attempt['error']}; nothing of this "
                 "attempt was committed\n"
             )
             sys.stderr.flush()
-    result["task_s"] = time.perf_counter() - began
-    return result
+    attempt["task_s"] = time.perf_counter() - began
+    return TaskResult(plan.topic, plan.partition, **attempt)
 
 
 def _settle(job: Job, tid: str, prod: _Producer | None, err):
@@ -289,7 +302,7 @@ def _final(err) -> bool:
     return hasattr(err, "name") and (err.name() in _FENCED or err.fatal())
 
 
-def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
+def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     from confluent_kafka import TopicPartition
 
     consumer = _consumer(job, plan.topic)
@@ -300,17 +313,26 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
     start = committed.offset
     msgs, next_offset = _consume(job, plan, consumer, start)
     t1 = time.perf_counter()
-    result["consume_s"] = t1 - t0
+    attempt["consume_s"] = t1 - t0
     if next_offset is None or (start >= 0 and next_offset <= start):
         return  # nothing new: no transaction
     p = prod.producer
     _retry(job, p.begin_transaction)
-    errors = []
     if msgs:
-        errors = _transform_and_produce(job, p, msgs, result)
-        if errors is None:  # a UDF error and no DLQ: nothing of the round is written
+        outputs = _transform(job, msgs, attempt)
+        if outputs.failure is not None:  # a UDF error and no DLQ: nothing of the round is written
             p.abort_transaction(job.timeout)
+            attempt["status"], attempt["udf_failure"] = "udf-error", outputs.failure
             return
+        t1 = time.perf_counter()
+        for topic, key, value, headers in outputs.records:
+            _produce(p, topic, value, key, headers)
+        attempt["produce_s"] = time.perf_counter() - t1
+        attempt["records_out"], attempt["dlq"], attempt["dropped"] = (
+            outputs.produced,
+            outputs.dlq,
+            outputs.dropped,
+        )
     t2 = time.perf_counter()
     _retry(
         job,
@@ -320,8 +342,8 @@ def _process(job: Job, plan: Plan, prod: _Producer, result: dict) -> None:
         job.timeout,
     )
     _retry(job, p.commit_transaction, job.timeout)
-    result["commit_s"] = time.perf_counter() - t2
-    result["in"], result["committed"] = len(msgs), next_offset
+    attempt["commit_s"] = time.perf_counter() - t2
+    attempt["records_in"], attempt["committed"] = len(msgs), next_offset
 
 
 def _consume(job: Job, plan: Plan, consumer, start: int):
@@ -331,7 +353,8 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
 
     consumer.assign([TopicPartition(plan.topic, plan.partition, _start_offset(job, start))])
     try:
-        msgs, eof, eof_at = [], False, -1
+        msgs: list = []
+        eof, eof_at = False, -1
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
             nxt = msgs[-1].offset() + 1 if msgs else start
@@ -380,9 +403,8 @@ def _start_offset(job: Job, committed: int) -> int:
     return OFFSET_BEGINNING if job.start == "earliest" else OFFSET_END
 
 
-def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
-    """The UDF over `msgs` (chunks of `job.chunk` per call), then the outputs (and DLQ records).
-    Returns the list of errors, or None when a record failed and there is no DLQ."""
+def _transform(job: Job, msgs: list, attempt: dict) -> Outputs:
+    """The UDF over `msgs` (chunks of `job.chunk` per call), as the records to produce."""
     import pyarrow as pa
 
     t0 = time.perf_counter()
@@ -390,54 +412,8 @@ def _transform_and_produce(job: Job, producer, msgs: list, result: dict):
     out = pa.Table.from_batches(
         list(job.mapper(iter(table.to_batches(job.chunk)))), schema=tf.output_schema()
     )
-    t1 = time.perf_counter()
-    result["udf_s"] = t1 - t0
-    values = tf.plain_output(out, len(msgs))
-    if values is not None:
-        for m, value in zip(msgs, values.to_pylist()):
-            _produce(producer, job.out, value, m.key(), m.headers())
-        result["out"] = len(msgs)
-        result["produce_s"] = time.perf_counter() - t1
-        return []
-    rows = out.to_pydict()
-    errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
-    if errors and not job.dlq:
-        i, text = errors[0]
-        m = msgs[i]
-        result["status"] = "udf-error"
-        result["error"] = (m.topic(), m.partition(), m.offset(), text, len(errors))
-        return None
-    n = 0
-    for idx, key_set, key, value, headers_set, headers, topic, error in zip(
-        rows["idx"],
-        rows["key_set"],
-        rows["key"],
-        rows["value"],
-        rows["headers_set"],
-        rows["headers"],
-        rows["topic"],
-        rows["error"],
-    ):
-        if error is not None:
-            continue
-        m = msgs[idx]
-        hdrs = [(h["key"], h["value"]) for h in headers] if headers_set else m.headers()
-        _produce(producer, topic or job.out, value, key if key_set else m.key(), hdrs)
-        n += 1
-    for idx, text in errors:
-        m = msgs[idx]
-        hdrs = list(m.headers() or []) + [
-            ("kxtx.error", text.encode("utf-8")),
-            ("kxtx.udf", job.udf_name.encode("utf-8")),
-            ("kxtx.source.topic", m.topic().encode("utf-8")),
-            ("kxtx.source.partition", str(m.partition()).encode()),
-            ("kxtx.source.offset", str(m.offset()).encode()),
-        ]
-        _produce(producer, job.dlq, m.value(), m.key(), hdrs)
-    result["out"], result["dlq"] = n, len(errors)
-    result["dropped"] = len(msgs) - len(set(rows["idx"]))
-    result["produce_s"] = time.perf_counter() - t1
-    return errors
+    attempt["udf_s"] = time.perf_counter() - t0
+    return to_records(msgs, out, job.out, job.dlq, job.udf_name)
 
 
 def _produce(producer, topic, value, key, headers) -> None:

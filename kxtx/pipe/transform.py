@@ -3,7 +3,7 @@
 Every UDF flavour runs inside one mapper over Arrow record batches, so each batch is one Spark job
 with Arrow data both ways, errors are caught per input record (the poison record is named, not just
 the job), and the output contract is applied on the executors, not the driver. The mapper runs in
-a Spark task (`make_task`) that takes and returns Arrow IPC streams, as bytes or (local mode) as
+a Spark task (`make_ipc_task`) that takes and returns Arrow IPC streams, as bytes or (local mode) as
 files: the JVM never converts a row (see `spark._run_job`).
 
 Output rows (OUTPUT_FIELDS): the input row index they came from, the record parts, and `error` (set,
@@ -63,7 +63,7 @@ def _headers_type():
 
 
 def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool):
-    """Arrow batches in, output batches out (run by `make_task` on the workers, with `func`)."""
+    """Arrow batches in, output batches out (run by `make_ipc_task` on the workers, with `func`)."""
     json_values = value_format == JSON
 
     def mapper(batches: Iterator) -> Iterator:
@@ -74,7 +74,7 @@ def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool)
     return mapper
 
 
-def make_task(mapper) -> Callable:
+def make_ipc_task(mapper) -> Callable:
     """The function each Spark task runs (`RDD.mapPartitions`): Arrow IPC streams in, one out each.
 
     An item is the stream itself (bytes), or in local mode the path of a file holding it (str);
@@ -176,7 +176,7 @@ try:
         except _REFUSED:
             return json.loads(text)
 except ImportError:  # executors without msgspec
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # takes str, as the msgspec one does
 
 
 def _guard(fn, *args):
@@ -359,7 +359,7 @@ def _to_batch(rows: list):
     import pyarrow as pa
 
     schema = output_schema()
-    cols = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
     arrays += [

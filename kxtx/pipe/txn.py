@@ -52,64 +52,9 @@ class TxnProducer:
         self._call(self.producer.begin_transaction, "beginning a transaction")
         self.open, self.offsets_sent = True, False
 
-    def produce_outputs(self, batch: list, rows: dict, default_topic: str) -> int:
-        n = 0
-        cols = (
-            rows["idx"],
-            rows["key_set"],
-            rows["key"],
-            rows["value"],
-            rows["headers_set"],
-            rows["headers"],
-            rows["topic"],
-            rows["error"],
-        )
-        for idx, key_set, key, value, headers_set, headers, topic, error in zip(*cols):
-            if error is not None:
-                continue
-            m = batch[idx]
-            if not key_set:
-                key = m.key()
-            headers = [(h["key"], h["value"]) for h in headers] if headers_set else m.headers()
-            self._produce(topic or default_topic, value, key, headers)
-            n += 1
-        return n
-
-    def produce_values(self, batch: list, values: list, topic: str) -> int:
-        """One value per input record, with its key and headers (the common case: no per-record
-        output parsing, the producer called directly; a full queue goes the slow way)."""
-        from confluent_kafka import KafkaException
-
-        produce = self.producer.produce
-        for m, value in zip(batch, values):
-            headers = m.headers()
-            try:
-                if headers:
-                    produce(topic, value, m.key(), headers=headers)
-                else:
-                    produce(topic, value, m.key())
-            except BufferError:
-                self._produce(topic, value, m.key(), headers)
-            except KafkaException as exc:
-                self._raise(exc, f"producing to {topic}")
-        return len(values)
-
-    def produce_dlq(self, batch: list, errors: list, dlq: str, udf_name: str) -> int:
-        for idx, text in errors:
-            m = batch[idx]
-            headers = list(m.headers() or []) + [
-                ("kxtx.error", text.encode("utf-8")),
-                ("kxtx.udf", udf_name.encode("utf-8")),
-                ("kxtx.source.topic", m.topic().encode("utf-8")),
-                ("kxtx.source.partition", str(m.partition()).encode()),
-                ("kxtx.source.offset", str(m.offset()).encode()),
-            ]
-            self._produce(dlq, m.value(), m.key(), headers)
-        return len(errors)
-
-    def _produce(self, topic, value, key, headers) -> None:
-        from confluent_kafka import KafkaException
-
+    def produce(self, topic, value, key, headers) -> None:
+        """One record into the open transaction (a full local queue waits for room). Called once
+        per output record: nothing is imported on the way unless it fails."""
         while True:
             try:
                 if headers:
@@ -120,7 +65,11 @@ class TxnProducer:
             except BufferError:
                 # The local queue is full: let librdkafka send some, then go on.
                 self.producer.poll(0.05)
-            except KafkaException as exc:
+            except Exception as exc:
+                from confluent_kafka import KafkaException
+
+                if not isinstance(exc, KafkaException):
+                    raise
                 self._raise(exc, f"producing to {topic}")
 
     def commit(self, offsets: list, group_metadata) -> None:

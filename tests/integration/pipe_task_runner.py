@@ -1,6 +1,7 @@
 """Run one executor-mode task (`kxtx.pipe.task.run_plan`) outside Spark and print its result as
 JSON: `python pipe_task_runner.py BOOTSTRAP GROUP PIPE_ID TOPIC PARTITION OUT UDF_NAME`."""
 
+import dataclasses
 import json
 import sys
 
@@ -32,4 +33,4 @@ if __name__ == "__main__":
     bootstrap, group, pipe_id, topic, partition, out, udf_name = sys.argv[1:8]
     plan = taskmod.Plan(topic, int(partition), limit=1_000_000, end=1 << 62, token=None)
     result = taskmod.run_plan(job(bootstrap, group, pipe_id, out, udf_name), plan)
-    print(json.dumps({k: v for k, v in result.items() if k != "error"} | {"error": str(result.get("error"))}))
+    print(json.dumps(dataclasses.asdict(result), default=str))

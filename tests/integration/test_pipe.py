@@ -37,8 +37,8 @@ def mode(request):
 @pytest.fixture
 def pipe(kafka, spark_session, mode):
     """Run the engine in-process until idle, in both modes; returns the summary."""
-    from kxtx.pipe.config import PipeConfig
-    from kxtx.pipe.engine import run
+    from kxtx.pipe.modes import run
+    from kxtx.pipe.settings import PipeConfig
 
     def go(inputs, out, udf, **kw):
         cfg = PipeConfig(

@@ -70,7 +70,7 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
         zombie.send_signal(signal.SIGSTOP)
         plan = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None)
         fresh = taskmod.run_plan(job(kafka.bootstrap, group, pipe_id, out, "identity"), plan)
-        assert (fresh["status"], fresh["in"], fresh["init"]) == ("ok", 3000, True), fresh
+        assert (fresh.status, fresh.records_in, fresh.init) == ("ok", 3000, True), fresh
         zombie.send_signal(signal.SIGCONT)
         stdout, stderr = zombie.communicate(timeout=120)
     finally:
@@ -99,19 +99,19 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     group, pipe_id = f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
     j = job(kafka.bootstrap, group, pipe_id, out, "identity")
     first = taskmod.run_plan(j, taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None))
-    assert (first["status"], first["in"]) == ("ok", 10), first
+    assert (first.status, first.records_in) == ("ok", 10), first
     tid = taskmod.transactional_id(pipe_id, src, 0)
     other = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid})
     other.init_transactions(30)  # fences the worker's cached producer
     # Enough records that the fence arrives while produce() is still queueing them.
     produce(kafka.bootstrap, src, [b"b-%d" % i for i in range(200_000)])
-    again = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=first["token"])
+    again = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=first.token)
     second = taskmod.run_plan(j, again)
-    assert (second["status"], second["in"], second["init"]) == ("fenced", 0, False), second
+    assert (second.status, second.records_in, second.init) == ("fenced", 0, False), second
     assert tid not in taskmod._state().producers
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [10]
     third = taskmod.run_plan(j, again)
-    assert (third["status"], third["in"], third["init"]) == ("ok", 200_000, True), third
+    assert (third.status, third.records_in, third.init) == ("ok", 200_000, True), third
     assert len(read_committed(kafka.bootstrap, out)) == 200_010
 
 
@@ -132,12 +132,12 @@ def test_a_partition_without_committed_offset_starts_where_from_says(kafka, star
     j = dataclasses.replace(job(kafka.bootstrap, group, pipe_id, out, "identity"), start=start)
     plan = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None)
     first = taskmod.run_plan(j, plan)
-    assert (first["status"], first["in"], first["committed"]) == ("ok", first_in, 50), first
+    assert (first.status, first.records_in, first.committed) == ("ok", first_in, 50), first
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [50]
     new = [b"new-%d" % i for i in range(30)]
     produce(kafka.bootstrap, src, new)
-    second = taskmod.run_plan(j, dataclasses.replace(plan, token=first["token"]))
-    assert (second["status"], second["in"], second["committed"]) == ("ok", 30, 80), second
+    second = taskmod.run_plan(j, dataclasses.replace(plan, token=first.token))
+    assert (second.status, second.records_in, second.committed) == ("ok", 30, 80), second
     expected = (old if start == "earliest" else []) + new
     assert values(read_committed(kafka.bootstrap, out)) == Counter(expected)
 

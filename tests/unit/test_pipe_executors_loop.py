@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 
 from kxtx.pipe import executors
-from kxtx.pipe.config import PipeConfig, Stats
+from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.stats import Stats
 from kxtx.signals import Guard
 
 

@@ -6,7 +6,8 @@ import signal
 
 import pytest
 
-from kxtx.pipe.config import PipeConfig, PipeInterrupted, Stats, interrupted
+from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.stats import PipeInterrupted, Stats, interrupted
 from kxtx.signals import Stopped
 
 

@@ -6,22 +6,23 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kxtx.pipe import rounds
+from kxtx.pipe.task import TaskResult
 
 
 def test_a_round_says_where_its_time_went_with_debug(caplog):
     def result(partition, task_s, init):
-        return {
-            "topic": "in",
-            "partition": partition,
-            "in": 10,
-            "task_s": task_s,
-            "init": init,
-            "init_s": 0.1 if init else 0.0,
-            "consume_s": 0.01,
-            "udf_s": 0.02,
-            "produce_s": 0.003,
-            "commit_s": 0.04,
-        }
+        return TaskResult(
+            topic="in",
+            partition=partition,
+            records_in=10,
+            task_s=task_s,
+            init=init,
+            init_s=0.1 if init else 0.0,
+            consume_s=0.01,
+            udf_s=0.02,
+            produce_s=0.003,
+            commit_s=0.04,
+        )
 
     results = [result(0, 0.2, False), result(1, 0.5, True)]
     with caplog.at_level("INFO", logger="kxtx"):

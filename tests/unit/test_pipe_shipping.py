@@ -33,7 +33,7 @@ PICKLE = textwrap.dedent("""
                    dlq=None, start="earliest", record_mode=False, mapper=mapper, chunk=2,
                    udf_name="udf", timeout=5)
     with open(sys.argv[1], "wb") as f:
-        cloudpickle.dump((transform.make_task(mapper), task.make_task(job), job), f)
+        cloudpickle.dump((transform.make_ipc_task(mapper), task.make_plan_task(job), job), f)
 """)
 
 # The test cluster's executors get the same block (their sitecustomize).

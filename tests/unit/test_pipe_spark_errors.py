@@ -1,10 +1,10 @@
-"""How a failed Spark job is named in one line (kxtx/pipe/spark.py `_first_line`)."""
+"""How a failed Spark job is named in one line (kxtx/pipe/spark.py `first_line`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kxtx.pipe.spark import _first_line
+from kxtx.pipe.spark import first_line
 
 WORKER = """An exception was thrown from the Python worker:
 Traceback (most recent call last):
@@ -46,4 +46,4 @@ ValueError: bad record
     ],
 )
 def test_the_line_that_names_the_error(text, expected):
-    assert _first_line(RuntimeError(text)) == expected
+    assert first_line(RuntimeError(text)) == expected

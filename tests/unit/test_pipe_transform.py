@@ -88,7 +88,7 @@ def test_task_maps_ipc_streams_chunk_by_chunk(tmp_path, via_files):
         return s
 
     table = pa.Table.from_batches([batch_of([b"%d" % i for i in range(25)])])
-    task = tf.make_task(tf.make_mapper(f, udf.PANDAS, "raw", False))
+    task = tf.make_ipc_task(tf.make_mapper(f, udf.PANDAS, "raw", False))
     parts = [table.slice(0, 12), table.slice(12)]
     if via_files:  # local mode: the driver writes files, the task answers with files
         items = [str(tmp_path / f"in-{i}") for i in range(2)]
@@ -106,7 +106,7 @@ def test_task_maps_ipc_streams_chunk_by_chunk(tmp_path, via_files):
 
 
 def test_task_on_an_empty_partition():
-    task = tf.make_task(tf.make_mapper(lambda v: v, udf.ROW, "raw", False))
+    task = tf.make_ipc_task(tf.make_mapper(lambda v: v, udf.ROW, "raw", False))
     empty = tf.write_ipc(None, pa.Table.from_batches([], tf.input_schema(False)), tf.input_schema(False))
     out = tf.read_ipc(list(task(iter([empty]))), tf.output_schema())
     assert out.num_rows == 0

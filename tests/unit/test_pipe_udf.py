@@ -7,7 +7,7 @@ import pytest
 from kxtx.errors import UsageError
 from kxtx.pipe import transform as tf
 from kxtx.pipe import udf
-from kxtx.pipe.config import PipeConfig, default_transactional_id, parse_on_udf_error
+from kxtx.pipe.settings import PipeConfig, default_transactional_id, parse_on_udf_error
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def test_article(word, expected):
 
 
 def test_messages_count_in_the_singular_when_there_is_one():
-    from kxtx.pipe.config import PipeInterrupted
+    from kxtx.pipe.stats import PipeInterrupted
     from kxtx.records import TXN_TOPIC, decode
     from tests.unit import record_encoder as e
 

@@ -1,16 +1,12 @@
-"""`kxtx pipe` settings, run statistics, and the interrupted-with-summary exception."""
+"""`kxtx pipe` settings: the options of a run, their defaults and their checks."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-import signal
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
-from kxtx.errors import Interrupted, UsageError
-from kxtx.signals import signal_number
-from kxtx.wording import plural
+from kxtx.errors import UsageError
 
 #: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
 #: a hand-written EOS loop (c/b) is 0.86 / 0.99 / 0.99 / 1.00 at 20k / 50k / 100k / 200k records per
@@ -72,8 +68,10 @@ def parse_on_udf_error(text: str) -> str | None:
     raise UsageError(f"--on-udf-error {text!r}: expected fail or dlq:TOPIC")
 
 
-@dataclass
+@dataclass(frozen=True)
 class PipeConfig:
+    """The options of a run as given; `resolve()` checks them and fills in the defaults."""
+
     inputs: list[str]
     out: str
     group: str
@@ -94,7 +92,7 @@ class PipeConfig:
     spark_ui: bool = False
     debug: bool = False
     #: driver: the driver consumes and produces, Spark runs the UDF; executors: Spark tasks do the
-    #: Kafka work (kxtx.pipe.executors); auto: see `resolved_mode`
+    #: Kafka work (kxtx.pipe.executors); auto: see `resolved_mode`. kxtx.pipe.modes.run dispatches.
     mode: str = "auto"
 
     def resolved_mode(self) -> str:
@@ -108,7 +106,29 @@ class PipeConfig:
             return self.mode
         return "executors"
 
+    def resolve(self) -> RunConfig:
+        """Checked once, defaults filled in once: the settings a run works with (a RunConfig
+        resolves to itself)."""
+        if isinstance(self, RunConfig):
+            return self
+        self.validate()
+        mode = self.resolved_mode()
+        batch = self.batch_max_records
+        if batch is None:
+            batch = EXECUTOR_BATCH_RECORDS if mode == "executors" else DEFAULT_BATCH_RECORDS
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        return RunConfig(
+            **{
+                **given,
+                "mode": mode,
+                "batch_max_records": batch,
+                "transactional_id": self.transactional_id
+                or default_transactional_id(self.group, self.inputs, self.out),
+            }
+        )
+
     def validate(self) -> None:
+        """Raise UsageError naming the first option that cannot work; changes nothing."""
         if not self.inputs or not all(t.strip() for t in self.inputs):
             raise UsageError("--in: give at least one topic (or a ^regex)")
         if not self.out.strip():
@@ -117,11 +137,7 @@ class PipeConfig:
             raise UsageError("--group: give the consumer group")
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
-        if self.batch_max_records is None:
-            self.batch_max_records = (
-                EXECUTOR_BATCH_RECORDS if self.resolved_mode() == "executors" else DEFAULT_BATCH_RECORDS
-            )
-        if self.batch_max_records < 1:
+        if self.batch_max_records is not None and self.batch_max_records < 1:
             raise UsageError("--batch-max-records must be at least 1")
         if self.batch_max_ms < 1:
             raise UsageError("--batch-max-ms must be at least 1")
@@ -146,8 +162,6 @@ class PipeConfig:
                 "--out cannot be one of the --in topics (the pipe would feed itself; "
                 f"{self._taking(self.out)})"
             )
-        if not self.transactional_id:
-            self.transactional_id = default_transactional_id(self.group, self.inputs, self.out)
 
     def output_topics(self) -> dict[str, str]:
         """Topic -> what it is, for messages about the topics the pipe writes."""
@@ -158,88 +172,10 @@ class PipeConfig:
         return f"--in {spec} takes {topic!r}"
 
 
-@dataclass
-class Stats:
-    started: float = field(default_factory=time.monotonic)
-    #: when the first record arrived: the rate after it leaves out Spark start-up and group join
-    first_record: float | None = None
-    records_in: int = 0
-    records_out: int = 0
-    dropped: int = 0
-    dlq: int = 0
-    transactions: int = 0
-    aborted: int = 0
-    consecutive_aborts: int = 0
-    consume_s: float = 0.0
-    spark_s: float = 0.0
-    produce_s: float = 0.0
-    commit_s: float = 0.0
-    stopped: str = ""
+@dataclass(frozen=True)
+class RunConfig(PipeConfig):
+    """A checked PipeConfig with its defaults filled in (made by `PipeConfig.resolve()` only):
+    `mode` is driver or executors, `batch_max_records` and `transactional_id` are set."""
 
-    def add_batch(self, n_in: int, n_out: int, n_dlq: int, n_dropped: int) -> None:
-        self.records_in += n_in
-        self.records_out += n_out
-        self.dlq += n_dlq
-        self.dropped += n_dropped
-        self.transactions += 1
-
-    def progress(self) -> dict:
-        elapsed = max(1e-9, time.monotonic() - self.started)
-        return {
-            "records_in": self.records_in,
-            "records_out": self.records_out,
-            "dlq": self.dlq,
-            "transactions": self.transactions,
-            "aborted": self.aborted,
-            "rate": round(self.records_in / elapsed, 1),
-        }
-
-    def summary(self, cfg: PipeConfig) -> dict:
-        now = time.monotonic()
-        elapsed = now - self.started
-        busy = now - self.first_record if self.first_record is not None else 0.0
-        txns = max(1, self.transactions)
-        return {
-            "group": cfg.group,
-            "transactional_id": cfg.transactional_id,
-            "input": ",".join(cfg.inputs),
-            "output": cfg.out,
-            "records_in": self.records_in,
-            "records_out": self.records_out,
-            "dropped": self.dropped,
-            "dlq": self.dlq,
-            "transactions": self.transactions,
-            "aborted": self.aborted,
-            "elapsed_s": round(elapsed, 3),
-            "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
-            "processing_s": round(busy, 3),
-            "processing_records_per_s": round(self.records_in / busy, 1) if busy > 0 else 0.0,
-            "spark_ms_per_batch": round(1000 * self.spark_s / txns, 1),
-            "commit_ms_per_batch": round(1000 * self.commit_s / txns, 1),
-            "produce_ms_per_batch": round(1000 * self.produce_s / txns, 1),
-            "consume_s": round(self.consume_s, 3),
-            "stopped": self.stopped or "error",
-        }
-
-
-class PipeInterrupted(Interrupted):
-    """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
-
-    def __init__(self, summary: dict, signum: int):
-        super().__init__(
-            f"stopped by {signal.Signals(signum).name} after {plural(summary['records_in'], 'record')} in "
-            f"{plural(summary['transactions'], 'transaction')}; no transaction left "
-            "open",
-            signum,
-        )
-        self.summary = summary
-
-
-def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
-    """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
-    (an error stays an error, signal or not). Both modes' `run` use it."""
-    signum = signal_number(exc)
-    if signum is None:
-        return None
-    stats.stopped = signum.name
-    return PipeInterrupted(stats.summary(cfg), signum)
+    batch_max_records: int = DEFAULT_BATCH_RECORDS
+    transactional_id: str = ""

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kxtx.errors import UsageError
-from kxtx.pipe.config import (
+from kxtx.pipe.settings import (
     DEFAULT_BATCH_RECORDS,
     EXECUTOR_BATCH_RECORDS,
     PipeConfig,
@@ -34,8 +34,9 @@ def test_mode_and_batch_default(mode, master, batch, want_mode, want_batch):
     cfg = PipeConfig(
         inputs=["in"], out="out", group="g", udf="m:f", mode=mode, master=master, batch_max_records=batch
     )
-    cfg.validate()
-    assert (cfg.resolved_mode(), cfg.batch_max_records) == (want_mode, want_batch)
+    run = cfg.resolve()
+    assert (run.mode, run.batch_max_records) == (want_mode, want_batch)
+    assert (cfg.mode, cfg.batch_max_records) == (mode, batch)  # resolving fills in a copy
     assert EXECUTOR_BATCH_RECORDS != DEFAULT_BATCH_RECORDS  # else the table proves nothing
 
 
@@ -112,4 +113,4 @@ def test_patterns_that_take_the_output_or_do_not_parse_are_usage_errors(kwargs, 
 def test_a_pattern_that_leaves_the_outputs_alone_is_fine():
     cfg = PipeConfig(inputs=["^in-.*"], out="out", group="g", udf="m:f", dlq="dlq")
     cfg.validate()
-    assert cfg.transactional_id
+    assert cfg.transactional_id is None and cfg.resolve().transactional_id

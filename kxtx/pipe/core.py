@@ -1,0 +1,209 @@
+"""What both modes of `kxtx pipe` do alike; `engine.Pipe` (driver mode) and
+`executors.ExecutorPipe` (executors mode) add only what differs.
+
+A run: the checks that can fail before a record is read (`prepare`), the group membership
+(`_subscribe`, with the exactly-once consumer settings of `consumerconf`), the mode's loop, and on
+the way out the summary or, on a stop signal, PipeInterrupted carrying it (`run`); the client,
+Spark and the rest are closed whatever happens (`close`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kxtx import clients
+from kxtx.errors import KxtxError
+from kxtx.log import logger
+from kxtx.pipe import consumerconf, preflight
+from kxtx.pipe import spark as sparkmod
+from kxtx.pipe import udf as udfmod
+from kxtx.pipe.outputs import UdfFailure
+from kxtx.pipe.settings import RunConfig, subscription_conf
+from kxtx.pipe.stats import Stats, interrupted
+from kxtx.signals import Guard
+
+
+class UdfFailed(KxtxError):
+    """The UDF raised (or returned something unusable) on a record, and --on-udf-error is fail."""
+
+
+def bytes_hint(value_format: str, text: str) -> str:
+    """The common first mistake: a UDF written for dicts or text gets the raw value (both modes)."""
+    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
+        return " (the UDF got the value as bytes: --value-format json or string decodes it)"
+    return ""
+
+
+def udf_failed(name: str, value_format: str, failure: UdfFailure, unit: str, unmoved: str) -> UdfFailed:
+    """The error a UDF failure without a DLQ stops the run with. `unit`: what the other failed
+    records belonged to (batch, round); `unmoved`: which offsets stayed where they were."""
+    f = failure
+    more = f" (and {f.count - 1} more records of this {unit})" if f.count > 1 else ""
+    return UdfFailed(
+        f"UDF {name} failed on {f.topic}[{f.partition}]@{f.offset}: {f.text}"
+        f"{bytes_hint(value_format, f.text)}{more}; the transaction was aborted: nothing of this "
+        f"batch was written and {unmoved}--on-udf-error dlq:TOPIC sets such records aside instead)"
+    )
+
+
+def _names(partitions) -> str:
+    return ", ".join(f"{p.topic}[{p.partition}]" for p in partitions)
+
+
+class PipeCore:
+    """One run of `kxtx pipe`. A mode implements `_prepare_mode`, `_loop` and `_lag`, and may
+    extend the hooks (`_consumer_conf`, `_assigned`, `_revoked`, `_end_open_work`, `_close_mode`)."""
+
+    #: for the UDF-failure message (see `udf_failed`)
+    UNIT = "batch"
+    UNMOVED = "the group's offsets did not move ("
+
+    def __init__(
+        self,
+        settings,
+        cfg: RunConfig,
+        progress: Callable[[dict], None] | None = None,
+        session=None,
+        signals: Guard | None = None,
+    ):
+        self.settings, self.cfg, self.progress = settings, cfg, progress
+        self.session, self._own_session = session, session is None
+        # The caller's guard if it holds one already (the CLI's, from its first line), so a
+        # signal before run() is acted on like any other.
+        self.signals = signals or Guard()
+        self.stats = Stats()
+        #: the group member (a confluent-kafka Consumer), from _subscribe on
+        self.consumer: Any = None
+        #: the UDF, from prepare() on
+        self.loaded: udfmod.LoadedUdf
+        #: the input partitions the group gave this instance
+        self._assignment: set[tuple[str, int]] = set()
+        self._last_data = 0.0
+        self._next_progress = 0.0
+        #: records per transaction (driver) or per partition and round (executors); lowered when
+        #: one nears max.poll.interval.ms (rounds.pace)
+        self._limit = cfg.batch_max_records
+
+    # --- the run ---------------------------------------------------------------------------------
+    def run(self) -> dict:
+        """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
+        and acted on between steps (see kxtx.signals): open work is ended, Spark
+        stopped, and PipeInterrupted raised with the summary."""
+        with self.signals:
+            try:
+                self.signals.check()
+                self.prepare()
+                self.signals.check()
+                self._subscribe()
+                self._loop()
+                return self.stats.summary(self.cfg)
+            except BaseException as exc:
+                self._end_open_work()
+                stop = interrupted(exc, self.stats, self.cfg)
+                if stop is None:
+                    raise
+                raise stop from None
+            finally:
+                self.close()
+
+    def prepare(self) -> None:
+        """Everything that can fail before a record is consumed, the fastest to fail first: the
+        UDF (a local import: a typo is reported in milliseconds, before any network round trip or
+        connection timeout), then the cluster and the topics (kxtx.pipe.preflight), then Spark (a
+        JVM start takes seconds), then what the mode needs."""
+        target = udfmod.locate(self.cfg.udf)
+        sparkmod.require_pyspark()
+        mode = "record" if self.cfg.record_input else "value"
+        loaded = None
+        try:
+            loaded = udfmod.load(target, mode)
+        except KxtxError as exc:  # load reports every failure of user code as a UsageError
+            if not sparkmod.needs_session(exc):
+                raise
+        preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
+        self.signals.check()
+        if self.session is None:
+            self.session = sparkmod.start(
+                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
+            )
+        if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
+            loaded = udfmod.load(target, mode)
+        sparkmod.ship(self.session, loaded.source, loaded.module)
+        self.loaded = loaded
+        self.signals.check()
+        self._prepare_mode(loaded)
+        self.signals.check()
+
+    def _prepare_mode(self, loaded: udfmod.LoadedUdf) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def udf_failed(self, failure: UdfFailure) -> UdfFailed:
+        return udf_failed(self.loaded.name, self.cfg.value_format, failure, self.UNIT, self.UNMOVED)
+
+    # --- group membership ------------------------------------------------------------------------
+    def _subscribe(self) -> None:
+        conf = {
+            **consumerconf.exactly_once(self.cfg.group, self.cfg.start),
+            **self._consumer_conf(),
+            **subscription_conf(self.settings.props, self.cfg.inputs),
+        }
+        self.consumer = clients.consumer(self.settings, **conf)
+        self.consumer.subscribe(
+            self.cfg.inputs, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
+
+    def _consumer_conf(self) -> dict:
+        """The mode's own consumer settings (the exactly-once ones come first and stay)."""
+        return {}
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self._assignment |= {(p.topic, p.partition) for p in partitions}
+        self._assigned(consumer, partitions)
+        self._last_data = time.monotonic()  # the idle clock starts with the first assignment
+        logger.info("assigned %s", _names(partitions))
+
+    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+        self._assignment -= {(p.topic, p.partition) for p in partitions}
+        self._revoked(partitions)
+        logger.info("revoked %s", _names(partitions))
+
+    def _assigned(self, consumer, partitions) -> None:
+        """The mode's part of an assignment (called inside the consumer's poll)."""
+
+    def _revoked(self, partitions) -> None:
+        """The mode's part of a revocation or loss (called inside the consumer's poll)."""
+
+    # --- progress and shutdown -------------------------------------------------------------------
+    def _report(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.progress is None or (now < self._next_progress and not force):
+            return
+        self._next_progress = now + 1.0
+        self.progress({**self.stats.progress(), "lag": self._lag()})
+
+    def _lag(self) -> int | None:
+        """Records left to read in this instance's partitions (None: not known)."""
+        raise NotImplementedError
+
+    def _end_open_work(self) -> None:
+        """On an error or a stop: what the mode must finish or abort before closing."""
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except Exception as exc:  # noqa: BLE001 - closing anyway
+                logger.info("closing the consumer: %s", exc)
+            self.consumer = None
+        self._close_mode()
+        if self._own_session and self.session is not None:
+            sparkmod.stop(self.session)
+            self.session = None
+
+    def _close_mode(self) -> None:
+        """The mode's own clients (closed after the consumer, before Spark stops)."""

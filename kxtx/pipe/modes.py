@@ -1,0 +1,23 @@
+"""`kxtx pipe`'s entry point: the one place that decides which mode runs.
+
+driver (kxtx.pipe.engine): this process consumes and produces, Spark runs the UDF; executors
+(kxtx.pipe.executors): Spark tasks do the Kafka work. Both share kxtx.pipe.core; `auto` resolves
+in `PipeConfig.resolved_mode`.
+"""
+
+from __future__ import annotations
+
+from kxtx.pipe.core import PipeCore
+from kxtx.pipe.engine import Pipe
+from kxtx.pipe.executors import ExecutorPipe
+from kxtx.pipe.settings import PipeConfig
+from kxtx.signals import Guard
+
+MODES: dict[str, type[PipeCore]] = {"driver": Pipe, "executors": ExecutorPipe}
+
+
+def run(settings, cfg: PipeConfig, progress=None, session=None, signals: Guard | None = None) -> dict:
+    """Run `kxtx pipe` with `cfg` (checked and completed here unless it is a RunConfig already);
+    returns the summary, or raises PipeInterrupted with it on a stop signal."""
+    resolved = cfg.resolve()
+    return MODES[resolved.mode](settings, resolved, progress, session, signals).run()

@@ -1,0 +1,102 @@
+"""`kxtx pipe` run statistics: progress, the summary, and the stop-by-signal exception carrying it."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kxtx.errors import Interrupted
+from kxtx.signals import signal_number
+from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from kxtx.pipe.settings import PipeConfig
+
+
+@dataclass
+class Stats:
+    started: float = field(default_factory=time.monotonic)
+    #: when the first record arrived: the rate after it leaves out Spark start-up and group join
+    first_record: float | None = None
+    records_in: int = 0
+    records_out: int = 0
+    dropped: int = 0
+    dlq: int = 0
+    transactions: int = 0
+    aborted: int = 0
+    consecutive_aborts: int = 0
+    consume_s: float = 0.0
+    spark_s: float = 0.0
+    produce_s: float = 0.0
+    commit_s: float = 0.0
+    stopped: str = ""
+
+    def add_batch(self, n_in: int, n_out: int, n_dlq: int, n_dropped: int) -> None:
+        self.records_in += n_in
+        self.records_out += n_out
+        self.dlq += n_dlq
+        self.dropped += n_dropped
+        self.transactions += 1
+
+    def progress(self) -> dict:
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        return {
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "dlq": self.dlq,
+            "transactions": self.transactions,
+            "aborted": self.aborted,
+            "rate": round(self.records_in / elapsed, 1),
+        }
+
+    def summary(self, cfg: PipeConfig) -> dict:
+        now = time.monotonic()
+        elapsed = now - self.started
+        busy = now - self.first_record if self.first_record is not None else 0.0
+        txns = max(1, self.transactions)
+        return {
+            "group": cfg.group,
+            "transactional_id": cfg.transactional_id,
+            "input": ",".join(cfg.inputs),
+            "output": cfg.out,
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "dropped": self.dropped,
+            "dlq": self.dlq,
+            "transactions": self.transactions,
+            "aborted": self.aborted,
+            "elapsed_s": round(elapsed, 3),
+            "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
+            "processing_s": round(busy, 3),
+            "processing_records_per_s": round(self.records_in / busy, 1) if busy > 0 else 0.0,
+            "spark_ms_per_batch": round(1000 * self.spark_s / txns, 1),
+            "commit_ms_per_batch": round(1000 * self.commit_s / txns, 1),
+            "produce_ms_per_batch": round(1000 * self.produce_s / txns, 1),
+            "consume_s": round(self.consume_s, 3),
+            "stopped": self.stopped or "error",
+        }
+
+
+class PipeInterrupted(Interrupted):
+    """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
+
+    def __init__(self, summary: dict, signum: int):
+        super().__init__(
+            f"stopped by {signal.Signals(signum).name} after {plural(summary['records_in'], 'record')} in "
+            f"{plural(summary['transactions'], 'transaction')}; no transaction left "
+            "open",
+            signum,
+        )
+        self.summary = summary
+
+
+def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
+    """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
+    (an error stays an error, signal or not). `PipeCore.run` uses it, for both modes."""
+    signum = signal_number(exc)
+    if signum is None:
+        return None
+    stats.stopped = signum.name
+    return PipeInterrupted(stats.summary(cfg), signum)
