@@ -27,6 +27,8 @@ from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
 
+INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
+
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
@@ -85,15 +87,13 @@ class PlainFile:
     # --- the transaction loop -------------------------------------------------------------------
     def produce_all(self, plan) -> None:
         run, stats = self.run, self.run.stats
-        opts = run.opts
-        n_limit = None if opts.all_or_nothing else opts.records_per_txn
-        b_limit = None if opts.all_or_nothing else opts.bytes_per_txn
-        n, ok, nb = run._txn_lines, stats.pending_records, stats.pending_bytes
+        n_limit, b_limit = run.records_limit, run.bytes_limit
+        n, ok, nb = run.txn_lines, stats.pending_records, stats.pending_bytes
         last = None  # (block, index) of the last record consumed: where the checkpoint points
         for block in self._blocks(plan):
             if block.values is None:  # the rest of the input needs the general path
                 stats.pending_records, stats.pending_bytes = ok, nb
-                run._txn_lines = n
+                run.txn_lines = n
                 self._advance(last)
                 return self._hand_over(block)
             values, i, m = block.values, 0, len(block.values)
@@ -103,15 +103,12 @@ class PlainFile:
                     i += 1
                 if i == m:
                     break
-                if n == 0 or (n_limit and n >= n_limit) or (b_limit and nb >= b_limit):
+                if run.txn_due(n, nb):
                     if n:
                         self._advance(last)
-                        stats.pending_records, stats.pending_bytes = ok, nb
-                        run._commit(self.state)
+                    run.next_transaction(self.state, n, ok, nb)
+                    if n:
                         n = ok = nb = 0
-                    run.signals.check()
-                    if not run.in_txn:
-                        run._begin()
                 j = self._segment_end(values, i, m, n, nb, n_limit, b_limit)
                 self.lost = self.lost_bytes = self.blanks = 0
                 self._segment(block, i, j)
@@ -129,7 +126,7 @@ class PlainFile:
                 stats.tick()
                 run.signals.check()
         stats.pending_records, stats.pending_bytes = ok, nb
-        run._txn_lines = n
+        run.txn_lines = n
         self._advance(last)
 
     def _blocks(self, plan):
@@ -157,8 +154,8 @@ class PlainFile:
         reaches the record or byte limit. Blank or bad lines make it end earlier; the loop then
         goes on in the same transaction, so the boundaries are those of the record-by-record
         rule."""
-        j = m if not n_limit else min(m, i + n_limit - n)
-        if b_limit:
+        j = m if n_limit == INF else min(m, i + n_limit - n)
+        if b_limit != INF:
             reach = bisect_left(list(accumulate(map(len, values[i:j]))), b_limit - nb)
             j = min(j, i + reach + 1)
         return j
@@ -267,9 +264,9 @@ class PlainFile:
                 except BufferError:
                     self.run.producer.poll(0.05)
         except BadRecord as exc:
-            self.run._bad(self.src, block.line(k), str(exc))
+            self.run.bad(self.src, block.line(k), str(exc))
         except KafkaException as exc:
-            self.run._produce_error(exc, self.src, block.line(k))
+            self.run.produce_error(exc, self.src, block.line(k))
         self.lost += 1
         self.lost_bytes += len(value)
         return _BAD
