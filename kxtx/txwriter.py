@@ -284,7 +284,7 @@ class TxWriter:
 
                     outcome = " (the outcome is unknown)" if action == IN_DOUBT else ""
                     raise Unavailable(
-                        f"{doing}: still failing after {bound:.0f}s ({err.str()}){outcome}; "
+                        f"{doing}: still failing after {bound:.0f}s ({err.str() if err else exc}){outcome}; "
                         "run the same command again to continue"
                     ) from None
                 self.fail(exc, doing)

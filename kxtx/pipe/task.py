@@ -42,6 +42,7 @@ import time
 import types
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from kxtx import txwriter as tw
 from kxtx.errnames import PRODUCER_FENCED
@@ -106,7 +107,7 @@ def make_task(job: Job):
 
 
 def _state():
-    state = sys.modules.get(_STATE)
+    state: Any = sys.modules.get(_STATE)
     if state is None:
         state = types.ModuleType(_STATE)
         state.producers, state.consumers = {}, {}
@@ -322,7 +323,8 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
 
     consumer.assign([TopicPartition(plan.topic, plan.partition, _start_offset(job, start))])
     try:
-        msgs, eof, eof_at = [], False, -1
+        msgs: list = []
+        eof, eof_at = False, -1
         deadline = time.monotonic() + job.timeout
         while len(msgs) < plan.limit and not eof:
             nxt = msgs[-1].offset() + 1 if msgs else start

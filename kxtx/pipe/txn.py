@@ -80,7 +80,7 @@ class TxnProducer(TxWriter):
         self.send_offsets(offsets, group_metadata)
         super().commit()
 
-    def end_for_shutdown(self) -> None:  # type: ignore[override]
+    def end_for_shutdown(self) -> None:
         done = super().end_for_shutdown()
         if done is not None:
             logger.info(done)

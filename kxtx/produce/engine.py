@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import os
 import time
+from typing import Any
 
 from kxtx import clients, txwriter
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
@@ -45,7 +46,7 @@ class Run:
         self.txid = opts.transactional_id or cpmod.default_transactional_id(opts.topic, opts.paths)
         self.stats = Stats(opts.topic, self.txid, progress)
         self.resumable = any(not s.is_stdin for s in self.sources)
-        self.producer = None
+        self.producer: Any = None
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
         self.signals = Deferred()
         self._restarted: set[str] = set()
@@ -258,7 +259,7 @@ class Run:
         self.committed = copy.deepcopy(state)
         self.stats.committed()
 
-    def txn_due(self, n: int, nb: bytes | int) -> bool:
+    def txn_due(self, n: int, nb: int) -> bool:
         """The open transaction holds `n` input lines (bad ones included) and `nb` bytes of records:
         time to commit it and begin the next (n == 0: none begun yet)."""
         return n == 0 or n >= self.records_limit or nb >= self.bytes_limit
@@ -272,6 +273,19 @@ class Run:
         self.signals.check()
         if not self.in_txn:
             self.begin()
+
+    def progress(self, ok: int, nb: int) -> None:
+        """Now and then inside a transaction (`ok` records of `nb` bytes so far): show progress,
+        stop on a signal."""
+        self.stats.pending_records, self.stats.pending_bytes = ok, nb
+        self.stats.tick()
+        self.signals.check()
+
+    def pause(self, n: int, ok: int, nb: int) -> None:
+        """A loop leaves the open transaction (`n` input lines, `ok` records of `nb` bytes) to the
+        next input or path."""
+        self.stats.pending_records, self.stats.pending_bytes = ok, nb
+        self.txn_lines = n
 
     def _produce_other(self, topic: str, value: bytes, key: bytes | None, headers) -> None:
         """A checkpoint or dead-letter record in the open transaction."""
@@ -366,11 +380,8 @@ class Run:
             ok += 1
             if not n % POLL_EVERY:
                 poll(0)
-                stats.pending_records, stats.pending_bytes = ok, nb
-                stats.tick()
-                self.signals.check()
-        stats.pending_records, stats.pending_bytes = ok, nb
-        self.txn_lines = n
+                self.progress(ok, nb)
+        self.pause(n, ok, nb)
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)
 
@@ -408,7 +419,7 @@ class Run:
         where = f"{src.name}:{line.lineno}"
         if self.policy == "fail":
             raise InputError(f"{where}: {reason}")
-        if self.policy == "dlq":
+        if self.dlq is not None:  # the policy is "dlq"
             self._produce_other(
                 self.dlq,
                 line.raw,

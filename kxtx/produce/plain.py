@@ -32,7 +32,7 @@ INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
-    from json import loads as _loads
+    from json import loads as _loads  # type: ignore[assignment]
 
 try:
     import msgspec
@@ -43,7 +43,7 @@ try:
     # go to parse_json, which decides as the general path does (json accepts a little more).
     _check = msgspec.json.Decoder(msgspec.Raw).decode
 except ImportError:  # pragma: no cover - msgspec is a dependency
-    _check = None
+    _check = None  # type: ignore[assignment]
 
 #: whether a check passes lines nested past kxtx's limit (msgspec stops at the interpreter's
 #: recursion limit: ~1000 levels on CPython 3.11, far more on 3.13; orjson < 3.13 went on): then
@@ -92,8 +92,7 @@ class PlainFile:
         last = None  # (block, index) of the last record consumed: where the checkpoint points
         for block in self._blocks(plan):
             if block.values is None:  # the rest of the input needs the general path
-                stats.pending_records, stats.pending_bytes = ok, nb
-                run.txn_lines = n
+                run.pause(n, ok, nb)
                 self._advance(last)
                 return self._hand_over(block)
             values, i, m = block.values, 0, len(block.values)
@@ -122,11 +121,8 @@ class PlainFile:
                 # to commit_transaction(), which serves them while it waits for the broker's
                 # acknowledgements anyway (or to a full local queue): a poll(0) here served them
                 # on the per-record path, ~80 ns a record (measured).
-                stats.pending_records, stats.pending_bytes = ok, nb
-                stats.tick()
-                run.signals.check()
-        stats.pending_records, stats.pending_bytes = ok, nb
-        run.txn_lines = n
+                run.progress(ok, nb)
+        run.pause(n, ok, nb)
         self._advance(last)
 
     def _blocks(self, plan):
@@ -280,7 +276,7 @@ def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
     for c in columns:
         if isinstance(c, list):
             it = iter(c)
-            it.__setstate__(k)  # a list iterator starts at k without copying the slice
+            it.__setstate__(k)  # type: ignore[attr-defined]  # a list iterator starts at k without copying the slice
             probe = probe or (c, it)
             c = islice(it, end - k)
         its.append(c)
@@ -288,5 +284,6 @@ def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
         deque(map(fn, *its), 0)
     except errors as exc:
         # fn raised for the row read last: the list's iterator is one past it
+        assert probe is not None
         return len(probe[0]) - length_hint(probe[1]) - 1, exc
     return end, None
