@@ -269,7 +269,8 @@ class ExecutorPipe(PipeCore):
                 raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r.error}")
             if r.status != "ok":
                 failed += 1
-                s.aborted += 1
+                # a commit whose outcome is unknown was not aborted: it is not counted as one
+                s.aborted += r.status != "in-doubt"
                 self.tokens.pop(key, None)
                 logger.info("%s[%d]: %s (%s); planned again", *key, r.status, r.error)
                 continue

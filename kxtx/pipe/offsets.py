@@ -29,9 +29,9 @@ def batch_offsets(batch: list, consumer) -> list:
         positions = consumer.position([TopicPartition(tp.topic, tp.partition) for tp in tps])
     except Exception:  # noqa: BLE001 - e.g. a partition revoked meanwhile: the batch's own offsets
         return tps
-    for tp, pos in zip(tps, positions):
-        if pos.error is None and pos.offset > tp.offset:
-            tp.offset = pos.offset
+    for part, pos in zip(tps, positions):
+        if pos.error is None and pos.offset > part.offset:
+            part.offset = pos.offset
     return tps
 
 

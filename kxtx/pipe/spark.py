@@ -222,10 +222,10 @@ def worker_modules() -> list:
     """Every kxtx module the worker code reaches (pickled by value on a cluster). One left out is
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
-    from kxtx import errnames, wording
+    from kxtx import errnames, kafkaerrors, txwriter, wording
     from kxtx.pipe import consumerconf, contract, outputs, task, transform, udf
 
-    return [transform, contract, udf, outputs, consumerconf, task, wording, errnames]
+    return [transform, contract, udf, outputs, consumerconf, task, wording, errnames, txwriter, kafkaerrors]
 
 
 @dataclass(frozen=True)

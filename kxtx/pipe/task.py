@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kxtx import txwriter as tw
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
 from kxtx.pipe.consumerconf import exactly_once
@@ -53,15 +54,6 @@ from kxtx.pipe.outputs import Outputs, UdfFailure, to_records
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
 CONSUME_BATCH, CONSUME_WAIT_S = 10000, 0.02
-#: Errors librdkafka does not flag retriable that pass once a coordinator has moved or loaded.
-_TRANSIENT = {
-    "NOT_COORDINATOR",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "COORDINATOR_NOT_AVAILABLE",
-    "UNSTABLE_OFFSET_COMMIT",
-    "_TIMED_OUT",
-    "REQUEST_TIMED_OUT",
-}
 #: The producer can do nothing more with this transactional id: fenced, or its producer id mapping
 #: gone (expired, transactional.id.expiration.ms). Either way the task drops it; the next starts anew.
 _FENCED = PRODUCER_FENCED | {"INVALID_PRODUCER_ID_MAPPING"}
@@ -159,12 +151,20 @@ def _state() -> Any:
 
 
 class _Producer:
+    """A task's transactional writer (kxtx.txwriter: errors stay the client's own, for the task's
+    result; retries end at the job timeout, a commit's later) and the token that names it."""
+
     def __init__(self, job: Job, tid: str):
         from confluent_kafka import Producer
 
-        self.producer = Producer(producer_conf(job, tid))
+        self.writer = tw.TxWriter(tid, job.timeout, raw=True, retry_s=job.timeout)
+        self.writer.producer = Producer(producer_conf(job, tid))
         self.tid, self.token = tid, uuid.uuid4().hex
-        _retry(job, self.producer.init_transactions, job.timeout)
+        self.writer.init()
+
+    @property
+    def producer(self):
+        return self.writer.producer
 
 
 def producer_conf(job: Job, tid: str) -> dict:
@@ -174,25 +174,13 @@ def producer_conf(job: Job, tid: str) -> dict:
     # of init_transactions then found no broker up about half the time and waited for its 500 ms
     # retry timer (fresh ids: 60 ms or 510 ms). Connecting to the brokers as soon as they are
     # known: 10-20 ms. (The cost: a producer connects to every broker, not only to the
-    # coordinator and the output's leaders.) retry.backoff.ms: see kxtx/pipe/txn.py. A user's
-    # own values win.
-    return {"enable.sparse.connections": False, "retry.backoff.ms": 10, **job.conf, "transactional.id": tid}
-
-
-def _retry(job: Job, fn, *args):
-    """Call again on retriable errors (a coordinator moving or loading), up to the timeout."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + job.timeout
-    while True:
-        try:
-            return fn(*args)
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            transient = err is not None and (err.retriable() or err.name() in _TRANSIENT)
-            if not transient or err.txn_requires_abort() or err.fatal() or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    # coordinator and the output's leaders.) The common settings: kxtx.txwriter. A user's own
+    # values win.
+    return {
+        **tw.producer_conf(job.conf, **{"enable.sparse.connections": False}),
+        **job.conf,
+        "transactional.id": tid,
+    }
 
 
 def _producer(job: Job, plan: Plan, tid: str) -> tuple[_Producer, bool]:
@@ -258,8 +246,14 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         attempt["init_s"] = time.perf_counter() - began
         attempt["token"] = prod.token
         _process(job, plan, prod, attempt)
+    except tw.CommitInDoubt as exc:
+        # Committed or not, unknown: never abort it. The next producer of this id (init_transactions)
+        # finishes it, and the next round starts from the stable committed offset either way.
+        _state().producers.pop(tid, None)
+        attempt["status"], attempt["token"] = "in-doubt", None
+        attempt["error"] = f"{exc.err.name()}: {exc.err.str()} (committing; outcome unknown)"
     except KafkaException as exc:
-        err = _settle(job, tid, prod, exc.args[0] if exc.args else None)
+        err = _settle(tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
         attempt["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
         attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
@@ -275,7 +269,7 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
     return TaskResult(plan.topic, plan.partition, **attempt)
 
 
-def _settle(job: Job, tid: str, prod: _Producer | None, err):
+def _settle(tid: str, prod: _Producer | None, err):
     """Abort the attempt's transaction, or drop the producer when it cannot abort; the error to
     report. A produce() call after a fence raises only `_FATAL` (not flagged fatal) while the
     fence itself reaches the producer's state: the abort then raises the fence by its name."""
@@ -284,15 +278,13 @@ def _settle(job: Job, tid: str, prod: _Producer | None, err):
     if prod is None:
         return err
     if not _final(err):
-        try:
-            prod.producer.abort_transaction(job.timeout)
+        exc = prod.writer.abort_quietly()
+        if exc is None:
             return err
-        except KafkaException as exc:
-            cause = exc.args[0] if exc.args else None
-            if _final(cause):
-                err = cause
-        except Exception:  # noqa: BLE001 - then start over with a new producer next time
-            pass
+        cause = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if _final(cause):
+            err = cause
+    # cannot abort: start over with a new producer next time
     _state().producers.pop(tid, None)
     return err
 
@@ -309,24 +301,26 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     tp = TopicPartition(plan.topic, plan.partition)
     t0 = time.perf_counter()
     # Read after init_transactions (see the module docstring): a stable committed offset.
-    (committed,) = _retry(job, consumer.committed, [tp], job.timeout)
+    (committed,) = prod.writer.call(
+        "committed", "reading the committed offset", consumer.committed, [tp], job.timeout
+    )
     start = committed.offset
     msgs, next_offset = _consume(job, plan, consumer, start)
     t1 = time.perf_counter()
     attempt["consume_s"] = t1 - t0
     if next_offset is None or (start >= 0 and next_offset <= start):
         return  # nothing new: no transaction
-    p = prod.producer
-    _retry(job, p.begin_transaction)
+    writer = prod.writer
+    writer.begin()
     if msgs:
         outputs = _transform(job, msgs, attempt)
         if outputs.failure is not None:  # a UDF error and no DLQ: nothing of the round is written
-            p.abort_transaction(job.timeout)
+            writer.abort()
             attempt["status"], attempt["udf_failure"] = "udf-error", outputs.failure
             return
         t1 = time.perf_counter()
         for topic, key, value, headers in outputs.records:
-            _produce(p, topic, value, key, headers)
+            writer.produce(topic, value, key, headers)
         attempt["produce_s"] = time.perf_counter() - t1
         attempt["records_out"], attempt["dlq"], attempt["dropped"] = (
             outputs.produced,
@@ -334,14 +328,11 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
             outputs.dropped,
         )
     t2 = time.perf_counter()
-    _retry(
-        job,
-        p.send_offsets_to_transaction,
+    writer.send_offsets(
         [TopicPartition(plan.topic, plan.partition, next_offset)],
         plan.generation or consumer.consumer_group_metadata(),
-        job.timeout,
     )
-    _retry(job, p.commit_transaction, job.timeout)
+    writer.commit()
     attempt["commit_s"] = time.perf_counter() - t2
     attempt["records_in"], attempt["committed"] = len(msgs), next_offset
 
@@ -414,15 +405,3 @@ def _transform(job: Job, msgs: list, attempt: dict) -> Outputs:
     )
     attempt["udf_s"] = time.perf_counter() - t0
     return to_records(msgs, out, job.out, job.dlq, job.udf_name)
-
-
-def _produce(producer, topic, value, key, headers) -> None:
-    while True:
-        try:
-            if headers:
-                producer.produce(topic, value, key, headers=headers)
-            else:
-                producer.produce(topic, value, key)
-            return
-        except BufferError:
-            producer.poll(0.05)  # the local queue is full: let librdkafka send some

@@ -86,6 +86,7 @@ def locate(spec: str) -> UdfTarget:
             raise UsageError(f"--udf {spec!r}: file {str(target.path)!r} not found")
         return target
     _add_cwd_to_path()
+    assert target.module is not None  # parse_spec gives a target a path or a module
     try:
         found = importlib.util.find_spec(target.module)
     except (ImportError, ValueError) as exc:
@@ -190,6 +191,7 @@ def _import(target: UdfTarget):
             spec.loader.exec_module(module)
             return module, path
         _add_cwd_to_path()
+        assert target.module is not None  # parse_spec gives a target a path or a module
         module = importlib.import_module(target.module)
     except UsageError:
         raise

@@ -22,7 +22,7 @@ from kxtx.produce.mapping import BadRecord, MappingSpec, _to_bytes, parse_partit
 try:
     from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover - orjson is a dependency
-    _dumps = None
+    _dumps = None  # type: ignore[assignment]
 
 
 @dataclass
@@ -58,7 +58,7 @@ class JsonFields:
         self.getters: dict[str, tuple] = {}
         counter = iter(range(1 << 30))
 
-        def attr(node: dict, name: str, leaf: bool) -> str:
+        def attr(node: dict, name: str, leaf: bool) -> Any:
             """The attribute for JSON key `name` in `node`: ('leaf', attr) or (subtree, attr)."""
             if name in node:
                 kind, a = node[name]
@@ -153,7 +153,7 @@ def _decode_all(decode, values: list, odd: set) -> list:
     k, n = 0, len(values)
     while k < n:
         it = iter(values)
-        it.__setstate__(k)
+        it.__setstate__(k)  # type: ignore[attr-defined]
         try:
             out.extend(map(decode, it))  # extend keeps what was decoded before an error
         except (ValueError, RecursionError):
@@ -232,7 +232,7 @@ def csv_split_columns(
     out = _columns(
         spec, get, values, values, longest, odd, set(), const_headers, partitioner, sticky, None, size_limit
     )
-    out.rows = _RowsOnDemand(values)
+    out.rows = _RowsOnDemand(values)  # type: ignore[assignment]  # a list to its readers
     return out
 
 
@@ -312,7 +312,7 @@ def _columns(
         values = [raws[i] if i in odd else v for i, v in enumerate(values)] if odd else values
         vmax = longest if text else None
     keys: list | repeat = repeat(None)
-    kmax = 0
+    kmax: int | None = 0
     if spec.partition_field:
         parts = _partition_column(get(spec.partition_field), odd, unset, partitioner.n)
     else:

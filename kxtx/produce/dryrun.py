@@ -50,7 +50,7 @@ def dry_run(opts: ProduceOptions, progress=None) -> dict:
 
 def set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
     try:
-        mapper.set_header(line.row)
+        mapper.set_header(line.row)  # type: ignore[arg-type]  # a CSV line has its row
     except UsageError as exc:
         raise UsageError(f"{src.name}: {exc}") from None
 

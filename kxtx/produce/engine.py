@@ -13,8 +13,9 @@ import copy
 import dataclasses
 import os
 import time
+from typing import Any
 
-from kxtx import clients, failover
+from kxtx import clients, txwriter
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.produce import broker, inputs, keyed
@@ -29,16 +30,8 @@ from kxtx.wording import plural
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
-
-
-class _Abortable(Exception):
-    """The open transaction must be aborted and the batch retried from the last checkpoint."""
-
-    def __init__(self, message: str, *errors):
-        super().__init__(message)
-        # Failover (leader/coordinator moving, too few in-sync replicas, delivery timeouts while a
-        # broker is down): when retries run out, exit 75 (run again) rather than 1.
-        self.unavailable = any(e is not None and e.name() in failover.FAILOVER for e in errors)
+#: The open transaction must be aborted and the batch retried from the last checkpoint.
+_Abortable = txwriter.Abortable
 
 
 class Run:
@@ -52,15 +45,25 @@ class Run:
         self.txid = opts.transactional_id or cpmod.default_transactional_id(opts.topic, opts.paths)
         self.stats = Stats(opts.topic, self.txid, progress)
         self.resumable = any(not s.is_stdin for s in self.sources)
-        self.producer = None
-        self.in_txn = False
-        self._txn_lines = 0  # input records (bad ones included) in the open transaction
+        self.producer: Any = None
+        self.txn_lines = 0  # input records (bad ones included) in the open transaction
         self.signals = Guard()
         self._restarted: set[str] = set()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         self.files: list[dict] = []
-        self._admin = None
-        self.failover = failover.Watch()  # a fence right after one is not a takeover
+        self._admin: Any = None  # a confluent-kafka AdminClient, from _connect() on
+        self.writer = txwriter.TxWriter(
+            self.txid,
+            settings.timeout,
+            translate=self._fatal,
+            check=self._stop_if_denied,
+            cause=self._delivery_error,
+        )
+        self.failover = self.writer.watch  # a fence right after one is not a takeover
+        # a transaction's size (`txn_due`); inf: no limit
+        unlimited = float("inf")
+        self.records_limit = unlimited if opts.all_or_nothing else opts.records_per_txn
+        self.bytes_limit = unlimited if opts.all_or_nothing else (opts.bytes_per_txn or unlimited)
 
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -68,7 +71,9 @@ class Run:
         # Created first: a new client waits ~50 ms (up to 500 ms) for its first answer, so the
         # producer connects while the admin client checks the topics; init_transactions() then
         # takes ~5 ms instead of ~55 (measured).
-        self.producer = clients.producer(s, **self._producer_conf())
+        self.producer = self.writer.connect(
+            s, self._producer_conf(), {"delivery.report.only.error": False}
+        ).producer
         # An admin client asks for metadata as a producer does, which by default lets a broker with
         # auto.create.topics.enable create a missing topic (and the checkpoint topic without
         # compaction): a missing topic must be an error, and the checkpoint topic ours to create.
@@ -79,53 +84,29 @@ class Run:
         if self.resumable:
             broker.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
         # Fences an older instance with this id and completes or aborts its open transaction.
-        self._call("initialising transactions", self.producer.init_transactions, s.timeout)
+        self.writer.init()
 
     def _producer_conf(self) -> dict:
-        defaults = {
+        """produce's own producer defaults (a user's -X wins; kxtx.txwriter adds the common ones)."""
+        defaults: dict = {
             # Keyed records land on the same partitions as with the Java client.
             "partitioner": "murmur2_random",
             "linger.ms": 20,
-            # Back-to-back transactions meet CONCURRENT_TRANSACTIONS while the coordinator still
-            # writes the previous markers; librdkafka then waits retry.backoff.ms (default 100).
-            "retry.backoff.ms": 10,
         }
         if self.opts.all_or_nothing:
             defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
-        conf = {k: v for k, v in defaults.items() if k not in self.settings.props}
         # No default delivery callback: each produce() names its own, and the fast path (plain)
-        # asks for reports on a few records only.
-        conf["transactional.id"] = self.txid
-        # The summary's per-partition counts and offset ranges come from delivery reports of
-        # successful records: they must not be switched off.
-        conf["delivery.report.only.error"] = False
-        return conf
+        # asks for reports on a few records only. (The summary's per-partition counts and offset
+        # ranges come from delivery reports of successful records: `_connect` keeps them on.)
+        return defaults
 
-    def _call(self, doing: str, fn, *args):
-        """A transactional API call: retriable errors retry, abortable ones abort the batch and
-        retry it from the checkpoint, anything else (fenced, authorization) stops the run."""
-        from confluent_kafka import KafkaException
+    @property
+    def in_txn(self) -> bool:
+        """A transaction is open."""
+        return self.writer.open
 
-        for _ in range(MAX_RETRIES):
-            try:
-                return fn(*args)
-            except KafkaException as exc:
-                err = exc.args[0]
-                self._stop_if_denied(err, doing)
-                if err.txn_requires_abort():
-                    why = self.stats.delivery_error
-                    raise _Abortable(
-                        f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""), err, why
-                    ) from exc
-                if err.retriable() and not err.fatal():
-                    self.failover.note(err)
-                    continue
-                raise self._fatal(exc, doing) from exc
-        # Retriable errors all along: the cluster is failing over. Committed work is safe: exit 75.
-        raise Unavailable(
-            f"{doing}: still failing after {MAX_RETRIES} retries ({err.str()}); "
-            "run the same command again to continue"
-        )
+    def _delivery_error(self):
+        return self.stats.delivery_error
 
     def _stop_if_denied(self, err, doing: str) -> None:
         """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
@@ -207,16 +188,13 @@ class Run:
             raise
 
     def _abort(self) -> None:
-        self._txn_lines = 0
-        if self.producer is None or not self.in_txn:
+        self.txn_lines = 0
+        if not self.in_txn:
             return
-        self.in_txn = False
-        self.failover.failed_transaction()
-        try:
-            self.producer.abort_transaction(min(10.0, self.settings.timeout))
-        except Exception as exc:  # noqa: BLE001 - best effort: the next run fences and aborts it
-            if clients.error_name(exc) != "_STATE":  # e.g. the commit completed just before
-                logger.warning(f"could not abort the open transaction: {clients.translate(exc)}")
+        # best effort: the next run fences and aborts it
+        exc = self.writer.abort_quietly(min(10.0, self.settings.timeout))
+        if exc is not None and clients.error_name(exc) != "_STATE":  # e.g. the commit completed just before
+            logger.warning(f"could not abort the open transaction: {clients.translate(exc)}")
         self.stats.aborted()
 
     def _load_checkpoint(self) -> cpmod.Checkpoint:
@@ -262,36 +240,55 @@ class Run:
             )
         return out
 
-    # --- transactions ---------------------------------------------------------------------------
-    def _begin(self) -> None:
-        self._call("beginning a transaction", self.producer.begin_transaction)
-        self.in_txn = True
+    # --- transactions: the API of the fast paths (plain.py, keyed.py) too ------------------------
+    def begin(self) -> None:
+        self.writer.begin()
 
-    def _commit(self, state: cpmod.Checkpoint) -> None:
+    def commit(self, state: cpmod.Checkpoint) -> None:
         """Commit the open transaction together with `state`, which becomes the new checkpoint."""
         if not self.in_txn:
-            self._begin()
+            self.begin()
         state.records += self.stats.pending_records
         state.transactions += 1
         state.updated_ms = int(time.time() * 1000)
         if self.resumable:
             self._produce_other(self.opts.checkpoint_topic, state.to_bytes(), self.txid.encode("utf-8"), None)
-        self._call("committing", self.producer.commit_transaction, self.settings.timeout)
-        self.in_txn = False
-        self._txn_lines = 0
+        self.writer.commit("committing")
+        self.txn_lines = 0
         self.committed = copy.deepcopy(state)
         self.stats.committed()
 
+    def txn_due(self, n: int, nb: int) -> bool:
+        """The open transaction holds `n` input lines (bad ones included) and `nb` bytes of records:
+        time to commit it and begin the next (n == 0: none begun yet)."""
+        return n == 0 or n >= self.records_limit or nb >= self.bytes_limit
+
+    def next_transaction(self, state: cpmod.Checkpoint, n: int, ok: int, nb: int) -> None:
+        """Once `txn_due`: commit the open transaction, if it holds lines (`ok` records of `nb`
+        bytes), with `state` (its input positions already advanced), then begin the next."""
+        if n:
+            self.stats.pending_records, self.stats.pending_bytes = ok, nb
+            self.commit(state)
+        self.signals.check()
+        if not self.in_txn:
+            self.begin()
+
+    def progress(self, ok: int, nb: int) -> None:
+        """Now and then inside a transaction (`ok` records of `nb` bytes so far): show progress,
+        stop on a signal."""
+        self.stats.pending_records, self.stats.pending_bytes = ok, nb
+        self.stats.tick()
+        self.signals.check()
+
+    def pause(self, n: int, ok: int, nb: int) -> None:
+        """A loop leaves the open transaction (`n` input lines, `ok` records of `nb` bytes) to the
+        next input or path."""
+        self.stats.pending_records, self.stats.pending_bytes = ok, nb
+        self.txn_lines = n
+
     def _produce_other(self, topic: str, value: bytes, key: bytes | None, headers) -> None:
         """A checkpoint or dead-letter record in the open transaction."""
-        while True:
-            try:
-                self.producer.produce(
-                    topic, value, key, headers=headers, on_delivery=self.stats.other_delivered
-                )
-                return
-            except BufferError:
-                self.producer.poll(0.05)
+        self.writer.produce(topic, value, key, headers, self.stats.other_delivered)
 
     def _produce_all(self, plans: list[cpmod.Resume]) -> None:
         state = copy.deepcopy(self.committed)
@@ -309,7 +306,7 @@ class Run:
             if fast is not None:
                 fast(self, src, pos, state).produce_all(plan)
             else:
-                self._produce_file(src, self.mappers[i], plan, pos, state)
+                self.produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:
                 pos.eof = True
                 if not src.gz:
@@ -317,39 +314,33 @@ class Run:
                     now = cpmod.identify(src.path, min(cpmod.PREFIX_BYTES, pos.offset))
                     pos.identity = dataclasses.replace(now, size=pos.offset)
         if self.in_txn or state != self.committed:
-            self._commit(state)
+            self.commit(state)
 
-    def _produce_file(self, src, mapper, plan, pos, state) -> None:
+    def produce_file(self, src, mapper, plan, pos, state) -> None:
         """The per-record hot path: keep attribute lookups and calls out of the common case."""
         from confluent_kafka import KafkaException
 
         produce, poll, stats, topic = self.producer.produce, self.producer.poll, self.stats, self.opts.topic
         delivered = stats.delivered
         simple_max = self.topic.max_record_bytes - 4096  # below this no size check is needed
-        unlimited = float("inf")
-        n_limit = unlimited if self.opts.all_or_nothing else self.opts.records_per_txn
-        b_limit = unlimited if self.opts.all_or_nothing else (self.opts.bytes_per_txn or unlimited)
+        due = self.txn_due
         map_record = mapper.map
         # value = the line as it is, no key/headers/fields: skip the mapping call and the Record
         as_is = mapper.plain
         validate = parse_json if src.fmt == "jsonl" else None
-        n, ok, nb, last = self._txn_lines, stats.pending_records, stats.pending_bytes, None
+        n, ok, nb, last = self.txn_lines, stats.pending_records, stats.pending_bytes, None
         lines = inputs.read(src, plan.offset, plan.line)
         if src.fmt == "csv":
             header = next(lines, None)  # the reader yields the header row first, as line 0
             if header is not None:
                 set_header(mapper, src, header)
         for line in lines:
-            if n >= n_limit or nb >= b_limit or n == 0:
+            if due(n, nb):
+                if n and pos is not None and last is not None:
+                    pos.advance(last.lineno, last.start, last.end, last.raw)
+                self.next_transaction(state, n, ok, nb)
                 if n:
-                    if pos is not None and last is not None:
-                        pos.advance(last.lineno, last.start, last.end, last.raw)
-                    stats.pending_records, stats.pending_bytes = ok, nb
-                    self._commit(state)
                     n = ok = nb = 0
-                self.signals.check()
-                if not self.in_txn:
-                    self._begin()
             n += 1
             last = line
             try:
@@ -361,9 +352,9 @@ class Run:
                         try:
                             produce(topic, value, None, -1, delivered)
                         except BufferError:
-                            self._produce_record(None, value, None, None, None)
+                            self.produce_record(None, value, None, None, None)
                     else:
-                        self._produce_record(None, value, None, None, None)
+                        self.produce_record(None, value, None, None, None)
                 else:
                     key, value, headers, partition, timestamp = map_record(line)
                     if (
@@ -375,28 +366,25 @@ class Run:
                         try:
                             produce(topic, value, key, -1, delivered)
                         except BufferError:
-                            self._produce_record(key, value, None, None, None)
+                            self.produce_record(key, value, None, None, None)
                     else:
-                        self._produce_record(key, value, headers, partition, timestamp)
+                        self.produce_record(key, value, headers, partition, timestamp)
             except BadRecord as exc:
-                self._bad(src, line, str(exc))
+                self.bad(src, line, str(exc))
                 continue
             except KafkaException as exc:
-                self._produce_error(exc, src, line)
+                self.produce_error(exc, src, line)
                 continue
             nb += len(value)
             ok += 1
             if not n % POLL_EVERY:
                 poll(0)
-                stats.pending_records, stats.pending_bytes = ok, nb
-                stats.tick()
-                self.signals.check()
-        stats.pending_records, stats.pending_bytes = ok, nb
-        self._txn_lines = n
+                self.progress(ok, nb)
+        self.pause(n, ok, nb)
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)
 
-    def _produce_record(self, key, value, headers, partition, timestamp) -> None:
+    def produce_record(self, key, value, headers, partition, timestamp) -> None:
         """Checks and produce for records with headers, partition, timestamp or a large size."""
         check_size(key, value, headers, self.topic.max_record_bytes)
         if partition is not None and partition >= self.topic.partitions:
@@ -416,21 +404,21 @@ class Run:
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.05)
 
-    def _produce_error(self, exc, src, line) -> None:
+    def produce_error(self, exc, src, line) -> None:
         err = exc.args[0]
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
-            self._bad(src, line, err.str())
+            self.bad(src, line, err.str())
         elif err.txn_requires_abort():
             self._stop_if_denied(err, "producing")
             raise _Abortable(f"producing: {err.str()}", err) from exc
         else:
             raise self._fatal(exc, "producing") from exc
 
-    def _bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
+    def bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
         where = f"{src.name}:{line.lineno}"
         if self.policy == "fail":
             raise InputError(f"{where}: {reason}")
-        if self.policy == "dlq":
+        if self.dlq is not None:  # the policy is "dlq"
             self._produce_other(
                 self.dlq,
                 line.raw,

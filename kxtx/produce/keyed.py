@@ -166,9 +166,7 @@ class KeyedFile(PlainFile):
         if self.collect:  # the general path's garbage is its own business
             gc.enable()
         block = mapped.block
-        self.run._produce_file(
-            self.src, self.mapper, Resume(block.offset, block.lineno), self.pos, self.state
-        )
+        self.run.produce_file(self.src, self.mapper, Resume(block.offset, block.lineno), self.pos, self.state)
 
     # --- the transaction loop's hooks -------------------------------------------------------------
     def _blank(self, mapped, i: int) -> bool:
@@ -258,7 +256,7 @@ class KeyedFile(PlainFile):
         """librdkafka refused a counted record: uncount it, report it as the general path does."""
         self.counts[mapped.cols.parts[s]] -= 1
         self._lose(mapped.values[s])
-        self.run._produce_error(exc, self.src, mapped.line(s))
+        self.run.produce_error(exc, self.src, mapped.line(s))
 
     def _odd(self, mapped, s: int) -> None:
         """A blank line, a bad one, or a record the general mapper made."""
@@ -273,12 +271,12 @@ class KeyedFile(PlainFile):
         try:
             if not isinstance(rec, Record):
                 raise BadRecord(rec)
-            self.run._produce_record(*rec)
+            self.run.produce_record(*rec)
             return
         except BadRecord as exc:
-            self.run._bad(self.src, mapped.line(s), str(exc))
+            self.run.bad(self.src, mapped.line(s), str(exc))
         except KafkaException as exc:
-            self.run._produce_error(exc, self.src, mapped.line(s))
+            self.run.produce_error(exc, self.src, mapped.line(s))
         self._lose(cols.values[s])
 
     def _lose(self, value: bytes) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
@@ -20,7 +21,7 @@ from kxtx.produce.jsondepth import MAX_JSON_DEPTH, TOO_DEEP, accepts_too_deep, t
 try:  # about 5x faster than json.loads; every JSON line is parsed at least to validate it
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency, but the stdlib is enough
-    _fast_loads = json.loads
+    _fast_loads = json.loads  # type: ignore[assignment]
 
 #: whether the installed orjson takes lines nested past kxtx's limit (before 3.13 it did)
 _FAST_TAKES_TOO_DEEP = accepts_too_deep(_fast_loads)
@@ -195,11 +196,12 @@ class Mapper:
             raise BadRecord(line.error)
         if self.fmt == "lines":
             return Record(None, line.raw, self.const_headers, None, None)
+        doc: Any
         if self.fmt == "jsonl":
             doc = parse_json(line.raw)
             if self.plain:
                 return Record(None, line.raw, self.const_headers, None, None)
-            get = self._json_get
+            get: Callable[[Any, str], Any] = self._json_get
         else:
             doc = line.row
             if len(doc) != len(self.columns):

@@ -27,10 +27,12 @@ from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
 
+INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
+
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
-    from json import loads as _loads
+    from json import loads as _loads  # type: ignore[assignment]
 
 try:
     import msgspec
@@ -41,7 +43,7 @@ try:
     # go to parse_json, which decides as the general path does (json accepts a little more).
     _check = msgspec.json.Decoder(msgspec.Raw).decode
 except ImportError:  # pragma: no cover - msgspec is a dependency
-    _check = None
+    _check = None  # type: ignore[assignment]
 
 #: whether a check passes lines nested past kxtx's limit (msgspec stops at the interpreter's
 #: recursion limit: ~1000 levels on CPython 3.11, far more on 3.13; orjson < 3.13 went on): then
@@ -85,15 +87,12 @@ class PlainFile:
     # --- the transaction loop -------------------------------------------------------------------
     def produce_all(self, plan) -> None:
         run, stats = self.run, self.run.stats
-        opts = run.opts
-        n_limit = None if opts.all_or_nothing else opts.records_per_txn
-        b_limit = None if opts.all_or_nothing else opts.bytes_per_txn
-        n, ok, nb = run._txn_lines, stats.pending_records, stats.pending_bytes
+        n_limit, b_limit = run.records_limit, run.bytes_limit
+        n, ok, nb = run.txn_lines, stats.pending_records, stats.pending_bytes
         last = None  # (block, index) of the last record consumed: where the checkpoint points
         for block in self._blocks(plan):
             if block.values is None:  # the rest of the input needs the general path
-                stats.pending_records, stats.pending_bytes = ok, nb
-                run._txn_lines = n
+                run.pause(n, ok, nb)
                 self._advance(last)
                 return self._hand_over(block)
             values, i, m = block.values, 0, len(block.values)
@@ -103,15 +102,12 @@ class PlainFile:
                     i += 1
                 if i == m:
                     break
-                if n == 0 or (n_limit and n >= n_limit) or (b_limit and nb >= b_limit):
+                if run.txn_due(n, nb):
                     if n:
                         self._advance(last)
-                        stats.pending_records, stats.pending_bytes = ok, nb
-                        run._commit(self.state)
+                    run.next_transaction(self.state, n, ok, nb)
+                    if n:
                         n = ok = nb = 0
-                    run.signals.check()
-                    if not run.in_txn:
-                        run._begin()
                 j = self._segment_end(values, i, m, n, nb, n_limit, b_limit)
                 self.lost = self.lost_bytes = self.blanks = 0
                 self._segment(block, i, j)
@@ -125,11 +121,8 @@ class PlainFile:
                 # to commit_transaction(), which serves them while it waits for the broker's
                 # acknowledgements anyway (or to a full local queue): a poll(0) here served them
                 # on the per-record path, ~80 ns a record (measured).
-                stats.pending_records, stats.pending_bytes = ok, nb
-                stats.tick()
-                run.signals.check()
-        stats.pending_records, stats.pending_bytes = ok, nb
-        run._txn_lines = n
+                run.progress(ok, nb)
+        run.pause(n, ok, nb)
         self._advance(last)
 
     def _blocks(self, plan):
@@ -157,8 +150,8 @@ class PlainFile:
         reaches the record or byte limit. Blank or bad lines make it end earlier; the loop then
         goes on in the same transaction, so the boundaries are those of the record-by-record
         rule."""
-        j = m if not n_limit else min(m, i + n_limit - n)
-        if b_limit:
+        j = m if n_limit == INF else min(m, i + n_limit - n)
+        if b_limit != INF:
             reach = bisect_left(list(accumulate(map(len, values[i:j]))), b_limit - nb)
             j = min(j, i + reach + 1)
         return j
@@ -267,9 +260,9 @@ class PlainFile:
                 except BufferError:
                     self.run.producer.poll(0.05)
         except BadRecord as exc:
-            self.run._bad(self.src, block.line(k), str(exc))
+            self.run.bad(self.src, block.line(k), str(exc))
         except KafkaException as exc:
-            self.run._produce_error(exc, self.src, block.line(k))
+            self.run.produce_error(exc, self.src, block.line(k))
         self.lost += 1
         self.lost_bytes += len(value)
         return _BAD
@@ -283,7 +276,7 @@ def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
     for c in columns:
         if isinstance(c, list):
             it = iter(c)
-            it.__setstate__(k)  # a list iterator starts at k without copying the slice
+            it.__setstate__(k)  # type: ignore[attr-defined]  # a list iterator starts at k without copying the slice
             probe = probe or (c, it)
             c = islice(it, end - k)
         its.append(c)
@@ -291,5 +284,6 @@ def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
         deque(map(fn, *its), 0)
     except errors as exc:
         # fn raised for the row read last: the list's iterator is one past it
+        assert probe is not None
         return len(probe[0]) - length_hint(probe[1]) - 1, exc
     return end, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kxtx.log import logger
 
@@ -20,7 +21,7 @@ class Stats:
         self.pending_skipped = self.pending_dlq = 0
         self.errors: list[str] = []
         self.ranges: dict[int, list[int]] = {}  # partition -> [first, last, count], committed
-        self.txn_ranges: dict[int, list[int]] = {}
+        self.txn_ranges: dict[int, list] = {}
         #: partition -> records of the open transaction sent there without a delivery report (the
         #: fast paths choose the partition themselves: counted, not reported)
         self.txn_counted: dict[int, int] = {}
@@ -120,7 +121,7 @@ class Stats:
 
     def summary(self, **extra) -> dict:
         elapsed = time.monotonic() - self.started
-        out = {
+        out: dict[str, Any] = {
             "result": "nothing to do" if self.nothing_to_do else "produced",
             "topic": self.topic,
             "transactional_id": self.transactional_id,

@@ -164,3 +164,24 @@ def test_resume_from_a_checkpoint_and_nothing_to_do(fake, tmp_path):
     made = fake(checkpoint=last)
     summary = _run(path)
     assert _data(made["p"]) == [b"d"] and summary["files"][0]["start"] == "appended"
+
+
+INF = float("inf")
+
+
+@pytest.mark.parametrize(
+    "records,bytes_,n,nb,due",
+    [
+        (4, INF, 0, 0, True),  # nothing begun yet
+        (4, INF, 3, 10**9, False),
+        (4, INF, 4, 0, True),
+        (INF, 100, 50, 99, False),
+        (INF, 100, 50, 100, True),
+        (INF, INF, 10**9, 10**12, False),  # --all-or-nothing: one transaction
+        (4, 100, 2, 150, True),
+    ],
+)
+def test_txn_due_one_rule_for_every_loop(records, bytes_, n, nb, due):
+    run = engine.Run.__new__(engine.Run)  # the rule only: no cluster, no inputs
+    run.records_limit, run.bytes_limit = records, bytes_
+    assert run.txn_due(n, nb) is due

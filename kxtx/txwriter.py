@@ -1,0 +1,319 @@
+"""The transactional writer: one confluent-kafka transactional producer with one retry policy,
+used by `kxtx produce` (all its paths) and `kxtx pipe` (the driver and the executors' tasks).
+
+What a transactional call does on an error (`decide`, a pure function; librdkafka flags each
+error fatal, txn_requires_abort or retriable):
+
+- fatal (fenced, unsupported, ...): FAIL. Nothing more can be done with this producer.
+- txn_requires_abort: ABORT. The open transaction is lost; the caller aborts it and redoes the
+  batch (`Abortable`). An abort that itself needs an abort: FAIL.
+- worth waiting (librdkafka's retriable flag, or Kafka's own retriable / "refresh metadata" codes
+  from `kxtx.kafkaerrors`, or librdkafka's "no answer yet" codes such as _TIMED_OUT): RETRY the
+  same call, with a backoff from 50 ms doubling to 1 s, until the call's bound; then GIVE_UP
+  (exit 75: the committed work is safe, run the same command again).
+- anything else: FAIL (translated into a kxtx error, see `TxWriter.fail`).
+
+The bound. The three wrappers this module replaced differed: produce retried 5 times at once,
+pipe's driver until max(--timeout, 90 s), pipe's tasks until the job timeout. A long-running job
+(produce, pipe's driver) now waits max(--timeout, `FAILOVER_RETRY_S`) for every call: a killed
+broker is fenced after broker.session.timeout.ms (9 s), requests to a stalled one time out after
+socket.timeout.ms (60 s), then librdkafka finds the new leader or coordinator, and 5 immediate
+retries gave up before any of that. A task with a deadline (`retry_s=`, pipe's executors: the job
+timeout) gives up at its own bound and lets the next round plan it again.
+
+Except the commit. librdkafka's contract: a commit_transaction that raised a retriable error
+(typically _TIMED_OUT: the process stalled, or the coordinator did not answer in time) has an
+unknown outcome and must be called again until it succeeds or fails for good; aborting then fails
+with _CONFLICT while the commit may go through anyway, and a run that reported "aborted" had in
+fact committed (issue 29). So a commit retries for at least `FAILOVER_RETRY_S` whatever a task's
+bound, never aborts after a retriable error, and if the outcome is still unknown at the end it is
+reported as such (`CommitInDoubt`, or exit 75 on the driver): the next init_transactions with the
+same transactional id finishes it, and the stable committed offsets say what was committed.
+
+Producer settings every transactional writer shares are set here once (`producer_conf`).
+
+No kxtx imports at module level but the two dependency-free tables: Spark executors get this module
+by value (`kxtx.pipe.spark.worker_modules()`); driver-side translation imports lazily.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kxtx.kafkaerrors import worth_waiting
+
+#: librdkafka's retry.backoff.ms default (100 ms) is also its wait when the coordinator answers
+#: CONCURRENT_TRANSACTIONS because the previous transaction's markers are still being written: with
+#: back-to-back transactions every commit or send_offsets_to_transaction then stalls >= 100 ms.
+#: 10 ms keeps that stall small (bench/bench_produce.py, bench/bench_pipe.py); `-X` overrides it.
+COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10}
+#: How long a long-running job's call (and every commit) retries retriable errors at least.
+FAILOVER_RETRY_S = 90.0
+#: Backoff between retries of one call: from the first to the cap, doubling.
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
+
+INIT, BEGIN, OFFSETS, COMMIT, ABORT = "init", "begin", "offsets", "commit", "abort"
+RETRY, ABORT_TXN, FAIL, GIVE_UP, IN_DOUBT = "retry", "abort", "fail", "give up", "in doubt"
+
+
+def producer_conf(user: Mapping[str, Any], **defaults: Any) -> dict[str, Any]:
+    """The shared defaults plus the caller's own, minus whatever the user set (the user's values
+    win; the caller passes them to the client separately)."""
+    return {k: v for k, v in {**COMMON_DEFAULTS, **defaults}.items() if k not in user}
+
+
+def retriable(err: Any) -> bool:
+    """A later try can get past `err` (a confluent_kafka KafkaError)."""
+    return bool(err.retriable()) or worth_waiting(err.code())
+
+
+def decide(op: str, err: Any, now: float, deadline: float) -> str:
+    """What to do after transactional call `op` raised `err` (None: not a Kafka error) at `now`,
+    retries allowed until `deadline` (monotonic seconds). See the module docstring."""
+    if err is None or err.fatal():
+        return FAIL
+    if err.txn_requires_abort():
+        return FAIL if op == ABORT else ABORT_TXN
+    if retriable(err):
+        if now < deadline:
+            return RETRY
+        return IN_DOUBT if op == COMMIT else GIVE_UP
+    return FAIL
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry number `attempt` (0, 1, ...)."""
+    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**attempt)
+
+
+def call_bound(op: str, retry_s: float) -> float:
+    """How long call `op` retries: a commit never less than a failover takes (see above)."""
+    return max(retry_s, FAILOVER_RETRY_S) if op == COMMIT else retry_s
+
+
+class Abortable(Exception):
+    """The open transaction must be aborted; the batch can be redone."""
+
+    def __init__(self, message: str, *errors: Any):
+        super().__init__(message)
+        from kxtx import failover
+
+        #: caused by a cluster failing over (leader or coordinator moving, brokers down): when the
+        #: caller's own retries run out it stops with exit 75 (run again) rather than 1
+        self.unavailable = any(e is not None and e.name() in failover.FAILOVER for e in errors)
+
+
+class CommitInDoubt(Exception):
+    """commit_transaction kept failing with retriable errors up to its bound: committed or not is
+    unknown (and must not be aborted). Raised by a raw writer (a task); the driver side raises
+    `Unavailable` instead."""
+
+    def __init__(self, err: Any):
+        super().__init__(err)
+        self.err = err
+
+
+class TxWriter:
+    """One transactional producer: init, begin, produce, send offsets, commit, abort, end for
+    shutdown, close; every call through `decide`.
+
+    `raw`: errors leave as the client's own exceptions (a task reports them to its driver);
+    otherwise as kxtx errors through `translate` (default: `clients.translate` with the failover
+    watch's reading of a fence). `check(err, doing)` sees each error first (produce stops on
+    authorization errors there); `cause()` names a delivery error behind an abortable one.
+    """
+
+    def __init__(
+        self,
+        transactional_id: str,
+        timeout: float,
+        *,
+        retry_s: float | None = None,
+        raw: bool = False,
+        translate: Callable[[BaseException, str], BaseException] | None = None,
+        check: Callable[[Any, str], None] | None = None,
+        cause: Callable[[], Any] | None = None,
+    ):
+        self.transactional_id, self.timeout = transactional_id, timeout
+        self.retry_s = max(timeout, FAILOVER_RETRY_S) if retry_s is None else retry_s
+        self.raw, self._translate, self._check, self._cause = raw, translate, check, cause
+        self.producer: Any = None
+        self.watch: Any = None
+        if not raw:
+            from kxtx import failover
+
+            self.watch = failover.Watch()
+        self._fatal_err: Any = None
+        self.open = False
+        self.offsets_sent = False
+
+    # --- making the producer ---------------------------------------------------------------------
+    def connect(self, settings: Any, defaults: dict | None = None, fixed: dict | None = None) -> TxWriter:
+        """Create the producer from kxtx `settings` (driver side): the common and the caller's
+        `defaults` where the user set nothing, then the caller's `fixed` settings."""
+        from kxtx import clients
+
+        conf = {**producer_conf(settings.props, **(defaults or {})), **(fixed or {})}
+        conf["transactional.id"] = self.transactional_id
+        conf["error_cb"] = self.on_error
+        self.producer = clients.producer(settings, **conf)
+        return self
+
+    def on_error(self, err: Any) -> None:
+        """The producer's error callback: a fatal error's cause, and failover errors for the watch
+        (a stalled broker may only show here)."""
+        if err.fatal():
+            self._fatal_err = err
+        elif self.watch is not None:
+            self.watch.note(err)
+
+    # --- the transaction -------------------------------------------------------------------------
+    def init(self, doing: str = "initialising transactions") -> None:
+        self.call(INIT, doing, self.producer.init_transactions, self.timeout)
+
+    def begin(self) -> None:
+        self.call(BEGIN, "beginning a transaction", self.producer.begin_transaction)
+        self.open, self.offsets_sent = True, False
+
+    def produce(self, topic: str, value: Any, key: Any, headers: Any = None, on_delivery: Any = None) -> None:
+        """One record in the open transaction; a full local queue waits for delivery reports."""
+        from confluent_kafka import KafkaException
+
+        produce = self.producer.produce
+        while True:
+            try:
+                # Called once per output record: no keyword dict built unless one is needed.
+                if on_delivery is not None:
+                    produce(topic, value, key, headers=headers or None, on_delivery=on_delivery)
+                elif headers:
+                    produce(topic, value, key, headers=headers)
+                else:
+                    produce(topic, value, key)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                self.fail(exc, f"producing to {topic}")
+
+    def send_offsets(self, offsets: list, group_metadata: Any) -> None:
+        self.call(
+            OFFSETS,
+            "sending offsets to the transaction",
+            self.producer.send_offsets_to_transaction,
+            offsets,
+            group_metadata,
+            self.timeout,
+        )
+        self.offsets_sent = True
+
+    def commit(self, doing: str = "committing the transaction") -> None:
+        self.call(COMMIT, doing, self.producer.commit_transaction, self.timeout)
+        self.open = self.offsets_sent = False
+
+    def abort(self, cause: BaseException | None = None) -> None:
+        """Abort the open transaction; `cause` is the abortable error that made it necessary."""
+        if not self.open:
+            return
+        if cause is not None and self.watch is not None:
+            self.watch.failed_transaction()  # a fence now: see kxtx.failover
+        self.call(ABORT, "aborting the transaction", self.producer.abort_transaction, self.timeout)
+        self.open = self.offsets_sent = False
+
+    def abort_quietly(self, timeout: float | None = None) -> BaseException | None:
+        """Best-effort abort (stopping, or after an error): the error it met, or None. A failed
+        abort is harmless: the next init_transactions with this id aborts the transaction."""
+        if not self.open or self.producer is None:
+            return None
+        self.open = self.offsets_sent = False
+        if self.watch is not None:
+            self.watch.failed_transaction()
+        try:
+            self.producer.abort_transaction(self.timeout if timeout is None else timeout)
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
+            return exc
+        return None
+
+    def end_for_shutdown(self) -> str | None:
+        """On a signal or error: finish a transaction whose offsets are in (a commit whose outcome
+        is unknown, included), abort any other. What happened, for the log."""
+        if not self.open or self.producer is None:
+            return None
+        try:
+            if self.offsets_sent:
+                self.producer.commit_transaction(self.timeout)
+                done = "finished the open transaction before stopping"
+            else:
+                self.producer.abort_transaction(self.timeout)
+                done = "aborted the open transaction before stopping"
+        except Exception as exc:  # noqa: BLE001 - e.g. fenced: the broker aborts it for us
+            done = f"ending the open transaction: {exc}"
+        self.open = self.offsets_sent = False
+        return done
+
+    def close(self) -> None:
+        self.producer = None
+
+    # --- the retry policy ------------------------------------------------------------------------
+    def call(self, op: str, doing: str, fn: Callable, *args: Any) -> Any:
+        """`fn(*args)` under the retry policy (`decide`)."""
+        from confluent_kafka import KafkaException
+
+        bound = call_bound(op, self.retry_s)
+        deadline = time.monotonic() + bound
+        attempt = 0
+        while True:
+            try:
+                return fn(*args)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if self.watch is not None:
+                    self.watch.note(err)
+                if self._check is not None and err is not None:
+                    self._check(err, doing)
+                action = decide(op, err, time.monotonic(), deadline)
+                if action == RETRY:
+                    time.sleep(backoff(attempt))
+                    attempt += 1
+                    continue
+                if self.raw:
+                    if action == IN_DOUBT:
+                        raise CommitInDoubt(err) from exc
+                    raise
+                if action in (GIVE_UP, IN_DOUBT):
+                    from kxtx.errors import Unavailable
+
+                    outcome = " (the outcome is unknown)" if action == IN_DOUBT else ""
+                    raise Unavailable(
+                        f"{doing}: still failing after {bound:.0f}s ({err.str() if err else exc}){outcome}; "
+                        "run the same command again to continue"
+                    ) from None
+                self.fail(exc, doing)
+
+    def fail(self, exc: BaseException, doing: str) -> Any:
+        """Raise what `exc` (a client exception) means: `Abortable`, or a kxtx error."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        if self.raw:
+            raise exc
+        err = exc.args[0] if exc.args else None
+        if self.watch is not None:
+            self.watch.note(err)
+        if isinstance(err, KafkaError) and err.txn_requires_abort() and not err.fatal():
+            why = self._cause() if self._cause is not None else None
+            raise Abortable(f"{doing}: {err.str()}" + (f" ({why.str()})" if why else ""), err, why) from None
+        if isinstance(err, KafkaError) and err.code() == KafkaError._FATAL:
+            # produce() only says "Fatal error"; the cause (e.g. fenced) reaches error_cb.
+            if self._fatal_err is None and self.producer is not None:
+                try:
+                    self.producer.poll(0)
+                except KafkaException as served:
+                    self._fatal_err = served.args[0] if served.args else None
+            if self._fatal_err is not None:
+                exc = KafkaException(self._fatal_err)
+        if self._translate is not None:
+            raise self._translate(exc, doing) from None
+        from kxtx import clients
+
+        raise self.watch.explain(clients.translate(exc, doing)) from None

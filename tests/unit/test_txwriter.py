@@ -1,0 +1,198 @@
+"""The transactional writer's retry policy (`kxtx.txwriter.decide`, table-driven) and how the writer
+acts on it, with a scripted stand-in for the producer's answers. The error objects are librdkafka's
+own; the behaviour against real brokers is in tests/integration (test_produce_faults.py,
+test_multibroker_*.py, test_pipe*.py)."""
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from kxtx import txwriter as tw
+from kxtx.errors import FencedError, Unavailable
+from kxtx.txwriter import Abortable, CommitInDoubt, TxWriter
+
+FENCED = KafkaError(KafkaError._FENCED, "fenced", fatal=True)
+ABORTABLE = KafkaError(KafkaError._INCONSISTENT, "batch failed", txn_requires_abort=True)
+TIMED_OUT = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
+# librdkafka does not flag these retriable; Kafka's protocol does (kxtx.kafkaerrors)
+NOT_COORDINATOR = KafkaError(KafkaError.NOT_COORDINATOR, "not coordinator")
+CONCURRENT = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent transactions")
+# a retriable flag on an abortable error: the abort wins
+ABORTABLE_RETRIABLE = KafkaError(KafkaError._TIMED_OUT, "x", retriable=True, txn_requires_abort=True)
+DENIED = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied")
+STATE = KafkaError(KafkaError._STATE, "wrong state")
+
+NOW, LATER = 100.0, 200.0  # before and after the deadline (150)
+
+
+@pytest.mark.parametrize(
+    "op,err,now,expected",
+    [
+        (tw.INIT, None, NOW, tw.FAIL),  # not a Kafka error
+        (tw.COMMIT, FENCED, NOW, tw.FAIL),
+        (tw.BEGIN, DENIED, NOW, tw.FAIL),
+        (tw.INIT, STATE, NOW, tw.FAIL),
+        (tw.COMMIT, ABORTABLE, NOW, tw.ABORT_TXN),
+        (tw.OFFSETS, ABORTABLE, NOW, tw.ABORT_TXN),
+        (tw.OFFSETS, ABORTABLE_RETRIABLE, NOW, tw.ABORT_TXN),
+        (tw.ABORT, ABORTABLE, NOW, tw.FAIL),  # an abort cannot be fixed by aborting
+        (tw.INIT, TIMED_OUT, NOW, tw.RETRY),
+        (tw.INIT, TIMED_OUT, LATER, tw.GIVE_UP),
+        (tw.BEGIN, NOT_COORDINATOR, NOW, tw.RETRY),
+        (tw.OFFSETS, CONCURRENT, NOW, tw.RETRY),
+        (tw.OFFSETS, CONCURRENT, LATER, tw.GIVE_UP),
+        (tw.ABORT, TIMED_OUT, LATER, tw.GIVE_UP),
+        (tw.COMMIT, TIMED_OUT, NOW, tw.RETRY),
+        # issue 29: a commit that timed out has an unknown outcome: never an abort
+        (tw.COMMIT, TIMED_OUT, LATER, tw.IN_DOUBT),
+        (tw.COMMIT, NOT_COORDINATOR, LATER, tw.IN_DOUBT),
+    ],
+)
+def test_decide(op, err, now, expected):
+    assert tw.decide(op, err, now, 150.0) == expected
+
+
+@pytest.mark.parametrize(
+    "op,retry_s,expected",
+    [
+        (tw.INIT, 5.0, 5.0),  # a task's own deadline
+        (tw.OFFSETS, 120.0, 120.0),
+        (tw.COMMIT, 5.0, tw.FAILOVER_RETRY_S),  # a commit outlasts a failover whatever the task's bound
+        (tw.COMMIT, 120.0, 120.0),
+    ],
+)
+def test_call_bound(op, retry_s, expected):
+    assert tw.call_bound(op, retry_s) == expected
+
+
+@pytest.mark.parametrize("attempt,expected", [(0, 0.05), (1, 0.1), (3, 0.4), (4, 0.8), (5, 1.0), (40, 1.0)])
+def test_backoff_doubles_to_a_cap(attempt, expected):
+    assert tw.backoff(attempt) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "user,defaults,expected",
+    [
+        ({}, {}, {"retry.backoff.ms": 10}),
+        ({"retry.backoff.ms": "100"}, {}, {}),  # the user's value wins (passed separately)
+        ({}, {"linger.ms": 20}, {"retry.backoff.ms": 10, "linger.ms": 20}),
+        ({"linger.ms": 5}, {"linger.ms": 20}, {"retry.backoff.ms": 10}),
+    ],
+)
+def test_producer_conf(user, defaults, expected):
+    assert tw.producer_conf(user, **defaults) == expected
+
+
+class ScriptedProducer:
+    """Answers each transactional call with the next scripted error (or success)."""
+
+    def __init__(self, **answers):
+        self.answers = {name: list(errs) for name, errs in answers.items()}
+        self.calls: list[str] = []
+
+    def _answer(self, name):
+        self.calls.append(name)
+        errs = self.answers.get(name) or [None]
+        err = errs.pop(0)
+        if err is not None:
+            raise KafkaException(err)
+
+    def init_transactions(self, *_):
+        self._answer("init")
+
+    def begin_transaction(self, *_):
+        self._answer("begin")
+
+    def abort_transaction(self, *_):
+        self._answer("abort")
+
+    def commit_transaction(self, *_):
+        self._answer("commit")
+
+    def send_offsets_to_transaction(self, *_):
+        self._answer("offsets")
+
+    def poll(self, *_):
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def no_sleep(monkeypatch):
+    monkeypatch.setattr(tw.time, "sleep", lambda _s: None)
+
+
+def _writer(producer, raw=False, retry_s=None) -> TxWriter:
+    w = TxWriter("t", 1.0, raw=raw, retry_s=retry_s)
+    w.producer, w.open = producer, True
+    return w
+
+
+@pytest.mark.parametrize(
+    "cause,expected",
+    [
+        (None, FencedError),  # no failure before: another instance took over -> exit 1
+        (Abortable("committing the transaction: batch failed"), Unavailable),  # -> exit 75
+    ],
+)
+def test_fence_while_aborting_a_failed_transaction_is_run_again(cause, expected):
+    w = _writer(ScriptedProducer(abort=[FENCED]))
+    with pytest.raises(expected) as info:
+        w.abort(cause)
+    if cause is not None:
+        assert "run the same command again" in str(info.value)
+
+
+def test_fence_after_a_timed_out_commit_counts_as_failover():
+    """A stalled coordinator shows only as calls that time out (error_cb may stay silent): a fence
+    that follows is the coordinator's epoch bump, exit 75, not a takeover."""
+    w = _writer(ScriptedProducer(commit=[TIMED_OUT, FENCED]))
+    with pytest.raises(Unavailable, match="shortly after the cluster failed over"):
+        w.commit()
+
+
+def test_abortable_error_is_raised_as_abortable():
+    w = _writer(ScriptedProducer(commit=[ABORTABLE]))
+    with pytest.raises(Abortable):
+        w.commit()
+
+
+def test_fence_with_no_failure_before_is_a_takeover():
+    w = _writer(ScriptedProducer(commit=[FENCED]))
+    with pytest.raises(FencedError):
+        w.commit()
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_a_timed_out_commit_is_committed_again_not_aborted(raw):
+    """Issue 29: a commit that timed out past a task's own deadline (retry_s=0: the deadline has
+    passed) is called again and succeeds; nothing is aborted. The tasks' old policy gave up at the
+    deadline and aborted."""
+    p = ScriptedProducer(commit=[TIMED_OUT, TIMED_OUT])
+    w = _writer(p, raw=raw, retry_s=0.0)
+    w.commit()
+    assert p.calls == ["commit", "commit", "commit"]
+    assert not w.open
+
+
+def test_a_commit_still_unknown_at_its_bound_is_in_doubt(monkeypatch):
+    clock = iter([0.0, 1000.0])
+    monkeypatch.setattr(tw.time, "monotonic", lambda: next(clock))
+    p = ScriptedProducer(commit=[TIMED_OUT])
+    with pytest.raises(CommitInDoubt):
+        _writer(p, raw=True, retry_s=0.0).commit()
+    assert "abort" not in p.calls
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_other_calls_give_up_at_the_task_deadline(raw):
+    p = ScriptedProducer(offsets=[TIMED_OUT, None])
+    w = _writer(p, raw=raw, retry_s=0.0)
+    with pytest.raises(KafkaException if raw else Unavailable):
+        w.send_offsets([], None)
+    assert p.calls == ["offsets"]
+
+
+def test_retriable_calls_retry_until_they_pass():
+    p = ScriptedProducer(begin=[NOT_COORDINATOR, CONCURRENT])
+    w = _writer(p)
+    w.begin()
+    assert p.calls == ["begin"] * 3 and w.open
