@@ -9,9 +9,13 @@ import sys
 import threading
 import time
 import uuid
-from collections import defaultdict
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import wait_until
+
+#: While nodes come and go, a metadata or offset request can fail: `wait_until(..., tolerate=MOVING)`
+#: asks again.
+MOVING = (Exception,)
 
 #: Kafka fences a SIGKILLed broker after broker.session.timeout.ms (9 s); leaders move after that.
 FENCE_WAIT_S = 60
@@ -92,30 +96,17 @@ def high_watermarks(kafka, topic: str) -> dict[int, int]:
         c.close()
 
 
-def wait_until(pred, timeout: float, what: str, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = pred()
-        except AssertionError:
-            raise
-        except Exception:  # noqa: BLE001 - the cluster is moving: ask again
-            value = None
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(every)
-
-
 def wait_healthy(kafka, topics: list[str], timeout: float = 120) -> None:
     """Every node back and every partition of `topics` fully replicated again."""
     wait_until(
         lambda: kafka.sandbox.brokers_in_metadata(kafka.sandbox.info()) == {1, 2, 3},
         timeout,
         "all 3 brokers in the metadata",
+        every=0.5,
+        tolerate=MOVING,
     )
     for t in topics:
-        wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync")
+        wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync", every=0.5, tolerate=MOVING)
 
 
 def outage(kafka, node: int, how: str, down_s: float) -> None:
@@ -151,16 +142,6 @@ class Background:
         assert not self.thread.is_alive(), "the outage thread did not finish"
         if self.error:
             raise self.error
-
-
-def read_committed(kafka, topic: str, timeout: float = 180) -> dict[int, list[tuple[bytes, bytes]]]:
-    """{partition: [(key, value), ...]} in offset order, read_committed, up to the end."""
-    from tests.integration.produce_helpers import consume
-
-    out: dict[int, list] = defaultdict(list)
-    for part, key, value, _h, _ts in consume(kafka.bootstrap, topic, committed=True, timeout=timeout):
-        out[part].append((key, value))
-    return out
 
 
 def check_exactly_once_in_order(by_partition: dict, expected_ids: range, seq_of) -> None:
