@@ -109,18 +109,51 @@ def wait_healthy(kafka, topics: list[str], timeout: float = 120) -> None:
         wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync", every=0.5, tolerate=MOVING)
 
 
-def outage(kafka, node: int, how: str, down_s: float) -> None:
-    """Take `node` out (kill: SIGKILL, stop: SIGTERM, pause: SIGSTOP) for `down_s`, then bring it
-    back and wait until it is a broker again."""
+def outage(kafka, node: int, how: str, down_s: float, holder=None) -> None:
+    """Take `node` out (kill: SIGKILL, stop: SIGTERM, pause: SIGSTOP) for `down_s` (the fault's
+    length is what a test names, not a wait for something), then bring it back and wait until it
+    is a broker again. `holder()` names the node holding the role the fault is aimed at (a
+    partition's leader, a coordinator): the outage then asserts its effect, that the role moved
+    off `node` (the controller fenced it), seen while it was out or as it came back."""
     sb = kafka.sandbox
+    moved = Moved(holder, node) if holder else None
     if how == "pause":
         sb.pause_node(node)
         time.sleep(down_s)
         sb.resume_node(node)
-        return
-    (sb.kill_node if how == "kill" else sb.stop_node)(node)
-    time.sleep(down_s)
-    sb.start_node(node)
+    else:
+        (sb.kill_node if how == "kill" else sb.stop_node)(node)
+        time.sleep(down_s)
+        sb.start_node(node)
+    if moved:
+        moved.wait(FENCE_WAIT_S)
+
+
+class Moved:
+    """Watches, in a thread, for a role to be held by another node than `node`."""
+
+    def __init__(self, holder, node: int):
+        self.node, self.seen = node, None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, args=(holder,), daemon=True)
+        self.thread.start()
+
+    def _watch(self, holder) -> None:
+        while not self._stop.is_set():
+            try:
+                now = holder()
+            except Exception:  # noqa: BLE001 - the cluster is moving: ask again
+                now = None
+            if now is not None and now not in (self.node, -1):
+                self.seen = now
+                return
+            self._stop.wait(0.3)
+
+    def wait(self, timeout: float) -> int:
+        self.thread.join(timeout)
+        self._stop.set()
+        assert self.seen is not None, f"the fault had no effect: the role stayed on node {self.node}"
+        return self.seen
 
 
 class Background:

@@ -79,6 +79,23 @@ def read_uncommitted(
     return read(bootstrap, topic, committed=False, timeout=timeout, conf=conf)
 
 
+def end_offsets(bootstrap: str, topic: str, committed: bool = True) -> dict[int, int]:
+    """{partition: end offset}: the last stable offset (committed) or the high watermark. Offsets
+    count transaction markers too, so their sum is an upper bound of the records below them."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    futs = admin.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in parts},
+        isolation_level=level,
+        request_timeout=10,
+    )
+    return {tp.partition: fut.result(timeout=15).offset for tp, fut in futs.items()}
+
+
 def values(records) -> list[bytes]:
     """The values in order (per partition: offset order)."""
     return [r.value for r in records]

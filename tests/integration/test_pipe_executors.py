@@ -378,10 +378,14 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
         "--until-idle",
         "15",
     )
-    deadline = time.monotonic() + 240
-    while len(read_committed(kafka.bootstrap, out)) < len(first):
-        assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "p0.err").read_text()
-        time.sleep(1)
+    wait_until(
+        lambda: len(read_committed(kafka.bootstrap, out)) >= len(first),
+        240,
+        "the first records' output",
+        every=0.5,
+        procs=[proc],
+        stderr=(tmp_path / "p0.err").read_text,
+    )
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     admin.create_partitions([NewPartitions(src, 4)])[src].result(30)
     from confluent_kafka import Producer

@@ -18,7 +18,7 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.kafka_io import multiset, read_committed
+from tests.integration.kafka_io import multiset, read_committed, wait_until
 from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -149,10 +149,14 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
         err = text(tmp_path, "first", "err")
         assert rc == 1, err
         assert "fenced: another instance with the same transactional id took over" in err
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and len(read_committed(kafka.bootstrap, out)) < len(vals):
-            assert second.poll() is None, text(tmp_path, "second", "err")
-            time.sleep(2)
+        wait_until(
+            lambda: len(read_committed(kafka.bootstrap, out)) >= len(vals),
+            180,
+            "the second instance to commit every input",
+            every=0.5,
+            procs=[second],
+            stderr=lambda: text(tmp_path, "second", "err"),
+        )
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 143, text(tmp_path, "second", "err")
     finally:
