@@ -215,9 +215,10 @@ class Reruns:
         code = self.proc.poll()
         if code is None:
             return
-        self.codes.append(code)
         assert code == self.RETRY, f"exit {code} before the outage: {self.stderr_of(self.proc)}"
-        self.proc = self.start(len(self.codes))
+        # Started first, noted after: a start that fails while the cluster moves is tried again.
+        self.proc = self.start(len(self.codes) + 1)
+        self.codes.append(code)
 
     def finish(self, timeout: float, attempts: int = 4) -> list[int]:
         while True:
