@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT, Kafka, start_sandbox
-from tests.integration.kafka_io import end_offsets, read_committed
+from tests.integration.kafka_io import end_offsets, read_committed, wait_until
 from tests.integration.txn_helpers import LowLevel, make_hanging
 from tests.unit.record_encoder import iso
 
@@ -81,11 +81,17 @@ def committed_values(broker, topic, partition) -> list[str]:
 
 
 def commit_offset(broker, group: str, topic: str, partition: int, offset: int) -> None:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+        # On a fresh broker the group's coordinator may still be loading: asked again.
+        wait_until(
+            lambda: c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False) or True,
+            30,
+            f"an offset commit of {group}",
+            tolerate=(KafkaException,),
+        )
     finally:
         c.close()
 
