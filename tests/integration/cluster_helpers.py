@@ -9,9 +9,13 @@ import sys
 import threading
 import time
 import uuid
-from collections import defaultdict
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import wait_until
+
+#: While nodes come and go, a metadata or offset request can fail: `wait_until(..., tolerate=MOVING)`
+#: asks again.
+MOVING = (Exception,)
 
 #: Kafka fences a SIGKILLed broker after broker.session.timeout.ms (9 s); leaders move after that.
 FENCE_WAIT_S = 60
@@ -92,44 +96,64 @@ def high_watermarks(kafka, topic: str) -> dict[int, int]:
         c.close()
 
 
-def wait_until(pred, timeout: float, what: str, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = pred()
-        except AssertionError:
-            raise
-        except Exception:  # noqa: BLE001 - the cluster is moving: ask again
-            value = None
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(every)
-
-
 def wait_healthy(kafka, topics: list[str], timeout: float = 120) -> None:
     """Every node back and every partition of `topics` fully replicated again."""
     wait_until(
         lambda: kafka.sandbox.brokers_in_metadata(kafka.sandbox.info()) == {1, 2, 3},
         timeout,
         "all 3 brokers in the metadata",
+        every=0.5,
+        tolerate=MOVING,
     )
     for t in topics:
-        wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync")
+        wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync", every=0.5, tolerate=MOVING)
 
 
-def outage(kafka, node: int, how: str, down_s: float) -> None:
-    """Take `node` out (kill: SIGKILL, stop: SIGTERM, pause: SIGSTOP) for `down_s`, then bring it
-    back and wait until it is a broker again."""
+def outage(kafka, node: int, how: str, down_s: float, holder=None) -> None:
+    """Take `node` out (kill: SIGKILL, stop: SIGTERM, pause: SIGSTOP) for `down_s` (the fault's
+    length is what a test names, not a wait for something), then bring it back and wait until it
+    is a broker again. `holder()` names the node holding the role the fault is aimed at (a
+    partition's leader, a coordinator): the outage then asserts its effect, that the role moved
+    off `node` (the controller fenced it), seen while it was out or as it came back."""
     sb = kafka.sandbox
+    moved = Moved(holder, node) if holder else None
     if how == "pause":
         sb.pause_node(node)
         time.sleep(down_s)
         sb.resume_node(node)
-        return
-    (sb.kill_node if how == "kill" else sb.stop_node)(node)
-    time.sleep(down_s)
-    sb.start_node(node)
+    else:
+        (sb.kill_node if how == "kill" else sb.stop_node)(node)
+        time.sleep(down_s)
+        sb.start_node(node)
+    if moved:
+        moved.wait(FENCE_WAIT_S)
+
+
+class Moved:
+    """Watches, in a thread, for a role to be held by another node than `node`."""
+
+    def __init__(self, holder, node: int):
+        self.node, self.seen = node, None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, args=(holder,), daemon=True)
+        self.thread.start()
+
+    def _watch(self, holder) -> None:
+        while not self._stop.is_set():
+            try:
+                now = holder()
+            except Exception:  # noqa: BLE001 - the cluster is moving: ask again
+                now = None
+            if now is not None and now not in (self.node, -1):
+                self.seen = now
+                return
+            self._stop.wait(0.3)
+
+    def wait(self, timeout: float) -> int:
+        self.thread.join(timeout)
+        self._stop.set()
+        assert self.seen is not None, f"the fault had no effect: the role stayed on node {self.node}"
+        return self.seen
 
 
 class Background:
@@ -151,16 +175,6 @@ class Background:
         assert not self.thread.is_alive(), "the outage thread did not finish"
         if self.error:
             raise self.error
-
-
-def read_committed(kafka, topic: str, timeout: float = 180) -> dict[int, list[tuple[bytes, bytes]]]:
-    """{partition: [(key, value), ...]} in offset order, read_committed, up to the end."""
-    from tests.integration.produce_helpers import consume
-
-    out: dict[int, list] = defaultdict(list)
-    for part, key, value, _h, _ts in consume(kafka.bootstrap, topic, committed=True, timeout=timeout):
-        out[part].append((key, value))
-    return out
 
 
 def check_exactly_once_in_order(by_partition: dict, expected_ids: range, seq_of) -> None:
@@ -201,9 +215,10 @@ class Reruns:
         code = self.proc.poll()
         if code is None:
             return
-        self.codes.append(code)
         assert code == self.RETRY, f"exit {code} before the outage: {self.stderr_of(self.proc)}"
-        self.proc = self.start(len(self.codes))
+        # Started first, noted after: a start that fails while the cluster moves is tried again.
+        self.proc = self.start(len(self.codes) + 1)
+        self.codes.append(code)
 
     def finish(self, timeout: float, attempts: int = 4) -> list[int]:
         while True:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import time
 
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
 from kxtx.records.wire import snake
@@ -58,16 +57,6 @@ def key_type(formatted: dict) -> int:
     """The record type of a formatter record: `key.type` (4.x) or `key.version` (3.9's name)."""
     key = formatted["key"]
     return key["type"] if "type" in key else key["version"]
-
-
-def wait_for(predicate, what: str, timeout: float = 60.0, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 def states(rows: list[dict]) -> list[str]:

@@ -1,12 +1,15 @@
-"""Producing inputs and reading read_committed outputs for the `kxtx pipe` tests."""
+"""Producing inputs and starting `kxtx pipe` for the pipe tests (reading outputs: `kafka_io`)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
-import uuid
-from collections import Counter
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tests.conftest import ROOT
 
 UDFS = __file__.replace("pipe_helpers.py", "pipe_udfs.py")
 #: A killed pipe's group membership ends in 6 s instead of librdkafka's 45 s: its restart (or the
@@ -28,38 +31,19 @@ def produce(bootstrap: str, topic: str, values, keys=None) -> None:
     assert p.flush(60) == 0
 
 
-def read_committed(bootstrap: str, topic: str, timeout: float = 60) -> list:
-    """Every committed record of a topic (all partitions), read up to the end."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
+def start_pipe(
+    bootstrap: str, tmp_path, name: str, *args: str, env: dict | None = None, new_session: bool = False
+):
+    """`kxtx pipe ARGS -o json` in the background against `bootstrap`; its stdout and stderr go to
+    `tmp_path/NAME.out` and `.err` (files: a pipe nobody reads could fill and block it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "pipe", *args, "-o", "json"],
+        stdout=open(tmp_path / f"{name}.out", "w"),
+        stderr=open(tmp_path / f"{name}.err", "w"),
+        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap, **(env or {})},
+        cwd=ROOT,
+        start_new_session=new_session,
     )
-    try:
-        md = c.list_topics(topic, timeout=30).topics[topic]
-        parts = [TopicPartition(topic, p, 0) for p in md.partitions]
-        c.assign(parts)
-        pending, out = {p.partition for p in parts}, []
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for m in c.consume(10000, 1.0):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard(m.partition())
-                    continue
-                out.append(m)
-        assert not pending, f"{topic}: no end of partition(s) {pending} within {timeout}s"
-        return out
-    finally:
-        c.close()
-
-
-def values(msgs) -> Counter:
-    return Counter(m.value() for m in msgs)
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:

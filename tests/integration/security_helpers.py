@@ -202,29 +202,3 @@ def write_lines(n: int, prefix: str = "r") -> str:
         for i in range(n):
             f.write(json.dumps({"id": f"{prefix}{i}", "n": i}) + "\n")
     return path
-
-
-def read_committed(broker: SecureBroker, topic: str, user: str = "admin", wait_s: float = 6.0) -> list[bytes]:
-    """Values a read_committed consumer sees from the start, bounded in time."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    c = Consumer(
-        {
-            **broker.conf(user),
-            "group.id": f"{'limited.' if user == 'limited' else ''}g-{uuid.uuid4().hex[:6]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "log_level": 3,
-        }
-    )
-    md = c.list_topics(topic, timeout=10).topics[topic]
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions])
-    out, deadline = [], time.monotonic() + wait_s
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.3)
-            if m is not None and not m.error():
-                out.append(m.value())
-    finally:
-        c.close()
-    return out

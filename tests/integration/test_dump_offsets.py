@@ -18,8 +18,8 @@ from tests.integration.dump_helpers import (
     dump,
     kafka_formatter,
     key_type,
-    wait_for,
 )
+from tests.integration.kafka_io import wait_until
 
 # Record formats and coordinator behaviour differ between 3.9 and 4.x: CI runs these on both.
 pytestmark = pytest.mark.versioned
@@ -201,7 +201,7 @@ def test_transactional_offset_commits(kafka, run_kxtx, eos):
     ]
     # End the open transaction: the pending commit turns into an aborted one.
     eos["producer"].abort_transaction(30)
-    wait_for(
+    wait_until(
         lambda: (
             [
                 r["txn"]
@@ -209,8 +209,9 @@ def test_transactional_offset_commits(kafka, run_kxtx, eos):
             ][-1]
             == "aborted"
         ),
+        30,
         "the pending commit to show as aborted",
-        timeout=30,
+        every=0.5,
     )
     latest = dump(run_kxtx, "offsets", "--group", group, "--latest", "--type", "offset-commit")
     assert _latest_offsets(latest) == _committed(kafka, group) == {(src, 0): committed}

@@ -17,8 +17,8 @@ from tests.integration.dump_helpers import (
     kafka_formatter,
     key_type,
     states,
-    wait_for,
 )
+from tests.integration.kafka_io import wait_until
 
 # Record formats and coordinator behaviour differ between 3.9 and 4.x: CI runs these on both.
 pytestmark = pytest.mark.versioned
@@ -75,12 +75,13 @@ def txns(kafka):
         zombie.commit_transaction(10)
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
     try:
-        wait_for(
+        wait_until(
             lambda: (
                 admin.describe_transactions([ids["timeout"]])[ids["timeout"]].state.value == "CompleteAbort"
             ),
+            90,
             "the timed-out transaction to be aborted",
-            timeout=90,
+            every=0.5,
         )
         truth = admin.describe_transactions(list(ids.values()))
     finally:

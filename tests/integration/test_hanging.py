@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT, Kafka, start_sandbox
+from tests.integration.kafka_io import end_offsets, read_committed, wait_until
 from tests.integration.txn_helpers import LowLevel, make_hanging
 from tests.unit.record_encoder import iso
 
@@ -62,15 +63,7 @@ def rows(result):
 
 def offsets(broker, topic, partition):
     """(LSO, high watermark)"""
-    from confluent_kafka import IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
-
-    a = AdminClient({"bootstrap.servers": broker.bootstrap})
-    out = []
-    for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
-        tp = TopicPartition(topic, partition)
-        out.append(a.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp].result(30).offset)
-    return tuple(out)
+    return tuple(end_offsets(broker.bootstrap, topic, committed)[partition] for committed in (True, False))
 
 
 def produce_plain(broker, topic, partition, n):
@@ -82,30 +75,25 @@ def produce_plain(broker, topic, partition, n):
     assert p.flush(30) == 0
 
 
-def consume_committed(broker, topic, partition, group=None, commit=False, wait_s=8.0):
-    """Values a read_committed consumer gets from the start (or the group's offset), bounded in time."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+def committed_values(broker, topic, partition) -> list[str]:
+    """The values a read_committed consumer gets from the start of a partition: up to its LSO."""
+    return [r.value.decode() for r in read_committed(broker.bootstrap, topic) if r.partition == partition]
 
-    c = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": group or f"g-{uuid.uuid4().hex[:6]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-    values, deadline = [], time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            values.append(m.value().decode())
-    if commit:
-        pos = c.position([TopicPartition(topic, partition)])[0].offset
-        c.commit(offsets=[TopicPartition(topic, partition, pos)], asynchronous=False)
-    c.close()
-    return values
+
+def commit_offset(broker, group: str, topic: str, partition: int, offset: int) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        # On a fresh broker the group's coordinator may still be loading: asked again.
+        wait_until(
+            lambda: c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False) or True,
+            30,
+            f"an offset commit of {group}",
+            tolerate=(KafkaException,),
+        )
+    finally:
+        c.close()
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +116,8 @@ def hanging(broker):
     finally:
         ll.close()
     group = f"blocked-{uuid.uuid4().hex[:6]}"
-    assert consume_committed(broker, a, 0, group=group, commit=True, wait_s=4) == [
-        f"before-{i}" for i in range(4)
-    ]
+    assert committed_values(broker, a, 0) == [f"before-{i}" for i in range(4)]
+    commit_offset(broker, group, a, 0, offsets(broker, a, 0)[0])  # the group at the stuck LSO
     return {
         "a": a,
         "b": b,
@@ -213,7 +200,7 @@ def test_abort_hanging_yes_releases_the_lso(broker, hanging):
         assert lso == hw
     # A read_committed consumer now gets past the stuck point; the aborted records stay invisible.
     produce_plain(broker, hanging["a"], 0, 1)
-    seen = consume_committed(broker, hanging["a"], 0, wait_s=4)
+    seen = committed_values(broker, hanging["a"], 0)
     assert seen == [f"before-{i}" for i in range(4)] + ["before-0"]
     assert not any(v.startswith("hanging") for v in seen)
     assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 0

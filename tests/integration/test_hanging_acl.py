@@ -12,12 +12,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import wait_until
 from tests.integration.txn_helpers import make_hanging
 
 pytestmark = pytest.mark.kafka
@@ -67,7 +67,12 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
     topic = f"limited.hang-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": internal})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    time.sleep(1)  # leader election
+    wait_until(
+        lambda: admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader >= 0,
+        30,
+        f"a leader of {topic}",
+        tolerate=(KeyError,),
+    )
     _p, starts = make_hanging(internal, f"other-{uuid.uuid4().hex[:6]}", [(topic, 0)])
 
     r = kxtx_as(

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.integration import cluster_helpers as ch
+from tests.integration.kafka_io import wait_until
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.timeout(600)]
 
@@ -19,10 +20,12 @@ def _commit_offsets(kafka, group: str, topic: str, n: int) -> None:
     try:
         for i in range(1, n + 1):
             # The first commits of a new cluster can meet a coordinator still loading.
-            ch.wait_until(
+            wait_until(
                 lambda i=i: c.commit(offsets=[TopicPartition(topic, 0, i)], asynchronous=False) or True,
                 60,
                 "an offset commit",
+                every=0.5,
+                tolerate=ch.MOVING,
             )
     finally:
         c.close()

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.integration import cluster_helpers as ch
+from tests.integration.kafka_io import wait_until
 from tests.integration.txn_helpers import make_hanging
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.timeout(900)]
@@ -50,7 +51,13 @@ def spread(cluster3):
     admin.create_topics(
         [NewTopic(rf1, 3, replica_assignment=[[1], [2], [3]], config={"min.insync.replicas": "1"})]
     )[rf1].result(60)
-    ch.wait_until(lambda: all(v >= 0 for v in ch.leaders(cluster3, rf1).values()), 60, "rf1 leaders")
+    wait_until(
+        lambda: all(v >= 0 for v in ch.leaders(cluster3, rf1).values()),
+        60,
+        "rf1 leaders",
+        every=0.5,
+        tolerate=ch.MOVING,
+    )
     by_leader: dict[int, int] = {}
     for part, leader in sorted(ch.leaders(cluster3, rf3).items()):
         by_leader.setdefault(leader, part)
@@ -117,10 +124,12 @@ def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spre
         victim = moving.leader
         cluster3.sandbox.stop_node(victim)
         try:
-            ch.wait_until(
+            wait_until(
                 lambda: ch.leaders(cluster3, spread["rf3"])[moving.expected.partition] not in (victim, -1),
                 ch.FENCE_WAIT_S,
                 "the leadership to move",
+                every=0.5,
+                tolerate=ch.MOVING,
             )
             results = {(r.topic, r.partition): r for r in abort.execute(cluster, targets)}
         finally:
@@ -137,7 +146,13 @@ def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spre
         if tp not in (moving.expected.tp, offline and (spread["rf1"], victim - 1))
     ]
     assert all(r.outcome == "aborted" for r in others), others
-    ch.wait_until(lambda: ch.leaders(cluster3, spread["rf1"])[victim - 1] == victim, 120, "rf1 back")
+    wait_until(
+        lambda: ch.leaders(cluster3, spread["rf1"])[victim - 1] == victim,
+        120,
+        "rf1 back",
+        every=0.5,
+        tolerate=ch.MOVING,
+    )
     # The operator's rerun finds only the partition that could not be aborted, and aborts it.
     again = ch.run(cluster3, "abort-hanging", "--yes", "-o", "jsonl")
     assert again.returncode == 0, again.stderr

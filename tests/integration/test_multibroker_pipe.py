@@ -1,53 +1,46 @@
 """`kxtx pipe` on a 3-node cluster while the leader of an input partition, the leader of an output
 partition, the group coordinator and the transaction coordinator die one after the other (SIGKILL,
-back after 8 s), or stall (SIGSTOP 30 s): every input's output exactly once, in order per key. A
-run that stops with exit 75 is run again, as an operator's retry loop would."""
+back after 8 s), or stall (SIGSTOP 30 s), each while the pipe has input to commit: every input's
+output exactly once, in order per key. A run that stops with exit 75 is run again, as an
+operator's retry loop would."""
 
+import itertools
 import os
-import subprocess
-import sys
-import time
 import uuid
 from collections import Counter
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.integration import cluster_helpers as ch
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce
+from tests.integration.kafka_io import by_partition, read_committed, wait_until
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.spark, pytest.mark.timeout(1500)]
 
-N = int(os.environ.get("KXTX_TEST_FAILOVER_PIPE_RECORDS", "200000"))
+#: All input records, fed in slices: one before the run, one before each later fault, the last
+#: after the last fault. The run cannot end before the last slice (it stops at --max-records N),
+#: so every fault lands mid-run; a slice is ~10 s of slow_identity work, so the pipe is still
+#: committing it when its fault lands (asserted). KXTX_TEST_FAILOVER_PIPE_RECORDS scales it.
+N = int(os.environ.get("KXTX_TEST_FAILOVER_PIPE_RECORDS", "60000"))
 KEYS = 97
+PARTITIONS = 6
 #: extra pipe arguments when investigating, e.g. "-X debug=eos"
 EXTRA = os.environ.get("KXTX_TEST_PIPE_ARGS", "").split()
-
-
-def _start(kafka, tmp_path, name, args) -> subprocess.Popen:
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, *EXTRA, "-o", "json"],
-        stdout=open(tmp_path / f"{name}.out", "w"),
-        stderr=open(tmp_path / f"{name}.err", "w"),
-        env=env,
-        cwd=ROOT,
-    )
+#: A safety net only: a run stops at --max-records; it must not stop idle while the test heals
+#: the cluster between slices.
+IDLE_S = "300"
 
 
 def _stderr(tmp_path) -> str:
     return "\n".join(f.read_text()[-1500:] for f in sorted(tmp_path.glob("run*.err")))
 
 
-def _grows(kafka, topic, runs, timeout=240) -> None:
-    """Wait until the output grew by a batch (the pipe is mid-stream), rerunning after a 75."""
-    base = sum(ch.high_watermarks(kafka, topic).values())
-    deadline = time.monotonic() + timeout
-    while sum(ch.high_watermarks(kafka, topic).values()) <= base + 2000:
-        runs.running()
-        assert time.monotonic() < deadline, f"{topic} did not grow in {timeout}s"
-        time.sleep(0.5)
-    runs.running()
+def _written(kafka, topic) -> int:
+    return sum(ch.high_watermarks(kafka, topic).values())
+
+
+def _committed_in(kafka, group: str, src: str) -> int:
+    return sum(max(o, 0) for o in committed_offsets(kafka.bootstrap, group, src, PARTITIONS))
 
 
 @pytest.mark.parametrize(
@@ -58,13 +51,25 @@ def _grows(kafka, topic, runs, timeout=240) -> None:
     ],
 )
 def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, down_s, roles):
-    src = cluster3.create_topic(partitions=6, replication=3)
-    out = cluster3.create_topic(partitions=6, replication=3)
+    src = cluster3.create_topic(partitions=PARTITIONS, replication=3)
+    out = cluster3.create_topic(partitions=PARTITIONS, replication=3)
     vals = [b"%d" % i for i in range(N)]
     keys = [b"k%d" % (i % KEYS) for i in range(N)]
-    produce(cluster3.bootstrap, src, vals, keys)
+    cuts = [N * i // (len(roles) + 1) for i in range(len(roles) + 2)]
+    slices = itertools.pairwise(cuts)
+    fed = 0
+
+    def feed() -> None:
+        nonlocal fed
+        a, b = next(slices)
+        produce(cluster3.bootstrap, src, vals[a:b], keys[a:b])
+        fed = b
+
+    feed()
     group, txid = f"fo-{uuid.uuid4().hex[:8]}", f"fo-{uuid.uuid4().hex[:8]}"
     args = [
+        "--mode",
+        "driver",
         "--in",
         src,
         "--out",
@@ -79,9 +84,10 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
         "2000",
         "--batch-max-ms",
         "1000",
-        # idle longer than an outage: the first run ends only once it has caught up
         "--until-idle",
-        str(down_s + 30),
+        IDLE_S,
+        *FAST_GROUP,
+        *EXTRA,
     ]
     who = {
         "input leader": lambda: ch.leaders(cluster3, src)[0],
@@ -91,20 +97,36 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
     }
 
     def start(i):
-        # The first run idles longer than an outage; reruns stop sooner once caught up.
-        return _start(cluster3, tmp_path, f"run{i}", args if i == 0 else args[:-1] + ["10"])
+        # A rerun after a 75 goes on from the group's committed offsets: it stops after the rest.
+        rest = N - (_committed_in(cluster3, group, src) if i else 0)
+        return start_pipe(cluster3.bootstrap, tmp_path, f"run{i}", *args, "--max-records", str(rest))
 
     runs = ch.Reruns(start, lambda proc: _stderr(tmp_path))
     try:
-        for role in roles:
-            _grows(cluster3, out, runs)
-            ch.outage(cluster3, who[role](), how, down_s)
+        for i, role in enumerate(roles):
+            if i:
+                feed()
+            # A batch of this slice written: the pipe is mid-slice, transactions in flight.
+            base = _written(cluster3, out)
+            wait_until(
+                lambda base=base: runs.running() or _written(cluster3, out) > base + 2000,
+                240,
+                f"{out} to grow before the outage of the {role}",
+                every=0.5,
+                tolerate=ch.MOVING,
+            )
+            runs.running()  # mid-run (asserted), or restarted after a 75
+            done = _committed_in(cluster3, group, src)
+            assert done < fed, f"the pipe had committed all its input before the outage of the {role}"
+            ch.outage(cluster3, who[role](), how, down_s, who[role])
+            ch.wait_healthy(cluster3, [src, out])
+        feed()
         codes = runs.finish(900)
     finally:
         runs.kill()
         ch.wait_healthy(cluster3, [src, out])
     print(f"exit codes of the runs: {codes}")
-    by_part = ch.read_committed(cluster3, out)
+    by_part = by_partition(read_committed(cluster3.bootstrap, out, 180))
     counts = Counter(v for recs in by_part.values() for _k, v in recs)
     assert counts == Counter(vals), (
         f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, {len(set(vals) - set(counts))} missing"

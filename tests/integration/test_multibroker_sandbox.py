@@ -5,6 +5,7 @@ import json
 import pytest
 
 from tests.integration import cluster_helpers as ch
+from tests.integration.kafka_io import wait_until
 from tests.integration.test_sandbox import _transactions_round_trip
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.timeout(900)]
@@ -57,10 +58,12 @@ def test_cli_node_control_and_failover(cluster3):
         assert status.returncode == 3  # a node is down: a problem found
         assert {n["id"]: n["state"] for n in json.loads(status.stdout)["nodes"]}[victim] == "stopped"
         # The controller fences the dead broker and moves its leaderships; transactions go on.
-        ch.wait_until(
+        wait_until(
             lambda: ch.leaders(cluster3, topic)[0] not in (victim, -1),
             ch.FENCE_WAIT_S,
             "partition 0 to get a new leader",
+            every=0.5,
+            tolerate=ch.MOVING,
         )
         _transactions_round_trip(cluster3.bootstrap, topic)
     finally:

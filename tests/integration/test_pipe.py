@@ -13,7 +13,8 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, read_committed, values
+from tests.integration.kafka_io import multiset, read_committed
+from tests.integration.pipe_helpers import UDFS, committed_offsets, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -68,8 +69,8 @@ def test_identity_keeps_keys(kafka, pipe):
     out = kafka.create_topic(partitions=2)
     summary = pipe([src], out, "identity", batch_max_records=700)
     got = read_committed(kafka.bootstrap, out)
-    assert values(got) == Counter(vals)
-    assert Counter((m.key(), m.value()) for m in got) == Counter(
+    assert multiset(got) == Counter(vals)
+    assert Counter((m.key, m.value) for m in got) == Counter(
         (b"k%d" % (i % 50), v) for i, v in enumerate(vals)
     )
     assert summary["records_in"] == summary["records_out"] == N
@@ -80,7 +81,7 @@ def test_filter_drops_none(kafka, pipe):
     src, vals = inputs(kafka)
     out = kafka.create_topic()
     summary = pipe([src], out, "keep_even")
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals[::2])
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals[::2])
     assert summary["dropped"] == N // 2
 
 
@@ -92,9 +93,9 @@ def test_fan_out_list(kafka, pipe):
     expected = Counter()
     for v in vals:
         expected.update([v, v + b"/copy", v + b"/keyed"])
-    assert values(got) == expected
-    keyed = [m for m in got if m.value().endswith(b"/keyed")]
-    assert all(m.key() == b"k2" and m.headers() == [("from", b"fan")] for m in keyed)
+    assert multiset(got) == expected
+    keyed = [m for m in got if m.value.endswith(b"/keyed")]
+    assert all(m.key == b"k2" and m.headers == [("from", b"fan")] for m in keyed)
 
 
 def test_json_enrichment(kafka, pipe):
@@ -104,7 +105,7 @@ def test_json_enrichment(kafka, pipe):
     out = kafka.create_topic()
     pipe([src], out, "enrich", value_format="json")
     got = Counter(
-        json.dumps(json.loads(m.value()), sort_keys=True) for m in read_committed(kafka.bootstrap, out)
+        json.dumps(json.loads(m.value), sort_keys=True) for m in read_committed(kafka.bootstrap, out)
     )
     want = Counter(
         json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True}, sort_keys=True)
@@ -121,15 +122,15 @@ def test_routing_to_two_topics(kafka, pipe):
     pipe([src], even, "route", value_format="json")
     for topic, rem in ((even, 0), (odd, 1)):
         got = read_committed(kafka.bootstrap, topic)
-        assert Counter(json.loads(m.value())["n"] for m in got) == Counter(range(rem, N, 2))
-        assert all(m.key() == str(json.loads(m.value())["n"]).encode() for m in got)
+        assert Counter(json.loads(m.value)["n"] for m in got) == Counter(range(rem, N, 2))
+        assert all(m.key == str(json.loads(m.value)["n"]).encode() for m in got)
 
 
 def test_pandas_udf_object(kafka, pipe):
     src, vals = inputs(kafka)
     out = kafka.create_topic()
     pipe([src], out, "upper_series", value_format="string")
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(v.upper() for v in vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(v.upper() for v in vals)
 
 
 def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
@@ -139,10 +140,12 @@ def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
     produce(kafka.bootstrap, src, vals)
     out, dlq = kafka.create_topic(), kafka.create_topic()
     summary = pipe([src], out, "poison", dlq=dlq)
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(v.upper() for v in vals if v != b"poison")
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(
+        v.upper() for v in vals if v != b"poison"
+    )
     (dead,) = read_committed(kafka.bootstrap, dlq)
-    headers = dict(dead.headers())
-    assert dead.value() == b"poison"
+    headers = dict(dead.headers)
+    assert dead.value == b"poison"
     assert b"ValueError: cannot handle the poison record" in headers["kxtx.error"]
     assert (headers["kxtx.source.topic"], headers["kxtx.source.offset"]) == (src.encode(), b"123")
     assert summary["dlq"] == 1
@@ -207,7 +210,7 @@ def test_cli_identity_summary(kafka, run_kxtx, mode):
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr
 
 

@@ -13,7 +13,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -21,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, read_committed, values
+from tests.integration.kafka_io import multiset, read_committed, wait_until
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
 from tests.integration.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -47,32 +46,13 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
-def start_pipe(
-    kafka, cluster, tmp_path, name: str, *args: str, new_session: bool = False
-) -> subprocess.Popen:
-    out = open(tmp_path / f"{name}.out", "w")
-    err = open(tmp_path / f"{name}.err", "w")
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "SPARK_LOCAL_IP": "127.0.0.1"}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kxtx",
-            "pipe",
-            "--master",
-            cluster.master_url,
-            *FAST_SPARK,
-            *FAST_GROUP,
-            *args,
-            "-o",
-            "json",
-        ],
-        stdout=out,
-        stderr=err,
-        env=env,
-        cwd=ROOT,
-        start_new_session=new_session,
-    )
+#: The executors reach the driver on the loopback address.
+SPARK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def on(cluster) -> tuple[str, ...]:
+    """The arguments of every run here: the standalone cluster, fast Spark and group settings."""
+    return ("--master", cluster.master_url, *FAST_SPARK, *FAST_GROUP)
 
 
 def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) -> dict:
@@ -88,7 +68,7 @@ def finish(proc: subprocess.Popen, tmp_path, name: str, timeout: float = 300) ->
 
 
 def exactly_once(kafka, out: str, expected: Counter) -> None:
-    counts = values(read_committed(kafka.bootstrap, out, timeout=120))
+    counts = multiset(read_committed(kafka.bootstrap, out, timeout=120))
     dupes = {v: c for v, c in counts.items() if c > 1}
     assert not dupes, f"{len(dupes)} duplicated outputs, e.g. {list(dupes.items())[:3]}"
     assert counts == expected, f"{len(set(expected) - set(counts))} inputs without output"
@@ -107,10 +87,10 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     events = tmp_path / "events"
     events.mkdir()
     p = start_pipe(
-        kafka,
-        cluster,
+        kafka.bootstrap,
         tmp_path,
         "identity",
+        *on(cluster),
         "--in",
         src,
         "--out",
@@ -132,6 +112,7 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
         "spark.eventLog.compress=false",
         "--spark-conf",
         f"spark.eventLog.dir=file://{events}",
+        env=SPARK_ENV,
     )
     summary = finish(p, tmp_path, "identity")
     logs = cluster.logs_text() + "".join(
@@ -142,14 +123,14 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     assert (summary["records_in"], summary["records_out"]) == (8000, 8000)
     assert summary["transactions"] >= 6  # 8000 records, at most 1500 per partition and round
     got = read_committed(kafka.bootstrap, out)
-    assert Counter((m.key(), m.value()) for m in got) == Counter(
+    assert Counter((m.key, m.value) for m in got) == Counter(
         (b"k%d" % (i % 13), v) for i, v in enumerate(vals)
     )
     p = start_pipe(
-        kafka,
-        cluster,
+        kafka.bootstrap,
         tmp_path,
         "enrich",
+        *on(cluster),
         "--in",
         src_json,
         "--out",
@@ -162,10 +143,11 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
         "json",
         "--until-idle",
         "3",
+        env=SPARK_ENV,
     )
     finish(p, tmp_path, "enrich")
     got = Counter(
-        json.dumps(json.loads(m.value()), sort_keys=True) for m in read_committed(kafka.bootstrap, out_json)
+        json.dumps(json.loads(m.value), sort_keys=True) for m in read_committed(kafka.bootstrap, out_json)
     )
     assert got == Counter(
         json.dumps({**d, "total": round(d["price"] * d["qty"], 2), "enriched": True}, sort_keys=True)
@@ -221,7 +203,9 @@ def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cl
     src, out, vals, args = slow_input(kafka, 40_000, b"w")
     growth = OutputGrowth(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "12")))
-    proc = start_pipe(kafka, cluster, tmp_path, "kills", *args, "--until-idle", "5")
+    proc = start_pipe(
+        kafka.bootstrap, tmp_path, "kills", *on(cluster), *args, "--until-idle", "5", env=SPARK_ENV
+    )
     killed = []
     try:
         for i in range(4):
@@ -248,7 +232,9 @@ def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "7")))
     try:
         for i in range(2):
-            proc = start_pipe(kafka, cluster, tmp_path, f"driver{i}", *args, new_session=True)
+            proc = start_pipe(
+                kafka.bootstrap, tmp_path, f"driver{i}", *on(cluster), *args, new_session=True, env=SPARK_ENV
+            )
             try:
                 assert growth.wait(proc), (tmp_path / f"driver{i}.err").read_text()
                 time.sleep(rng.uniform(0.0, 2.0))
@@ -259,7 +245,9 @@ def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
                 proc.wait(30)
     finally:
         growth.close()
-    proc = start_pipe(kafka, cluster, tmp_path, "final", *args, "--until-idle", "5")
+    proc = start_pipe(
+        kafka.bootstrap, tmp_path, "final", *on(cluster), *args, "--until-idle", "5", env=SPARK_ENV
+    )
     finish(proc, tmp_path, "final", timeout=400)
     exactly_once(kafka, out, Counter(vals))
 
@@ -272,16 +260,27 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
     out, dlq = kafka.create_topic(), kafka.create_topic()
     common = ["--in", src, "--out", out, "--udf", f"{UDFS}:poison", "--until-idle", "3"]
     group = f"g-{uuid.uuid4().hex[:8]}"
-    p = start_pipe(kafka, cluster, tmp_path, "fail", *common, "--group", group)
+    p = start_pipe(kafka.bootstrap, tmp_path, "fail", *on(cluster), *common, "--group", group, env=SPARK_ENV)
     assert p.wait(300) == 1
     err = (tmp_path / "fail.err").read_text()
     assert "ValueError: cannot handle the poison record" in err and "nothing of this batch" in err
-    p = start_pipe(kafka, cluster, tmp_path, "dlq", *common, "--group", group, "--on-udf-error", f"dlq:{dlq}")
+    p = start_pipe(
+        kafka.bootstrap,
+        tmp_path,
+        "dlq",
+        *on(cluster),
+        *common,
+        "--group",
+        group,
+        "--on-udf-error",
+        f"dlq:{dlq}",
+        env=SPARK_ENV,
+    )
     summary = finish(p, tmp_path, "dlq")
     assert summary["dlq"] == 1
     exactly_once(kafka, out, Counter(v.upper() for v in vals if v != b"poison"))
     (dead,) = read_committed(kafka.bootstrap, dlq)
-    assert dead.value() == b"poison"
+    assert dead.value == b"poison"
 
 
 # Spark speculation (README: safe in executors mode). The losing attempt's Python worker would be
@@ -306,19 +305,6 @@ def process_state(pid: int) -> str:
         return "gone"
 
 
-def wait_for(what: str, check, proc: subprocess.Popen, tmp_path, name: str, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        assert proc.poll() is None, (
-            f"pipe ended ({proc.returncode}) before {what}: " + (tmp_path / f"{name}.err").read_text()
-        )
-        time.sleep(0.2)
-    pytest.fail(f"no {what} within {timeout} s")
-
-
 def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluster, tmp_path):
     """A Python worker freezes (SIGSTOP) mid-UDF, after its task read the partition's start
     offset. Spark's speculative copy of the task runs on the other worker: its producer (same
@@ -331,10 +317,10 @@ def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluste
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(len(vals))])
     name = "zombie"
     proc = start_pipe(
-        kafka,
-        cluster,
+        kafka.bootstrap,
         tmp_path,
         name,
+        *on(cluster),
         "--mode",
         "executors",
         "--in",
@@ -348,27 +334,30 @@ def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluste
         "--batch-max-records",
         "1000",
         *SPECULATION,
+        env=SPARK_ENV,
     )
     zombie = None
+    err = (tmp_path / f"{name}.err").read_text
     try:
-        wait_for("frozen worker", pidfile.exists, proc, tmp_path, name, 240)
+        wait_until(pidfile.exists, 240, "frozen worker", procs=[proc], stderr=err)
         zombie = int(pidfile.read_text())
-        wait_for("stopped state", lambda: process_state(zombie) == "T", proc, tmp_path, name, 30)
+        wait_until(lambda: process_state(zombie) == "T", 30, "stopped state", procs=[proc], stderr=err)
         # Past the round: all input, the frozen task's partition included, is committed by others.
-        wait_for(
-            "complete output",
+        wait_until(
             lambda: len(read_committed(kafka.bootstrap, out, 30)) >= len(vals),
-            proc,
-            tmp_path,
-            name,
             240,
+            "complete output",
+            procs=[proc],
+            stderr=err,
         )
         assert process_state(zombie) == "T"
         os.kill(zombie, signal.SIGCONT)
-        wait_for("thawed zombie", Path(f"{pidfile}.thawed").exists, proc, tmp_path, name, 60)
+        wait_until(Path(f"{pidfile}.thawed").exists, 60, "thawed zombie", procs=[proc], stderr=err)
         # The zombie runs on: its writes are refused, and the task says so in its executor's log.
         fenced = re.compile(r"kxtx pipe: \S+ \(transactional id \S+\): fenced, \S*FENCED")
-        wait_for("the zombie's fence", lambda: fenced.search(cluster.logs_text()), proc, tmp_path, name, 120)
+        wait_until(
+            lambda: fenced.search(cluster.logs_text()), 120, "the zombie's fence", procs=[proc], stderr=err
+        )
     finally:
         if zombie is not None and process_state(zombie) == "T":
             os.kill(zombie, signal.SIGCONT)

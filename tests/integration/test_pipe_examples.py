@@ -10,7 +10,8 @@ import uuid
 
 import pytest
 
-from tests.integration.pipe_helpers import produce, read_committed
+from tests.integration.kafka_io import read_committed
+from tests.integration.pipe_helpers import produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -48,7 +49,7 @@ def test_the_help_example_runs(kafka, run_kxtx):
     )
     assert r.returncode == 0, r.stderr
     got = sorted(
-        (json.loads(m.value()) for m in read_committed(kafka.bootstrap, out)), key=lambda d: d["order"]["id"]
+        (json.loads(m.value) for m in read_committed(kafka.bootstrap, out)), key=lambda d: d["order"]["id"]
     )
     want = [{**d, "total_cents": round(d["amount"] * 100)} for d in docs if d["status"] != "cancelled"]
     assert got == want

@@ -17,14 +17,8 @@ from collections import Counter
 import pytest
 
 from tests.conftest import ROOT
-from tests.integration.pipe_helpers import (
-    FAST_GROUP,
-    UDFS,
-    committed_offsets,
-    produce,
-    read_committed,
-    values,
-)
+from tests.integration.kafka_io import multiset, read_committed, wait_until
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -80,7 +74,7 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
             zombie.wait()
     result = json.loads(stdout.splitlines()[-1])
     assert result["status"] == "fenced", (result["status"], result["error"], stderr[-1500:])
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [3000]
 
 
@@ -139,20 +133,17 @@ def test_a_partition_without_committed_offset_starts_where_from_says(kafka, star
     second = taskmod.run_plan(j, dataclasses.replace(plan, token=first.token))
     assert (second.status, second.records_in, second.committed) == ("ok", 30, 80), second
     expected = (old if start == "earliest" else []) + new
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(expected)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(expected)
 
 
-def start_pipe(
-    kafka, tmp_path, name: str, *args: str, mode: str = "executors", env: dict | None = None
-) -> subprocess.Popen:
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
-    return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--mode", mode, "--master", "local[1]", *args, "-o", "json"],
-        stdout=open(tmp_path / f"{name}.out", "w"),
-        stderr=open(tmp_path / f"{name}.err", "w"),
-        env=env,
-        cwd=ROOT,
-    )
+def local(mode: str = "executors") -> tuple[str, ...]:
+    """The arguments of every run here: MODE on a one-core local Spark."""
+    return ("--mode", mode, "--master", "local[1]")
+
+
+def errs(tmp_path, procs: list):
+    """The stderr of runs p0, p1, ... (read when called: `procs` may still grow)."""
+    return lambda: [(tmp_path / f"p{i}.err").read_text() for i in range(len(procs))]
 
 
 def wait_all(procs: list, tmp_path, timeout: float = 400) -> list[dict]:
@@ -187,9 +178,9 @@ def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
         "--until-idle",
         "6",
     ]
-    procs = [start_pipe(kafka, tmp_path, f"p{i}", *args) for i in range(2)]
+    procs = [start_pipe(kafka.bootstrap, tmp_path, f"p{i}", *local(), *args) for i in range(2)]
     summaries = wait_all(procs, tmp_path)
-    counts = values(read_committed(kafka.bootstrap, out))
+    counts = multiset(read_committed(kafka.bootstrap, out))
     assert not {v: c for v, c in counts.items() if c > 1}
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
@@ -226,15 +217,15 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     ]
     mode, *extra = second
     procs = [
-        start_pipe(kafka, tmp_path, "p0", *args),
-        start_pipe(kafka, tmp_path, "p1", *args, *extra, mode=mode),
+        start_pipe(kafka.bootstrap, tmp_path, "p0", *local(), *args),
+        start_pipe(kafka.bootstrap, tmp_path, "p1", *local(mode), *args, *extra),
     ]
     shared_exactly_once(kafka, out, vals, wait_all(procs, tmp_path))
 
 
 def shared_exactly_once(kafka, out: str, vals: list, summaries: list[dict]) -> None:
     """Every input's output once, and every instance took part."""
-    counts = values(read_committed(kafka.bootstrap, out))
+    counts = multiset(read_committed(kafka.bootstrap, out))
     assert not {v: c for v, c in counts.items() if c > 1}
     assert counts == Counter(vals)
     assert sum(s["records_in"] for s in summaries) == len(vals)
@@ -270,35 +261,29 @@ def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
         "8",
         *FAST_GROUP,
     ]
-    procs = [start_pipe(kafka, tmp_path, "p0", *args, env=env)]
+    procs = [start_pipe(kafka.bootstrap, tmp_path, "p0", *local(), *args, env=env)]
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     try:
-        wait_until(lambda: marker.exists(), procs, tmp_path, "the first round's first task")
-        procs.append(start_pipe(kafka, tmp_path, "p1", *args, mode="driver", env=env))
+        wait_until(
+            marker.exists, 180, "the first round's first task", procs=procs, stderr=errs(tmp_path, procs)
+        )
+        procs.append(start_pipe(kafka.bootstrap, tmp_path, "p1", *local("driver"), *args, env=env))
         # PREPARING_REBALANCING: the newcomer's JoinGroup waits for this driver to rejoin
         wait_until(
             lambda: (
                 admin.describe_consumer_groups([group])[group].result(30).state
                 == ConsumerGroupState.PREPARING_REBALANCING
             ),
-            procs,
-            tmp_path,
+            180,
             "the second member's join",
+            procs=procs,
+            stderr=errs(tmp_path, procs),
         )
         # the join arrived mid-round: nothing of the held round is committed yet
         assert read_committed(kafka.bootstrap, out) == []
     finally:
         gate.touch()
     shared_exactly_once(kafka, out, vals, wait_all(procs, tmp_path))
-
-
-def wait_until(cond, procs, tmp_path, what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        errs = [(tmp_path / f"p{i}.err").read_text() for i in range(len(procs))]
-        assert all(p.poll() is None for p in procs), errs
-        assert time.monotonic() < deadline, f"no sign of {what} within {timeout} s: {errs}"
-        time.sleep(0.2)
 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])
@@ -312,9 +297,10 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, 
     produce(kafka.bootstrap, a, [b"a-%d" % i for i in range(300)])
     produce(kafka.bootstrap, b, [b"b-%d" % i for i in range(200)])
     proc = start_pipe(
-        kafka,
+        kafka.bootstrap,
         tmp_path,
         "p0",
+        *local(mode),
         "--in",
         f"^(__|{prefix}-)",
         "--out",
@@ -325,11 +311,10 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, 
         f"{UDFS}:identity",
         "--until-idle",
         "6",
-        mode=mode,
     )
     (summary,) = wait_all([proc], tmp_path)
     want = Counter([b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(200)])
-    assert values(read_committed(kafka.bootstrap, out)) == want
+    assert multiset(read_committed(kafka.bootstrap, out)) == want
     assert summary["records_in"] == 500
 
 
@@ -343,9 +328,10 @@ def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, t
     vals = [b"slow-%d" % i for i in range(3000)]
     produce(kafka.bootstrap, src, vals)
     proc = start_pipe(
-        kafka,
+        kafka.bootstrap,
         tmp_path,
         "p0",
+        *local(mode),
         "--in",
         src,
         "--out",
@@ -361,13 +347,12 @@ def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, t
         *FAST_GROUP,
         "-X",
         "max.poll.interval.ms=8000",
-        mode=mode,
     )
     (summary,) = wait_all([proc], tmp_path)
     err = (tmp_path / "p0.err").read_text()
     unit = "rounds" if mode == "executors" else "transactions"
     assert f"more than half of max.poll.interval.ms (8 s); {unit} now take at most" in err, err
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert summary["records_in"] == len(vals)
 
 
@@ -378,9 +363,10 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
     first = [b"old-%d" % i for i in range(2000)]
     produce(kafka.bootstrap, src, first)
     proc = start_pipe(
-        kafka,
+        kafka.bootstrap,
         tmp_path,
         "p0",
+        *local(),
         "--in",
         src,
         "--out",
@@ -392,10 +378,14 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
         "--until-idle",
         "15",
     )
-    deadline = time.monotonic() + 240
-    while len(read_committed(kafka.bootstrap, out)) < len(first):
-        assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "p0.err").read_text()
-        time.sleep(1)
+    wait_until(
+        lambda: len(read_committed(kafka.bootstrap, out)) >= len(first),
+        240,
+        "the first records' output",
+        every=0.5,
+        procs=[proc],
+        stderr=(tmp_path / "p0.err").read_text,
+    )
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     admin.create_partitions([NewPartitions(src, 4)])[src].result(30)
     from confluent_kafka import Producer
@@ -406,7 +396,7 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
         p.produce(src, v, partition=2 + i % 2)
     assert p.flush(30) == 0
     (summary,) = wait_all([proc], tmp_path)
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(first + later)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(first + later)
     assert summary["records_in"] == len(first) + len(later)
 
 
@@ -420,9 +410,10 @@ def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
     group = f"g-{uuid.uuid4().hex[:8]}"
     procs = [
         start_pipe(
-            kafka,
+            kafka.bootstrap,
             tmp_path,
             "p0",
+            *local(),
             "--in",
             src,
             "--out",
@@ -443,12 +434,12 @@ def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
         ends[:] = committed_offsets(kafka.bootstrap, group, src, 4)
         return all(o >= 0 for o in ends)
 
-    wait_until(pinned, procs, tmp_path, "the first round's commits")
+    wait_until(pinned, 180, "the first round's commits", procs=procs, stderr=errs(tmp_path, procs))
     assert sum(ends) == len(old)
     new = [b"new-%d" % i for i in range(300)]
     for i in range(0, len(new), 50):  # across several rounds
         produce(kafka.bootstrap, src, new[i : i + 50], [b"k%d" % (j % 13) for j in range(50)])
         time.sleep(0.3)
     (summary,) = wait_all(procs, tmp_path)
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(new)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(new)
     assert summary["records_in"] == len(new)

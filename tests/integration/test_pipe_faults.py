@@ -11,7 +11,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -19,8 +18,8 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.conftest import ROOT
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, read_committed, values
+from tests.integration.kafka_io import multiset, read_committed, wait_until
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -28,17 +27,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 # each restart's rebalance short.
 
 
-def start_pipe(kafka, tmp_path, name: str, *args: str) -> subprocess.Popen:
-    out = open(tmp_path / f"{name}.out", "w")
-    err = open(tmp_path / f"{name}.err", "w")
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", "--mode", "driver", *args, *FAST_GROUP, "-o", "json"],
-        stdout=out,
-        stderr=err,
-        env=env,
-        cwd=ROOT,
-    )
+#: Every run here: one Spark driver process, and a killed member leaves its group soon.
+DRIVER = ("--mode", "driver", *FAST_GROUP)
 
 
 def text(tmp_path, name: str, ext: str) -> str:
@@ -93,13 +83,13 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
     proc = None
     try:
         for i in range(5):
-            proc = start_pipe(kafka, tmp_path, f"kill{i}", *args)
+            proc = start_pipe(kafka.bootstrap, tmp_path, f"kill{i}", *DRIVER, *args)
             assert hw.wait_growth(proc), text(tmp_path, f"kill{i}", "err")
             time.sleep(rng.uniform(0.0, 1.5))
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
         # A SIGTERM mid-stream: the open transaction is finished or aborted, exit 143, summary.
-        proc = start_pipe(kafka, tmp_path, "term", *args)
+        proc = start_pipe(kafka.bootstrap, tmp_path, "term", *DRIVER, *args)
         assert hw.wait_growth(proc), text(tmp_path, "term", "err")
         time.sleep(rng.uniform(0.0, 1.0))
         proc.send_signal(signal.SIGTERM)
@@ -111,10 +101,10 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
         if proc is not None and proc.poll() is None:  # a failed assertion: leave no pipe behind
             proc.kill()
             proc.wait()
-    proc = start_pipe(kafka, tmp_path, "final", *args, "--until-idle", "5")
+    proc = start_pipe(kafka.bootstrap, tmp_path, "final", *DRIVER, *args, "--until-idle", "5")
     assert proc.wait(300) == 0, text(tmp_path, "final", "err")
     got = read_committed(kafka.bootstrap, out, timeout=120)
-    counts = values(got)
+    counts = multiset(got)
     dupes = {v: c for v, c in counts.items() if c > 1}
     assert not dupes, f"{len(dupes)} duplicated outputs, e.g. {list(dupes.items())[:3]}"
     assert counts == Counter(vals), f"{len(set(vals) - set(counts))} inputs without output"
@@ -140,11 +130,13 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
         "500",
     ]
     hw = HighWatermarks(kafka.bootstrap, out, 2)
-    first = start_pipe(kafka, tmp_path, "first", *common, "--udf", f"{UDFS}:slow_identity")
+    first = start_pipe(kafka.bootstrap, tmp_path, "first", *DRIVER, *common, "--udf", f"{UDFS}:slow_identity")
     second = None
     try:
         assert hw.wait_growth(first), text(tmp_path, "first", "err")
-        second = start_pipe(kafka, tmp_path, "second", *common, "--udf", f"{UDFS}:identity")
+        second = start_pipe(
+            kafka.bootstrap, tmp_path, "second", *DRIVER, *common, "--udf", f"{UDFS}:identity"
+        )
         try:
             rc = first.wait(90)
         except subprocess.TimeoutExpired:
@@ -157,10 +149,14 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
         err = text(tmp_path, "first", "err")
         assert rc == 1, err
         assert "fenced: another instance with the same transactional id took over" in err
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and len(read_committed(kafka.bootstrap, out)) < len(vals):
-            assert second.poll() is None, text(tmp_path, "second", "err")
-            time.sleep(2)
+        wait_until(
+            lambda: len(read_committed(kafka.bootstrap, out)) >= len(vals),
+            180,
+            "the second instance to commit every input",
+            every=0.5,
+            procs=[second],
+            stderr=lambda: text(tmp_path, "second", "err"),
+        )
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 143, text(tmp_path, "second", "err")
     finally:
@@ -169,7 +165,7 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
 
 
 def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
@@ -181,9 +177,10 @@ def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
     group = f"share-{uuid.uuid4().hex[:8]}"
     procs = [
         start_pipe(
-            kafka,
+            kafka.bootstrap,
             tmp_path,
             f"p{i}",
+            *DRIVER,
             "--in",
             src,
             "--out",
@@ -212,5 +209,5 @@ def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
                 p.wait()
     assert rcs == [0, 0], [text(tmp_path, f"p{i}", "err") for i in range(2)]
     summaries = [json.loads(text(tmp_path, f"p{i}", "out")) for i in range(2)]
-    assert values(read_committed(kafka.bootstrap, out)) == Counter(vals)
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert sum(s["records_in"] for s in summaries) >= n

@@ -10,7 +10,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, read_committed, values
+from tests.integration.kafka_io import multiset, read_committed
+from tests.integration.pipe_helpers import UDFS, committed_offsets, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -68,7 +69,7 @@ def test_committed_offset_passes_an_aborted_tail(kafka, run_kxtx):
     transaction(kafka.bootstrap, src, [b"aborted-%d" % i for i in range(200)], commit=False)
     group = f"g-{uuid.uuid4().hex[:8]}"
     pipe(run_kxtx, src, out, group)
-    assert values(read_committed(kafka.bootstrap, out)) == values(read_committed(kafka.bootstrap, src))
+    assert multiset(read_committed(kafka.bootstrap, out)) == multiset(read_committed(kafka.bootstrap, src))
     # 300 records + commit marker + 200 aborted records + abort marker
     assert high_watermarks(kafka.bootstrap, src, 1) == [502]
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [502]

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import wait_until
 from tests.integration.pipe_helpers import UDFS, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -46,16 +47,6 @@ def marked(mark: str) -> list[psutil.Process]:
         except (psutil.Error, OSError):
             continue
     return found
-
-
-def wait_for(proc: subprocess.Popen, condition, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the pipe ended before the moment to signal it"
-        if condition():
-            return
-        time.sleep(0.05)
-    pytest.fail("the moment to signal never came")
 
 
 def child_named(proc: subprocess.Popen, name: str):
@@ -168,7 +159,7 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1, 
             "workers": child_named(proc, "pyspark.daemon"),
             "output": output_grew(kafka, out),
         }[moment]
-        wait_for(proc, when)
+        wait_until(when, 300, "the moment to signal", every=0.05, procs=[proc])
         time.sleep(delay)
         for i in range(times):  # repeated: into every step of the clean-up
             if i:

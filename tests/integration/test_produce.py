@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from tests.integration.produce_helpers import consume, summary, values, write_jsonl
+from tests.integration.kafka_io import read, values
+from tests.integration.produce_helpers import summary, write_jsonl
 
 JSONL = (
     b'{"id":1,"c":{"k":"a"},"src":"web","ts":1700000000000}\n'
@@ -75,7 +76,7 @@ def test_formats_and_mappings(kafka, topic, run_kxtx, tmp_path, name, data, args
     assert p.returncode == 0, p.stderr
     got = [
         (k, v, h, ts if expected[0][3] is not None else None)
-        for _, k, v, h, ts in consume(kafka.bootstrap, topic)
+        for _, k, v, h, ts in read(kafka.bootstrap, topic)
     ]
     assert got == expected
     s = summary(p)
@@ -89,7 +90,7 @@ def test_formats_and_mappings(kafka, topic, run_kxtx, tmp_path, name, data, args
 def test_stdin_is_transactional(kafka, topic, run_kxtx):
     p = run_kxtx("produce", "-", "-t", topic, "-I", "jsonl", "-k", "id", input=JSONL.decode())
     assert p.returncode == 0, p.stderr
-    assert [(r[1], r[2]) for r in consume(kafka.bootstrap, topic)] == [
+    assert [(r[1], r[2]) for r in read(kafka.bootstrap, topic)] == [
         (b"1", JSONL.splitlines()[0]),
         (b"2", JSONL.splitlines()[1]),
         (b"3", JSONL.splitlines()[2]),
@@ -103,7 +104,7 @@ def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path)
     lines = [json.dumps({"k": f"key-{i}", "p": i % 3}).encode() for i in range(30)]
     path = _file(tmp_path, "k.jsonl", b"\n".join(lines) + b"\n")
     assert run_kxtx("produce", path, "-t", topic, "-k", "k").returncode == 0
-    keyed = consume(kafka.bootstrap, topic)
+    keyed = read(kafka.bootstrap, topic)
     assert sorted(r[2] for r in keyed) == sorted(lines)
     assert {r[0] for r in keyed} == {0, 1, 2}
     for part, key, _, _, _ in keyed:
@@ -111,7 +112,7 @@ def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path)
     topic2 = kafka.create_topic(partitions=3)
     p = run_kxtx("produce", path, "-t", topic2, "--partition-field", "p")
     assert p.returncode == 0, p.stderr
-    for part, _, v, _, _ in consume(kafka.bootstrap, topic2):
+    for part, _, v, _, _ in read(kafka.bootstrap, topic2):
         assert json.loads(v)["p"] == part
 
 
@@ -124,12 +125,12 @@ def test_rerun_writes_nothing_and_append_continues(kafka, topic, run_kxtx, tmp_p
     assert "nothing to do" in again.stderr
     s = summary(again)
     assert s["result"] == "nothing to do" and s["records"] == 0 and s["transactions"] == 0
-    assert values(consume(kafka.bootstrap, topic)) == first
+    assert values(read(kafka.bootstrap, topic)) == first
     more = write_jsonl(path, 10, start=100)
     p = run_kxtx("produce", str(path), "-t", topic, "-n", "30")
     assert p.returncode == 0, p.stderr
     assert summary(p)["records"] == 10 and summary(p)["files"][0]["start"] == "appended"
-    assert values(consume(kafka.bootstrap, topic)) == first + more
+    assert values(read(kafka.bootstrap, topic)) == first + more
 
 
 def test_changed_file_refused_unless_restart(kafka, topic, run_kxtx, tmp_path):
@@ -140,10 +141,10 @@ def test_changed_file_refused_unless_restart(kafka, topic, run_kxtx, tmp_path):
     p = run_kxtx("produce", str(path), "-t", topic)
     assert p.returncode == 1
     assert "changed since the last committed checkpoint" in p.stderr and "--restart" in p.stderr
-    assert values(consume(kafka.bootstrap, topic)) == [b"a", b"b", b"c"]
+    assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c"]
     p = run_kxtx("produce", str(path), "-t", topic, "--restart")
     assert p.returncode == 0, p.stderr
-    assert values(consume(kafka.bootstrap, topic)) == [b"a", b"b", b"c", b"a", b"B", b"c"]
+    assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c", b"a", b"B", b"c"]
 
 
 def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx, tmp_path):
@@ -155,14 +156,14 @@ def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx,
     p = run_kxtx("produce", str(path), "-t", topic, "-n", "5")
     assert p.returncode == 1
     assert f"{path}:8: bad JSON" in p.stderr
-    assert values(consume(kafka.bootstrap, topic)) == good[:5]
+    assert values(read(kafka.bootstrap, topic)) == good[:5]
     # skip: the run continues after the checkpoint, counting the bad line
     p = run_kxtx("produce", str(path), "-t", topic, "-n", "5", "--on-error", "skip")
     assert p.returncode == 0, p.stderr
     s = summary(p)
     assert s["skipped"] == 1 and s["records"] == 5
     assert s["errors"] == [f"{path}:8: bad JSON: Expecting value: line 1 column 8 (char 7)"]
-    assert values(consume(kafka.bootstrap, topic)) == good + tail
+    assert values(read(kafka.bootstrap, topic)) == good + tail
 
 
 def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path):
@@ -175,9 +176,9 @@ def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path
     p = run_kxtx("produce", str(path), "-t", topic, "--all-or-nothing", "-X", "linger.ms=0")
     assert p.returncode == 1 and f"{path}:200001: bad JSON" in p.stderr
     assert "nothing of the open transaction was written" in p.stderr
-    written = values(consume(kafka.bootstrap, topic, committed=False))
+    written = values(read(kafka.bootstrap, topic, committed=False))
     assert written and written == good[: len(written)]  # in the log, then aborted
-    assert consume(kafka.bootstrap, topic) == []
+    assert read(kafka.bootstrap, topic) == []
 
 
 def test_dead_letter_topic(kafka, topic, run_kxtx, tmp_path):
@@ -186,8 +187,8 @@ def test_dead_letter_topic(kafka, topic, run_kxtx, tmp_path):
     p = run_kxtx("produce", path, "-t", topic, "-k", "id", "--on-error", f"dlq:{dlq}")
     assert p.returncode == 0, p.stderr
     assert summary(p)["dead_lettered"] == 1
-    assert [(r[1], r[2]) for r in consume(kafka.bootstrap, topic)] == [(b"1", b"1,a"), (b"3", b"3,c")]
-    [(_, key, value, headers, _)] = consume(kafka.bootstrap, dlq)
+    assert [(r[1], r[2]) for r in read(kafka.bootstrap, topic)] == [(b"1", b"1,a"), (b"3", b"3,c")]
+    [(_, key, value, headers, _)] = read(kafka.bootstrap, dlq)
     assert value == b"2" and key is None
     assert dict(headers) == {
         "kxtx.error": b"expected 2 CSV columns, got 1",
@@ -207,10 +208,10 @@ def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):
     p = run_kxtx("produce", path, "-t", topic, "--dry-run")
     assert p.returncode == 1 and summary(p)["bad_lines"] == 1
     assert f"{path}:4: bad JSON" in p.stderr
-    assert consume(kafka.bootstrap, topic, committed=False) == []
+    assert read(kafka.bootstrap, topic, committed=False) == []
     # and the real run afterwards starts from the beginning
     assert run_kxtx("produce", path, "-t", topic, "--on-error", "skip").returncode == 0
-    assert values(consume(kafka.bootstrap, topic)) == JSONL.splitlines()
+    assert values(read(kafka.bootstrap, topic)) == JSONL.splitlines()
 
 
 def test_usage_errors(kafka, topic, run_kxtx, tmp_path):
@@ -231,7 +232,7 @@ def test_bytes_per_transaction_and_multiple_files(kafka, topic, run_kxtx, tmp_pa
     s = summary(p)
     assert s["records"] == 102 and 6 <= s["transactions"] <= 9
     assert [f["start"] for f in s["files"]] == ["new", "new"]
-    assert values(consume(kafka.bootstrap, topic)) == first + [b"x", b"y"]
+    assert values(read(kafka.bootstrap, topic)) == first + [b"x", b"y"]
     again = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
     assert again.returncode == 0 and summary(again)["result"] == "nothing to do"
 
@@ -244,4 +245,4 @@ def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path
     assert p.returncode == 1 and f"{path}:2: record of 5000 bytes is over the limit of 2000" in p.stderr
     p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip")
     assert p.returncode == 0 and summary(p)["skipped"] == 1
-    assert values(consume(kafka.bootstrap, topic)) == [b"small", b"last"]
+    assert values(read(kafka.bootstrap, topic)) == [b"small", b"last"]

@@ -11,7 +11,8 @@ import sys
 import time
 
 from tests.conftest import ROOT
-from tests.integration.produce_helpers import consume, summary, values, write_jsonl
+from tests.integration.kafka_io import read, values
+from tests.integration.produce_helpers import summary, write_jsonl
 
 
 def _start(kafka, *args, preexec_fn=None) -> subprocess.Popen:
@@ -71,7 +72,7 @@ def test_sigkill_at_random_moments_then_resume(kafka, topic, tmp_path):
     final = _start(kafka, str(path), "-t", topic, "-n", "5000", "-k", "c.k")
     out, err = final.communicate(timeout=300)
     assert final.returncode == 0, err
-    got = values(consume(kafka.bootstrap, topic, timeout=120))
+    got = values(read(kafka.bootstrap, topic, timeout=120))
     assert len(got) == len(lines), f"seed {seed}: {len(got)} records for {len(lines)} lines"
     assert got == lines, f"seed {seed}: content differs from the input"
     # and once more: nothing left to do
@@ -101,13 +102,13 @@ def test_sigterm_sigint_and_sighup_abort_and_resume(kafka, topic, tmp_path):
         assert proc.returncode == code, err
         assert f"{word}: aborted the open transaction" in err
         # the checkpoint is consistent: what is visible is a prefix of the input
-        got = values(consume(kafka.bootstrap, topic))
+        got = values(read(kafka.bootstrap, topic))
         assert got == lines[: len(got)] and 0 < len(got) < len(lines)
     c.close()
     final = _start(kafka, str(path), "-t", topic)
     out, err = final.communicate(timeout=120)
     assert final.returncode == 0, err
-    assert values(consume(kafka.bootstrap, topic)) == lines
+    assert values(read(kafka.bootstrap, topic)) == lines
 
 
 def test_a_signal_ignored_at_start_stays_ignored(kafka, topic, tmp_path):
@@ -140,7 +141,7 @@ def test_zombie_is_fenced(kafka, topic, tmp_path):
     assert old.returncode == 1, err_old
     assert "was taken over by another producer (fenced)" in err_old
     assert summary(subprocess.CompletedProcess([], 0, out, err))["transactional_id"] in err_old
-    assert values(consume(kafka.bootstrap, topic)) == lines
+    assert values(read(kafka.bootstrap, topic)) == lines
 
 
 def test_resume_waits_for_another_producers_open_transaction(kafka, topic, tmp_path):
@@ -170,4 +171,4 @@ def test_resume_waits_for_another_producers_open_transaction(kafka, topic, tmp_p
     assert resumed.returncode == 0, err
     assert "waiting for another producer's open transaction" in err
     assert summary(subprocess.CompletedProcess([], 0, out, err))["records"] == 10
-    assert values(consume(kafka.bootstrap, topic)) == first + more
+    assert values(read(kafka.bootstrap, topic)) == first + more

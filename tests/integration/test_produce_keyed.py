@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 import pytest
 from kafka.partitioner.default import murmur2  # the Java client's partitioner, in Python
 
-from tests.integration.produce_helpers import consume, summary
+from tests.integration.kafka_io import read
+from tests.integration.produce_helpers import summary
 from tests.integration.test_produce_faults import _start
 
 pytestmark = pytest.mark.kafka
@@ -68,7 +69,7 @@ def test_keyed_jsonl_six_partitions(kafka, run_kxtx, tmp_path):
     # 3001 lines: the bad one counts towards -n as in the general path
     assert result["records"] == 3000 and result["skipped"] == 1 and result["transactions"] == 7
     assert f"{path}:12: bad JSON" in p.stderr
-    _check_keyed(consume(kafka.bootstrap, topic), expected, result)
+    _check_keyed(read(kafka.bootstrap, topic), expected, result)
 
 
 def test_keyed_csv_six_partitions_value_as_json(kafka, run_kxtx, tmp_path):
@@ -91,7 +92,7 @@ def test_keyed_csv_six_partitions_value_as_json(kafka, run_kxtx, tmp_path):
         )
         for r in rows
     ]
-    _check_keyed(consume(kafka.bootstrap, topic), expected, summary(p))
+    _check_keyed(read(kafka.bootstrap, topic), expected, summary(p))
 
 
 def test_header_and_timestamp_fields(kafka, run_kxtx, tmp_path):
@@ -115,7 +116,7 @@ def test_header_and_timestamp_fields(kafka, run_kxtx, tmp_path):
         "skip",
     )
     assert p.returncode == 0, p.stderr
-    records = consume(kafka.bootstrap, topic)
+    records = read(kafka.bootstrap, topic)
     _check_keyed(records, expected, summary(p))
     for _, _, value, headers, ts in records:
         doc = json.loads(value)
@@ -166,7 +167,7 @@ def test_sigkill_then_rerun_is_exactly_once(kafka, tmp_path, fmt):
     final = _start(kafka, *args)
     out, err = final.communicate(timeout=300)
     assert final.returncode == 0, err
-    _check_keyed(consume(kafka.bootstrap, topic, timeout=120), expected)
+    _check_keyed(read(kafka.bootstrap, topic, timeout=120), expected)
 
 
 def test_a_record_the_broker_refuses_aborts_and_is_reported(kafka, run_kxtx, tmp_path):
@@ -179,4 +180,4 @@ def test_a_record_the_broker_refuses_aborts_and_is_reported(kafka, run_kxtx, tmp
     p = run_kxtx("produce", str(path), "-t", topic, "-k", "k")
     assert p.returncode != 0
     assert "Message size too large" in p.stderr and "aborted" in p.stderr, p.stderr
-    assert consume(kafka.bootstrap, topic) == []
+    assert read(kafka.bootstrap, topic) == []

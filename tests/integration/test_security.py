@@ -16,9 +16,9 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import read_committed, values
 from tests.integration.security_helpers import (
     assert_no_secret,
-    read_committed,
     rows,
     start_secure,
     write_lines,
@@ -120,7 +120,7 @@ def test_admin_produce(sec):
     topic = sec.create_topic()
     r = sec.kxtx("admin", "produce", "-t", topic, write_lines(5), "-o", "json")
     assert r.returncode == 0, r.stderr
-    assert len(read_committed(sec, topic)) == 5
+    assert len(read_committed(sec.bootstrap, topic, conf=sec.conf())) == 5
     assert_no_secret(sec, "admin", r)
 
 
@@ -157,7 +157,7 @@ def test_admin_pipe_short_run(sec, tmp_path):
         "json",
     )
     assert r.returncode == 0, r.stderr
-    assert sorted(read_committed(sec, dst)) == [b"V0", b"V1", b"V2", b"V3"]
+    assert sorted(values(read_committed(sec.bootstrap, dst, conf=sec.conf()))) == [b"V0", b"V1", b"V2", b"V3"]
     assert_no_secret(sec, "admin", r)
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import read_committed
 from tests.integration.security_helpers import (
     assert_no_secret,
-    read_committed,
     rows,
     start_secure,
     write_lines,
@@ -47,7 +47,7 @@ def test_admin_over_mtls(tls):
     assert r.returncode == 0, r.stderr
     r = tls.kxtx("admin", "produce", "-t", topic, write_lines(4), "-o", "json")
     assert r.returncode == 0, r.stderr
-    assert len(read_committed(tls, topic)) == 4
+    assert len(read_committed(tls.bootstrap, topic, conf=tls.conf())) == 4
     start = tls.make_hanging(f"tx-hang-{topic}", topic)
     # kafka-python (KIP-664 calls) over mutual TLS
     r = tls.kxtx("admin", "find-hanging", "-t", topic, "--max-transaction-timeout", "1", "-o", "jsonl")
