@@ -121,7 +121,7 @@ def test_a_signal_ignored_at_start_stays_ignored(kafka, topic, tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert values(consume(kafka.bootstrap, topic)) == lines
+    assert values(read(kafka.bootstrap, topic)) == lines
 
 
 def _ignore_sigint() -> None:
