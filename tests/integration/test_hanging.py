@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import ROOT, Kafka, start_sandbox
+from tests.conftest import ROOT, Kafka
 from tests.integration.txn_helpers import LowLevel, make_hanging
 from tests.unit.record_encoder import iso
 
@@ -31,16 +31,11 @@ BROKER_CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def broker():
+def broker(brokers):
     external = os.environ.get("KXTX_TEST_BOOTSTRAP")
     if external:  # must run with the BROKER_CONFIG above
-        yield Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-        return
-    k = start_sandbox(BROKER_CONFIG)
-    try:
-        yield k
-    finally:
-        k.sandbox.stop()
+        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
+    return brokers(BROKER_CONFIG)
 
 
 def kxtx(broker, *args, timeout=120):
@@ -103,9 +98,30 @@ def consume_committed(broker, topic, partition, group=None, commit=False, wait_s
             values.append(m.value().decode())
     if commit:
         pos = c.position([TopicPartition(topic, partition)])[0].offset
-        c.commit(offsets=[TopicPartition(topic, partition, pos)], asynchronous=False)
+        commit_retrying(c, [TopicPartition(topic, partition, pos)])
     c.close()
     return values
+
+
+def commit_retrying(consumer, offsets, timeout: float = 60) -> None:
+    """The first commit on a fresh broker may meet a group coordinator still loading the newly
+    created __consumer_offsets (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS): retriable errors."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    loading = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in loading or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
