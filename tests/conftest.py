@@ -142,9 +142,16 @@ class Brokers:
         return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox, listeners)
 
     def stop_all(self) -> None:
-        for k in self._started.values():
-            k.sandbox.stop()
-        self._started.clear()
+        """Stop every sandbox, even when stopping one fails (that error is raised after)."""
+        started, self._started = list(self._started.values()), {}
+        errors = []
+        for k in started:
+            try:
+                k.sandbox.stop()  # type: ignore[attr-defined]
+            except Exception as e:  # noqa: BLE001 - the others must still stop
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
 
 @pytest.fixture(scope="session")
@@ -218,10 +225,11 @@ def _xdist_group(item: pytest.Item) -> str | None:
     `multibroker` tests (one 3-node cluster), and a module's tests that use one of its module-scoped
     fixtures (a special broker, a Spark cluster or session, a scene of transactions). Other tests go
     to any worker, one at a time."""
-    if item.get_closest_marker("multibroker") or "cluster3" in item.fixturenames:
+    names = getattr(item, "fixturenames", ())
+    if item.get_closest_marker("multibroker") or "cluster3" in names:
         return "cluster3"
     defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
-    for name in item.fixturenames:
+    for name in names:
         if any(d.scope in ("module", "class") for d in defs.get(name, ())):
             return item.nodeid.split("::")[0]
     return None
