@@ -5,24 +5,30 @@
 # Both stages always run; a summary of both closes the output; the exit code is non-zero when
 # either failed. Extra arguments go to pytest (e.g. `bash scripts/test.sh -k produce`).
 #
+# Both stages run in parallel with pytest-xdist: KXTX_TEST_WORKERS workers (default 3; 0 = serial,
+# in this process). The tests mostly wait on brokers, JVMs and timeouts: on the 2-core machine CI runs
+# on, 3 workers beat 2 and 4 (measured on a subset, see CONTRIBUTING.md's Tests section). Each worker
+# starts its own session broker; tests sharing an expensive fixture stay in one worker (tests/conftest.py).
+#
 # Dependencies are installed with `--upgrade --upgrade-strategy eager`: the tests run on the versions
 # pip resolves today, as a new user gets them, not on whatever an old virtualenv kept (a new orjson
 # release once broke a fresh install while every existing venv stayed green). Run it in a virtualenv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+WORKERS=${KXTX_TEST_WORKERS:-3}
 
 "$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,test]' \
   || { echo "test.sh: installing kxtx and its test dependencies failed" >&2; exit 1; }
 echo "test.sh: dependency versions under test:" >&2
 "$PY" -m pip freeze --exclude-editable 2>/dev/null \
-  | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|pytest|pytest-timeout|psutil)==' \
+  | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|pytest|pytest-timeout|pytest-xdist|psutil)==' \
   | sed 's/^/  /' >&2
 
-"$PY" -m pytest -q "$@"
+"$PY" -m pytest -q -n "$WORKERS" "$@"
 rc1=$?
 
-KXTX_TEST_KAFKA_VERSION=3.9 "$PY" -m pytest -q -m versioned "$@"
+KXTX_TEST_KAFKA_VERSION=3.9 "$PY" -m pytest -q -n "$WORKERS" -m versioned "$@"
 rc2=$?
 if [ "$rc2" -eq 5 ]; then rc2=0; fi  # 5 = no versioned test selected by the given arguments
 

@@ -39,6 +39,7 @@ class Kafka:
     version: str | None  # None for an external broker of unknown version
     libs: str | None  # Kafka jars, for running Kafka's own tools (None for an external broker)
     sandbox: object | None = None
+    listeners: object | None = None  # SecureListeners of a secured sandbox
 
     @property
     def major(self) -> int:
@@ -85,66 +86,101 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
     raise TimeoutError(f"topic {name} has no leaders after {timeout}s")
 
 
-def start_sandbox(broker_config: dict | None = None, version: str | None = None):
-    """Start a dedicated sandbox broker (for tests that need special broker settings)."""
-    from kxtx.sandbox import Sandbox
-
-    state = tempfile.mkdtemp(prefix="kxtx-test-broker-")
-    version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
-    sandbox = Sandbox(state)
-    info = sandbox.start(kafka_version=version, port=0, broker_config=broker_config or {}, heap="768m")
-    return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox)
+#: The 3-node cluster of the `multibroker` tests. Verification off: the hanging-transaction tests make
+#: truly hanging transactions (see txn_helpers); it changes nothing for clients that follow the protocol.
+CLUSTER3_CONFIG = {
+    "transaction.partition.verification.enable": "false",
+    "transaction.max.timeout.ms": "600000",
+}
 
 
-def start_cluster(nodes: int = 3, broker_config: dict | None = None, version: str | None = None):
-    """A dedicated N-node sandbox (controller quorum, RF 3, min.insync.replicas 2 from 3 nodes)."""
-    from kxtx.sandbox import Sandbox
+class Brokers:
+    """Every sandbox the tests start, started here: one broker or an N-node cluster (controller quorum,
+    RF 3, min.insync.replicas 2 from 3 nodes), optionally with secured listeners (`SecureListeners`
+    mode, e.g. "sasl_ssl"). A sandbox is started once per distinct request and shared by everyone who
+    asks for the same thing in this process (with pytest-xdist: in this worker); all stop at session end."""
 
-    state = tempfile.mkdtemp(prefix="kxtx-test-cluster-")
-    version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
-    sandbox = Sandbox(state)
-    # 384 MiB each: three JVMs next to the single-broker fixture and Spark on a CI runner.
-    info = sandbox.start(
-        kafka_version=version,
-        port=0,
-        broker_config=broker_config or {},
-        heap="384m",
-        brokers=nodes,
-        wait_s=240,
-    )
-    return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox)
+    def __init__(self) -> None:
+        self._started: dict[tuple, Kafka] = {}
+
+    def __call__(
+        self,
+        broker_config: dict | None = None,
+        *,
+        nodes: int = 1,
+        security: str | None = None,
+        version: str | None = None,
+    ) -> Kafka:
+        version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
+        config = dict(broker_config or {})
+        key = (version, nodes, security, tuple(sorted(config.items())))
+        if key not in self._started:
+            self._started[key] = self._start(version, nodes, security, config)
+        return self._started[key]
+
+    @staticmethod
+    def _start(version: str, nodes: int, security: str | None, config: dict) -> Kafka:
+        from kxtx.sandbox import Sandbox
+
+        listeners = None
+        if security:
+            from kxtx.sandbox.security import SecureListeners
+
+            listeners = SecureListeners(security)
+        sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-test-broker-"))
+        # One node 768 MiB; a cluster's nodes 384 MiB each: three JVMs next to the session broker
+        # and Spark on a CI runner.
+        info = sandbox.start(
+            kafka_version=version,
+            port=0,
+            broker_config=config,
+            heap="768m" if nodes == 1 else "384m",
+            listeners=listeners,
+            brokers=nodes,
+            wait_s=120 if nodes == 1 else 240,
+        )
+        return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox, listeners)
+
+    def stop_all(self) -> None:
+        """Stop every sandbox, even when stopping one fails (that error is raised after)."""
+        started, self._started = list(self._started.values()), {}
+        errors = []
+        for k in started:
+            try:
+                k.sandbox.stop()  # type: ignore[attr-defined]
+            except Exception as e:  # noqa: BLE001 - the others must still stop
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
 
 @pytest.fixture(scope="session")
-def cluster3():
+def brokers():
+    """The sandbox factory (see Brokers): `brokers(config, nodes=3, security="ssl", version="3.9")`."""
+    factory = Brokers()
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="session")
+def cluster3(brokers):
     """A session 3-node cluster for the `multibroker` tests; tests that kill nodes restart them."""
     if os.environ.get("KXTX_TEST_BOOTSTRAP"):
         pytest.fail(
             "multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
             "or deselect them with -m 'not multibroker'"
         )
-    # Verification off: the hanging-transaction tests make truly hanging transactions (see
-    # txn_helpers); it changes nothing for clients that follow the protocol.
-    k = start_cluster(
-        3, {"transaction.partition.verification.enable": "false", "transaction.max.timeout.ms": "600000"}
-    )
-    try:
-        yield k
-    finally:
-        k.sandbox.stop()
+    return brokers(CLUSTER3_CONFIG, nodes=3)
 
 
 @pytest.fixture(scope="session")
-def kafka():
+def kafka(brokers):
     external = os.environ.get("KXTX_TEST_BOOTSTRAP")
     if external:
-        yield Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-        return
-    k = start_sandbox()
-    try:
-        yield k
-    finally:
-        k.sandbox.stop()
+        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
+    return brokers()
 
 
 @pytest.fixture
@@ -183,7 +219,52 @@ def run_kxtx(kafka):
     return run
 
 
+def _xdist_group(item: pytest.Item) -> str | None:
+    """The tests that must share one pytest-xdist worker (`--dist loadgroup`, set in pyproject.toml),
+    because a fixture they share is expensive and would otherwise start once per worker: the
+    `multibroker` tests (one 3-node cluster), and a module's tests that use one of its module-scoped
+    fixtures (a special broker, a Spark cluster or session, a scene of transactions). Other tests go
+    to any worker, one at a time."""
+    names = getattr(item, "fixturenames", ())
+    if item.get_closest_marker("multibroker") or "cluster3" in names:
+        return "cluster3"
+    defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
+    for name in names:
+        if any(d.scope in ("module", "class") for d in defs.get(name, ())):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+# First: xdist's own hook reads the xdist_group markers to group the tests.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.kafka)
+        group = _xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups.setdefault(group, []).append(item)
+    if hasattr(config, "workerinput"):
+        # A worker hands its tests out in this order (`--no-loadscope-reorder`): the longest group
+        # first (the cluster's fault tests), then the other groups, largest first, then single tests
+        # that keep every worker busy to the end.
+        order = sorted(groups, key=lambda g: (g != "cluster3", -len(groups[g])))
+        grouped = [item for g in order for item in groups[g]]
+        items[:] = grouped + [item for item in items if not item.get_closest_marker("xdist_group")]
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_xdist_suffix(config, items):
+    """`--dist loadgroup` sends a test's group to the controller as an `@group` suffix that
+    pytest-xdist 3.8 adds to the test's node id in its own hook (which runs before this one). pytest 9.2
+    keeps node ids in a structured `_id` that xdist does not update, so the groups are silently lost
+    (pytest-xdist issue 1386) and each worker would start its own cluster. Until xdist fixes it, add
+    the suffix here when xdist could not."""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist workers only
+        return
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark and not item.nodeid.endswith(f"@{mark.args[0]}") and hasattr(item, "_id"):
+            item._id = type(item._id).parse(f"{item.nodeid}@{mark.args[0]}")

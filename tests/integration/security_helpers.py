@@ -167,24 +167,6 @@ class SecureBroker:
             ll.close()
 
 
-def start_secure(mode: str, broker_config: dict | None = None) -> SecureBroker:
-    from kxtx.sandbox import Sandbox
-    from kxtx.sandbox.security import SecureListeners
-
-    state = tempfile.mkdtemp(prefix=f"kxtx-test-{mode}-")
-    version = os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
-    listeners = SecureListeners(mode)
-    sandbox = Sandbox(state)
-    info = sandbox.start(
-        kafka_version=version,
-        port=0,
-        broker_config=dict(broker_config or BROKER_CONFIG),
-        heap="768m",
-        listeners=listeners,
-    )
-    return SecureBroker(mode, info.bootstrap, listeners, sandbox, info.kafka_version)
-
-
 def rows(result: subprocess.CompletedProcess) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 

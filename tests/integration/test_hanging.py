@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from tests.conftest import ROOT, Kafka, start_sandbox
-from tests.integration.kafka_io import end_offsets, read_committed, wait_until
+from tests.conftest import ROOT, Kafka
+from tests.integration.kafka_io import end_offsets, read_committed
 from tests.integration.txn_helpers import LowLevel, make_hanging
 from tests.unit.record_encoder import iso
 
@@ -32,16 +32,11 @@ BROKER_CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def broker():
+def broker(brokers):
     external = os.environ.get("KXTX_TEST_BOOTSTRAP")
     if external:  # must run with the BROKER_CONFIG above
-        yield Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-        return
-    k = start_sandbox(BROKER_CONFIG)
-    try:
-        yield k
-    finally:
-        k.sandbox.stop()
+        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
+    return brokers(BROKER_CONFIG)
 
 
 def kxtx(broker, *args, timeout=120):
@@ -81,19 +76,34 @@ def committed_values(broker, topic, partition) -> list[str]:
 
 
 def commit_offset(broker, group: str, topic: str, partition: int, offset: int) -> None:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        # On a fresh broker the group's coordinator may still be loading: asked again.
-        wait_until(
-            lambda: c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False) or True,
-            30,
-            f"an offset commit of {group}",
-            tolerate=(KafkaException,),
-        )
+        commit_retrying(c, [TopicPartition(topic, partition, offset)])
     finally:
         c.close()
+
+
+def commit_retrying(consumer, offsets, timeout: float = 60) -> None:
+    """The first commit on a fresh broker may meet a group coordinator still loading the newly
+    created __consumer_offsets (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS): retriable errors."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    loading = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in loading or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")

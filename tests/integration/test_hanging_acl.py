@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 
 import pytest
@@ -24,23 +23,9 @@ pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
-def secure():
-    from kxtx.sandbox import Sandbox
-    from kxtx.sandbox.security import SecureListeners
-
-    listeners = SecureListeners("sasl_plaintext")
-    sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-test-hanging-acl-"))
-    info = sandbox.start(
-        kafka_version=os.environ.get("KXTX_TEST_KAFKA_VERSION", "4"),
-        port=0,
-        heap="768m",
-        listeners=listeners,
-        broker_config={"transaction.partition.verification.enable": "false"},
-    )
-    try:
-        yield info.bootstrap, listeners
-    finally:
-        sandbox.stop()
+def secure(brokers):
+    k = brokers({"transaction.partition.verification.enable": "false"}, security="sasl_plaintext")
+    return k.bootstrap, k.listeners
 
 
 def kxtx_as(secure, user, *args):

@@ -18,9 +18,10 @@ import pytest
 from tests.conftest import ROOT
 from tests.integration.kafka_io import read_committed, values
 from tests.integration.security_helpers import (
+    BROKER_CONFIG,
+    SecureBroker,
     assert_no_secret,
     rows,
-    start_secure,
     write_lines,
 )
 
@@ -31,12 +32,9 @@ MAX_TIMEOUT = "1"
 
 
 @pytest.fixture(scope="module")
-def sec():
-    b = start_secure("sasl_ssl")
-    try:
-        yield b
-    finally:
-        b.sandbox.stop()
+def sec(brokers):
+    k = brokers(BROKER_CONFIG, security="sasl_ssl")
+    return SecureBroker("sasl_ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,10 @@ import pytest
 from tests.conftest import ROOT
 from tests.integration.kafka_io import read_committed
 from tests.integration.security_helpers import (
+    BROKER_CONFIG,
+    SecureBroker,
     assert_no_secret,
     rows,
-    start_secure,
     write_lines,
 )
 
@@ -27,12 +28,9 @@ pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
-def tls():
-    b = start_secure("ssl")
-    try:
-        yield b
-    finally:
-        b.sandbox.stop()
+def tls(brokers):
+    k = brokers(BROKER_CONFIG, security="ssl")
+    return SecureBroker("ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
 
 
 def test_client_properties_use_pkcs12_keystores(tls):

@@ -22,13 +22,13 @@ esac
 """
 
 
-def run_script(tmp_path, rc1: int, rc2: int, *args: str):
+def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None):
     fake = tmp_path / "python"
     fake.write_text(FAKE_PY)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
-    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2)}
-    env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    base = {k: v for k, v in os.environ.items() if k not in ("KXTX_TEST_KAFKA_VERSION", "KXTX_TEST_WORKERS")}
+    env = {**base, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2), **(env or {})}
     r = subprocess.run(
         ["bash", str(ROOT / "scripts" / "test.sh"), *args],
         capture_output=True,
@@ -52,7 +52,7 @@ def run_script(tmp_path, rc1: int, rc2: int, *args: str):
 def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, report2):
     r, calls = run_script(tmp_path, rc1, rc2, "-k", "x")
     pytest_calls = [c for c in calls if "-m pytest" in c]
-    assert pytest_calls == ["|-m pytest -q -k x", "3.9|-m pytest -q -m versioned -k x"]
+    assert pytest_calls == ["|-m pytest -q -n 3 -k x", "3.9|-m pytest -q -n 3 -m versioned -k x"]
     assert (r.returncode == 0) is ok
     assert f"stage 1, whole suite on Kafka 4.x: {report1}" in r.stderr
     assert f"stage 2, versioned tests on Kafka 3.9: {report2}" in r.stderr
@@ -62,3 +62,18 @@ def test_installs_what_pip_resolves_today(tmp_path):
     _, calls = run_script(tmp_path, 0, 0)
     install = next(c for c in calls if "pip install" in c)
     assert "--upgrade --upgrade-strategy eager" in install and ".[spark,test]" in install
+
+
+@pytest.mark.parametrize(
+    "workers, args, stage1, stage2",
+    [
+        ("0", (), "-n 0", "-n 0 -m versioned"),  # serial, in the pytest process
+        ("4", (), "-n 4", "-n 4 -m versioned"),
+        (None, ("-n", "1"), "-n 3 -n 1", "-n 3 -m versioned -n 1"),  # pytest takes the last -n
+    ],
+)
+def test_both_stages_take_the_worker_count(tmp_path, workers, args, stage1, stage2):
+    env = {"KXTX_TEST_WORKERS": workers} if workers is not None else {}
+    _, calls = run_script(tmp_path, 0, 0, *args, env=env)
+    pytest_calls = [c.split("|", 1)[1] for c in calls if "-m pytest" in c]
+    assert pytest_calls == [f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"]
