@@ -7,6 +7,7 @@ WriteTxnMarkers).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import TYPE_CHECKING
@@ -109,6 +110,8 @@ _reached: set[str] = set()
 
 #: "(after 3ms in state SSL_HANDSHAKE, 1 identical error(s) suppressed)" in librdkafka's messages
 _STATE = re.compile(r"\bin state ([A-Z_]+)")
+#: "FAIL [rdkafka#producer-1] [thrd:127.0.0.1:9092/bootstrap]: " before a log line's text
+_LOG_PREFIX = re.compile(r"^\S+ \[[^\]]*\] \[[^\]]*\]: ")
 
 
 class BrokerErrors:
@@ -119,6 +122,8 @@ class BrokerErrors:
         self.reason = ""
         #: a broker refused the login or the TLS handshake: it answered, the settings are wrong
         self.refused = None
+        #: a log line saying a broker closed a connection it had accepted
+        self.closed: str | None = None
 
     def __call__(self, err) -> None:
         if err.name() == "_ALL_BROKERS_DOWN":
@@ -128,10 +133,36 @@ class BrokerErrors:
             self.reason = err.str()
             # librdkafka names the connection state a failure happened in: past CONNECT (TLS
             # handshake, login, API versions) the broker was there and refused this client.
-            state = _STATE.search(self.reason)
-            late = state is not None and state.group(1) != "CONNECT"
-            if late or err.name() in _AUTHENTICATION or err.name() == "_SSL":
+            if err.name() in _AUTHENTICATION or err.name() == "_SSL" or _late(self.reason):
                 self.refused = err
+
+    def logged(self, text: str) -> None:
+        """A librdkafka log line: a connection the broker closed after accepting it (a plaintext
+        client at a TLS listener) reaches only the log, not error_cb."""
+        if self.closed is None and _late(text):
+            self.closed = _LOG_PREFIX.sub("", text)
+
+
+def _late(text: str) -> bool:
+    """librdkafka names the connection state a failure happened in: past CONNECT (TLS handshake,
+    login, API versions) the broker was there and refused this client."""
+    state = _STATE.search(text)
+    # a request that timed out there is silence, not a refusal (a blackholed broker)
+    return state is not None and state.group(1) != "CONNECT" and "timed out" not in text.lower()
+
+
+class _LogTap(logging.Handler):
+    """The probe's librdkafka log: noted for BrokerErrors, passed on to kxtx.librdkafka (--debug)."""
+
+    def __init__(self, errors: BrokerErrors) -> None:
+        super().__init__()
+        self.errors = errors
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.errors.logged(record.getMessage())
+        target = logging.getLogger("kxtx.librdkafka")
+        if target.isEnabledFor(record.levelno):
+            target.handle(record)
 
 
 def reach(settings: Settings) -> None:
@@ -145,8 +176,16 @@ def reach(settings: Settings) -> None:
     if settings.bootstrap in _reached:
         return
     errors = BrokerErrors()
-    probe = _make(AdminClient, settings.confluent(error_cb=errors))
-    metadata(probe, settings, errors)
+    # A logger of its own, outside kxtx's (whose handler would print what it is given).
+    log = logging.getLogger("kxtx-probe.librdkafka")
+    log.propagate, tap = False, _LogTap(errors)
+    log.setLevel(logging.DEBUG)
+    log.addHandler(tap)
+    try:
+        probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log))
+        metadata(probe, settings, errors)
+    finally:
+        log.removeHandler(tap)
     _reached.add(settings.bootstrap)
 
 
@@ -168,6 +207,11 @@ def metadata(
             down = errors.all_down_since
             if errors.refused is not None:
                 raise _refused(errors.refused, where) from None
+            if down is not None and errors.closed is not None:
+                raise KafkaOperationError(
+                    f"{where}: the broker ended the connection ({errors.closed}); check "
+                    f"{_security_settings() or 'security.protocol'}"
+                ) from None
             if down is not None and now - down >= min(ALL_DOWN_GRACE_S, settings.timeout):
                 why = f" ({errors.reason})" if errors.reason else ""
                 raise Unreachable(

@@ -406,8 +406,14 @@ class Run:
 
     def produce_error(self, exc, src, line) -> None:
         err = exc.args[0]
+        refused = self.stats.delivery_error
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
             self.bad(src, line, err.str())
+        elif err.name() == "_STATE" and refused is not None:
+            # A record the broker refused left the transaction abortable, and produce() now says
+            # only "Erroneous state" (when its delivery report came back first): the cause is in
+            # the report, and the transaction is aborted and retried as when the commit says so.
+            raise _Abortable(f"producing: {refused.str()}", refused) from exc
         elif err.txn_requires_abort():
             self._stop_if_denied(err, "producing")
             raise _Abortable(f"producing: {err.str()}", err) from exc
