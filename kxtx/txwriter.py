@@ -148,6 +148,9 @@ class TxWriter:
         self._fatal_err: Any = None
         self.open = False
         self.offsets_sent = False
+        #: a best-effort abort timed out: librdkafka goes on aborting, and every begin_transaction
+        #: fails with _CONFLICT until abort_transaction is called again and returns
+        self.abort_unfinished = False
 
     # --- making the producer ---------------------------------------------------------------------
     def connect(self, settings: Any, defaults: dict | None = None, fixed: dict | None = None) -> TxWriter:
@@ -174,6 +177,10 @@ class TxWriter:
         self.call(INIT, doing, self.producer.init_transactions, self.timeout)
 
     def begin(self) -> None:
+        if self.abort_unfinished:
+            doing = "finishing the abort of the failed transaction"
+            self.call(ABORT, doing, self.producer.abort_transaction, self.timeout)
+            self.abort_unfinished = False
         self.call(BEGIN, "beginning a transaction", self.producer.begin_transaction)
         self.open, self.offsets_sent = True, False
 
@@ -232,6 +239,8 @@ class TxWriter:
         try:
             self.producer.abort_transaction(self.timeout if timeout is None else timeout)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
+            err = exc.args[0] if exc.args else None
+            self.abort_unfinished = hasattr(err, "retriable") and retriable(err)
             return exc
         return None
 

@@ -4,6 +4,7 @@ the CLI against it. Every wait is bounded."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -204,6 +205,7 @@ class Reruns:
     Any other exit before the end is a failure."""
 
     RETRY = 75
+    TERMINATED = 143  # only from interrupt_and_restart: any other exit but 75 fails at once
 
     def __init__(self, start, stderr_of=None):
         self.start, self.stderr_of = start, stderr_of or (lambda proc: "")
@@ -220,6 +222,16 @@ class Reruns:
         self.proc = self.start(len(self.codes) + 1)
         self.codes.append(code)
 
+    def interrupt_and_restart(self) -> None:
+        """SIGTERM the command mid-run (it must stop with exit 143, its open transaction aborted)
+        and start the same command again: it continues from what was committed."""
+        self.running()
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(120)
+        assert code == self.TERMINATED, f"exit {code} on SIGTERM: {self.stderr_of(self.proc)}"
+        self.proc = self.start(len(self.codes) + 1)
+        self.codes.append(code)
+
     def finish(self, timeout: float, attempts: int = 4) -> list[int]:
         while True:
             code = self.proc.wait(timeout)
@@ -228,7 +240,7 @@ class Reruns:
                 break
             self.proc = self.start(len(self.codes))
         assert self.codes[-1] == 0, f"exit codes {self.codes}: {self.stderr_of(self.proc)}"
-        assert set(self.codes) <= {0, self.RETRY}, f"exit codes {self.codes}"
+        assert set(self.codes) <= {0, self.RETRY, self.TERMINATED}, f"exit codes {self.codes}"
         return self.codes
 
     def kill(self) -> None:

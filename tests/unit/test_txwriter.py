@@ -196,3 +196,21 @@ def test_retriable_calls_retry_until_they_pass():
     w = _writer(p)
     w.begin()
     assert p.calls == ["begin"] * 3 and w.open
+
+
+@pytest.mark.parametrize(
+    "abort_errors,expected_calls",
+    [
+        # timed out: librdkafka goes on aborting; begin_transaction would fail with _CONFLICT until
+        # the abort is called again (a run then gave up after 90 s of _CONFLICT)
+        ([TIMED_OUT, TIMED_OUT, None], ["abort", "abort", "abort", "begin"]),
+        ([STATE], ["abort", "begin"]),  # nothing left to finish
+        ([None], ["abort", "begin"]),
+    ],
+)
+def test_a_timed_out_abort_is_finished_before_the_next_begin(abort_errors, expected_calls):
+    p = ScriptedProducer(abort=abort_errors)
+    w = _writer(p)
+    w.abort_quietly()
+    w.begin()
+    assert p.calls == expected_calls and w.open
