@@ -16,6 +16,26 @@ class KxtxError(Exception):
     """An error with a message meant for the user."""
 
     exit_code: ExitCode = ExitCode.ERROR
+    #: What the command did before it failed or was stopped (see `carry`).
+    partial: object = None
+
+
+def carry(exc: BaseException, partial: object, replace: bool = False) -> BaseException:
+    """Attach to `exc` what the run did before it (a summary of what was committed, the rows read so
+    far), for the CLI to render with the error; returns `exc`. Any exception takes it, a client's
+    or a stop signal's too. The innermost code that knows it attaches it; an outer `carry` leaves
+    it as it is, unless it `replace`s it with another form of the same (rows for the output)."""
+    if replace or getattr(exc, "partial", None) is None:
+        try:
+            exc.partial = partial  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type without attributes of its own: nothing to keep
+            pass
+    return exc
+
+
+def partial_of(exc: BaseException) -> object:
+    """What `carry` attached to `exc`, or None."""
+    return getattr(exc, "partial", None)
 
 
 class UsageError(KxtxError):

@@ -28,6 +28,16 @@ class ExitCode(IntEnum):
     TERMINATED = 143
 
 
+def status(code: int) -> str:
+    """The name of an exit code in a `-o json` document's "status" (ok, problem_found, retry, ...):
+    the member's name, so the README's table and the JSON never need a second list. A code kxtx
+    does not define (a worker process killed by a signal it does not handle) is an error."""
+    try:
+        return ExitCode(code).name.lower()
+    except ValueError:
+        return ExitCode.ERROR.name.lower()
+
+
 DESCRIPTIONS = {
     ExitCode.OK: "success; nothing to report",
     ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",

@@ -13,12 +13,13 @@ job in a non-interactive shell) stays ignored, and the exit status of a stop is 
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from types import FrameType
     from typing import Any, TypeAlias
 
@@ -168,6 +169,25 @@ def install() -> None:
     _before_start.clear()
     if signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
         signal.signal(signal.SIGTERM, _raise_stopped)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Stop signals ignored for a step that must not be cut short (the last write of a finished
+    run: half a JSON document is no document), then as before. One arriving meanwhile is dropped:
+    the run is over."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in STOPS}
+    for sig in STOPS:
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python; left ignored
+                signal.signal(sig, handler)
 
 
 def ignore_stop_signals() -> None:

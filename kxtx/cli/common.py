@@ -8,12 +8,13 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar, overload
 
 import typer
 
-from kxtx.errors import Interrupted, KxtxError
+from kxtx.cli import output
+from kxtx.cli.output import OutputFormat, is_tty
+from kxtx.errors import Interrupted, KxtxError, partial_of
 from kxtx.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -28,12 +29,6 @@ class _State:
 
 
 STATE = _State()
-
-
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
 
 
 # --- connection options, one definition for every command -----------------------------------------
@@ -80,7 +75,8 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         "-o",
-        help="Output format (default: table on a terminal, jsonl otherwise).",
+        help="Output format (default: table on a terminal, jsonl otherwise). json: one object "
+        'whatever the outcome, with "status", "exit_code" and "error"; jsonl: rows only.',
         rich_help_panel="Output",
     ),
 ]
@@ -118,7 +114,9 @@ def connection(
 def fail(message: str, code: int) -> NoReturn:
     from kxtx.security import scrub
 
-    typer.echo(f"kxtx: error: {scrub(message)}", err=True)
+    message = scrub(message)
+    output.note_error(message)
+    typer.echo(f"kxtx: error: {message}", err=True)
     raise typer.Exit(int(code))
 
 
@@ -129,48 +127,95 @@ def stopped(message: str, code: int) -> NoReturn:
     from kxtx.signals import ignore_stop_signals
 
     ignore_stop_signals()  # an impatient second Ctrl-C must not turn 130 into -2 at exit
-    typer.echo(f"kxtx: {scrub(message)}", err=True)
+    message = scrub(message)
+    output.note_error(message)
+    typer.echo(f"kxtx: {message}", err=True)
     raise typer.Exit(int(code))
 
 
-def boundary(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: library exceptions become one stderr line and an exit code.
+@overload
+def boundary(fn: Callable[P, R]) -> Callable[P, R]: ...
+@overload
+def boundary(*, rows: str) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+def boundary(fn: Callable[P, R] | None = None, *, rows: str | None = None) -> Callable:
+    """Wrap a command: library exceptions become one stderr line and an exit code, and with
+    `-o json` stdout gets one document whatever the outcome (kxtx.cli.output.Document), written
+    here once the exit code is known. `rows`: the document's key for the rows of a command that
+    emits rows (`@boundary(rows="hanging")`). The command's output format is its `fmt` parameter.
 
     Tracebacks only with --debug; never with locals (they may hold SASL passwords)."""
+    if fn is None:
+        return functools.partial(_bounded, rows=rows)
+    return _bounded(fn)
 
+
+def _bounded(fn: Callable[P, R], rows: str | None = None) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from kxtx import signals
 
         signals.install()
         _setup_logging()
-        try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except Interrupted as exc:  # a command that stopped cleanly and says what it did
-            _debug_traceback()
-            stopped(str(exc), exc.exit_code)
-        except KxtxError as exc:
-            _debug_traceback()
-            fail(str(exc), exc.exit_code)
-        except (KeyboardInterrupt, signals.Stopped) as exc:
-            _debug_traceback()
-            signum = signals.signal_number(exc)
-            stopped(signals.WORDS[signum], signals.exit_status(signum))
-        except BrokenPipeError:
-            # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
-            _stdout_to_devnull()
-            raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
-        except Exception as exc:  # noqa: BLE001 - the one boundary
-            from kxtx.clients import translate
-
-            _debug_traceback()
-            err = translate(exc)
-            hint = "" if STATE.debug else " (run with --debug for the traceback)"
-            fail(f"{err}{hint if type(exc).__module__.startswith('kxtx') else ''}", err.exit_code)
+        with output.document(kwargs.get("fmt"), rows) as doc:
+            code: int = ExitCode.OK
+            try:
+                try:
+                    return fn(*args, **kwargs)
+                except typer.Exit:
+                    raise
+                except (Exception, KeyboardInterrupt, signals.Stopped) as exc:  # noqa: BLE001 - the one boundary
+                    if doc is not None:
+                        doc.partial = partial_of(exc)
+                    _report(exc)
+            except typer.Exit as exc:
+                code = exc.exit_code
+                raise
+            except BaseException:
+                code = ExitCode.ERROR
+                raise
+            finally:
+                if doc is not None and code != ExitCode.BROKEN_PIPE:
+                    _write(doc, code)
 
     return wrapper
+
+
+def _report(exc: BaseException) -> NoReturn:
+    """`exc` as one line on stderr and its exit code (typer.Exit)."""
+    from kxtx import signals
+
+    if isinstance(exc, Interrupted):  # a command that stopped cleanly and says what it did
+        _debug_traceback()
+        stopped(str(exc), exc.exit_code)
+    if isinstance(exc, KxtxError):
+        _debug_traceback()
+        fail(str(exc), exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, signals.Stopped)):
+        _debug_traceback()
+        signum = signals.signal_number(exc)
+        stopped(signals.WORDS[signum], signals.exit_status(signum))
+    if isinstance(exc, BrokenPipeError):
+        # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
+        _stdout_to_devnull()
+        raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
+    from kxtx.clients import translate
+
+    _debug_traceback()
+    err = translate(exc)
+    hint = "" if STATE.debug else " (run with --debug for the traceback)"
+    fail(f"{err}{hint if type(exc).__module__.startswith('kxtx') else ''}", err.exit_code)
+
+
+def _write(doc, code: int) -> None:
+    """The json document, last: stop signals cannot cut it in half (the run is over by then)."""
+    from kxtx.signals import held
+
+    try:
+        with held():
+            doc.write(code)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
 
 
 def exit_code_of(fn: Callable[..., object], *args: object, **kwargs: object) -> int:
@@ -223,11 +268,6 @@ def _setup_logging() -> None:
         logging.getLogger(name).setLevel(logging.DEBUG if STATE.debug else logging.CRITICAL)
     if STATE.debug and not logging.getLogger("kafka").handlers:
         logging.getLogger("kafka").addHandler(_StderrHandler())
-
-
-def is_tty(stream: TextIO | None = None) -> bool:
-    out = stream or sys.stdout
-    return hasattr(out, "isatty") and out.isatty()
 
 
 def confirm_or_refuse(yes: bool, question: str) -> None:

@@ -125,7 +125,7 @@ def _start(from_beginning: bool, from_offset: int | None, since: str | None):
 
 
 @app.command("txn-state")
-@boundary
+@boundary(rows="records")
 def txn_state(
     transactional_id: Annotated[
         list[str] | None,
@@ -163,7 +163,8 @@ def txn_state(
     fmt: FormatOpt = None,
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
-    the numeric code in json), expirations as explicit deletions."""
+    the numeric code in json), expirations as explicit deletions. -o json: the rows are under
+    "records"."""
     from kxtx.dump.engine import TXN_TOPIC, DumpRequest
 
     req = DumpRequest(
@@ -181,7 +182,7 @@ def txn_state(
 
 
 @app.command("offsets")
-@boundary
+@boundary(rows="records")
 def offsets(
     group: Annotated[
         list[str] | None,
@@ -229,7 +230,8 @@ def offsets(
 ) -> None:
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
-    By default only what the coordinator materializes (transactional commits once committed)."""
+    By default only what the coordinator materializes (transactional commits once committed). -o json:
+    the rows are under "records"."""
     from kxtx.dump.engine import OFFSETS_TOPIC, DumpRequest
 
     req = DumpRequest(
@@ -323,8 +325,8 @@ def _worker_count(req, fmt, workers: int | None) -> int:
 def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
     """`_emit`, where Ctrl-C / SIGTERM ends the dump with a one-line summary (exit 130 / 143, not
     an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
-    so far before the summary."""
-    from kxtx.errors import Interrupted
+    so far before the summary, and json's document has them."""
+    from kxtx.errors import Interrupted, carry, partial_of
     from kxtx.signals import Stopped, signal_number
     from kxtx.wording import plural
 
@@ -341,7 +343,8 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
         signum = signal_number(exc)
         rows = plural(seen[0], "row")
         short = "" if req.follow else " before the end offsets: the output is incomplete"
-        raise Interrupted(f"stopped by {signum.name} after {rows}{short}", signum) from None
+        stop = Interrupted(f"stopped by {signum.name} after {rows}{short}", signum)
+        raise carry(stop, partial_of(exc)) from None
 
 
 def _emit(batches, fmt, cell, columns, writing=None) -> None:

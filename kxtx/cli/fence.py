@@ -13,14 +13,13 @@ from kxtx.cli.common import (
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
-    OutputFormat,
     TimeoutOpt,
     YesOpt,
     boundary,
     confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import choose, emit
+from kxtx.cli.output import emit
 from kxtx.exitcodes import ExitCode
 
 
@@ -46,9 +45,9 @@ def fence(
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         desc = lib.describe(cluster, transactional_id)
-        # json is one document: the plan is the document only for --dry-run.
-        if dry_run or choose(fmt) is not OutputFormat.json:
-            emit(lib.plan(cluster, desc), fmt, title=f"plan: fence {transactional_id}")
+        # json: the plan is the document until the result replaces it (it stays on --dry-run or a
+        # refusal)
+        emit(lib.plan(cluster, desc), fmt, title=f"plan: fence {transactional_id}")
         if dry_run:
             typer.echo("kxtx: dry run: nothing was changed", err=True)
             return

@@ -16,14 +16,14 @@ from kxtx.cli.common import (
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
-    OutputFormat,
     TimeoutOpt,
     YesOpt,
     boundary,
     confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import choose, emit_rows
+from kxtx.cli.output import emit_rows
+from kxtx.errors import carry, partial_of
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
@@ -129,7 +129,7 @@ def _row(h) -> dict:
     return row
 
 
-@boundary
+@boundary(rows="hanging")
 def find_hanging(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
@@ -144,7 +144,7 @@ def find_hanging(
     """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
 
     Exit 0 when nothing hangs, 3 when something does, 1 on error (including partitions that could
-    not be checked when nothing was found elsewhere)."""
+    not be checked when nothing was found elsewhere). -o json: the rows are under "hanging"."""
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     cluster.close()
@@ -160,7 +160,7 @@ def find_hanging(
         raise typer.Exit(ExitCode.ERROR)
 
 
-@boundary
+@boundary(rows="transactions")
 def abort_hanging(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
@@ -179,7 +179,7 @@ def abort_hanging(
     --dry-run stops after the plan (exit 3 when it is not empty). Without a terminal, --yes is
     required (else exit 2, nothing changed). Exit 0 only when every targeted partition is no longer
     hanging afterwards; 75 when the only ones left are partitions whose leader moved mid-run (run
-    it again)."""
+    it again). -o json: the rows (the plan, or the results) are under "transactions"."""
     from kxtx.ops import abort
 
     settings = connection(bootstrap, config, command_config, timeout)
@@ -187,7 +187,6 @@ def abort_hanging(
     with cluster:
         if not report.hanging:
             typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
-            # still a document on stdout (`[]` in json), as find-hanging prints: scripts parse it
             emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
             raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
         targets = abort.targets_from_hanging(report.hanging)
@@ -212,9 +211,8 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
     from kxtx.ops import abort
 
     title = f"plan: abort {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
-    # json is one document: the plan is the document only for --dry-run.
-    if dry_run or choose(fmt) is not OutputFormat.json:
-        emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
+    # json: the plan is the document until the results replace it (it stays on --dry-run or a refusal)
+    emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
     try:
         abort.preflight(cluster)
     except KxtxError as exc:
@@ -226,14 +224,13 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
     these = "this transaction" if len(plan) == 1 else f"these {len(plan)} transactions"
     confirm_or_refuse(yes, f"Abort {these}?")
-    results = abort.execute(cluster, targets)
+    try:
+        results = abort.execute(cluster, targets)
+    except BaseException as exc:  # the partitions done before a failure or stop, as result rows
+        carry(exc, _result_rows(partial_of(exc) or []), replace=True)
+        raise
     # jsonl carries the plan's rows and then these: `kind` tells them apart
-    emit_rows(
-        [{"kind": "result", **dataclasses.asdict(r)} for r in results],
-        fmt,
-        RESULT_COLUMNS,
-        title="abort results",
-    )
+    emit_rows(_result_rows(results), fmt, RESULT_COLUMNS, title="abort results")
     unresolved = [r for r in results if not r.resolved]
     if unresolved:
         # Only leaders that moved mid-run: nothing failed, the next run finds them on the new leader.
@@ -241,7 +238,11 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
         raise typer.Exit(ExitCode.RETRY if moved else ExitCode.ERROR)
 
 
-@boundary
+def _result_rows(outcomes) -> list[dict]:
+    return [{"kind": "result", **dataclasses.asdict(r)} for r in outcomes]
+
+
+@boundary(rows="transactions")
 def abort_cmd(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic of the open transaction.")],
     partition: Annotated[int, typer.Option("--partition", "-p", help="Partition of the open transaction.")],
@@ -270,7 +271,8 @@ def abort_cmd(
 ) -> None:
     """Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on the Cluster).
 
-    Same preview, confirmation and checks as abort-hanging; exit 0 when it is no longer open."""
+    Same preview, confirmation and checks as abort-hanging; exit 0 when it is no longer open. -o json:
+    the rows (the plan, or the result) are under "transactions"."""
     from kxtx.errors import UsageError
     from kxtx.ops import abort
     from kxtx.ops.calls import Cluster

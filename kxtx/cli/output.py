@@ -2,6 +2,11 @@
 
 Rows are dicts. `columns` picks and orders the table columns (json keeps every field). Streaming
 commands pass an iterator: jsonl rows are written and flushed one by one.
+
+json is one document per run, whatever the outcome: what a command emits is kept in its `Document`
+and written by the command's boundary (kxtx.cli.common) once the exit code is known, as one object
+with "status", "exit_code" and "error" next to the command's own keys (rows go under the command's
+one key). A failure or stop renders what its exception carries (`kxtx.errors.carry`).
 """
 
 from __future__ import annotations
@@ -13,11 +18,23 @@ import datetime as _dt
 import enum
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TextIO
 
-from kxtx.cli.common import OutputFormat, is_tty
+from kxtx.errors import carry
+from kxtx.exitcodes import status
+
+
+class OutputFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def is_tty(stream: TextIO | None = None) -> bool:
+    out = stream or sys.stdout
+    return hasattr(out, "isatty") and out.isatty()
 
 
 def choose(fmt: OutputFormat | None) -> OutputFormat:
@@ -73,6 +90,73 @@ def _dumps(obj: Any, indent: int | None = None) -> str:
     return orjson.dumps(obj, default=_default, option=opts).decode("utf-8")
 
 
+#: Where a command's rows go in its json document when it names no key (a command that emits rows
+#: names its key in `@boundary(rows=...)`; tests/integration/test_json_documents.py checks).
+ROWS_KEY = "rows"
+#: The keys every json document has, whatever the command.
+STATUS_KEYS = ("status", "exit_code", "error")
+
+
+class Document:
+    """The one json document of a command run (`-o json`): the result it emitted (an object, or
+    rows), the message of its failure or stop, and what its exception carried. `write` renders it
+    once the exit code is known."""
+
+    def __init__(self, rows_key: str | None = None):
+        self.rows_key = rows_key or ROWS_KEY
+        self.body: Mapping | list | None = None
+        self.error: str | None = None
+        self.partial: object = None
+
+    def render(self, code: int) -> dict:
+        """The document for exit `code`: what the exception carried, else what was emitted (both
+        the same shape), with the status keys first."""
+        body: Any = self.partial if self.partial is not None else self.body
+        if body is None:
+            body = {}
+        elif not isinstance(body, Mapping):
+            body = {self.rows_key: list(body)}
+        doc: dict[str, Any] = {"status": status(code), "exit_code": int(code), "error": self.error}
+        doc.update((k, v) for k, v in body.items() if k not in doc)
+        return doc
+
+    def write(self, code: int) -> None:
+        sys.stdout.write(_dumps(self.render(code), indent=2) + "\n")
+        sys.stdout.flush()
+
+
+_open: Document | None = None
+
+
+@contextlib.contextmanager
+def document(fmt: object, rows_key: str | None = None) -> Iterator[Document | None]:
+    """While a command runs: its json `Document` (None for table and jsonl, and inside a command
+    run by another, whose document it is). The caller writes it (`Document.write`)."""
+    global _open
+    if _open is not None or fmt is not OutputFormat.json:
+        yield None
+        return
+    _open = Document(rows_key)
+    try:
+        yield _open
+    finally:
+        _open = None
+
+
+def note_error(message: str) -> None:
+    """The one line a failure or stop wrote on stderr: the document's "error"."""
+    if _open is not None:
+        _open.error = message
+
+
+def _keep(body: Mapping | list) -> None:
+    """json output is written once, by the boundary: keep the result (a later one replaces it:
+    a plan, then the outcome)."""
+    if _open is None:
+        raise RuntimeError("json output is written by a command's boundary (kxtx.cli.common.boundary)")
+    _open.body = body
+
+
 def emit(
     data: Any, fmt: OutputFormat | None, columns: list[str] | None = None, title: str | None = None
 ) -> None:
@@ -99,11 +183,17 @@ def emit_rows(
             out.flush()
             count += 1
         return count
-    rows = list(rows)
     if fmt is OutputFormat.json:
-        out.write(_dumps(rows, indent=2) + "\n")
-    else:
-        _print_table(rows, columns, title)
+        got: list[Mapping] = []
+        try:
+            got.extend(rows)
+        except BaseException as exc:  # a failure or stop mid-stream: the document has the rows so far
+            carry(exc, got)
+            raise
+        _keep(got)
+        return len(got)
+    rows = list(rows)
+    _print_table(rows, columns, title)
     return len(rows)
 
 
@@ -158,8 +248,9 @@ def _jsonl_encoder():
 
 def _emit_object(obj: Mapping, fmt: OutputFormat, title: str | None) -> None:
     if fmt is OutputFormat.json:
-        sys.stdout.write(_dumps(obj, indent=2) + "\n")
-    elif fmt is OutputFormat.jsonl:
+        _keep(obj)
+        return
+    if fmt is OutputFormat.jsonl:
         sys.stdout.write(_dumps(obj) + "\n")
     else:
         _print_object(obj, title)

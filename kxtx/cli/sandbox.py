@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from kxtx.cli.common import FormatOpt, boundary
+from kxtx.cli.common import FormatOpt, OutputFormat, boundary
 from kxtx.cli.output import emit
 from kxtx.exitcodes import ExitCode
 
@@ -125,9 +125,12 @@ def start(
     fmt: FormatOpt = None,
 ) -> None:
     """Start the nodes (jars from Maven Central, cached), wait until all answer, print the bootstrap."""
+    from kxtx.errors import UsageError
     from kxtx.parsers import parse_kv_list
     from kxtx.sandbox import Sandbox
 
+    if export and fmt is OutputFormat.json:  # stdout is either the shell's line or one document
+        raise UsageError("--export and -o json exclude each other: --export prints only the export line")
     listeners = None
     if security is not Security.plaintext:
         from kxtx.sandbox.security import SecureListeners

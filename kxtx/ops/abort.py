@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kxtx.errors import InputError, KxtxError
+from kxtx.errors import InputError, KxtxError, carry
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster, Progress
 from kxtx.ops.model import TP, AbortOutcome, HangingTxn, OpenTxn
@@ -115,11 +115,16 @@ def _listing(open_: list[OpenTxn]) -> str:
 
 
 def execute(cluster: Cluster, targets: list[Target], progress: Progress | None = None) -> list[AbortOutcome]:
-    out = []
-    for i, t in enumerate(targets, 1):
-        out.append(abort_one(cluster, t))
-        if progress:
-            progress(i, len(targets))
+    """Abort each target in turn; a failure or stop carries the outcomes so far (`carry`)."""
+    out: list[AbortOutcome] = []
+    try:
+        for i, t in enumerate(targets, 1):
+            out.append(abort_one(cluster, t))
+            if progress:
+                progress(i, len(targets))
+    except BaseException as exc:
+        carry(exc, out)
+        raise
     return out
 
 

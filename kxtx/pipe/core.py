@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kxtx import clients
-from kxtx.errors import KxtxError
+from kxtx.errors import KxtxError, carry
 from kxtx.log import logger
 from kxtx.pipe import consumerconf, preflight
 from kxtx.pipe import spark as sparkmod
@@ -103,6 +103,8 @@ class PipeCore:
                 self._end_open_work()
                 stop = interrupted(exc, self.stats, self.cfg)
                 if stop is None:
+                    if self.consumer is not None:  # it consumed: what it did, with the error
+                        carry(exc, self.stats.summary(self.cfg))
                     raise
                 raise stop from None
             finally:

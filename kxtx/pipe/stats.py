@@ -89,7 +89,7 @@ class PipeInterrupted(Interrupted):
             "open",
             signum,
         )
-        self.summary = summary
+        self.summary = self.partial = summary
 
 
 def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:

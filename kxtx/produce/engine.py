@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from kxtx import clients, txwriter
-from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable
+from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
 from kxtx.log import logger
 from kxtx.produce import broker, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
@@ -50,6 +50,8 @@ class Run:
         self.signals = Guard()
         self._restarted: set[str] = set()
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
+        #: where each input starts, once the checkpoint is read (the summary's files)
+        self.plans: list[cpmod.Resume] | None = None
         self.files: list[dict] = []
         self._admin: Any = None  # a confluent-kafka AdminClient, from _connect() on
         self.writer = txwriter.TxWriter(
@@ -140,8 +142,15 @@ class Run:
 
     # --- the run --------------------------------------------------------------------------------
     def execute(self) -> dict:
+        """The summary; a failure or stop carries the summary of what was committed before it
+        (`carry`), once the inputs were planned."""
         with self.signals:
-            return self._execute()
+            try:
+                return self._execute()
+            except BaseException as exc:
+                if self.plans is not None:
+                    carry(exc, self._summary(self.plans))
+                raise
 
     def _execute(self) -> dict:
         try:
@@ -152,7 +161,7 @@ class Run:
                 self._restarted = {os.path.abspath(x.path) for x in self.sources if not x.is_stdin}
                 for path in self._restarted:
                     self.committed.files.pop(path, None)
-            plans = self._plans()
+            plans = self.plans = self._plans()
             if all(p.done for p in plans):
                 self.stats.nothing_to_do = True
                 return self._summary(plans)
@@ -166,7 +175,7 @@ class Run:
                         error = Unavailable if exc.unavailable else KafkaOperationError
                         raise error(f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
-                    plans = self._plans()
+                    plans = self.plans = self._plans()
             raise AssertionError("unreachable")
         except (KeyboardInterrupt, Stopped) as exc:
             self._abort()

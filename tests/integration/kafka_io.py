@@ -114,6 +114,38 @@ def by_partition(records) -> dict[int, list[tuple[bytes | None, bytes | None]]]:
     return out
 
 
+def commit_offset(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
+    """Commit `offset` on topic:partition for `group` (a consumer group that never ran)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        commit_retrying(c, [TopicPartition(topic, partition, offset)])
+    finally:
+        c.close()
+
+
+def commit_retrying(consumer, offsets, timeout: float = 60) -> None:
+    """The first commit on a fresh broker may meet a group coordinator still loading the newly
+    created __consumer_offsets (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS): retriable errors."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    loading = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in loading or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def wait_until(
     condition,
     timeout: float,

@@ -24,6 +24,13 @@ from kafka.protocol.producer.transaction import (
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
 
+#: What a broker needs for `make_hanging`: verification off (it would refuse the write). A short
+#: maximum keeps "ongoing" transactions from outliving the tests.
+BROKER_CONFIG = {
+    "transaction.partition.verification.enable": "false",
+    "transaction.max.timeout.ms": "600000",
+}
+
 _RETRY = (
     Errors.ConcurrentTransactionsError,
     Errors.CoordinatorLoadInProgressError,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kxtx import __version__
-from kxtx.exitcodes import DESCRIPTIONS, ExitCode
+from kxtx.exitcodes import DESCRIPTIONS, ExitCode, status
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,10 +92,19 @@ def test_missing_bootstrap_is_explained():
 
 def test_readme_exit_code_table_matches_the_enum():
     text = (ROOT / "README.md").read_text()
-    table = dict(re.findall(r"^\| `(\d+)` \| ([^|]+) \|$", text, re.M))
+    table = {code: (name, meaning) for code, name, meaning in TABLE.findall(text)}
     assert {int(k) for k in table} == {int(c) for c in ExitCode}
     for code in ExitCode:
-        assert table[str(int(code))].strip() == DESCRIPTIONS[code]
+        name, meaning = table[str(int(code))]
+        assert meaning.strip() == DESCRIPTIONS[code]
+        # the `-o json` status: the name kxtx writes; a broken pipe writes no document
+        assert name.strip() == (
+            "(none: nothing on stdout)" if code is ExitCode.BROKEN_PIPE else f"`{status(code)}`"
+        )
+
+
+#: A row of the README's exit code table: code, `-o json` status, meaning.
+TABLE = re.compile(r"^\| `(\d+)` \| ([^|]+) \| ([^|]+) \|$", re.M)
 
 
 def test_exit_codes_keep_their_meaning():

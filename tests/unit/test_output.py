@@ -20,11 +20,19 @@ def test_jsonl_one_object_per_line(capsys):
     ]
 
 
-def test_json_is_one_document(capsys):
-    output.emit(ROWS, OutputFormat.json)
-    assert [r["topic"] for r in json.loads(capsys.readouterr().out)] == ["a", "b"]
-    output.emit({"k": 1, "rows": ROWS}, OutputFormat.json)
-    assert json.loads(capsys.readouterr().out)["rows"][1]["partition"] == 1
+def _json(emitting, rows_key="rows") -> dict:
+    """What a command's json document holds after `emitting()` (written by its boundary)."""
+    with output.document(OutputFormat.json, rows_key) as doc:
+        emitting()
+    assert doc is not None
+    return json.loads(json.dumps(doc.render(0), default=output._default))
+
+
+def test_json_is_one_document():
+    doc = _json(lambda: output.emit(ROWS, OutputFormat.json), "found")
+    assert [r["topic"] for r in doc["found"]] == ["a", "b"] and doc["status"] == "ok"
+    doc = _json(lambda: output.emit({"k": 1, "rows": ROWS}, OutputFormat.json))
+    assert doc["rows"][1]["partition"] == 1 and doc["k"] == 1
 
 
 def test_table_shows_chosen_columns(capsys):
@@ -57,12 +65,14 @@ def test_jsonable(value, expected):
     assert output.jsonable(value) == expected
 
 
-@pytest.mark.parametrize("fmt", [OutputFormat.jsonl, OutputFormat.json])
-def test_row_batches_same_output_as_rows(capsys, fmt):
-    output.emit_rows(iter(ROWS), fmt)
+def test_row_batches_same_output_as_rows(capsys):
+    output.emit_rows(iter(ROWS), OutputFormat.jsonl)
     expected = capsys.readouterr().out
-    assert output.emit_row_batches(iter([ROWS[:1], ROWS[1:]]), fmt) == 2
+    assert output.emit_row_batches(iter([ROWS[:1], ROWS[1:]]), OutputFormat.jsonl) == 2
     assert capsys.readouterr().out == expected
+    rows = _json(lambda: output.emit_rows(iter(ROWS), OutputFormat.json))
+    batches = _json(lambda: output.emit_row_batches(iter([ROWS[:1], ROWS[1:]]), OutputFormat.json))
+    assert rows == batches
 
 
 #: What `kxtx find-hanging -o table` shows: 12 columns.

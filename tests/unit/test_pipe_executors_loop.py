@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
 from kxtx.pipe.settings import PipeConfig
 from kxtx.pipe.stats import Stats
@@ -70,3 +73,29 @@ def test_the_idle_clock_waits_for_the_first_assignment(monkeypatch):
     t0 = time.monotonic()
     loop._loop()
     assert loop.stats.stopped == "idle" and time.monotonic() - t0 < 0.6
+
+
+class Failing(Loop):
+    """A run whose cluster goes away after its first round: "down" raises exit 75's error."""
+
+    def prepare(self):
+        pass
+
+    def _subscribe(self):
+        self.consumer = object()  # a member of the group from here on
+
+    def close(self):
+        pass
+
+    def _round(self, plans):
+        if self.rounds[0] == "down":
+            raise Unavailable("the cluster stayed unavailable")
+        return super()._round(plans)
+
+
+def test_an_error_after_consuming_carries_the_summary():
+    """What the json document of a failed pipe shows: the summary of what was done (carry)."""
+    with pytest.raises(Unavailable) as info:
+        Failing([5, "down"], until_idle=30).run()
+    summary = partial_of(info.value)
+    assert (summary["records_in"], summary["stopped"]) == (5, "error")

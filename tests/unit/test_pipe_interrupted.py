@@ -6,6 +6,7 @@ import signal
 
 import pytest
 
+from kxtx.errors import partial_of
 from kxtx.pipe.settings import PipeConfig
 from kxtx.pipe.stats import PipeInterrupted, Stats, interrupted
 from kxtx.signals import Stopped
@@ -29,6 +30,7 @@ def test_a_stop_signal_becomes_pipe_interrupted_with_the_summary(exc, code, name
     stop = interrupted(exc, stats, cfg())
     assert isinstance(stop, PipeInterrupted)
     assert (stop.exit_code, stop.summary["stopped"], stop.summary["records_in"]) == (code, name, 5)
+    assert partial_of(stop) is stop.summary  # the json document shows it
     assert name in str(stop)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kxtx.errors import FencedError, KafkaOperationError, Unavailable
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable, partial_of
 from kxtx.produce import broker, engine
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions
@@ -130,6 +130,20 @@ def test_repeated_abortable_errors_give_up(fake, tmp_path):
     path.write_bytes(b"a\nb\n")
     with pytest.raises(KafkaOperationError, match="giving up after 5 aborted attempts"):
         _run(path)
+
+
+def test_a_cluster_that_stays_unavailable_carries_what_was_committed(fake, tmp_path):
+    """Exit 75 after the first transaction: the exception carries the summary of what was
+    committed (the json document shows it, kxtx.errors.carry)."""
+    unavailable = KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "too few", txn_requires_abort=True)
+    fake({i: unavailable for i in range(2, 20)})
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"".join(b"line%d\n" % i for i in range(10)))
+    with pytest.raises(Unavailable) as info:
+        _run(path, records_per_txn=4)
+    done = partial_of(info.value)
+    assert (done["records"], done["transactions"], done["aborted_transactions"]) == (4, 1, 6)
+    assert done["files"][0]["committed_through_line"] == 4
 
 
 def test_fenced_stops_with_a_message(fake, tmp_path):

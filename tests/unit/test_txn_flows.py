@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.errors import partial_of
 from kxtx.ops import abort, decide, hanging, history
 from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
@@ -167,6 +168,24 @@ def test_abort_reports_leaders_that_moved_since_the_plan():
     assert "leader moved from broker 1 to 3" in out[1].detail
     assert out[2].outcome == "leader moved" and not out[2].resolved
     assert [m[0] for m in c.markers] == [("a", 0), ("a", 1)]  # nothing written without a leader
+
+
+def test_abort_stopped_midway_carries_the_outcomes_so_far():
+    """A stop (or failure) after the first partition: the exception carries what was done, for the
+    json document (kxtx.errors.carry)."""
+    c = FakeCluster(producers={("a", 0): [_o("a", 0, 1)], ("a", 1): [_o("a", 1, 2)]})
+    targets = abort.targets_from_hanging(hanging.find_hanging(c, hanging.Scope(), now_ms=NOW).hanging)
+    leaders = c.leaders
+
+    def second_is_stopped(tps):
+        if ("a", 1) in tps:
+            raise KeyboardInterrupt
+        return leaders(tps)
+
+    c.leaders = second_is_stopped
+    with pytest.raises(KeyboardInterrupt) as info:
+        abort.execute(c, targets)
+    assert [(o.partition, o.outcome) for o in partial_of(info.value)] == [(0, "aborted")]
 
 
 def test_manual_abort_by_start_offset_and_unknown_offset():
