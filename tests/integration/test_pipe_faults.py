@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.kafka_io import multiset, read_committed, wait_until
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -62,22 +62,22 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
     vals = [b"r-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
-    args = [
+    group = f"crash-{uuid.uuid4().hex[:8]}"
+    io = [
         "--in",
         src,
         "--out",
         out,
         "--group",
-        f"crash-{uuid.uuid4().hex[:8]}",
-        # ~0.5 ms per record keeps each run short of the whole input, so every kill lands
-        # mid-stream (Spark's start-up dominates a run otherwise).
-        "--udf",
-        f"{UDFS}:slow_identity",
+        group,
         "--batch-max-records",
         "2000",
         "--batch-max-ms",
         "1000",
     ]
+    # ~0.5 ms per record keeps each run short of the whole input, so every kill lands
+    # mid-stream (Spark's start-up dominates a run otherwise).
+    args = [*io, "--udf", f"{UDFS}:slow_identity"]
     hw = HighWatermarks(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "6")))
     proc = None
@@ -101,7 +101,21 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
         if proc is not None and proc.poll() is None:  # a failed assertion: leave no pipe behind
             proc.kill()
             proc.wait()
-    proc = start_pipe(kafka.bootstrap, tmp_path, "final", *DRIVER, *args, "--until-idle", "5")
+    # The rest at full speed (identity writes what slow_identity writes), stopping once the group's
+    # committed offsets reach the end of the input rather than after an idle wait.
+    rest = n - sum(max(o, 0) for o in committed_offsets(kafka.bootstrap, group, src, 2))
+    assert rest > 0, "the input was all committed before the last run: the kills proved nothing"
+    proc = start_pipe(
+        kafka.bootstrap,
+        tmp_path,
+        "final",
+        *DRIVER,
+        *io,
+        "--udf",
+        f"{UDFS}:identity",
+        "--max-records",
+        str(rest),
+    )
     assert proc.wait(300) == 0, text(tmp_path, "final", "err")
     got = read_committed(kafka.bootstrap, out, timeout=120)
     counts = multiset(got)
