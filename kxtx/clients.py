@@ -208,10 +208,7 @@ def metadata(
             if errors.refused is not None:
                 raise _refused(errors.refused, where) from None
             if down is not None and errors.closed is not None:
-                raise KafkaOperationError(
-                    f"{where}: the broker ended the connection ({errors.closed}); check "
-                    f"{_security_settings() or 'security.protocol'}"
-                ) from None
+                raise _closed(errors.closed, where) from None
             if down is not None and now - down >= min(ALL_DOWN_GRACE_S, settings.timeout):
                 why = f" ({errors.reason})" if errors.reason else ""
                 raise Unreachable(
@@ -235,9 +232,14 @@ def _refused(err, where: str) -> KxtxError:
 
     if err.name() in _AUTHENTICATION or err.name() == "_SSL":
         return translate(KafkaException(err), where)
+    return _closed(err.str(), where)
+
+
+def _closed(detail: str, where: str) -> KxtxError:
+    """The broker closed the connection after accepting it (`detail`: what the client said)."""
     settings = _security_settings() or "security.protocol"
     return KafkaOperationError(
-        f"{where}: the broker ended the connection ({err.str()}); the login or TLS handshake may "
+        f"{where}: the broker ended the connection ({detail}); the login or TLS handshake may "
         f"have failed: check {settings}"
     )
 
