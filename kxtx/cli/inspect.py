@@ -11,12 +11,13 @@ from kxtx.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     FormatOpt,
+    OutputFormat,
     TimeoutOpt,
     boundary,
     connection,
 )
 from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
-from kxtx.cli.output import emit
+from kxtx.cli.output import choose, emit
 
 app = typer.Typer(
     help="Show one transactional id or one partition: coordinator and partition views.", no_args_is_help=True
@@ -46,7 +47,9 @@ def txn(
     fmt: FormatOpt = None,
 ) -> None:
     """The coordinator's view, each partition's view (open offset, LSO, high watermark), the history
-    from __transaction_state and a one-line verdict. Exit 1 for an unknown id."""
+    from __transaction_state and a one-line verdict. For the id of a kxtx pipe in executors mode, which
+    uses one id per input partition (ID.TOPIC.PARTITION), each of those and a verdict for the pipe.
+    Exit 1 for an unknown id."""
     from kxtx.ops.calls import Cluster
     from kxtx.ops.inspect import inspect_txn
 
@@ -58,7 +61,15 @@ def txn(
             max_timeout_minutes=_minutes(max_transaction_timeout),
             scan=not no_scan,
         )
-    emit(out, fmt, title=f"transaction {transactional_id}")
+    details = out.get("details")
+    if details is None or choose(fmt) is not OutputFormat.table:
+        emit(out, fmt, title=f"transaction {transactional_id}")
+        return
+    # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
+    # cannot hold them)
+    emit({k: v for k, v in out.items() if k != "details"}, fmt, title=f"pipe {transactional_id}")
+    for view in details:
+        emit(view, fmt, title=f"transaction {view['transactional_id']}")
 
 
 @app.command("partition")

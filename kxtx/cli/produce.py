@@ -229,11 +229,9 @@ def produce(
     emit(summary, fmt, title="kxtx produce")
     if dry_run and summary["bad_lines"] and on_error == "fail":
         from kxtx.errors import InputError
+        from kxtx.produce.options import bad_lines_message
 
-        raise InputError(
-            f"{summary['bad_lines']} bad lines (first: {summary['errors'][0]}); "
-            "use --on-error skip or dlq:TOPIC to load the others"
-        )
+        raise InputError(bad_lines_message(summary["errors"][0], summary["bad_lines"]))
 
 
 class _Progress:

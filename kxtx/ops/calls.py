@@ -162,6 +162,20 @@ class Cluster:
                     out[t.producer_id] = (t.transactional_id, _state(t.state))
         return out
 
+    def list_txn_ids(self, id_pattern: str | None = None) -> list[str] | None:
+        """ListTransactions on every broker: the transactional ids their coordinators hold, in any
+        state but Dead. `id_pattern`: KIP-1152's filter, a Java (RE2/J) regular expression the whole
+        id must match, which needs ListTransactions v2 (Kafka 4.1+): None when a broker lacks it."""
+        try:
+            by_broker = self.txn.list_transactions(transactional_id_pattern=id_pattern)
+        except Exception as exc:
+            # kafka-python refuses the pattern itself (UnsupportedVersionError) rather than send
+            # a version that would drop it: the caller then lists everything and filters.
+            if id_pattern is not None and error_name(exc) == "UNSUPPORTED_VERSION":
+                return None
+            raise translate(exc, "ListTransactions") from exc
+        return sorted({t.transactional_id for listings in by_broker.values() for t in listings})
+
     def describe_txns(self, ids: list[str]) -> dict[str, CoordinatorTxn | str]:
         """DescribeTransactions: {id: CoordinatorTxn or NOT_FOUND}. Other errors raise (as Kafka)."""
         ids = sorted(set(ids))

@@ -77,26 +77,42 @@ def blocked_groups(committed: dict[str, int], lso: int | None, hw: int | None) -
     return sorted(g for g, off in committed.items() if off == lso)
 
 
+#: What a transactional id's verdict says, in short (`txn_kind`): the words a pipe's verdict counts.
+HANGING, STUCK, ONGOING, IDLE, EXPIRED = "hanging", "stuck past its timeout", "ongoing", "idle", "expired"
+
+
+def txn_kind(desc: CoordinatorTxn | None, now_ms: int, hanging_on: list[TP]) -> str:
+    """HANGING / STUCK / ONGOING / IDLE / EXPIRED, or the coordinator's state when none fits."""
+    if hanging_on:
+        return HANGING
+    if desc is None or desc.state == "Dead":
+        return EXPIRED
+    if desc.state in IDLE_STATES:
+        return IDLE
+    if desc.state in ACTIVE_STATES:
+        started = desc.start_time_ms >= 0
+        return STUCK if started and now_ms - desc.start_time_ms > desc.timeout_ms else ONGOING
+    return desc.state
+
+
 def txn_verdict(desc: CoordinatorTxn | None, now_ms: int, hanging_on: list[TP]) -> str:
     """One line: idle / ongoing for X / stuck past its timeout / hanging on P / expired."""
-    if hanging_on:
+    kind = txn_kind(desc, now_ms, hanging_on)
+    if kind == HANGING:
         where = ", ".join(f"{t}:{p}" for t, p in sorted(hanging_on))
         return f"hanging on {where}"
-    if desc is None or desc.state == "Dead":
+    if desc is None or kind == EXPIRED:
         return "expired (the coordinator no longer knows this transactional id)"
-    if desc.state in IDLE_STATES:
+    if kind == IDLE:
         return f"idle (last transaction: {desc.state})"
-    if desc.state in ACTIVE_STATES:
-        if desc.start_time_ms < 0:
-            return f"{desc.state.lower()}"
-        age = max(0, now_ms - desc.start_time_ms)
-        if age > desc.timeout_ms:
-            return (
-                f"stuck past its timeout: {desc.state} for {fmt_age(age)} "
-                f"(timeout {fmt_age(desc.timeout_ms)})"
-            )
-        return f"ongoing for {fmt_age(age)} (timeout {fmt_age(desc.timeout_ms)})"
-    return desc.state
+    if kind not in (STUCK, ONGOING):
+        return desc.state
+    if desc.start_time_ms < 0:
+        return f"{desc.state.lower()}"
+    age = max(0, now_ms - desc.start_time_ms)
+    if kind == STUCK:
+        return f"stuck past its timeout: {desc.state} for {fmt_age(age)} (timeout {fmt_age(desc.timeout_ms)})"
+    return f"ongoing for {fmt_age(age)} (timeout {fmt_age(desc.timeout_ms)})"
 
 
 def fmt_age(ms: int | None) -> str:

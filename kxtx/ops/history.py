@@ -11,41 +11,45 @@ from collections.abc import Iterator
 from kxtx.settings import Settings
 
 
-def history(settings: Settings, transactional_id: str) -> list[dict] | None:
-    """Every `__transaction_state` record of one id, oldest first (only its partition is read)."""
-    out = []
-    for row in _rows(settings, ids=[transactional_id]):
+def histories(settings: Settings, transactional_ids: list[str]) -> dict[str, list[dict]]:
+    """Every `__transaction_state` record of each id, oldest first: one pass over the partitions that
+    hold them (each id's own; a pipe has an id per input partition)."""
+    out: dict[str, list[dict]] = {tid: [] for tid in transactional_ids}
+    for row in _rows(settings, ids=list(out)):
         key = row.get("key") or {}
-        if key.get("transactional_id") != transactional_id:
-            continue
-        item = {
-            "partition": row["partition"],
-            "offset": row["offset"],
-            "timestamp_ms": row["timestamp_ms"],
-            "time": row["time"],
-        }
-        v = row.get("value")
-        if row.get("tombstone"):
-            item["state"] = "(deleted)"
-        elif v is not None:
-            item.update(
-                {
-                    "state": v.get("transaction_status"),
-                    "producer_id": v.get("producer_id"),
-                    "producer_epoch": v.get("producer_epoch"),
-                    "timeout_ms": v.get("transaction_timeout_ms"),
-                    "partitions": _partitions(v.get("transaction_partitions")),
-                    "txn_start_timestamp_ms": v.get("transaction_start_timestamp_ms"),
-                    "txn_start_time": v.get("transaction_start_time"),
-                    "last_update_timestamp_ms": v.get("transaction_last_update_timestamp_ms"),
-                    "last_update_time": v.get("transaction_last_update_time"),
-                }
-            )
-            for tag in ("previous_producer_id", "next_producer_id", "next_producer_epoch"):
-                if v.get(tag, -1) not in (-1, None):
-                    item[tag] = v[tag]
-        out.append(item)
+        if key.get("transactional_id") in out:
+            out[key["transactional_id"]].append(_item(row))
     return out
+
+
+def _item(row: dict) -> dict:
+    item = {
+        "partition": row["partition"],
+        "offset": row["offset"],
+        "timestamp_ms": row["timestamp_ms"],
+        "time": row["time"],
+    }
+    v = row.get("value")
+    if row.get("tombstone"):
+        item["state"] = "(deleted)"
+    elif v is not None:
+        item.update(
+            {
+                "state": v.get("transaction_status"),
+                "producer_id": v.get("producer_id"),
+                "producer_epoch": v.get("producer_epoch"),
+                "timeout_ms": v.get("transaction_timeout_ms"),
+                "partitions": _partitions(v.get("transaction_partitions")),
+                "txn_start_timestamp_ms": v.get("transaction_start_timestamp_ms"),
+                "txn_start_time": v.get("transaction_start_time"),
+                "last_update_timestamp_ms": v.get("transaction_last_update_timestamp_ms"),
+                "last_update_time": v.get("transaction_last_update_time"),
+            }
+        )
+        for tag in ("previous_producer_id", "next_producer_id", "next_producer_epoch"):
+            if v.get(tag, -1) not in (-1, None):
+                item[tag] = v[tag]
+    return item
 
 
 def ids_for_producers(settings: Settings, pids: set[int]) -> dict[int, str] | None:

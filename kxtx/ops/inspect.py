@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from kxtx.errors import KxtxError
 from kxtx.log import logger
-from kxtx.ops import decide, history
+from kxtx.ops import decide, history, pipeids
 from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import lookup_in_log, resolve_max_timeout
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
@@ -36,21 +37,96 @@ def inspect_txn(
     scan: bool = True,
 ) -> dict:
     """`scan`: sweep DescribeProducers over every partition for this id's producer ids, the only way
-    to see partitions the coordinator never heard of (where it hangs)."""
-    now = _now(now_ms)
+    to see partitions the coordinator never heard of (where it hangs).
+
+    An id unknown to its coordinator may be a `kxtx pipe`'s in executors mode, which uses only
+    `ID.TOPIC.PARTITION`: then the view of those ids and a verdict for the pipe (`pipeids`)."""
+    ask = _Ask(with_history, max_timeout_minutes, _now(now_ms), _Sweep(cluster) if scan else None)
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
-    past, unavailable = None, ""
-    if with_history:
-        try:
-            past = history.history(cluster.settings, transactional_id)
-        except KxtxError as exc:  # e.g. no READ on __transaction_state: the live views still help
-            unavailable = f"unavailable: {exc}"
-            logger.warning(f"history of {transactional_id!r} {unavailable}")
+    pasts, unavailable = _histories(cluster, [transactional_id], with_history)
+    past = None if pasts is None else pasts[transactional_id]
     if desc == NOT_FOUND and not past:
-        raise KxtxError(
-            f"transactional id {transactional_id!r} is unknown to its coordinator "
-            "(never used, or expired after transactional.id.expiration.ms)"
-        )
+        members, how = pipeids.find_members(cluster, transactional_id)
+        if not members:
+            raise KxtxError(
+                f"transactional id {transactional_id!r} is unknown to its coordinator "
+                "(never used, or expired after transactional.id.expiration.ms), and no pipe "
+                f"uses {transactional_id}.TOPIC.PARTITION ids (kxtx pipe's executors mode)"
+            )
+        return _inspect_pipe(cluster, transactional_id, members, how, ask)
+    view, _kind = _txn_view(cluster, transactional_id, desc, past, unavailable, ask)
+    return view
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What the command asked for, the same for every id it shows."""
+
+    with_history: bool
+    max_timeout_minutes: float | None
+    now: int
+    sweep: _Sweep | None
+
+
+class _Sweep:
+    """The DescribeProducers sweep over every partition: at most once per command, however many
+    ids it serves (a pipe has one per input partition)."""
+
+    def __init__(self, cluster: Cluster):
+        self._cluster = cluster
+        self._by_pid: dict[int, set[TP]] | None = None
+
+    def partitions(self, pids: set[int]) -> set[TP]:
+        """Every partition that holds producer state for these producer ids: where a transaction of
+        theirs is open, and where they wrote within the brokers' producer-state retention. Without
+        it, `--no-history` showed no partition of a finished transaction (the coordinator lists
+        only the open transaction's partitions)."""
+        from kxtx.ops.hanging import Scope, partitions_in_scope
+
+        if self._by_pid is None:
+            states, _errors = self._cluster.describe_producers(partitions_in_scope(self._cluster, Scope()))
+            self._by_pid = {}
+            for tp, rows in states.items():
+                for p in rows:
+                    self._by_pid.setdefault(p.producer_id, set()).add(tp)
+        return {tp for pid in pids for tp in self._by_pid.get(pid, ())}
+
+
+def _histories(
+    cluster: Cluster, ids: list[str], with_history: bool
+) -> tuple[dict[str, list[dict]] | None, str]:
+    """({id: its __transaction_state records}, "") or (None, why not) when it could not be read."""
+    if not with_history:
+        return None, ""
+    try:
+        return history.histories(cluster.settings, ids), ""
+    except KxtxError as exc:  # e.g. no READ on __transaction_state: the live views still help
+        unavailable = f"unavailable: {exc}"
+        logger.warning(f"history of {', '.join(map(repr, ids))} {unavailable}")
+        return None, unavailable
+
+
+def _inspect_pipe(cluster: Cluster, pipe_id: str, members: dict[str, TP], how: str, ask: _Ask) -> dict:
+    ids = list(members)
+    descs = cluster.describe_txns(ids)
+    pasts, unavailable = _histories(cluster, ids, ask.with_history)
+    views, kinds = [], {}
+    for tid in ids:
+        past = None if pasts is None else pasts[tid]
+        view, kinds[tid] = _txn_view(cluster, tid, descs.get(tid, NOT_FOUND), past, unavailable, ask)
+        views.append(view)
+    return pipeids.pipe_view(pipe_id, members, how, views, kinds)
+
+
+def _txn_view(
+    cluster: Cluster,
+    transactional_id: str,
+    desc: CoordinatorTxn | str,
+    past: list[dict] | None,
+    unavailable: str,
+    ask: _Ask,
+) -> tuple[dict, str]:
+    """(what `inspect txn` shows of one id, its `decide.txn_kind`)."""
     coord = desc if isinstance(desc, CoordinatorTxn) else None
     pids = {coord.producer_id} if coord else set()
     tps: set[TP] = set(coord.partitions) if coord else set()
@@ -58,9 +134,10 @@ def inspect_txn(
         if h.get("producer_id") is not None:
             pids.add(h["producer_id"])
         tps.update(_parse_tp(x) for x in h.get("partitions", []))
-    if scan and pids:
-        tps.update(_producer_partitions(cluster, pids))
-    parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, max_timeout_minutes, now)
+    if ask.sweep is not None and pids:
+        tps.update(ask.sweep.partitions(pids))
+    now = ask.now
+    parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, ask.max_timeout_minutes, now)
     out: dict = {"transactional_id": transactional_id, "verdict": decide.txn_verdict(coord, now, hanging_on)}
     if coord:
         out.update(
@@ -82,9 +159,9 @@ def inspect_txn(
         out["state"] = "unknown to the coordinator"
     out.update(_log_partition(cluster, transactional_id, coord))
     out["partitions"] = parts
-    if with_history:
+    if ask.with_history:
         out["history"] = past if past is not None else unavailable
-    return out
+    return out, decide.txn_kind(coord, now, hanging_on)
 
 
 def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTxn | None) -> dict:
@@ -104,17 +181,6 @@ def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTx
     if coord is None:
         out["coordinator"] = parts[p][0]
     return out
-
-
-def _producer_partitions(cluster: Cluster, pids: set[int]) -> set[TP]:
-    """Every partition that holds producer state for these producer ids: where a transaction of
-    theirs is open, and where they wrote within the brokers' producer-state retention. Without it,
-    `--no-history` showed no partition of a finished transaction (the coordinator lists only the
-    open transaction's partitions)."""
-    from kxtx.ops.hanging import Scope, partitions_in_scope
-
-    states, _errors = cluster.describe_producers(partitions_in_scope(cluster, Scope()))
-    return {tp for tp, rows in states.items() for p in rows if p.producer_id in pids}
 
 
 def _partition_views(

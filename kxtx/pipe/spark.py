@@ -41,14 +41,26 @@ class SparkError(KxtxError):
     """Spark could not start, or a batch job failed for a reason outside the UDF."""
 
 
+#: What the `spark` extra installs (pyproject.toml) and `kxtx pipe` needs.
+SPARK_MODULES = ("pyspark", "pandas", "pyarrow")
+
+
 def require_pyspark() -> None:
-    try:
-        import pyarrow  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as exc:
+    """Every module of the spark extra that is missing, named at once (one pip install for all)."""
+    import importlib.util
+
+    missing = [m for m in SPARK_MODULES if importlib.util.find_spec(m) is None]
+    if not missing:
+        try:  # present, but one of their own dependencies may be missing (py4j for pyspark)
+            import pyarrow  # noqa: F401
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            missing = [exc.name or str(exc)]
+    if missing:
         raise UsageError(
-            f"kxtx pipe needs PySpark and pyarrow ({exc.name or exc} is missing): pip install 'kxtx[spark]'"
-        ) from None
+            f"kxtx pipe needs PySpark, pandas and pyarrow ({', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing): pip install 'kxtx[spark]'"
+        )
 
 
 def needs_session(exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ from kxtx.produce import broker, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
-from kxtx.produce.options import ProduceOptions, error_policy, sources_of
+from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
 from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
@@ -432,7 +432,7 @@ class Run:
     def bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
         where = f"{src.name}:{line.lineno}"
         if self.policy == "fail":
-            raise InputError(f"{where}: {reason}")
+            raise InputError(bad_lines_message(f"{where}: {reason}"))
         if self.dlq is not None:  # the policy is "dlq"
             self._produce_other(
                 self.dlq,

@@ -33,6 +33,13 @@ def error_policy(text: str) -> tuple[str, str | None]:
     raise UsageError(f"--on-error {text!r}: expected fail, skip or dlq:TOPIC")
 
 
+def bad_lines_message(first: str, count: int | None = None) -> str:
+    """The error of a run with `--on-error fail` that met a bad line, real or dry: `first` is the
+    first bad line's `file:line: reason`; `count`, when known, how many there were."""
+    head = first if count is None else f"{count} bad lines (first: {first})"
+    return f"{head}; use --on-error skip or dlq:TOPIC to load the others"
+
+
 def sources_of(paths: list[str], explicit: str | None) -> list[inputs.Source]:
     if not paths:
         raise UsageError("no input: give one or more files, or - for stdin")

@@ -398,6 +398,25 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
     (summary,) = wait_all([proc], tmp_path)
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(first + later)
     assert summary["records_in"] == len(first) + len(later)
+    # `inspect txn PIPE-ID` shows the partitions' own ids (PIPE-ID itself is never used), the
+    # added partitions' too, each with its last transaction committed
+    pipe_id = summary["transactional_id"]
+    r = subprocess.run(
+        [sys.executable, "-m", "kxtx", "inspect", "txn", pipe_id, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    view = json.loads(r.stdout)
+    assert [row["transactional_id"] for row in view["transactional_ids"]] == [
+        f"{pipe_id}.{src}.{p}" for p in range(4)
+    ]
+    assert {row["state"] for row in view["transactional_ids"]} == {"CompleteCommit"}
+    assert view["verdict"] == "4 transactional ids, one per input partition: all idle, no open transaction"
+    assert all(d["history"][-1]["state"] == "CompleteCommit" for d in view["details"])
 
 
 def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):

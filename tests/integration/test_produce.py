@@ -166,6 +166,24 @@ def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx,
     assert values(read(kafka.bootstrap, topic)) == good + tail
 
 
+def test_a_bad_line_says_where_and_what_else_to_do(kafka, topic, run_kxtx, tmp_path):
+    """Default --on-error fail, the whole file in one transaction: the run stops with one line that
+    names file:line and the other --on-error choices (as the dry run does), and nothing of the
+    file is committed."""
+    path = tmp_path / "in.jsonl"
+    write_jsonl(path, 5)
+    with open(path, "ab") as f:
+        f.write(b'{"id": broken\n')
+    write_jsonl(path, 2, start=6)
+    hint = "use --on-error skip or dlq:TOPIC to load the others"
+    for dry in ([], ["--dry-run"]):
+        p = run_kxtx("produce", str(path), "-t", topic, *dry)
+        assert p.returncode == 1, p.stderr
+        [line] = [x for x in p.stderr.splitlines() if x.startswith("kxtx: error:")]
+        assert f"{path}:6: bad JSON" in line and hint in line, p.stderr
+    assert read(kafka.bootstrap, topic) == []
+
+
 def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path):
     path = tmp_path / "in.jsonl"
     # Enough lines that librdkafka has sent some before the bad last one aborts the transaction

@@ -110,6 +110,25 @@ def test_verdict(desc, hanging_on, starts):
 
 
 @pytest.mark.parametrize(
+    "desc, hanging_on, kind",
+    [
+        (_d(), [], decide.ONGOING),
+        (_d(start=NOW - 60_000), [], decide.ONGOING),  # exactly the timeout: not past it
+        (_d(start=NOW - 60_001), [], decide.STUCK),
+        (_d(state="PrepareCommit", start=-1), [], decide.ONGOING),  # no start time known
+        (_d(state="CompleteCommit", parts=()), [], decide.IDLE),
+        (_d(state="Empty", parts=()), [], decide.IDLE),
+        (None, [], decide.EXPIRED),
+        (_d(state="Dead"), [], decide.EXPIRED),
+        (_d(state="CompleteCommit"), [("t", 1)], decide.HANGING),  # hanging wins over the state
+        (_d(state="SomethingNew"), [], "SomethingNew"),
+    ],
+)
+def test_kind(desc, hanging_on, kind):
+    assert decide.txn_kind(desc, NOW, hanging_on) == kind
+
+
+@pytest.mark.parametrize(
     "ms, text",
     [
         (None, "-"),
