@@ -42,8 +42,10 @@ class Watch:
             self.last = time.monotonic()
 
     def failed_transaction(self) -> None:
-        """The open transaction failed (an abortable error): a fence while aborting it, or right
-        after, is the coordinator having ended it first."""
+        """The open transaction failed because the cluster failed over (an abortable error whose
+        cause is a FAILOVER error; the writer decides): a fence while aborting it, or right after,
+        is the coordinator having ended it first. A transaction that failed otherwise does not
+        count: then a fence is a takeover (exit 1), not a reason to run again."""
         self.last = time.monotonic()
 
     def explain(self, error: KxtxError) -> KxtxError:

@@ -223,19 +223,19 @@ class TxWriter:
         """Abort the open transaction; `cause` is the abortable error that made it necessary."""
         if not self.open:
             return
-        if cause is not None and self.watch is not None:
-            self.watch.failed_transaction()  # a fence now: see kxtx.failover
+        self._failed(cause)
         self.call(ABORT, "aborting the transaction", self.producer.abort_transaction, self.timeout)
         self.open = self.offsets_sent = False
 
-    def abort_quietly(self, timeout: float | None = None) -> BaseException | None:
-        """Best-effort abort (stopping, or after an error): the error it met, or None. A failed
-        abort is harmless: the next init_transactions with this id aborts the transaction."""
+    def abort_quietly(
+        self, timeout: float | None = None, cause: BaseException | None = None
+    ) -> BaseException | None:
+        """Best-effort abort (stopping, or after an error `cause`): the error it met, or None. A
+        failed abort is harmless: the next init_transactions with this id aborts the transaction."""
         if not self.open or self.producer is None:
             return None
         self.open = self.offsets_sent = False
-        if self.watch is not None:
-            self.watch.failed_transaction()
+        self._failed(cause)
         try:
             self.producer.abort_transaction(self.timeout if timeout is None else timeout)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
@@ -243,6 +243,14 @@ class TxWriter:
             self.abort_unfinished = hasattr(err, "retriable") and retriable(err)
             return exc
         return None
+
+    def _failed(self, cause: BaseException | None) -> None:
+        """The open transaction is being aborted because of `cause`. When that is the cluster failing
+        over, a fence now or soon is the coordinator having ended the transaction (exit 75, see
+        kxtx.failover). Any other failure (none, a stop, a broker error such as the EndTxn of an
+        instance being taken over) leaves a fence meaning what it says: another instance (exit 1)."""
+        if self.watch is not None and getattr(cause, "unavailable", False):
+            self.watch.failed_transaction()
 
     def end_for_shutdown(self) -> str | None:
         """On a signal or error: finish a transaction whose offsets are in (a commit whose outcome

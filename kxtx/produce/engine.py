@@ -170,7 +170,7 @@ class Run:
                     self._produce_all(plans)
                     return self._summary(plans)
                 except _Abortable as exc:
-                    self._abort()
+                    self._abort(exc)
                     if attempt == MAX_RETRIES:
                         error = Unavailable if exc.unavailable else KafkaOperationError
                         raise error(f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
@@ -196,12 +196,12 @@ class Run:
                 ) from None
             raise
 
-    def _abort(self) -> None:
+    def _abort(self, cause: BaseException | None = None) -> None:
         self.txn_lines = 0
         if not self.in_txn:
             return
         # best effort: the next run fences and aborts it
-        exc = self.writer.abort_quietly(min(10.0, self.settings.timeout))
+        exc = self.writer.abort_quietly(min(10.0, self.settings.timeout), cause)
         if exc is not None and clients.error_name(exc) != "_STATE":  # e.g. the commit completed just before
             logger.warning(f"could not abort the open transaction: {clients.translate(exc)}")
         self.stats.aborted()

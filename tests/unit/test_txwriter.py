@@ -20,6 +20,7 @@ CONCURRENT = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent transact
 ABORTABLE_RETRIABLE = KafkaError(KafkaError._TIMED_OUT, "x", retriable=True, txn_requires_abort=True)
 DENIED = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied")
 STATE = KafkaError(KafkaError._STATE, "wrong state")
+NOT_ENOUGH_REPLICAS = KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "too few", txn_requires_abort=True)
 
 NOW, LATER = 100.0, 200.0  # before and after the deadline (150)
 
@@ -130,15 +131,17 @@ def _writer(producer, raw=False, retry_s=None) -> TxWriter:
     "cause,expected",
     [
         (None, FencedError),  # no failure before: another instance took over -> exit 1
-        (Abortable("committing the transaction: batch failed"), Unavailable),  # -> exit 75
+        # the transaction failed as the cluster failed over: the coordinator's epoch bump -> exit 75
+        (Abortable("committing the transaction: too few replicas", NOT_ENOUGH_REPLICAS), Unavailable),
+        # it failed otherwise (e.g. the EndTxn of an instance being taken over): a takeover -> exit 1
+        (Abortable("committing the transaction: batch failed", ABORTABLE), FencedError),
     ],
 )
 def test_fence_while_aborting_a_failed_transaction_is_run_again(cause, expected):
     w = _writer(ScriptedProducer(abort=[FENCED]))
     with pytest.raises(expected) as info:
         w.abort(cause)
-    if cause is not None:
-        assert "run the same command again" in str(info.value)
+    assert ("run the same command again" in str(info.value)) == (expected is Unavailable)
 
 
 def test_fence_after_a_timed_out_commit_counts_as_failover():
