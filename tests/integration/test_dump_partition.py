@@ -18,7 +18,7 @@ pytestmark = pytest.mark.versioned
 def _producer(kafka, codec: str, **conf):
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": codec, "linger.ms": 50, **conf})
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": codec, "linger.ms": 500, **conf})
     if "transactional.id" in conf:
         p.init_transactions(30)
     return p
@@ -100,7 +100,8 @@ def test_every_batch_fate_and_count(run_kxtx, log):
         (1, None, False),
     ]
     assert c >= 0 and codec["zstd"][0]["base_sequence"] == 0 and codec["zstd"][1]["base_sequence"] == 4
-    assert [(x["count"], x["fate"]) for x in codec["snappy"]] == [(2, None)]
+    # librdkafka's plain producer may send its two records in one batch or two
+    assert sum(x["count"] for x in codec["snappy"]) == 2 and {x["fate"] for x in codec["snappy"]} == {None}
     assert [(x["count"], x["fate"]) for x in codec["none"]] == [(2, "open")]
     assert codec["none"][0]["base_offset"] == s["lso"]
     markers = [(x["producer_id"], x["control_type"]) for x in batches if x["control"]]
@@ -110,7 +111,7 @@ def test_every_batch_fate_and_count(run_kxtx, log):
     assert offsets == sorted(offsets) and offsets[0] == 0
     assert s["hw"] == 21 and s["from"] == 0 and s["to"] == 21
     expected = {
-        "batches": 12,
+        "batches": 11 + len(codec["snappy"]),
         "records": 17,
         "markers": 4,
         "committed_records": 6,
