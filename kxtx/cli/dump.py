@@ -430,7 +430,8 @@ def _emit_table(batches, cell, columns) -> None:
     emit_rows(rows, OutputFormat.table, columns)
 
 
-BATCH_COLUMNS = ["p", "offsets", "n", "producer", "seq", "kind", "fate", "time", "codec", "bytes"]
+#: 80 columns wide for usual offsets: epochs of markers, times and sizes are in json / jsonl.
+BATCH_COLUMNS = ["p", "offsets", "n", "producer", "seq", "kind", "fate", "codec"]
 SUMMARY_COLUMNS = [
     "p",
     "range",
@@ -447,7 +448,7 @@ SUMMARY_COLUMNS = [
 
 def _batch_cell(row: dict) -> dict:
     if row["control"]:
-        kind = f"{row['control_type']} (epoch {row['coordinator_epoch']})"
+        kind = row["control_type"]
     else:
         kind = "txn" if row["transactional"] else ("idempotent" if row["producer_id"] >= 0 else "plain")
     return {
@@ -458,9 +459,7 @@ def _batch_cell(row: dict) -> dict:
         "seq": row["base_sequence"] if row["base_sequence"] >= 0 else "-",
         "kind": kind,
         "fate": row["fate"] or "-",
-        "time": row["first_time"],
         "codec": row["compression"],
-        "bytes": row["size"],
     }
 
 

@@ -188,3 +188,14 @@ def test_bad_range_and_missing_topic(run_kxtx, log):
     assert r.returncode == 2, r.stderr
     r = run_kxtx("dump", "partition", f"no-such-{uuid.uuid4().hex[:6]}", "-o", "json", "--timeout", "30")
     assert r.returncode == 1 and json.loads(r.stdout)["status"] == "error"
+
+
+def test_range_through_compressed_batches(run_kxtx, log):
+    """Bounds inside compressed batches: only their records in the range are counted."""
+    codec = _by_codec(_dump(run_kxtx, log)["batches"])
+    committed, aborted = codec["lz4"][1], codec["gzip"][0]
+    first, end = committed["base_offset"] + 1, aborted["base_offset"] + 1
+    doc = _dump(run_kxtx, log, "--from", str(first), "--to", str(end))
+    s = doc["summary"][0]
+    assert [x["fate"] for x in doc["batches"] if not x["control"]] == ["committed", "aborted"]
+    assert (s["records"], s["committed_records"], s["aborted_records"], s["read_committed"]) == (2, 1, 1, 1)

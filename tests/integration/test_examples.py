@@ -71,6 +71,7 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx dump txn-state -t my-app-tx-1",
         r"kxtx dump txn-state --latest --state Ongoing",
         r"kxtx dump offsets -g my-group --latest -o json",
+        r"kxtx dump partition orders:0 --to lso -o json",
     ],
     "nodes": [
         r"kxtx sandbox start --brokers 3 --port 0",
@@ -397,8 +398,8 @@ def test_pipe_examples(ctx):
 
 
 def test_dump_examples(ctx):
-    by_id, ongoing, offsets = (_by("dump", p) for p in SCENARIOS["dump"])
-    topic = ctx.kafka.create_topic()
+    by_id, ongoing, offsets, partition = (_by("dump", p) for p in SCENARIOS["dump"])
+    topic = ctx.kafka.create_topic(ctx.names["orders"])
     subprocess.run(
         [
             sys.executable,
@@ -424,6 +425,9 @@ def test_dump_examples(ctx):
     ctx.run(ongoing)
     doc = json.loads(ctx.run(offsets).stdout)
     assert ctx.names["my-group"] in json.dumps(doc)
+    # events.jsonl's two records, committed in one transaction: two records and a COMMIT marker
+    s = json.loads(ctx.run(partition).stdout)["summary"][0]
+    assert (s["records"], s["markers"], s["committed_records"], s["read_committed"]) == (2, 1, 2, 2), s
 
 
 def _commit_group(bootstrap: str, group: str, topic: str) -> None:

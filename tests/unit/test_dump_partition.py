@@ -16,6 +16,7 @@ from kxtx.dump.partition import (
     resolve,
     summarize,
 )
+from kxtx.dump.partition import _Offsets as Offsets
 from kxtx.errors import UsageError
 
 
@@ -172,3 +173,34 @@ def test_summary_counts():
         4: (0, 0, 1, 2),
         9: (0, 0, 0, 4),
     }
+
+
+class _Raw:
+    """A record batch as kafka-python shows it: header fields, records iterable once."""
+
+    def __init__(self, offsets: list[int], base: int | None = None, last: int | None = None):
+        self.base_offset = offsets[0] if base is None else base
+        self.last_offset = offsets[-1] if last is None else last
+        self.records_count = len(offsets)
+        self._records = iter([type("R", (), {"offset": o, "key": None, "value": None})() for o in offsets])
+
+    def __iter__(self):
+        return self._records
+
+
+@pytest.mark.parametrize(
+    ("offsets", "lo", "hi", "expected"),
+    [
+        ([5, 6, 7], 0, 10, 3),  # inside
+        ([5, 6, 7], 8, 10, 0),  # after
+        ([5, 6, 7], 0, 5, 0),  # before (end exclusive)
+        ([5, 6, 7], 6, 10, 2),  # contiguous, across the start: from the header
+        ([5, 6, 7], 0, 7, 2),  # contiguous, across the end
+        ([5, 9], 6, 10, 1),  # compacted across the start: read
+        ([5, 7, 9], 0, 8, 2),  # compacted across the end: read
+    ],
+)
+def test_records_of_a_batch_in_range(offsets, lo, hi, expected):
+    o = Offsets(_Raw(offsets))
+    assert o.count(lo, hi) == expected
+    assert o.count(lo, hi) == expected  # asked twice: the records are read once
