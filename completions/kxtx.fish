@@ -62,7 +62,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcomma
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from offsets" -l command-config -r -d "Java client .properties file (as for Kafka's tools). Env: KXTX_COMMAND_CONFIG."
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from offsets" -l timeout -r -d "Bound for each network operation (default 30). Env: KXTX_TIMEOUT."
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from offsets" -l format -s o -r -a "table json jsonl" -d "Output format (default: table on a terminal, jsonl otherwise). json: one object "
-complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from partition" -l from -r -a "OFFSET earliest" -d "First offset shown (default: earliest)."
+complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from partition" -l from -r -a "OFFSET earliest committed:" -d "First offset shown: an offset, earliest (the default), or where GROUP has commit"
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from partition" -l to -r -a "OFFSET lso hw" -d "End offset, not included: an offset, lso (last stable offset) or hw (high waterm"
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from partition" -s b -l bootstrap-servers -r -d "Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS."
 complete -c kxtx -n "__fish_seen_subcommand_from dump ; and __fish_seen_subcommand_from partition" -s X -l config -r -d "librdkafka client property, as in kcat (repeatable); wins over file and env."

@@ -267,7 +267,11 @@ def partition_cmd(
     ],
     start: Annotated[
         str,
-        typer.Option("--from", metavar="OFFSET|earliest", help="First offset shown (default: earliest)."),
+        typer.Option(
+            "--from",
+            metavar="OFFSET|earliest|committed:GROUP",
+            help="First offset shown: an offset, earliest (the default), or where GROUP has committed.",
+        ),
     ] = "earliest",
     end: Annotated[
         str,

@@ -51,9 +51,17 @@ def parse_target(text: str) -> tuple[str, list[int] | None]:
     return topic, chosen
 
 
+COMMITTED_PREFIX = "committed:"
+
+
 def parse_from(text: str) -> int | str:
-    """`--from`: an offset or `earliest`."""
-    return _bound(text, "--from", (EARLIEST,))
+    """`--from`: an offset, `earliest`, or `committed:GROUP` (kept as given: group names are case
+    sensitive; the offset is asked of the cluster per partition)."""
+    if text.strip().lower().startswith(COMMITTED_PREFIX):
+        if not text.strip()[len(COMMITTED_PREFIX) :]:
+            raise UsageError(f"--from {text!r}: name the group, e.g. committed:my-group")
+        return text.strip()[: len(COMMITTED_PREFIX)].lower() + text.strip()[len(COMMITTED_PREFIX) :]
+    return _bound(text, "--from", (EARLIEST, f"{COMMITTED_PREFIX}GROUP"))
 
 
 def parse_to(text: str) -> int | str:
@@ -226,11 +234,30 @@ def dump_partitions(
     missing = [p for p in chosen if p >= count]
     if missing:
         raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
+    starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
     source = RawFetchSource(settings, topic)
     try:
-        return [_PartitionReader(source, p, start, end).read() for p in chosen]
+        return [_PartitionReader(source, p, starts.get(p, start), end).read() for p in chosen]
     finally:
         source.close()
+
+
+def _committed(settings: Settings, topic: str, partitions: list[int], start: str) -> dict[int, int]:
+    """`committed:GROUP`: the group's committed offset of each partition (where it would read on)."""
+    if not start.startswith(COMMITTED_PREFIX):
+        return {}
+    from kxtx.ops.calls import Cluster
+
+    group = start[len(COMMITTED_PREFIX) :]
+    with Cluster(settings) as cluster:
+        found = cluster.committed([(topic, p) for p in partitions], groups=[group])
+    offsets = {p: found[(topic, p)][group] for p in partitions if group in found.get((topic, p), {})}
+    missing = [p for p in partitions if p not in offsets]
+    if missing:
+        raise KafkaOperationError(
+            f"group {group!r} has no committed offset for {topic}:{','.join(map(str, missing))}"
+        )
+    return offsets
 
 
 class _PartitionReader:

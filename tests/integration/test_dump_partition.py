@@ -6,8 +6,11 @@ and what a confluent-kafka read_committed consumer reads."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -171,6 +174,25 @@ def test_range_ending_before_the_markers_still_finds_them(run_kxtx, log):
     assert (s["from"], s["to"], s["markers"], s["records"], s["read_committed"]) == (first, end, 0, 4, 2)
 
 
+def test_from_a_groups_committed_offset(run_kxtx, kafka, log):
+    from confluent_kafka import Consumer, TopicPartition
+
+    at = _by_codec(_dump(run_kxtx, log)["batches"])["zstd"][0]["base_offset"]
+    group = f"dp-Group-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(log, 0, at)], asynchronous=False)
+    finally:
+        c.close()
+    s = _dump(run_kxtx, log, "--from", f"committed:{group}", "--to", "lso")["summary"][0]
+    # from the idempotent batch to the open transaction: 4 + 2 records, none of them transactional
+    assert (s["from"], s["records"], s["non_transactional_records"], s["read_committed"]) == (at, 6, 6, 6)
+    r = run_kxtx(
+        "dump", "partition", log, "--from", "committed:no-such-group", "-o", "json", "--timeout", "30"
+    )
+    assert r.returncode == 1 and "no committed offset" in json.loads(r.stdout)["error"]
+
+
 def test_table_and_jsonl(run_kxtx, log):
     r = run_kxtx("dump", "partition", log, "--to", "lso", "-o", "jsonl", "--timeout", "30")
     assert r.returncode == 0, r.stderr
@@ -199,3 +221,68 @@ def test_range_through_compressed_batches(run_kxtx, log):
     s = doc["summary"][0]
     assert [x["fate"] for x in doc["batches"] if not x["control"]] == ["committed", "aborted"]
     assert (s["records"], s["committed_records"], s["aborted_records"], s["read_committed"]) == (2, 1, 1, 1)
+
+
+def _kafka_dump_log(kafka, topic: str) -> list[dict]:
+    """Kafka's DumpLogSegments (--deep-iteration) on the sandbox broker's segment files of partition 0:
+    one dict per batch, the marker's type and coordinator epoch added from its record line."""
+    if kafka.sandbox is None:
+        pytest.skip("reads the broker's segment files: needs the sandbox broker")
+    segments = sorted(Path(kafka.sandbox.dir).glob(f"node-*/data/{topic}-0/*.log"))
+    assert segments, f"no segment files of {topic}-0 under {kafka.sandbox.dir}"
+    main = "org.apache.kafka.tools.DumpLogSegments" if kafka.major >= 4 else "kafka.tools.DumpLogSegments"
+    argv = kafka.java_tool(main, "--deep-iteration", "--files", ",".join(map(str, segments)))
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    batches: list[dict] = []
+    for line in r.stdout.splitlines():
+        fields = dict(re.findall(r"(\w+): (\S+)", line))
+        if line.startswith("baseOffset:"):
+            batches.append(fields)
+        elif line.startswith("|") and "endTxnMarker" in fields:
+            batches[-1].update(marker=fields["endTxnMarker"], coordinatorEpoch=fields["coordinatorEpoch"])
+    return batches
+
+
+def test_agrees_with_kafka_dump_log_segments(run_kxtx, kafka, log):
+    """Batch by batch, what kxtx read over the wire equals what Kafka's own tool reads from disk."""
+    ours = _dump(run_kxtx, log)["batches"]
+    theirs = _kafka_dump_log(kafka, log)
+    assert len(ours) == len(theirs) == 11 + len(_by_codec(ours)["snappy"])
+
+    def mine(b: dict) -> tuple:
+        return (
+            b["base_offset"],
+            b["last_offset"],
+            b["count"],
+            b["base_sequence"],
+            b["producer_id"],
+            b["producer_epoch"],
+            b["transactional"],
+            b["control"],
+            b["compression"],
+            b["size"],
+            b["max_timestamp"],
+            b["control_type"],
+            b["coordinator_epoch"],
+        )
+
+    def kafkas(b: dict) -> tuple:
+        epoch = b.get("coordinatorEpoch")
+        return (
+            int(b["baseOffset"]),
+            int(b["lastOffset"]),
+            int(b["count"]),
+            int(b["baseSequence"]),
+            int(b["producerId"]),
+            int(b["producerEpoch"]),
+            b["isTransactional"] == "true",
+            b["isControl"] == "true",
+            b["compresscodec"],
+            int(b["size"]),
+            int(b["CreateTime"]),
+            b.get("marker"),
+            None if epoch is None else int(epoch),
+        )
+
+    assert [mine(b) for b in ours] == [kafkas(b) for b in theirs]

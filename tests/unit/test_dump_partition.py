@@ -46,6 +46,8 @@ def test_parse_target_refuses(text):
         (parse_from, "EARLIEST", "earliest"),
         (parse_from, "0", 0),
         (parse_from, " 42 ", 42),
+        (parse_from, "committed:My-Group", "committed:My-Group"),  # group names keep their case
+        (parse_from, "COMMITTED:g:1", "committed:g:1"),
         (parse_to, "lso", "lso"),
         (parse_to, "HW", "hw"),
         (parse_to, "7", 7),
@@ -61,6 +63,8 @@ def test_parse_bounds(parse, text, expected):
         (parse_from, "lso"),
         (parse_from, "-1"),
         (parse_from, "soon"),
+        (parse_from, "committed:"),
+        (parse_to, "committed:g"),
         (parse_to, "earliest"),
         (parse_to, "1.5"),
     ],
