@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.settings import Settings
@@ -31,7 +32,6 @@ COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
 EARLIEST, LSO, HW = "earliest", "lso", "hw"
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _OFFSET_OUT_OF_RANGE = 1
-_LEADER_MOVED = {5, 6, 7, 56, 74, 75}  # as kxtx.dump.rawfetch: look up the leader, fetch again
 
 
 # --- the range (pure) ----------------------------------------------------------------------------------
