@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.kafka_io import commit_offset
+
 # Batch formats and marker writing differ between 3.9 and 4.x: CI runs these on both.
 pytestmark = pytest.mark.versioned
 
@@ -175,15 +177,9 @@ def test_range_ending_before_the_markers_still_finds_them(run_kxtx, log):
 
 
 def test_from_a_groups_committed_offset(run_kxtx, kafka, log):
-    from confluent_kafka import Consumer, TopicPartition
-
     at = _by_codec(_dump(run_kxtx, log)["batches"])["zstd"][0]["base_offset"]
     group = f"dp-Group-{uuid.uuid4().hex[:6]}"
-    c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(log, 0, at)], asynchronous=False)
-    finally:
-        c.close()
+    commit_offset(kafka.bootstrap, group, log, 0, at)
     s = _dump(run_kxtx, log, "--from", f"committed:{group}", "--to", "lso")["summary"][0]
     # from the idempotent batch to the open transaction: 4 + 2 records, none of them transactional
     assert (s["from"], s["records"], s["non_transactional_records"], s["read_committed"]) == (at, 6, 6, 6)
