@@ -266,22 +266,29 @@ def partition_cmd(
         typer.Argument(metavar="TOPIC[:P[,P...]]", help="The topic, and which partitions (default: all)."),
     ],
     start: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--from",
             metavar="OFFSET|earliest|committed:GROUP",
-            help="First offset shown: an offset, earliest (the default), or where GROUP has committed.",
+            help="First offset shown: an offset, earliest (the default), where GROUP has committed, "
+            "or lso-N.",
         ),
-    ] = "earliest",
+    ] = None,
     end: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--to",
             metavar="OFFSET|lso|hw",
-            help="End offset, not included: an offset, lso (last stable offset) or hw (high watermark, "
-            "the default).",
+            help="End offset, not included: an offset, lso (last stable offset), lso+N, or hw (high "
+            "watermark, the default).",
         ),
-    ] = "hw",
+    ] = None,
+    around: Annotated[
+        int | None,
+        typer.Option(
+            "--around-lso", metavar="N", help="From N offsets before the last stable offset to N after it."
+        ),
+    ] = None,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
@@ -293,10 +300,14 @@ def partition_cmd(
     each transactional batch's fate (committed, aborted, open), then a summary per partition with
     what a read_committed consumer reads in the range. -o json: the rows are under "batches", the
     summaries under "summary"; jsonl: one line per batch, then one per partition summary ("kind")."""
-    from kxtx.dump.partition import dump_partitions, parse_from, parse_target, parse_to
+    from kxtx.dump.partition import around_lso, dump_partitions, parse_from, parse_target, parse_to
+    from kxtx.errors import UsageError
 
     topic, partitions = parse_target(target)
-    first, last = parse_from(start), parse_to(end)
+    if around is not None and (start is not None or end is not None):
+        raise UsageError("--around-lso excludes --from and --to")
+    texts = around_lso(around) if around is not None else (start or "earliest", end or "hw")
+    first, last = parse_from(texts[0]), parse_to(texts[1])
     dumps = dump_partitions(
         connection(bootstrap, config, command_config, timeout), topic, partitions, first, last
     )

@@ -17,6 +17,7 @@ last stable offset that are not aborted (markers are never delivered).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -61,7 +62,7 @@ def parse_from(text: str) -> int | str:
         if not text.strip()[len(COMMITTED_PREFIX) :]:
             raise UsageError(f"--from {text!r}: name the group, e.g. committed:my-group")
         return text.strip()[: len(COMMITTED_PREFIX)].lower() + text.strip()[len(COMMITTED_PREFIX) :]
-    return _bound(text, "--from", (EARLIEST, f"{COMMITTED_PREFIX}GROUP"))
+    return _bound(text, "--from", (EARLIEST, LSO, f"{COMMITTED_PREFIX}GROUP"))
 
 
 def parse_to(text: str) -> int | str:
@@ -69,24 +70,42 @@ def parse_to(text: str) -> int | str:
     return _bound(text, "--to", (LSO, HW))
 
 
+_AROUND = re.compile(r"lso[+-]\d+")
+
+
+def around_lso(n: int) -> tuple[str, str]:
+    """`--around-lso N`: the bounds N offsets either side of the last stable offset."""
+    if n < 0:
+        raise UsageError(f"--around-lso {n}: give zero or more offsets")
+    return f"lso-{n}", f"lso+{n}"
+
+
 def _bound(text: str, option: str, names: tuple[str, ...]) -> int | str:
     word = text.strip().lower()
-    if word in names:
+    if word in names or _AROUND.fullmatch(word):
         return word
     try:
         value = int(word)
     except ValueError:
-        raise UsageError(f"{option} {text!r}: give an offset or {' / '.join(names)}") from None
+        raise UsageError(f"{option} {text!r}: give an offset, {' / '.join(names)} or lso-N / lso+N") from None
     if value < 0:
         raise UsageError(f"{option} {text!r}: an offset is zero or more")
     return value
 
 
+def _offset(bound: int | str, log_start: int, lso: int, hw: int) -> int:
+    if isinstance(bound, int):
+        return bound
+    if _AROUND.fullmatch(bound):
+        return lso + int(bound[3:])
+    return {EARLIEST: log_start, LSO: lso, HW: hw}[bound]
+
+
 def resolve(start: int | str, end: int | str, log_start: int, lso: int, hw: int) -> tuple[int, int]:
-    """The offsets [first, end) read: named bounds replaced, the start raised to the log start."""
-    first = log_start if start == EARLIEST else max(int(start), log_start)
-    last = {LSO: lso, HW: hw}.get(end, end) if isinstance(end, str) else end
-    return first, min(int(last), hw)
+    """The offsets [first, end) read: named bounds replaced, the start raised to the log start and
+    the end capped at the high watermark."""
+    first = max(_offset(start, log_start, lso, hw), log_start)
+    return first, min(_offset(end, log_start, lso, hw), hw)
 
 
 # --- batches and their fate (pure) ---------------------------------------------------------------------
@@ -287,7 +306,8 @@ class _PartitionReader:
     def read(self) -> PartitionDump:
         topic = self.source.topic
         log_start = self.source._log_starts([self.p])[self.p]
-        want = log_start if self.start == EARLIEST else max(int(self.start), log_start)
+        # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
+        want = max(self.start, log_start) if isinstance(self.start, int) else log_start
         head = self._fetch(want)
         if head.error_code == _OFFSET_OUT_OF_RANGE:  # the log start moved on meanwhile (retention)
             want = log_start = self.source._log_starts([self.p])[self.p]
@@ -298,8 +318,11 @@ class _PartitionReader:
         log_start = max(log_start, head.log_start_offset)
         first, end = resolve(self.start, self.end, log_start, lso, hw)
         info: dict[str, Any] = {"from": first, "to": end, "log_start": log_start, "lso": lso, "hw": hw}
-        if self.start != EARLIEST and int(self.start) < log_start:
-            info["deleted"] = f"offsets {self.start}..{log_start - 1} are gone (below the log start offset)"
+        asked = max(0, _offset(self.start, log_start, lso, hw))
+        if asked < log_start:
+            info["deleted"] = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
+        if first != want:
+            head = self._fetch(first)
         batches, fates = self._scan(head, first, end, hw, lso)
         return PartitionDump(batches, summarize(self.p, batches, fates.finish(), info))
 

@@ -189,6 +189,17 @@ def test_from_a_groups_committed_offset(run_kxtx, kafka, log):
     assert r.returncode == 1 and "no committed offset" in json.loads(r.stdout)["error"]
 
 
+def test_around_the_lso(run_kxtx, log):
+    """Two offsets either side of the LSO: the open transaction's batch (at the LSO) and what is before."""
+    doc = _dump(run_kxtx, log, "--around-lso", "2")
+    s = doc["summary"][0]
+    assert (s["from"], s["to"]) == (s["lso"] - 2, s["lso"] + 2)
+    assert [b["fate"] for b in doc["batches"] if b["base_offset"] == s["lso"]] == ["open"]
+    assert s["open_records"] == 2 and s["read_committed"] == 2  # the plain producer's two records
+    r = run_kxtx("dump", "partition", log, "--around-lso", "2", "--to", "hw", "-o", "json")
+    assert r.returncode == 2
+
+
 def test_table_and_jsonl(run_kxtx, log):
     r = run_kxtx("dump", "partition", log, "--to", "lso", "-o", "jsonl", "--timeout", "30")
     assert r.returncode == 0, r.stderr

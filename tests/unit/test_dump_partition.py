@@ -48,6 +48,8 @@ def test_parse_target_refuses(text):
         (parse_from, " 42 ", 42),
         (parse_from, "committed:My-Group", "committed:My-Group"),  # group names keep their case
         (parse_from, "COMMITTED:g:1", "committed:g:1"),
+        (parse_from, "LSO-5", "lso-5"),
+        (parse_to, "lso+0", "lso+0"),
         (parse_to, "lso", "lso"),
         (parse_to, "HW", "hw"),
         (parse_to, "7", 7),
@@ -60,10 +62,12 @@ def test_parse_bounds(parse, text, expected):
 @pytest.mark.parametrize(
     ("parse", "text"),
     [
-        (parse_from, "lso"),
+        (parse_from, "hw"),
         (parse_from, "-1"),
         (parse_from, "soon"),
         (parse_from, "committed:"),
+        (parse_from, "lso-x"),
+        (parse_to, "lso*2"),
         (parse_to, "committed:g"),
         (parse_to, "earliest"),
         (parse_to, "1.5"),
@@ -82,6 +86,9 @@ def test_parse_bounds_refuse(parse, text):
         (3, "hw", 5, 10, 12, (5, 12)),  # below the log start: from the log start
         (7, 9, 0, 10, 12, (7, 9)),
         (7, 50, 0, 10, 12, (7, 12)),  # nothing past the high watermark
+        ("lso-3", "lso+1", 0, 10, 12, (7, 11)),  # --around-lso
+        ("lso-30", "lso+30", 2, 10, 12, (2, 12)),  # --around-lso wider than the log
+        ("lso", "hw", 0, 10, 12, (10, 12)),  # what the open transactions hold back
     ],
 )
 def test_resolve(start, end, log_start, lso, hw, expected):
