@@ -10,6 +10,7 @@ _kxtx() {
         --on-error) COMPREPLY=($(compgen -W "fail skip dlq:" -- "$cur")); return ;;
         --on-udf-error) COMPREPLY=($(compgen -W "fail dlq:" -- "$cur")); return ;;
         --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
+        --to) COMPREPLY=($(compgen -W "OFFSET lso hw" -- "$cur")); return ;;
         --value-format) COMPREPLY=($(compgen -W "raw string json" -- "$cur")); return ;;
         -I) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
@@ -22,8 +23,9 @@ _kxtx() {
         "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "dump") words="offsets txn-state" ;;
+        "dump") words="offsets partition txn-state" ;;
         "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump partition") words="--from --to --around-lso -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;

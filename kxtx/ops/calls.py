@@ -267,22 +267,25 @@ class Cluster:
                     logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
         return out
 
-    def committed(self, tps: list[TP]) -> dict[TP, dict[str, int]]:
-        """{partition: {group: committed offset}} over every consumer group that committed there."""
+    def committed(self, tps: list[TP], groups: list[str] | None = None) -> dict[TP, dict[str, int]]:
+        """{partition: {group: committed offset}} over every consumer group that committed there
+        (or over `groups` only)."""
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         out: dict[TP, dict[str, int]] = {tp: {} for tp in tps}
         if not tps:
             return out
         t = self.settings.timeout
-        try:
-            groups = self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
-        except Exception as exc:  # noqa: BLE001 - groups are extra evidence, not the verdict
-            logger.warning(f"cannot list consumer groups (blocked groups not shown): {_reason(exc)}")
-            return out
+        if groups is None:
+            try:
+                listed = self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
+            except Exception as exc:  # noqa: BLE001 - groups are extra evidence, not the verdict
+                logger.warning(f"cannot list consumer groups (blocked groups not shown): {_reason(exc)}")
+                return out
+            groups = [g.group_id for g in listed]
         futs = {}
         for g in groups:
-            req = ConsumerGroupTopicPartitions(g.group_id, [TopicPartition(tp_[0], tp_[1]) for tp_ in tps])
+            req = ConsumerGroupTopicPartitions(g, [TopicPartition(tp_[0], tp_[1]) for tp_ in tps])
             futs.update(self.admin.list_consumer_group_offsets([req], request_timeout=t))
         for gid, fut in futs.items():
             try:

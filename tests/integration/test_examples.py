@@ -44,6 +44,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.examples import Example, all_examples, readme_examples
+from tests.integration.kafka_io import commit_offset
 
 pytestmark = pytest.mark.kafka
 
@@ -71,6 +72,7 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx dump txn-state -t my-app-tx-1",
         r"kxtx dump txn-state --latest --state Ongoing",
         r"kxtx dump offsets -g my-group --latest -o json",
+        r"kxtx dump partition orders --to lso -o json",
     ],
     "nodes": [
         r"kxtx sandbox start --brokers 3 --port 0",
@@ -397,8 +399,8 @@ def test_pipe_examples(ctx):
 
 
 def test_dump_examples(ctx):
-    by_id, ongoing, offsets = (_by("dump", p) for p in SCENARIOS["dump"])
-    topic = ctx.kafka.create_topic()
+    by_id, ongoing, offsets, partition = (_by("dump", p) for p in SCENARIOS["dump"])
+    topic = ctx.kafka.create_topic(ctx.names["orders"])
     subprocess.run(
         [
             sys.executable,
@@ -417,23 +419,17 @@ def test_dump_examples(ctx):
         check=True,
         capture_output=True,
     )
-    _commit_group(ctx.kafka.bootstrap, ctx.names["my-group"], topic)
+    # retried while a fresh broker's group coordinator loads (NOT_COORDINATOR when run alone)
+    commit_offset(ctx.kafka.bootstrap, ctx.names["my-group"], topic, 0, 1)
     history = ctx.run(by_id).stdout.splitlines()
     assert history and all(ctx.names["my-app-tx-1"] in line for line in history), history
     assert any("CompleteCommit" in line for line in history), history
     ctx.run(ongoing)
     doc = json.loads(ctx.run(offsets).stdout)
     assert ctx.names["my-group"] in json.dumps(doc)
-
-
-def _commit_group(bootstrap: str, group: str, topic: str) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
-    finally:
-        c.close()
+    # events.jsonl's two records, committed in one transaction: two records and a COMMIT marker
+    s = json.loads(ctx.run(partition).stdout)["summary"][0]
+    assert (s["records"], s["markers"], s["committed_records"], s["read_committed"]) == (2, 1, 2, 2), s
 
 
 def test_security_examples(ctx):

@@ -246,6 +246,15 @@ CASES = [
     ),
     _unreachable("dump offsets"),
     _dump_stop("dump offsets", signal.SIGTERM),
+    Case(
+        "dump partition",
+        "ok",
+        lambda s: [f"{s.data}:0"],
+        0,
+        lambda doc, s: doc["batches"] and doc["summary"][0]["records"] >= 3,
+    ),
+    Case("dump partition", "no such partition", lambda s: [f"{s.data}:99"], ExitCode.USAGE),
+    _unreachable("dump partition", lambda s: ["t:0"]),
     # inspect
     Case("inspect txn", "ok", lambda s: [s.txid], 0, lambda doc, s: doc["transactional_id"] == s.txid),
     Case("inspect txn", "unknown id", lambda s: [f"nope-{uuid.uuid4()}"], ExitCode.ERROR),

@@ -1,0 +1,437 @@
+"""`dump partition`: the record batches of a data partition over the wire, each transaction's fate.
+
+Raw batches come from Fetch at read_uncommitted (`RawFetchSource`, the fetch client `dump offsets
+--include-uncommitted` uses; kafka-python's batch reader decodes them), so aborted data and the
+COMMIT / ABORT control batches are seen. No access to broker disks.
+
+A transactional batch's fate is decided by the next control batch of its producer id. When the
+range ends before that marker, the read goes on past `--to` (batch headers only, nothing shown)
+until every transaction with data in the range has its marker, or the high watermark is reached.
+(The Fetch response's aborted-transactions list is not used: brokers fill it only for
+read_committed fetches.) A transaction without a marker up to the high watermark is `open`.
+
+Counting: a transaction is counted once, in the range, when one of its data batches is in the range;
+`read_committed` is what a read_committed consumer reads in the range now: data records below the
+last stable offset that are not aborted (markers are never delivered).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
+from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.log import logger
+from kxtx.settings import Settings
+from kxtx.timefmt import iso_ms
+
+COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
+EARLIEST, LSO, HW = "earliest", "lso", "hw"
+COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_OFFSET_OUT_OF_RANGE = 1
+
+
+# --- the range (pure) ----------------------------------------------------------------------------------
+def parse_target(text: str) -> tuple[str, list[int] | None]:
+    """`TOPIC` (every partition) or `TOPIC:P[,P...]`. A topic name never holds ':'."""
+    topic, sep, parts = text.partition(":")
+    if not topic:
+        raise UsageError(f"{text!r}: give TOPIC or TOPIC:P[,P...]")
+    if not sep:
+        return topic, None
+    try:
+        chosen = sorted({int(p) for p in parts.split(",") if p.strip()})
+    except ValueError:
+        raise UsageError(f"{text!r}: partitions are numbers, e.g. {topic}:0,2") from None
+    if not chosen or chosen[0] < 0:
+        raise UsageError(f"{text!r}: give one or more partitions of zero or more after ':'")
+    return topic, chosen
+
+
+COMMITTED_PREFIX = "committed:"
+
+
+def parse_from(text: str) -> int | str:
+    """`--from`: an offset, `earliest`, or `committed:GROUP` (kept as given: group names are case
+    sensitive; the offset is asked of the cluster per partition)."""
+    if text.strip().lower().startswith(COMMITTED_PREFIX):
+        if not text.strip()[len(COMMITTED_PREFIX) :]:
+            raise UsageError(f"--from {text!r}: name the group, e.g. committed:my-group")
+        return text.strip()[: len(COMMITTED_PREFIX)].lower() + text.strip()[len(COMMITTED_PREFIX) :]
+    return _bound(text, "--from", (EARLIEST, LSO, f"{COMMITTED_PREFIX}GROUP"))
+
+
+def parse_to(text: str) -> int | str:
+    """`--to` (exclusive): an offset, `lso` (the last stable offset) or `hw` (the high watermark)."""
+    return _bound(text, "--to", (LSO, HW))
+
+
+_AROUND = re.compile(r"lso[+-]\d+")
+
+
+def around_lso(n: int) -> tuple[str, str]:
+    """`--around-lso N`: the bounds N offsets either side of the last stable offset."""
+    if n < 0:
+        raise UsageError(f"--around-lso {n}: give zero or more offsets")
+    return f"lso-{n}", f"lso+{n}"
+
+
+def _bound(text: str, option: str, names: tuple[str, ...]) -> int | str:
+    word = text.strip().lower()
+    if word in names or _AROUND.fullmatch(word):
+        return word
+    try:
+        value = int(word)
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: give an offset, {' / '.join(names)} or lso-N / lso+N") from None
+    if value < 0:
+        raise UsageError(f"{option} {text!r}: an offset is zero or more")
+    return value
+
+
+def _offset(bound: int | str, log_start: int, lso: int, hw: int) -> int:
+    if isinstance(bound, int):
+        return bound
+    if _AROUND.fullmatch(bound):
+        return lso + int(bound[3:])
+    return {EARLIEST: log_start, LSO: lso, HW: hw}[bound]
+
+
+def resolve(start: int | str, end: int | str, log_start: int, lso: int, hw: int) -> tuple[int, int]:
+    """The offsets [first, end) read: named bounds replaced, the start raised to the log start and
+    the end capped at the high watermark."""
+    first = max(_offset(start, log_start, lso, hw), log_start)
+    return first, min(_offset(end, log_start, lso, hw), hw)
+
+
+# --- batches and their fate (pure) ---------------------------------------------------------------------
+@dataclass
+class Batch:
+    partition: int
+    base_offset: int
+    last_offset: int
+    count: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transactional: bool
+    control: bool
+    first_timestamp: int
+    max_timestamp: int
+    compression: str
+    size: int
+    control_type: str | None = None
+    coordinator_epoch: int | None = None
+    fate: str | None = None
+    in_range: int = 0  # records of this batch in [first, end)
+    committed_view: int = 0  # of those, below the LSO (what read_committed could deliver)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": "batch",
+            "partition": self.partition,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "count": self.count,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "base_sequence": self.base_sequence,
+            "transactional": self.transactional,
+            "control": self.control,
+            "control_type": self.control_type,
+            "coordinator_epoch": self.coordinator_epoch,
+            "fate": self.fate,
+            "first_timestamp": self.first_timestamp,
+            "first_time": iso_ms(self.first_timestamp),
+            "max_timestamp": self.max_timestamp,
+            "max_time": iso_ms(self.max_timestamp),
+            "compression": self.compression,
+            "size": self.size,
+        }
+
+
+@dataclass
+class Txn:
+    """One transaction with data in the range: its producer id, its batches, its fate once known."""
+
+    producer_id: int
+    batches: list[Batch] = field(default_factory=list)
+    fate: str | None = None
+
+
+class Fates:
+    """Follows transactions batch by batch, in offset order: a data batch joins its producer id's
+    current transaction, that producer's next control batch ends it."""
+
+    def __init__(self) -> None:
+        self.current: dict[int, Txn] = {}
+        self.done: list[Txn] = []
+
+    def add(self, b: Batch, shown: bool) -> None:
+        """`shown`: the batch is in the range (transactions are counted only from such batches)."""
+        if not b.transactional:
+            return
+        pid = b.producer_id
+        if b.control:
+            txn = self.current.pop(pid, None)
+            if txn is not None and b.control_type in ("COMMIT", "ABORT"):
+                txn.fate = COMMITTED if b.control_type == "COMMIT" else ABORTED
+                for member in txn.batches:
+                    member.fate = txn.fate
+                self.done.append(txn)
+            return
+        if shown:
+            self.current.setdefault(pid, Txn(pid)).batches.append(b)
+
+    @property
+    def undecided(self) -> bool:
+        return bool(self.current)
+
+    def finish(self) -> list[Txn]:
+        """Every transaction seen, in order; those still without a marker are open."""
+        for txn in self.current.values():
+            txn.fate = OPEN
+            for member in txn.batches:
+                member.fate = OPEN
+            self.done.append(txn)
+        self.current = {}
+        return sorted(self.done, key=lambda t: t.batches[0].base_offset)
+
+
+def summarize(partition: int, batches: list[Batch], txns: list[Txn], info: dict) -> dict[str, Any]:
+    """The counts of one partition's range; `info` has the bounds (first, end, log_start, lso, hw)."""
+    data = [b for b in batches if not b.control]
+    producers: dict[int, dict[str, int]] = {}
+    for b in data:
+        if b.producer_id >= 0:
+            p = producers.setdefault(b.producer_id, _producer_counts())
+            p["records"] += b.in_range
+    for t in txns:
+        producers.setdefault(t.producer_id, _producer_counts())[str(t.fate)] += 1
+    by_fate = {f: sum(b.in_range for b in data if b.fate == f) for f in (COMMITTED, ABORTED, OPEN)}
+    return {
+        "kind": "summary",
+        "partition": partition,
+        **info,
+        "batches": len(batches),
+        "records": sum(b.in_range for b in data),
+        "markers": sum(b.in_range for b in batches if b.control),
+        "committed_records": by_fate[COMMITTED],
+        "aborted_records": by_fate[ABORTED],
+        "open_records": by_fate[OPEN],
+        "non_transactional_records": sum(b.in_range for b in data if not b.transactional),
+        "read_committed": sum(b.committed_view for b in data if b.fate != ABORTED),
+        "producers": [{"producer_id": pid, **c} for pid, c in sorted(producers.items())],
+    }
+
+
+def _producer_counts() -> dict[str, int]:
+    return {COMMITTED: 0, ABORTED: 0, OPEN: 0, "records": 0}
+
+
+# --- reading -------------------------------------------------------------------------------------------
+@dataclass
+class PartitionDump:
+    batches: list[Batch]
+    summary: dict[str, Any]
+
+
+def dump_partitions(
+    settings: Settings, topic: str, partitions: list[int] | None, start: int | str, end: int | str
+) -> list[PartitionDump]:
+    from kxtx.dump.engine import partition_count
+    from kxtx.dump.rawfetch import RawFetchSource
+
+    count = partition_count(settings, topic)
+    if count is None:
+        raise KafkaOperationError(f"topic {topic} does not exist (or has no partitions)")
+    chosen = partitions if partitions is not None else list(range(count))
+    missing = [p for p in chosen if p >= count]
+    if missing:
+        raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
+    starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
+    source = RawFetchSource(settings, topic)
+    try:
+        return [_PartitionReader(source, p, starts.get(p, start), end).read() for p in chosen]
+    finally:
+        source.close()
+
+
+def _committed(settings: Settings, topic: str, partitions: list[int], start: str) -> dict[int, int]:
+    """`committed:GROUP`: the group's committed offset of each partition (where it would read on)."""
+    if not start.startswith(COMMITTED_PREFIX):
+        return {}
+    from kxtx.ops.calls import Cluster
+
+    group = start[len(COMMITTED_PREFIX) :]
+    with Cluster(settings) as cluster:
+        found = cluster.committed([(topic, p) for p in partitions], groups=[group])
+    offsets = {p: found[(topic, p)][group] for p in partitions if group in found.get((topic, p), {})}
+    missing = [p for p in partitions if p not in offsets]
+    if missing:
+        raise KafkaOperationError(
+            f"group {group!r} has no committed offset for {topic}:{','.join(map(str, missing))}"
+        )
+    return offsets
+
+
+class _PartitionReader:
+    def __init__(self, source, partition: int, start: int | str, end: int | str):
+        self.source, self.p, self.start, self.end = source, partition, start, end
+        self.leader: int | None = None
+
+    def _fetch(self, offset: int):
+        """One Fetch of this partition from `offset`: the partition's response (leader moves followed)."""
+        deadline = time.monotonic() + self.source.settings.timeout
+        while True:
+            if self.leader is None:
+                self.leader = self.source._leaders_or_none([self.p]).get(self.p)
+            if self.leader is not None and self.leader >= 0:
+                try:
+                    resp = self.source._fetch(self.leader, {self.p: offset})
+                    part = resp.responses[0].partitions[0]
+                    if part.error_code not in _LEADER_MOVED:
+                        return part
+                except KafkaOperationError as exc:
+                    logger.info(f"fetching {self.source.topic}[{self.p}] from broker {self.leader}: {exc}")
+            self.leader = None
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(f"fetching {self.source.topic}[{self.p}]: no leader answered")
+            time.sleep(0.2)
+
+    def read(self) -> PartitionDump:
+        topic = self.source.topic
+        log_start = self.source._log_starts([self.p])[self.p]
+        # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
+        want = max(self.start, log_start) if isinstance(self.start, int) else log_start
+        head = self._fetch(want)
+        if head.error_code == _OFFSET_OUT_OF_RANGE:  # the log start moved on meanwhile (retention)
+            want = log_start = self.source._log_starts([self.p])[self.p]
+            head = self._fetch(want)
+        if head.error_code:
+            raise KafkaOperationError(f"fetching {topic}[{self.p}]: broker error code {head.error_code}")
+        hw, lso = head.high_watermark, head.last_stable_offset
+        log_start = max(log_start, head.log_start_offset)
+        first, end = resolve(self.start, self.end, log_start, lso, hw)
+        info: dict[str, Any] = {"from": first, "to": end, "log_start": log_start, "lso": lso, "hw": hw}
+        asked = max(0, _offset(self.start, log_start, lso, hw))
+        if asked < log_start:
+            info["deleted"] = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
+        if first != want:
+            head = self._fetch(first)
+        batches, fates = self._scan(head, first, end, hw, lso)
+        return PartitionDump(batches, summarize(self.p, batches, fates.finish(), info))
+
+    def _scan(self, part, first: int, end: int, hw: int, lso: int) -> tuple[list[Batch], Fates]:
+        """Batches overlapping [first, end); then on, headers only, to the markers still missing."""
+        from kxtx.records.control import decode_control
+
+        shown: list[Batch] = []
+        fates = Fates()
+        pos = first
+        stalled_since = time.monotonic()
+        while pos < hw and (pos < end or fates.undecided):
+            before = pos
+            for raw in _raw_batches(part.records):
+                if raw.base_offset >= hw:
+                    pos = hw
+                    break
+                if raw.next_offset <= pos:
+                    continue  # a batch fetched again (Fetch returns whole batches)
+                b = _batch(self.p, raw)
+                in_range = raw.base_offset < end
+                offsets = _Offsets(raw)
+                if b.control:
+                    marker = decode_control(*offsets.first_key_value())
+                    b.control_type, b.coordinator_epoch = marker["type"], marker.get("coordinator_epoch")
+                if in_range:
+                    b.in_range = offsets.count(first, end)
+                    b.committed_view = offsets.count(first, min(end, lso))
+                    shown.append(b)
+                fates.add(b, in_range)
+                pos = raw.next_offset
+                if pos >= end and not fates.undecided:
+                    break
+            if pos >= hw or (pos >= end and not fates.undecided):
+                break
+            if pos == before and time.monotonic() - stalled_since > self.source.settings.timeout:
+                raise KafkaOperationError(f"fetching {self.source.topic}[{self.p}]: no progress at {pos}")
+            if pos != before:
+                stalled_since = time.monotonic()
+            part = self._fetch(pos)
+            if part.error_code:
+                raise KafkaOperationError(
+                    f"fetching {self.source.topic}[{self.p}] at {pos}: broker error code {part.error_code}"
+                )
+        return shown, fates
+
+
+def _raw_batches(raw: bytes | None) -> Iterable[Any]:
+    from kafka.record import MemoryRecords
+
+    if not raw:
+        return
+    records = MemoryRecords(raw)
+    batch = records.next_batch()
+    while batch is not None:
+        yield batch
+        batch = records.next_batch()
+
+
+def _batch(partition: int, raw) -> Batch:
+    return Batch(
+        partition=partition,
+        base_offset=raw.base_offset,
+        last_offset=raw.last_offset,
+        count=raw.records_count,
+        producer_id=raw.producer_id,
+        producer_epoch=raw.producer_epoch,
+        base_sequence=raw.base_sequence,
+        transactional=bool(raw.is_transactional),
+        control=bool(raw.is_control_batch),
+        first_timestamp=raw.first_timestamp,
+        max_timestamp=raw.max_timestamp,
+        compression=COMPRESSION.get(raw.compression_type, str(raw.compression_type)),
+        size=raw.size_in_bytes,
+    )
+
+
+class _Offsets:
+    """A batch's record offsets, read (decompressed) at most once and only when needed: a batch's
+    records can be iterated only once."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.records: list | None = None
+
+    def _read(self) -> list:
+        if self.records is None:
+            self.records = list(self.raw)
+        return self.records
+
+    def first_key_value(self) -> tuple[bytes | None, bytes | None]:
+        records = self._read()
+        return (records[0].key, records[0].value) if records else (None, None)
+
+    def count(self, lo: int, hi: int) -> int:
+        """Records in [lo, hi). Without compaction a batch's offsets are contiguous: counted from
+        the header, nothing decompressed (kafka-python needs extra packages for lz4, snappy and
+        zstd). A compacted batch across a bound is read record by record."""
+        raw = self.raw
+        base, last, n = raw.base_offset, raw.last_offset, raw.records_count
+        if last < lo or base >= hi:
+            return 0
+        if base >= lo and last < hi:
+            return n
+        overlap = min(last, hi - 1) - max(base, lo) + 1
+        if n == last - base + 1:
+            return overlap
+        try:
+            return sum(1 for r in self._read() if lo <= r.offset < hi)
+        except Exception as exc:  # noqa: BLE001 - e.g. UnsupportedCodecError: estimate, say so
+            logger.warning(f"batch at offset {base}: records not read ({exc}); counted by its offset span")
+            return min(n, overlap)
