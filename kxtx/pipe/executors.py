@@ -16,7 +16,9 @@ has given to another member since the round was planned -- a member that may use
 transactional ids (another --transactional-id, or driver mode), which the first fence cannot see.
 
 Failures: a crashed task is retried by Spark (on a cluster) or by the next round; a task that was
-fenced or aborted is simply planned again; a task that stopped on a UDF error (no DLQ) aborted its
+fenced or aborted is planned again, unless another instance has committed its partition since
+(another `kxtx pipe` with the same group and transactional id took over, e.g. while this one was
+frozen): then this one stops, as in driver mode (`_watch_fences`); a task that stopped on a UDF error (no DLQ) aborted its
 transaction and the run fails naming the record, as in driver mode. The driver itself holds no
 transaction, so killing it loses nothing: a restart continues from the committed offsets.
 """
@@ -27,7 +29,7 @@ import time
 from typing import Any
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError
+from kxtx.errors import FencedError, KafkaOperationError
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
@@ -45,6 +47,9 @@ METADATA_REFRESH_MS = 5000
 #: Before the group's first assignment the idle clock waits this much longer (joining takes a few
 #: seconds; an instance the group gives nothing still stops after --until-idle plus this).
 ASSIGN_GRACE_S = 30.0
+#: How long a partition whose task was fenced is watched for another instance's commit (which may
+#: come after the fence: the other instance's task starts its producer first, then commits).
+FENCE_WATCH_S = 120.0
 
 
 class ExecutorPipe(PipeCore):
@@ -61,6 +66,11 @@ class ExecutorPipe(PipeCore):
         self._failed_rounds = 0
         self._plan_s = 0.0
         self._unpaused: list = []
+        #: this run's token, committed by its tasks (see rounds.taken_over)
+        self.run_token = rounds.run_token()
+        #: partition -> (its committed offset when the fenced task was planned, watch deadline)
+        self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
+        self._planned_from: dict[tuple[str, int], int] = {}
 
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded) -> None:
@@ -80,6 +90,7 @@ class ExecutorPipe(PipeCore):
             udf_name=loaded.name,
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
+            run=self.run_token,
         )
         self.task = taskmod.make_plan_task(job)
 
@@ -176,11 +187,17 @@ class ExecutorPipe(PipeCore):
         from confluent_kafka.admin import OffsetSpec
 
         tps = [TopicPartition(t, p) for t, p in sorted(self._assignment)]
-        if not tps:
+        watched = [TopicPartition(t, p) for t, p in sorted(self._fenced.keys() - self._assignment)]
+        if not tps and not watched:
             return []
         # Read now, after the last rebalance callback: the generation the tasks commit under.
         generation = self.consumer.consumer_group_metadata()
-        committed = self._committed(tps)
+        found = self._committed(tps + watched)
+        self._watch_fences(found)
+        committed = {key: tp.offset for key, tp in found.items()}
+        self._planned_from = committed
+        if not tps:
+            return []
         futures = self.admin.list_offsets(
             {tp: OffsetSpec.latest() for tp in tps},
             isolation_level=IsolationLevel.READ_COMMITTED,
@@ -213,16 +230,17 @@ class ExecutorPipe(PipeCore):
         ]
 
     def _committed(self, tps: list) -> dict:
-        """The group's committed offsets (not necessarily stable: the tasks read the stable ones;
-        here they only decide which partitions get a task). Unknown ones count as "from the
-        start", which costs at most a task that finds nothing new."""
+        """The group's committed offsets, as TopicPartitions (with their metadata), by partition
+        (not necessarily stable: the tasks read the stable ones; here they only decide which
+        partitions get a task). Unknown ones count as "from the start", which costs at most a
+        task that finds nothing new."""
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + min(5.0, self.settings.timeout)
         while True:
             try:
                 got = self.consumer.committed(tps, timeout=self.settings.timeout)
-                return {(tp.topic, tp.partition): tp.offset for tp in got}
+                return {(tp.topic, tp.partition): tp for tp in got}
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if err is not None and err.fatal():
@@ -267,6 +285,8 @@ class ExecutorPipe(PipeCore):
                 raise self.udf_failed(r.udf_failure)
             if r.status == "fatal":
                 raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r.error}")
+            if r.status == "fenced" and key in self._planned_from:
+                self._fenced.setdefault(key, (self._planned_from[key], time.monotonic() + FENCE_WATCH_S))
             if r.status != "ok":
                 failed += 1
                 # a commit whose outcome is unknown was not aborted: it is not counted as one
@@ -277,6 +297,7 @@ class ExecutorPipe(PipeCore):
             if r.token is not None:
                 self.tokens[key] = r.token
             if r.committed is not None:
+                self._fenced.pop(key, None)  # this run commits the partition again
                 s.add_batch(r.records_in, r.records_out, r.dlq, r.dropped)
                 got += r.records_in
         if failed and not got:
@@ -284,6 +305,27 @@ class ExecutorPipe(PipeCore):
         else:
             self._failed_rounds = 0
         return got
+
+    def _watch_fences(self, committed: dict) -> None:
+        """Stop when a partition on which a task of this run was fenced has since been committed
+        by another instance (`rounds.taken_over`): a newer `kxtx pipe` with the same group and
+        transactional id took over, as a restart does in driver mode. Retries and speculative
+        copies of this run's own tasks commit this run's token and do not count."""
+        now = time.monotonic()
+        for key, (before, until) in list(self._fenced.items()):
+            tp = committed.get(key)
+            if (
+                tp is not None
+                and tp.error is None
+                and rounds.taken_over(before, tp.offset, tp.metadata, self.run_token)
+            ):
+                raise FencedError(
+                    f"{key[0]}[{key[1]}]: fenced: another instance with the same transactional id "
+                    f"({self.cfg.transactional_id}) took over and committed this partition; "
+                    "this instance stops"
+                )
+            if now > until:
+                del self._fenced[key]
 
     def _failed(self, why: str) -> None:
         self._failed_rounds += 1

@@ -93,6 +93,9 @@ class Job:
     #: write a line to the executor's log (its stderr) when an attempt does not commit: on a
     #: cluster the driver's log is not where the attempt ran; locally the driver logs it anyway
     executor_log: bool = False
+    #: the driver's run token, committed as the offsets' metadata: who committed a partition last
+    #: tells a fence by another instance from one by this run's own copies (`rounds.taken_over`)
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -329,7 +332,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
         )
     t2 = time.perf_counter()
     writer.send_offsets(
-        [TopicPartition(plan.topic, plan.partition, next_offset)],
+        [TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run or None)],
         plan.generation or consumer.consumer_group_metadata(),
     )
     writer.commit()
