@@ -5,6 +5,7 @@ output exactly once, in order per key. A run that stops with exit 75 is run agai
 operator's retry loop would."""
 
 import itertools
+import json
 import os
 import uuid
 from collections import Counter
@@ -132,3 +133,59 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
         f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, {len(set(vals) - set(counts))} missing"
     )
     ch.check_exactly_once_in_order(by_part, range(N), int)
+
+
+#: Longer than the outage below (15 s) plus the node's restart: an idle pipe must still be running
+#: when the leader comes back (asserted), which is when the issue's exit 1 came.
+COMEBACK_IDLE_S = 40
+
+
+def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
+    """Issue 29's reproduction, both modes at once (one outage, one wait): idle pipes while the
+    input partition's leader is SIGKILLed and started again 15 s later. Both go on (records fed
+    after the restart come out exactly once) and end at --until-idle with exit 0 (exit 1 was
+    "reading ...'s end: Broker: Leader epoch is older than broker epoch", FENCED_LEADER_EPOCH)."""
+    src = cluster3.create_topic(partitions=1, replication=3)
+    modes = ("driver", "executors")
+    outs = {m: cluster3.create_topic(partitions=1, replication=3) for m in modes}
+    before, after = [b"b%d" % i for i in range(50)], [b"a%d" % i for i in range(50)]
+    produce(cluster3.bootstrap, src, before)
+    procs = {
+        m: start_pipe(
+            cluster3.bootstrap,
+            tmp_path,
+            m,
+            *("--mode", m, "--master", "local[1]", "--in", src, "--out", outs[m]),
+            *("--group", f"back-{m}-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity"),
+            *("--until-idle", str(COMEBACK_IDLE_S), *FAST_GROUP, *EXTRA),
+        )
+        for m in modes
+    }
+    logs = lambda: {m: (tmp_path / f"{m}.err").read_text()[-1500:] for m in modes}  # noqa: E731
+    try:
+        for m in modes:
+            wait_until(
+                lambda m=m: len(read_committed(cluster3.bootstrap, outs[m])) == len(before),
+                120,
+                f"the {m}-mode pipe to commit its first records",
+                every=0.5,
+                procs=list(procs.values()),
+                stderr=logs,
+            )
+        leader = lambda: ch.leaders(cluster3, src)[0]  # noqa: E731
+        ch.outage(cluster3, leader(), "kill", 15, leader)
+        assert all(p.poll() is None for p in procs.values()), f"stopped before the restart: {logs()}"
+        produce(cluster3.bootstrap, src, after)
+        codes = {m: p.wait(COMEBACK_IDLE_S + 120) for m, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ch.wait_healthy(cluster3, [src, *outs.values()])
+    assert codes == {m: 0 for m in modes}, logs()
+    for m in modes:
+        assert json.loads((tmp_path / f"{m}.out").read_text())["stopped"] == "idle"
+        assert Counter(r.value for r in read_committed(cluster3.bootstrap, outs[m])) == Counter(
+            before + after
+        )
