@@ -58,9 +58,12 @@ _NOT_FAILOVER = {3, 7}
 
 
 def _failing_over(exc: BaseException) -> bool:
+    return failing_over_code(code_of(exc))
+
+
+def failing_over_code(code: int | None) -> bool:
     """A broker's answer that Kafka's protocol calls retriable (kxtx.kafkaerrors): the command
     waited it out as long as its bounds allow, and running it again is what helps."""
-    code = code_of(exc)
     return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
 
 

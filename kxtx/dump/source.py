@@ -20,6 +20,7 @@ from typing import cast
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
+from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
@@ -153,6 +154,11 @@ class ConfluentSource:
                 if err is None:
                     continue
                 if err.code() != KafkaError._PARTITION_EOF:
+                    if clients.waits_out(KafkaException(err)):
+                        # a leader moving or a broker down: the consumer asks again by itself,
+                        # bounded by the no-progress check (_check_positions)
+                        logger.info(f"reading {self.topic}: {err.str()}")
+                        continue
                     raise clients.translate(KafkaException(err), f"reading {self.topic}")
                 if ends is not None:
                     self._done(m.partition(), remaining)

@@ -359,7 +359,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
                     msgs.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     eof, eof_at = True, m.offset()  # the fetch position: past all it skipped
-                elif err.fatal() or not err.retriable():
+                elif err.fatal() or not tw.retriable(err):  # Kafka's table: kxtx.kafkaerrors
                     raise KafkaException(err)
             if msgs and msgs[-1].offset() + 1 >= plan.end:
                 break

@@ -7,6 +7,7 @@ operator's retry loop would."""
 import itertools
 import json
 import os
+import time
 import uuid
 from collections import Counter
 
@@ -140,6 +141,25 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
 COMEBACK_IDLE_S = 40
 
 
+def _coordinated_by(kafka, node: int) -> str:
+    """A transactional id, initialised, whose transaction coordinator is `node`."""
+    from confluent_kafka import Producer
+
+    tid = next(
+        t
+        for t in (f"on-{node}-{uuid.uuid4().hex[:8]}" for _ in range(200))
+        if ch.coordinator(kafka, t) == node
+    )
+    Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid}).init_transactions(30)
+    return tid
+
+
+def _inspect_waits_for_the_coordinator(kafka, tid: str) -> None:
+    done = ch.run(kafka, "inspect", "txn", tid, "--no-history", "--no-scan", "-o", "json", "--timeout", "60")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["transactional_id"] == tid
+
+
 def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
     """Issue 29's reproduction, both modes at once (one outage, one wait): idle pipes while the
     input partition's leader is SIGKILLed and started again 15 s later. Both go on (records fed
@@ -173,7 +193,17 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
                 stderr=logs,
             )
         leader = lambda: ch.leaders(cluster3, src)[0]  # noqa: E731
-        ch.outage(cluster3, leader(), "kill", 15, leader)
+        node = leader()
+        tid = _coordinated_by(cluster3, node)
+        moved = ch.Moved(leader, node)
+        killed = time.monotonic()
+        cluster3.sandbox.kill_node(node)
+        # Meanwhile `inspect` waits for the id's coordinator (on the killed node) to move.
+        looked = ch.Background(_inspect_waits_for_the_coordinator, cluster3, tid)
+        time.sleep(max(0.0, killed + 15 - time.monotonic()))
+        cluster3.sandbox.start_node(node)
+        moved.wait(ch.FENCE_WAIT_S)
+        looked.join(120)
         assert all(p.poll() is None for p in procs.values()), f"stopped before the restart: {logs()}"
         produce(cluster3.bootstrap, src, after)
         codes = {m: p.wait(COMEBACK_IDLE_S + 120) for m, p in procs.items()}
