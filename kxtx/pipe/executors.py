@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from kxtx import clients
-from kxtx.errors import FencedError, KafkaOperationError
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
@@ -274,7 +274,7 @@ class ExecutorPipe(PipeCore):
         return self._absorb(results)
 
     def _absorb(self, results: list[taskmod.TaskResult]) -> int:
-        got = failed = 0
+        got = failed = unavailable = 0
         s = self.stats
         for r in results:
             key = (r.topic, r.partition)
@@ -289,6 +289,7 @@ class ExecutorPipe(PipeCore):
                 self._fenced.setdefault(key, (self._planned_from[key], time.monotonic() + FENCE_WATCH_S))
             if r.status != "ok":
                 failed += 1
+                unavailable += r.unavailable
                 # a commit whose outcome is unknown was not aborted: it is not counted as one
                 s.aborted += r.status != "in-doubt"
                 self.tokens.pop(key, None)
@@ -301,7 +302,7 @@ class ExecutorPipe(PipeCore):
                 s.add_batch(r.records_in, r.records_out, r.dlq, r.dropped)
                 got += r.records_in
         if failed and not got:
-            self._failed(f"{failed} task(s) fenced or aborted")
+            self._failed(f"{failed} task(s) fenced or aborted", unavailable == failed)
         else:
             self._failed_rounds = 0
         return got
@@ -327,12 +328,13 @@ class ExecutorPipe(PipeCore):
             if now > until:
                 del self._fenced[key]
 
-    def _failed(self, why: str) -> None:
+    def _failed(self, why: str, unavailable: bool = False) -> None:
+        """`unavailable`: every task failed with an error of a cluster failing over: giving up is
+        then exit 75 (run the same command again), as in driver mode."""
         self._failed_rounds += 1
         if self._failed_rounds >= MAX_FAILED_ROUNDS:
-            raise KafkaOperationError(
-                f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}"
-            )
+            error = Unavailable if unavailable else KafkaOperationError
+            raise error(f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}")
         logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds, MAX_FAILED_ROUNDS)
         time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
 

@@ -118,6 +118,9 @@ class TaskResult:
     committed: int | None = None
     #: fenced, aborted, fatal: the Kafka error, as "NAME: text"
     error: str | None = None
+    #: the error is one of a cluster failing over (Kafka's table, kxtx.kafkaerrors): rounds that
+    #: keep failing with such errors end the run with exit 75, not 1
+    unavailable: bool = False
     #: udf-error: the record the UDF failed on (no DLQ)
     udf_failure: UdfFailure | None = None
     consume_s: float = 0.0
@@ -253,13 +256,14 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         # Committed or not, unknown: never abort it. The next producer of this id (init_transactions)
         # finishes it, and the next round starts from the stable committed offset either way.
         _state().producers.pop(tid, None)
-        attempt["status"], attempt["token"] = "in-doubt", None
+        attempt["status"], attempt["token"], attempt["unavailable"] = "in-doubt", None, True
         attempt["error"] = f"{exc.err.name()}: {exc.err.str()} (committing; outcome unknown)"
     except KafkaException as exc:
         err = _settle(tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
         attempt["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
         attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
+        attempt["unavailable"] = hasattr(err, "code") and tw.retriable(err)
         attempt["token"] = None
         if job.executor_log:
             sys.stderr.write(

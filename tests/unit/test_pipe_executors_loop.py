@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from kxtx.pipe import executors
 from kxtx.pipe.settings import PipeConfig
 from kxtx.pipe.stats import Stats
@@ -70,3 +72,36 @@ def test_the_idle_clock_waits_for_the_first_assignment(monkeypatch):
     t0 = time.monotonic()
     loop._loop()
     assert loop.stats.stopped == "idle" and time.monotonic() - t0 < 0.6
+
+
+def _absorbing(monkeypatch) -> executors.ExecutorPipe:
+    monkeypatch.setattr(executors.time, "sleep", lambda s: None)
+    pipe = Loop([], until_idle=1)
+    pipe._fenced, pipe._planned_from, pipe.tokens = {}, {}, {}
+    return pipe
+
+
+def test_rounds_failing_while_the_cluster_fails_over_give_up_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+    from kxtx.pipe.task import TaskResult
+
+    pipe = _absorbing(monkeypatch)
+    failed = TaskResult("in", 0, status="aborted", error="FENCED_LEADER_EPOCH: ...", unavailable=True)
+    with pytest.raises(Unavailable, match="gave up after 8 failed rounds"):
+        for _ in range(executors.MAX_FAILED_ROUNDS):
+            pipe._absorb([failed])
+
+
+def test_rounds_failing_otherwise_give_up_with_exit_1(monkeypatch):
+    from kxtx.errors import KafkaOperationError, Unavailable
+    from kxtx.pipe.task import TaskResult
+
+    pipe = _absorbing(monkeypatch)
+    results = [
+        TaskResult("in", 0, status="aborted", error="NOT_COORDINATOR: ...", unavailable=True),
+        TaskResult("in", 1, status="aborted", error="INVALID_TXN_STATE: ...", unavailable=False),
+    ]
+    with pytest.raises(KafkaOperationError, match="gave up") as info:
+        for _ in range(executors.MAX_FAILED_ROUNDS):
+            pipe._absorb(results)
+    assert not isinstance(info.value, Unavailable)
