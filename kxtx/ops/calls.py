@@ -110,15 +110,17 @@ class Cluster:
                     errors[batch[0]] = _reason(exc)
                 else:
                     for tp in batch:
-                        try:
-                            states.update(self._describe_producers([tp], broker_id))
+                        try:  # the batch waited out a moving cluster already: once each
+                            states.update(self._describe_producers([tp], broker_id, patient=False))
                         except Exception as exc1:  # noqa: BLE001
                             errors[tp] = _reason(exc1)
             if progress:
                 progress(min(i + BATCH, len(tps)), len(tps))
         return states, errors
 
-    def _describe_producers(self, tps: list[TP], broker_id: int | None) -> dict[TP, list[OpenTxn]]:
+    def _describe_producers(
+        self, tps: list[TP], broker_id: int | None, patient: bool = True
+    ) -> dict[TP, list[OpenTxn]]:
         from kafka.structs import TopicPartition
 
         def ask():
@@ -126,7 +128,10 @@ class Cluster:
 
         # Asked of one broker (abort-hanging's re-check), a leader that moved stays moved: the
         # caller says so. Asked of the leaders, a moving one is waited for.
-        res = ask() if broker_id is not None else ride_out(ask, "DescribeProducers", self.settings.timeout)
+        if broker_id is None and patient:
+            res = ride_out(ask, "DescribeProducers", self.settings.timeout)
+        else:
+            res = ask()
         return {
             (tp.topic, tp.partition): [
                 OpenTxn(

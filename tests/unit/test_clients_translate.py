@@ -69,6 +69,8 @@ def _kp(name: str):
         (_kp("NotLeaderForPartitionError"), True),
         (_kp("FencedLeaderEpochError"), True),
         (_kp("CoordinatorNotAvailableError"), True),
+        (_kp("KafkaConnectionError"), True),  # a coordinator or leader that died, not moved yet
+        (_kp("NodeNotReadyError"), True),
         # answers that do not change by waiting
         (_confluent("UNKNOWN_TOPIC_OR_PART"), False),  # retriable for Kafka, the user's to fix
         (_kp("UnknownTopicOrPartitionError"), False),

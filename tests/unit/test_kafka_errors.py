@@ -71,6 +71,12 @@ def test_stale_metadata_codes_are_all_retriable():
         (kp_errors.NotCoordinatorError(), 16),
         (kp_errors.NotLeaderForPartitionError(), 6),
         (kp_errors.TopicAuthorizationFailedError(), 29),
+        # kafka-python's "no answer yet": as librdkafka's codes for the same
+        (kp_errors.KafkaConnectionError("111 ECONNREFUSED"), -195),
+        (kp_errors.NodeNotReadyError(), -195),
+        (kp_errors.KafkaTimeoutError(), -185),
+        (kp_errors.RequestTimedOutError(), 7),
+        (kp_errors.UnrecognizedBrokerVersion(), None),
         # an OSError's errno is not a Kafka code
         (ConnectionRefusedError(111, "refused"), None),
         (KafkaException("no error object"), None),
