@@ -84,11 +84,19 @@ _RIDE_FIRST_S, _RIDE_MAX_S = 0.05, 1.0
 T = TypeVar("T")
 
 
-def ride_out(call: Callable[[], T], doing: str, bound: float, need: Need | Iterable[Need] | None = None) -> T:
+def ride_out(
+    call: Callable[[], T],
+    doing: str,
+    bound: float,
+    need: Need | Iterable[Need] | None = None,
+    renew: Callable[[], None] | None = None,
+) -> T:
     """`call()`, asked again while it fails with an error a later try can get past (`waits_out`:
     a leader or coordinator moving, loading or coming back, a broker down) for up to `bound`
     seconds (the command's --timeout); any other error at once, and the last one past the
-    bound, leave translated (`translate`: the table's codes are `Unavailable`, exit 75)."""
+    bound, leave translated (`translate`: the table's codes are `Unavailable`, exit 75).
+    `renew()` runs before each new try: a client that caches where coordinators and leaders are
+    (kafka-python's admin client keeps asking a coordinator that moved) is made anew."""
     deadline = time.monotonic() + bound
     attempt = 0
     while True:
@@ -103,6 +111,8 @@ def ride_out(call: Callable[[], T], doing: str, bound: float, need: Need | Itera
             logger.info("%s: %s; asking again", doing, _text(exc))
             time.sleep(min(left, _RIDE_MAX_S, _RIDE_FIRST_S * 2**attempt))
             attempt += 1
+            if renew is not None:
+                renew()
 
 
 def producer(settings: Settings, **conf: object) -> Producer:

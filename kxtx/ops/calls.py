@@ -40,6 +40,11 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _ride_out(self, call, doing: str):
+        """A kafka-python admin call, asked again while the cluster moves (`clients.ride_out`),
+        each time with a new client: it caches coordinators and leaders that may have moved."""
+        return ride_out(call, doing, self.settings.timeout, renew=self.close)
+
     def close(self) -> None:
         if self._txn is not None:
             try:
@@ -128,10 +133,7 @@ class Cluster:
 
         # Asked of one broker (abort-hanging's re-check), a leader that moved stays moved: the
         # caller says so. Asked of the leaders, a moving one is waited for.
-        if broker_id is None and patient:
-            res = ride_out(ask, "DescribeProducers", self.settings.timeout)
-        else:
-            res = ask()
+        res = self._ride_out(ask, "DescribeProducers") if broker_id is None and patient else ask()
         return {
             (tp.topic, tp.partition): [
                 OpenTxn(
@@ -156,10 +158,8 @@ class Cluster:
         Listings for producer ids we did not ask for are ignored (as Kafka does)."""
         if not pids:
             return {}
-        by_broker = ride_out(
-            lambda: self.txn.list_transactions(producer_id_filters=sorted(pids)),
-            "ListTransactions",
-            self.settings.timeout,
+        by_broker = self._ride_out(
+            lambda: self.txn.list_transactions(producer_id_filters=sorted(pids)), "ListTransactions"
         )
         out: dict[int, tuple[str, str]] = {}
         for listings in by_broker.values():
@@ -176,7 +176,7 @@ class Cluster:
         doing = f"DescribeTransactions {', '.join(ids)}"
         try:
             # a coordinator that moved or is still loading (right after a broker start) is waited for
-            return ride_out(lambda: self._describe_txns(ids), doing, self.settings.timeout)
+            return self._ride_out(lambda: self._describe_txns(ids), doing)
         except KafkaOperationError as exc:
             if error_name(exc.__cause__ or exc) != "TRANSACTIONAL_ID_NOT_FOUND":
                 raise
