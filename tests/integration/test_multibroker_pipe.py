@@ -184,15 +184,20 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
     }
     logs = lambda: {m: (tmp_path / f"{m}.err").read_text()[-1500:] for m in modes}  # noqa: E731
     try:
-        for m in modes:
-            wait_until(
-                lambda m=m: len(read_committed(cluster3.bootstrap, outs[m])) == len(vals),
-                300,
-                f"the {m}-mode pipe to commit its first records",
-                every=0.5,
-                procs=list(procs.values()),
-                stderr=logs,
-            )
+        # Both started (Spark takes long on a loaded machine), then fed again: their idle clocks
+        # start together, just before the outage.
+        for n, wait_s in ((len(vals), 300), (2 * len(vals), 60)):
+            if n > len(vals):
+                produce(cluster3.bootstrap, src, vals)
+            for m in modes:
+                wait_until(
+                    lambda m=m, n=n: len(read_committed(cluster3.bootstrap, outs[m])) == n,
+                    wait_s,
+                    f"the {m}-mode pipe to commit {n} records",
+                    every=0.5,
+                    procs=list(procs.values()),
+                    stderr=logs,
+                )
         leader = lambda: ch.leaders(cluster3, src)[0]  # noqa: E731
         node = leader()
         tid = _coordinated_by(cluster3, node)
@@ -216,4 +221,4 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
     assert codes == {m: 0 for m in modes}, logs()
     for m in modes:
         assert json.loads((tmp_path / f"{m}.out").read_text())["stopped"] == "idle"
-        assert Counter(r.value for r in read_committed(cluster3.bootstrap, outs[m])) == Counter(vals)
+        assert Counter(r.value for r in read_committed(cluster3.bootstrap, outs[m])) == Counter(vals * 2)
