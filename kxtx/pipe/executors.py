@@ -36,6 +36,7 @@ from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
+from kxtx.txwriter import FAILOVER_RETRY_S
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -50,6 +51,9 @@ ASSIGN_GRACE_S = 30.0
 #: How long a partition whose task was fenced is watched for another instance's commit (which may
 #: come after the fence: the other instance's task starts its producer first, then commits).
 FENCE_WATCH_S = 120.0
+#: How long a partition's end offset may stay unreadable (its leader moving, a broker down) before
+#: the run stops with exit 75 (run the same command again): as long as a transactional call waits.
+UNREADABLE_S = FAILOVER_RETRY_S
 
 
 class ExecutorPipe(PipeCore):
@@ -71,6 +75,8 @@ class ExecutorPipe(PipeCore):
         #: partition -> (its committed offset when the fenced task was planned, watch deadline)
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
+        #: since when some assigned partition's end offset cannot be read (None: all readable)
+        self._unreadable_since: float | None = None
 
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded) -> None:
@@ -170,9 +176,11 @@ class ExecutorPipe(PipeCore):
                 self._last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
-            elif self._failed_rounds > failures:
-                # A failed round is not an idle one: its records are still there. (A run whose
-                # rounds keep failing ends after MAX_FAILED_ROUNDS, with an error.)
+            elif self._failed_rounds > failures or self._unreadable_since is not None:
+                # A failed round is not an idle one: its records are still there; nor is one
+                # that could not read a partition's end (its leader moving). (A run whose rounds
+                # keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a partition
+                # after UNREADABLE_S, with an error.)
                 self._last_data = now
             elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"
@@ -203,7 +211,7 @@ class ExecutorPipe(PipeCore):
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=self.settings.timeout,
         )
-        work, unknown = [], 0
+        work, unknown, why = [], 0, ""
         for tp, fut in futures.items():
             try:
                 end = fut.result().offset
@@ -211,6 +219,7 @@ class ExecutorPipe(PipeCore):
                 if not rounds.later(exc):
                     raise clients.translate(exc, f"reading {tp.topic}[{tp.partition}]'s end") from exc
                 unknown += 1
+                why = f"{tp.topic}[{tp.partition}]: {exc}"
                 continue
             key = (tp.topic, tp.partition)
             done = committed.get(key, -1001)
@@ -219,8 +228,11 @@ class ExecutorPipe(PipeCore):
         if unknown:
             # A partition the group assigned before this client's metadata shows it (just
             # created), or one whose leader moves: planned next round, with fresh metadata.
-            logger.info("%d partition(s) not readable yet; planned next round", unknown)
+            logger.info("%d partition(s) not readable yet (%s); planned next round", unknown, why)
+            self._unreadable(why)
             self._metadata()
+        else:
+            self._unreadable_since = None
         self.lag = sum(n for _, _, n in work)
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
         return [
@@ -228,6 +240,17 @@ class ExecutorPipe(PipeCore):
             for ((t, p), end, _), limit in zip(work, limits)
             if limit > 0
         ]
+
+    def _unreadable(self, why: str) -> None:
+        """A partition's end could not be read: waited out for UNREADABLE_S, then exit 75."""
+        now = time.monotonic()
+        if self._unreadable_since is None:
+            self._unreadable_since = now
+        elif now - self._unreadable_since > UNREADABLE_S:
+            raise Unavailable(
+                f"reading the end offsets: a partition stayed unreadable for {UNREADABLE_S:.0f} s "
+                f"(last: {why}); run the same command again to continue"
+            )
 
     def _committed(self, tps: list) -> dict:
         """The group's committed offsets, as TopicPartitions (with their metadata), by partition

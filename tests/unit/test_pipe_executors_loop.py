@@ -22,6 +22,7 @@ class Loop(executors.ExecutorPipe):
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
+        self._unreadable_since = None
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0
 
@@ -105,3 +106,33 @@ def test_rounds_failing_otherwise_give_up_with_exit_1(monkeypatch):
         for _ in range(executors.MAX_FAILED_ROUNDS):
             pipe._absorb(results)
     assert not isinstance(info.value, Unavailable)
+
+
+class Unreadable(Loop):
+    """A partition's end cannot be read in the first `n` rounds (its leader moving)."""
+
+    def __init__(self, n: int):
+        super().__init__([], until_idle=0.05)
+        self.n, self.calls = n, 0
+
+    def _plan(self, budget):
+        self.calls += 1
+        self._unreadable_since = time.monotonic() if self.calls <= self.n else None
+        return []
+
+
+def test_rounds_that_cannot_read_a_partition_are_not_idle():
+    # each idle round takes ~10 ms here: 30 of them outlast --until-idle 0.05 s
+    loop = Unreadable(30)
+    loop._loop()
+    assert loop.calls > 30 and loop.stats.stopped == "idle"
+
+
+def test_a_partition_unreadable_for_too_long_stops_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+
+    monkeypatch.setattr(executors, "UNREADABLE_S", 0.0)
+    loop = _absorbing(monkeypatch)
+    loop._unreadable("in[0]: FENCED_LEADER_EPOCH")  # the first time starts the clock
+    with pytest.raises(Unavailable, match=r"unreadable .*in\[0\]: FENCED_LEADER_EPOCH"):
+        loop._unreadable("in[0]: FENCED_LEADER_EPOCH")
