@@ -176,11 +176,13 @@ class ExecutorPipe(PipeCore):
                 self._last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
-            elif self._failed_rounds > failures or self._unreadable_since is not None:
+            elif self._failed_rounds > failures or self._unreadable_since is not None or self.lost():
                 # A failed round is not an idle one: its records are still there; nor is one
-                # that could not read a partition's end (its leader moving). (A run whose rounds
-                # keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a partition
-                # after UNREADABLE_S, with an error.)
+                # that could not read a partition's end (its leader moving), or that had no
+                # partitions because the group was lost (its coordinator down). (A run whose
+                # rounds keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a
+                # partition after UNREADABLE_S, or stays without its group after LOST_S, with
+                # an error.)
                 self._last_data = now
             elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"

@@ -22,7 +22,7 @@ class Loop(executors.ExecutorPipe):
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
-        self._unreadable_since = None
+        self._unreadable_since = self._lost_since = None
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0
 
