@@ -136,3 +136,33 @@ def test_a_partition_unreadable_for_too_long_stops_with_exit_75(monkeypatch):
     loop._unreadable("in[0]: FENCED_LEADER_EPOCH")  # the first time starts the clock
     with pytest.raises(Unavailable, match=r"unreadable .*in\[0\]: FENCED_LEADER_EPOCH"):
         loop._unreadable("in[0]: FENCED_LEADER_EPOCH")
+
+
+class Lost(Loop):
+    """The group membership is lost (its coordinator down) in the first `n` rounds."""
+
+    def __init__(self, n: int):
+        super().__init__([], until_idle=0.05)
+        self.n, self.calls = n, 0
+
+    def _plan(self, budget):
+        self.calls += 1
+        self._lost_since = time.monotonic() if self.calls <= self.n else None
+        return []
+
+
+def test_rounds_without_the_group_are_not_idle():
+    loop = Lost(30)
+    loop._loop()
+    assert loop.calls > 30 and loop.stats.stopped == "idle"
+
+
+def test_a_group_lost_for_too_long_stops_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+    from kxtx.pipe import core
+
+    monkeypatch.setattr(core, "LOST_S", 0.0)
+    loop = Lost(1)
+    loop._lost_since = time.monotonic() - 0.01
+    with pytest.raises(Unavailable, match="consumer group 'g' stayed unavailable"):
+        loop.lost()
