@@ -84,7 +84,8 @@ class PipeCore:
         self.loaded: udfmod.LoadedUdf
         #: the input partitions the group gave this instance
         self._assignment: set[tuple[str, int]] = set()
-        #: since when the group membership is lost (its coordinator down or moving), or None
+        #: since when the group took partitions away (revoked or lost: a rebalance, its
+        #: coordinator down or moving) without assigning again, or None
         self._lost_since: float | None = None
         self._last_data = 0.0
         self._next_progress = 0.0
@@ -175,14 +176,13 @@ class PipeCore:
         logger.info("assigned %s", _names(partitions))
 
     def _on_lost(self, consumer, partitions) -> None:
-        """The membership was lost (e.g. the group coordinator died): the partitions are gone,
-        but not because the group gave them to others; until it assigns again, not idle."""
-        if self._lost_since is None:
-            self._lost_since = time.monotonic()
+        """The membership was lost (e.g. the group coordinator died): as a revocation."""
         self._on_revoke(consumer, partitions)
 
     def lost(self) -> bool:
-        """Whether the membership is lost; lost for longer than LOST_S: exit 75 (run again)."""
+        """Whether the group took partitions away and has not assigned again (a rebalance, or
+        the group's coordinator down or moving: the new one may take long to load the group):
+        until it assigns (maybe nothing), the run is not idle. For longer than LOST_S: exit 75."""
         if self._lost_since is None:
             return False
         if time.monotonic() - self._lost_since > LOST_S:
@@ -193,6 +193,8 @@ class PipeCore:
         return True
 
     def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+        if self._lost_since is None:
+            self._lost_since = time.monotonic()
         self._assignment -= {(p.topic, p.partition) for p in partitions}
         self._revoked(partitions)
         logger.info("revoked %s", _names(partitions))
