@@ -75,8 +75,10 @@ class ExecutorPipe(PipeCore):
         #: partition -> (its committed offset when the fenced task was planned, watch deadline)
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
-        #: since when some assigned partition's end offset cannot be read (None: all readable)
+        #: since when some assigned partition's end or committed offset cannot be read (None:
+        #: all readable), and why the group's committed offsets could not be read last
         self._unreadable_since: float | None = None
+        self._offsets_error = ""
 
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded) -> None:
@@ -233,6 +235,8 @@ class ExecutorPipe(PipeCore):
             logger.info("%d partition(s) not readable yet (%s); planned next round", unknown, why)
             self._unreadable(why)
             self._metadata()
+        elif self._offsets_error:
+            self._unreadable(self._offsets_error)
         else:
             self._unreadable_since = None
         self.lag = sum(n for _, _, n in work)
@@ -261,6 +265,7 @@ class ExecutorPipe(PipeCore):
         task that finds nothing new."""
         from confluent_kafka import KafkaException
 
+        self._offsets_error = ""
         deadline = time.monotonic() + min(5.0, self.settings.timeout)
         while True:
             try:
@@ -271,7 +276,10 @@ class ExecutorPipe(PipeCore):
                 if err is not None and err.fatal():
                     raise clients.translate(exc, "reading the group's offsets") from None
                 if time.monotonic() > deadline:
+                    # the group's coordinator down or moving: a round that cannot tell, not an
+                    # idle one (see _unreadable)
                     logger.info("reading the group's offsets: %s", exc)
+                    self._offsets_error = f"reading the group's offsets: {exc}"
                     return {}
                 time.sleep(0.1)
 
