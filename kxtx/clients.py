@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.errors import (
@@ -21,10 +21,11 @@ from kxtx.errors import (
     Unreachable,
 )
 from kxtx.kafkaerrors import code_of, worth_waiting
+from kxtx.log import logger
 from kxtx.settings import Settings
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, ClusterMetadata
@@ -57,10 +58,61 @@ _NOT_FAILOVER = {3, 7}
 
 
 def _failing_over(exc: BaseException) -> bool:
+    return failing_over_code(code_of(exc))
+
+
+def failing_over_code(code: int | None) -> bool:
     """A broker's answer that Kafka's protocol calls retriable (kxtx.kafkaerrors): the command
     waited it out as long as its bounds allow, and running it again is what helps."""
-    code = code_of(exc)
     return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
+
+
+def waits_out(exc: BaseException) -> bool:
+    """Whether a command asks again after `exc` (a confluent-kafka or kafka-python exception):
+    an error of Kafka's table of retriable and stale-metadata codes (kxtx.kafkaerrors), a
+    rebalance, or librdkafka's "no answer yet", whatever the library's own retriable flag says.
+    Not a missing topic (retriable in Kafka's protocol, but the user's to fix: reported at once)."""
+    code = code_of(exc)
+    return worth_waiting(code) and code != _UNKNOWN_TOPIC
+
+
+#: UNKNOWN_TOPIC_OR_PARTITION
+_UNKNOWN_TOPIC = 3
+#: Backoff between two tries of `ride_out`: from the first to the cap, doubling.
+_RIDE_FIRST_S, _RIDE_MAX_S = 0.05, 1.0
+
+T = TypeVar("T")
+
+
+def ride_out(
+    call: Callable[[], T],
+    doing: str,
+    bound: float,
+    need: Need | Iterable[Need] | None = None,
+    renew: Callable[[], None] | None = None,
+) -> T:
+    """`call()`, asked again while it fails with an error a later try can get past (`waits_out`:
+    a leader or coordinator moving, loading or coming back, a broker down) for up to `bound`
+    seconds (the command's --timeout); any other error at once, and the last one past the
+    bound, leave translated (`translate`: the table's codes are `Unavailable`, exit 75).
+    `renew()` runs before each new try: a client that caches where coordinators and leaders are
+    (kafka-python's admin client keeps asking a coordinator that moved) is made anew."""
+    deadline = time.monotonic() + bound
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except KxtxError:
+            raise
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if not waits_out(exc) or left <= 0:
+                raise translate(exc, doing, need) from exc
+            logger.info("%s: %s; asking again", doing, _text(exc))
+            time.sleep(min(left, _RIDE_MAX_S, _RIDE_FIRST_S * 2**attempt))
+            attempt += 1
+            if renew is not None:
+                renew()
 
 
 def producer(settings: Settings, **conf: object) -> Producer:

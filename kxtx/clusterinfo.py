@@ -12,10 +12,8 @@ from kxtx.settings import Settings
 
 def describe(settings: Settings) -> dict:
     admin = clients.admin(settings)
-    try:
-        md = admin.list_topics(timeout=settings.timeout)
-    except Exception as exc:
-        raise clients.translate(exc, f"reaching {settings.bootstrap}") from exc
+    t = settings.timeout
+    md = clients.ride_out(lambda: admin.list_topics(timeout=t), f"reaching {settings.bootstrap}", t)
     result = {
         "bootstrap": settings.bootstrap,
         "cluster_id": md.cluster_id,
@@ -30,9 +28,7 @@ def describe(settings: Settings) -> dict:
 def _features(settings: Settings) -> dict:
     kp = clients.txn_admin(settings)
     try:
-        features = kp.describe_features()
-    except Exception as exc:
-        raise clients.translate(exc, "DescribeFeatures") from exc
+        features = clients.ride_out(kp.describe_features, "DescribeFeatures", settings.timeout)
     finally:
         kp.close()
     # kafka-python returns {name: {"supported": (lo, hi), "finalized": (lo, hi), ...}}.

@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 #: librdkafka errors of a cluster failing over: leaders or coordinators moving, brokers down or not
 #: answering, too few in-sync replicas.
 FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"}
+
+
+def failing_over(err: KafkaError) -> bool:
+    """`err` (a confluent_kafka KafkaError) is one of a cluster failing over: a name above, or a
+    code of Kafka's table of retriable and stale-metadata errors (kxtx.kafkaerrors)."""
+    return err.name() in FAILOVER or clients.failing_over_code(err.code())
+
+
 #: A fence within this many seconds of a failover error counts as part of the failover.
 WINDOW_S = 120.0
 
@@ -38,7 +46,7 @@ class Watch:
         """Record `err` (a confluent_kafka KafkaError, or None) if it is a failover error. Feed it
         the error callback's errors and the transactional calls' own: a stalled broker never
         closes its connections, so the error callback may stay silent."""
-        if err is not None and err.name() in FAILOVER:
+        if err is not None and failing_over(err):
             self.last = time.monotonic()
 
     def failed_transaction(self) -> None:

@@ -68,6 +68,17 @@ LOCAL_TRANSIENT = {
 }
 
 
+#: kafka-python's local errors for "no answer yet" (no protocol code: the request never got an
+#: answer), as the librdkafka code that means the same: a broker connection refused or dropped (a
+#: coordinator or leader that died and has not moved yet), a node not ready, a request timed out.
+KAFKA_PYTHON_LOCAL = {
+    "KafkaConnectionError": -195,
+    "NodeNotReadyError": -195,
+    "StaleMetadata": -190,
+    "KafkaTimeoutError": -185,
+}
+
+
 def worth_waiting(code: int | None) -> bool:
     """True for an error that a later try can get past while the cluster heals: Kafka's retriable
     codes, a rebalance, and librdkafka's "no answer yet" codes. Whatever the client library's own
@@ -82,7 +93,8 @@ def stale_metadata(code: int | None) -> bool:
 
 def code_of(exc: BaseException) -> int | None:
     """The Kafka error code carried by a confluent-kafka exception (`KafkaError.code()`) or a
-    kafka-python error (`errno`), or None."""
+    kafka-python error (`errno`; its local errors as librdkafka's code, `KAFKA_PYTHON_LOCAL`),
+    or None."""
     err = exc.args[0] if exc.args else None
     if err is not None and hasattr(err, "code") and callable(err.code):
         code = err.code()
@@ -90,5 +102,7 @@ def code_of(exc: BaseException) -> int | None:
     # kafka-python's broker errors carry the protocol code as `errno` (an OSError's errno is not one).
     if type(exc).__module__.startswith("kafka."):
         errno = getattr(exc, "errno", None)
-        return errno if isinstance(errno, int) and not isinstance(errno, bool) else None
+        if isinstance(errno, int) and not isinstance(errno, bool):
+            return errno
+        return KAFKA_PYTHON_LOCAL.get(type(exc).__name__)
     return None

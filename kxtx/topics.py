@@ -113,10 +113,10 @@ def _failed(admin, settings: Settings, spec: TopicSpec, exc: Exception, if_not_e
 
 def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """(partitions, replication factor) from the metadata, or Nones when not (yet) visible."""
-    try:
-        t = admin.list_topics(topic=topic, timeout=settings.timeout).topics.get(topic)
-    except Exception as exc:
-        raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
+    wait = settings.timeout
+    t = clients.ride_out(
+        lambda: admin.list_topics(topic=topic, timeout=wait), f"reading metadata of {topic!r}", wait
+    ).topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
         return None, None
     return len(t.partitions), max(len(p.replicas) for p in t.partitions.values())

@@ -102,7 +102,7 @@ class Abortable(Exception):
 
         #: caused by a cluster failing over (leader or coordinator moving, brokers down): when the
         #: caller's own retries run out it stops with exit 75 (run again) rather than 1
-        self.unavailable = any(e is not None and e.name() in failover.FAILOVER for e in errors)
+        self.unavailable = any(e is not None and failover.failing_over(e) for e in errors)
 
 
 class CommitInDoubt(Exception):

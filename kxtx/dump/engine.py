@@ -104,10 +104,10 @@ def choose_partitions(req: DumpRequest, count: int) -> list[int]:
 
 def partition_count(settings: Settings, topic: str) -> int | None:
     admin = clients.admin(settings)
-    try:
-        md = admin.list_topics(topic, timeout=settings.timeout)
-    except Exception as exc:
-        raise clients.translate(exc, f"reading metadata of {topic}") from exc
+    wait = settings.timeout
+    md = clients.ride_out(
+        lambda: admin.list_topics(topic, timeout=wait), f"reading metadata of {topic}", wait
+    )
     t = md.topics.get(topic)
     if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
         # The broker hides a topic the principal may not DESCRIBE: not the same as "missing".

@@ -20,6 +20,7 @@ from typing import cast
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
+from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
@@ -78,15 +79,15 @@ class ConfluentSource:
         """High watermark (read_uncommitted) or last stable offset (read_committed) per partition."""
         from confluent_kafka import TopicPartition
 
+        t = self.settings.timeout
         ends = {}
         for p in partitions:
-            try:
-                _, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, p), timeout=self.settings.timeout, cached=False
-                )
-            except Exception as exc:
-                raise clients.translate(exc, f"reading the end offset of {self.topic}[{p}]") from exc
-            ends[p] = high
+            tp = TopicPartition(self.topic, p)
+
+            def ask(tp=tp) -> tuple[int, int]:
+                return self.consumer.get_watermark_offsets(tp, timeout=t, cached=False)
+
+            _, ends[p] = clients.ride_out(ask, f"reading the end offset of {self.topic}[{p}]", t)
         return ends
 
     def start_offsets(self, partitions: list[int], start: Start) -> dict[int, int]:
@@ -100,10 +101,12 @@ class ConfluentSource:
         if start.kind == "offset":
             return {p: value for p in partitions}
         query = [TopicPartition(self.topic, p, value) for p in partitions]
-        try:
-            found = self.consumer.offsets_for_times(query, timeout=self.settings.timeout)
-        except Exception as exc:
-            raise clients.translate(exc, f"looking up offsets by time in {self.topic}") from exc
+        t = self.settings.timeout
+        found = clients.ride_out(
+            lambda: self.consumer.offsets_for_times(query, timeout=t),
+            f"looking up offsets by time in {self.topic}",
+            t,
+        )
         # -1: no record at or after the time -> start at the end (nothing to show unless following).
         return {tp.partition: tp.offset for tp in found}
 
@@ -151,6 +154,11 @@ class ConfluentSource:
                 if err is None:
                     continue
                 if err.code() != KafkaError._PARTITION_EOF:
+                    if clients.waits_out(KafkaException(err)):
+                        # a leader moving or a broker down: the consumer asks again by itself,
+                        # bounded by the no-progress check (_check_positions)
+                        logger.info(f"reading {self.topic}: {err.str()}")
+                        continue
                     raise clients.translate(KafkaException(err), f"reading {self.topic}")
                 if ends is not None:
                     self._done(m.partition(), remaining)

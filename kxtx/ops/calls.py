@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from kxtx.authz import Need
-from kxtx.clients import admin, error_name, translate, txn_admin, unreachable
+from kxtx.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
 from kxtx.errors import KafkaOperationError, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
@@ -40,6 +40,11 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _ride_out(self, call, doing: str):
+        """A kafka-python admin call, asked again while the cluster moves (`clients.ride_out`),
+        each time with a new client: it caches coordinators and leaders that may have moved."""
+        return ride_out(call, doing, self.settings.timeout, renew=self.close)
+
     def close(self) -> None:
         if self._txn is not None:
             try:
@@ -63,10 +68,8 @@ class Cluster:
     # --- metadata ----------------------------------------------------------------------------------
     def topics(self, topic: str | None = None) -> dict[str, dict[int, tuple[int, list[int]]]]:
         """{topic: {partition: (leader, [replicas])}}, internal topics included."""
-        try:
-            md = self.admin.list_topics(topic=topic, timeout=self.settings.timeout)
-        except Exception as exc:
-            raise translate(exc, "reading metadata") from exc
+        wait = self.settings.timeout
+        md = ride_out(lambda: self.admin.list_topics(topic=topic, timeout=wait), "reading metadata", wait)
         out: dict[str, dict[int, tuple[int, list[int]]]] = {}
         for name, t in md.topics.items():
             if t.error is not None:
@@ -90,11 +93,8 @@ class Cluster:
         return out
 
     def broker_ids(self) -> list[int]:
-        try:
-            md = self.admin.list_topics(timeout=self.settings.timeout)
-        except Exception as exc:
-            raise translate(exc, "reading metadata") from exc
-        return sorted(md.brokers)
+        t = self.settings.timeout
+        return sorted(ride_out(lambda: self.admin.list_topics(timeout=t), "reading metadata", t).brokers)
 
     # --- DescribeProducers ---------------------------------------------------------------------------
     def describe_producers(
@@ -115,18 +115,25 @@ class Cluster:
                     errors[batch[0]] = _reason(exc)
                 else:
                     for tp in batch:
-                        try:
-                            states.update(self._describe_producers([tp], broker_id))
+                        try:  # the batch waited out a moving cluster already: once each
+                            states.update(self._describe_producers([tp], broker_id, patient=False))
                         except Exception as exc1:  # noqa: BLE001
                             errors[tp] = _reason(exc1)
             if progress:
                 progress(min(i + BATCH, len(tps)), len(tps))
         return states, errors
 
-    def _describe_producers(self, tps: list[TP], broker_id: int | None) -> dict[TP, list[OpenTxn]]:
+    def _describe_producers(
+        self, tps: list[TP], broker_id: int | None, patient: bool = True
+    ) -> dict[TP, list[OpenTxn]]:
         from kafka.structs import TopicPartition
 
-        res = self.txn.describe_producers([TopicPartition(t, p) for t, p in tps], broker_id=broker_id)
+        def ask():
+            return self.txn.describe_producers([TopicPartition(t, p) for t, p in tps], broker_id=broker_id)
+
+        # Asked of one broker (abort-hanging's re-check), a leader that moved stays moved: the
+        # caller says so. Asked of the leaders, a moving one is waited for.
+        res = self._ride_out(ask, "DescribeProducers") if broker_id is None and patient else ask()
         return {
             (tp.topic, tp.partition): [
                 OpenTxn(
@@ -151,10 +158,9 @@ class Cluster:
         Listings for producer ids we did not ask for are ignored (as Kafka does)."""
         if not pids:
             return {}
-        try:
-            by_broker = self.txn.list_transactions(producer_id_filters=sorted(pids))
-        except Exception as exc:
-            raise translate(exc, "ListTransactions") from exc
+        by_broker = self._ride_out(
+            lambda: self.txn.list_transactions(producer_id_filters=sorted(pids)), "ListTransactions"
+        )
         out: dict[int, tuple[str, str]] = {}
         for listings in by_broker.values():
             for t in listings:
@@ -181,11 +187,13 @@ class Cluster:
         ids = sorted(set(ids))
         if not ids:
             return {}
+        doing = f"DescribeTransactions {', '.join(ids)}"
         try:
-            return self._describe_txns(ids)
-        except Exception as exc:
-            if error_name(exc) != "TRANSACTIONAL_ID_NOT_FOUND":
-                raise translate(exc, f"DescribeTransactions {', '.join(ids)}") from exc
+            # a coordinator that moved or is still loading (right after a broker start) is waited for
+            return self._ride_out(lambda: self._describe_txns(ids), doing)
+        except KafkaOperationError as exc:
+            if error_name(exc.__cause__ or exc) != "TRANSACTIONAL_ID_NOT_FOUND":
+                raise
             if len(ids) == 1:
                 return {ids[0]: NOT_FOUND}
         out: dict[str, CoordinatorTxn | str] = {}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kxtx import clients
-from kxtx.errors import KxtxError, carry
+from kxtx.errors import KxtxError, Unavailable, carry
 from kxtx.log import logger
 from kxtx.pipe import consumerconf, preflight
 from kxtx.pipe import spark as sparkmod
@@ -23,6 +23,10 @@ from kxtx.pipe.outputs import UdfFailure
 from kxtx.pipe.settings import RunConfig, subscription_conf
 from kxtx.pipe.stats import Stats, interrupted
 from kxtx.signals import Guard
+
+#: How long the group membership may stay lost before the run stops with exit 75: as long as a
+#: transactional call waits out a failover.
+LOST_S = 90.0
 
 
 class UdfFailed(KxtxError):
@@ -80,6 +84,9 @@ class PipeCore:
         self.loaded: udfmod.LoadedUdf
         #: the input partitions the group gave this instance
         self._assignment: set[tuple[str, int]] = set()
+        #: since when the group took partitions away (revoked or lost: a rebalance, its
+        #: coordinator down or moving) without assigning again, or None
+        self._lost_since: float | None = None
         self._last_data = 0.0
         self._next_progress = 0.0
         #: records per transaction (driver) or per partition and round (executors); lowered when
@@ -156,7 +163,7 @@ class PipeCore:
         }
         self.consumer = clients.consumer(self.settings, **conf)
         self.consumer.subscribe(
-            self.cfg.inputs, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+            self.cfg.inputs, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
 
     def _consumer_conf(self) -> dict:
@@ -164,12 +171,32 @@ class PipeCore:
         return {}
 
     def _on_assign(self, consumer, partitions) -> None:
+        self._lost_since = None
         self._assignment |= {(p.topic, p.partition) for p in partitions}
         self._assigned(consumer, partitions)
         self._last_data = time.monotonic()  # the idle clock starts with the first assignment
         logger.info("assigned %s", _names(partitions))
 
+    def _on_lost(self, consumer, partitions) -> None:
+        """The membership was lost (e.g. the group coordinator died): as a revocation."""
+        self._on_revoke(consumer, partitions)
+
+    def lost(self) -> bool:
+        """Whether the group took partitions away and has not assigned again (a rebalance, or
+        the group's coordinator down or moving: the new one may take long to load the group):
+        until it assigns (maybe nothing), the run is not idle. For longer than LOST_S: exit 75."""
+        if self._lost_since is None:
+            return False
+        if time.monotonic() - self._lost_since > LOST_S:
+            raise Unavailable(
+                f"the consumer group {self.cfg.group!r} stayed unavailable for {LOST_S:.0f} s "
+                "(its coordinator down or moving); run the same command again to continue"
+            )
+        return True
+
     def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+        if self._lost_since is None:
+            self._lost_since = time.monotonic()
         self._assignment -= {(p.topic, p.partition) for p in partitions}
         self._revoked(partitions)
         logger.info("revoked %s", _names(partitions))

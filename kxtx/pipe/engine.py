@@ -109,7 +109,9 @@ class Pipe(PipeCore):
             elif not self.pending:
                 batch_deadline = None
                 self._catch_up(now)
-                if cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
+                if self.lost():  # the group coordinator down: not idle (see PipeCore.lost)
+                    self._last_data = now
+                elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                     self.stats.stopped = "idle"
                     return
             self._report()

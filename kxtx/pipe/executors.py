@@ -16,7 +16,9 @@ has given to another member since the round was planned -- a member that may use
 transactional ids (another --transactional-id, or driver mode), which the first fence cannot see.
 
 Failures: a crashed task is retried by Spark (on a cluster) or by the next round; a task that was
-fenced or aborted is simply planned again; a task that stopped on a UDF error (no DLQ) aborted its
+fenced or aborted is planned again, unless another instance has committed its partition since
+(another `kxtx pipe` with the same group and transactional id took over, e.g. while this one was
+frozen): then this one stops, as in driver mode (`_watch_fences`); a task that stopped on a UDF error (no DLQ) aborted its
 transaction and the run fails naming the record, as in driver mode. The driver itself holds no
 transaction, so killing it loses nothing: a restart continues from the committed offsets.
 """
@@ -27,13 +29,14 @@ import time
 from typing import Any
 
 from kxtx import clients
-from kxtx.errors import KafkaOperationError
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
+from kxtx.txwriter import FAILOVER_RETRY_S
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -45,6 +48,12 @@ METADATA_REFRESH_MS = 5000
 #: Before the group's first assignment the idle clock waits this much longer (joining takes a few
 #: seconds; an instance the group gives nothing still stops after --until-idle plus this).
 ASSIGN_GRACE_S = 30.0
+#: How long a partition whose task was fenced is watched for another instance's commit (which may
+#: come after the fence: the other instance's task starts its producer first, then commits).
+FENCE_WATCH_S = 120.0
+#: How long a partition's end offset may stay unreadable (its leader moving, a broker down) before
+#: the run stops with exit 75 (run the same command again): as long as a transactional call waits.
+UNREADABLE_S = FAILOVER_RETRY_S
 
 
 class ExecutorPipe(PipeCore):
@@ -61,6 +70,15 @@ class ExecutorPipe(PipeCore):
         self._failed_rounds = 0
         self._plan_s = 0.0
         self._unpaused: list = []
+        #: this run's token, committed by its tasks (see rounds.taken_over)
+        self.run_token = rounds.run_token()
+        #: partition -> (its committed offset when the fenced task was planned, watch deadline)
+        self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
+        self._planned_from: dict[tuple[str, int], int] = {}
+        #: since when some assigned partition's end or committed offset cannot be read (None:
+        #: all readable), and why the group's committed offsets could not be read last
+        self._unreadable_since: float | None = None
+        self._offsets_error = ""
 
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded) -> None:
@@ -80,6 +98,7 @@ class ExecutorPipe(PipeCore):
             udf_name=loaded.name,
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
+            run=self.run_token,
         )
         self.task = taskmod.make_plan_task(job)
 
@@ -159,9 +178,13 @@ class ExecutorPipe(PipeCore):
                 self._last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
-            elif self._failed_rounds > failures:
-                # A failed round is not an idle one: its records are still there. (A run whose
-                # rounds keep failing ends after MAX_FAILED_ROUNDS, with an error.)
+            elif self._failed_rounds > failures or self._unreadable_since is not None or self.lost():
+                # A failed round is not an idle one: its records are still there; nor is one
+                # that could not read a partition's end (its leader moving), or that had no
+                # partitions because the group was lost (its coordinator down). (A run whose
+                # rounds keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a
+                # partition after UNREADABLE_S, or stays without its group after LOST_S, with
+                # an error.)
                 self._last_data = now
             elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"
@@ -176,17 +199,23 @@ class ExecutorPipe(PipeCore):
         from confluent_kafka.admin import OffsetSpec
 
         tps = [TopicPartition(t, p) for t, p in sorted(self._assignment)]
-        if not tps:
+        watched = [TopicPartition(t, p) for t, p in sorted(self._fenced.keys() - self._assignment)]
+        if not tps and not watched:
             return []
         # Read now, after the last rebalance callback: the generation the tasks commit under.
         generation = self.consumer.consumer_group_metadata()
-        committed = self._committed(tps)
+        found = self._committed(tps + watched)
+        self._watch_fences(found)
+        committed = {key: tp.offset for key, tp in found.items()}
+        self._planned_from = committed
+        if not tps:
+            return []
         futures = self.admin.list_offsets(
             {tp: OffsetSpec.latest() for tp in tps},
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=self.settings.timeout,
         )
-        work, unknown = [], 0
+        work, unknown, why = [], 0, ""
         for tp, fut in futures.items():
             try:
                 end = fut.result().offset
@@ -194,6 +223,7 @@ class ExecutorPipe(PipeCore):
                 if not rounds.later(exc):
                     raise clients.translate(exc, f"reading {tp.topic}[{tp.partition}]'s end") from exc
                 unknown += 1
+                why = f"{tp.topic}[{tp.partition}]: {exc}"
                 continue
             key = (tp.topic, tp.partition)
             done = committed.get(key, -1001)
@@ -202,8 +232,13 @@ class ExecutorPipe(PipeCore):
         if unknown:
             # A partition the group assigned before this client's metadata shows it (just
             # created), or one whose leader moves: planned next round, with fresh metadata.
-            logger.info("%d partition(s) not readable yet; planned next round", unknown)
+            logger.info("%d partition(s) not readable yet (%s); planned next round", unknown, why)
+            self._unreadable(why)
             self._metadata()
+        elif self._offsets_error:
+            self._unreadable(self._offsets_error)
+        else:
+            self._unreadable_since = None
         self.lag = sum(n for _, _, n in work)
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
         return [
@@ -212,23 +247,39 @@ class ExecutorPipe(PipeCore):
             if limit > 0
         ]
 
+    def _unreadable(self, why: str) -> None:
+        """A partition's end could not be read: waited out for UNREADABLE_S, then exit 75."""
+        now = time.monotonic()
+        if self._unreadable_since is None:
+            self._unreadable_since = now
+        elif now - self._unreadable_since > UNREADABLE_S:
+            raise Unavailable(
+                f"reading the end offsets: a partition stayed unreadable for {UNREADABLE_S:.0f} s "
+                f"(last: {why}); run the same command again to continue"
+            )
+
     def _committed(self, tps: list) -> dict:
-        """The group's committed offsets (not necessarily stable: the tasks read the stable ones;
-        here they only decide which partitions get a task). Unknown ones count as "from the
-        start", which costs at most a task that finds nothing new."""
+        """The group's committed offsets, as TopicPartitions (with their metadata), by partition
+        (not necessarily stable: the tasks read the stable ones; here they only decide which
+        partitions get a task). Unknown ones count as "from the start", which costs at most a
+        task that finds nothing new."""
         from confluent_kafka import KafkaException
 
+        self._offsets_error = ""
         deadline = time.monotonic() + min(5.0, self.settings.timeout)
         while True:
             try:
                 got = self.consumer.committed(tps, timeout=self.settings.timeout)
-                return {(tp.topic, tp.partition): tp.offset for tp in got}
+                return {(tp.topic, tp.partition): tp for tp in got}
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 if err is not None and err.fatal():
                     raise clients.translate(exc, "reading the group's offsets") from None
                 if time.monotonic() > deadline:
+                    # the group's coordinator down or moving: a round that cannot tell, not an
+                    # idle one (see _unreadable)
                     logger.info("reading the group's offsets: %s", exc)
+                    self._offsets_error = f"reading the group's offsets: {exc}"
                     return {}
                 time.sleep(0.1)
 
@@ -256,7 +307,7 @@ class ExecutorPipe(PipeCore):
         return self._absorb(results)
 
     def _absorb(self, results: list[taskmod.TaskResult]) -> int:
-        got = failed = 0
+        got = failed = unavailable = 0
         s = self.stats
         for r in results:
             key = (r.topic, r.partition)
@@ -267,8 +318,11 @@ class ExecutorPipe(PipeCore):
                 raise self.udf_failed(r.udf_failure)
             if r.status == "fatal":
                 raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r.error}")
+            if r.status == "fenced" and key in self._planned_from:
+                self._fenced.setdefault(key, (self._planned_from[key], time.monotonic() + FENCE_WATCH_S))
             if r.status != "ok":
                 failed += 1
+                unavailable += r.unavailable
                 # a commit whose outcome is unknown was not aborted: it is not counted as one
                 s.aborted += r.status != "in-doubt"
                 self.tokens.pop(key, None)
@@ -277,20 +331,43 @@ class ExecutorPipe(PipeCore):
             if r.token is not None:
                 self.tokens[key] = r.token
             if r.committed is not None:
+                self._fenced.pop(key, None)  # this run commits the partition again
                 s.add_batch(r.records_in, r.records_out, r.dlq, r.dropped)
                 got += r.records_in
         if failed and not got:
-            self._failed(f"{failed} task(s) fenced or aborted")
+            self._failed(f"{failed} task(s) fenced or aborted", unavailable == failed)
         else:
             self._failed_rounds = 0
         return got
 
-    def _failed(self, why: str) -> None:
+    def _watch_fences(self, committed: dict) -> None:
+        """Stop when a partition on which a task of this run was fenced has since been committed
+        by another instance (`rounds.taken_over`): a newer `kxtx pipe` with the same group and
+        transactional id took over, as a restart does in driver mode. Retries and speculative
+        copies of this run's own tasks commit this run's token and do not count."""
+        now = time.monotonic()
+        for key, (before, until) in list(self._fenced.items()):
+            tp = committed.get(key)
+            if (
+                tp is not None
+                and tp.error is None
+                and rounds.taken_over(before, tp.offset, tp.metadata, self.run_token)
+            ):
+                raise FencedError(
+                    f"{key[0]}[{key[1]}]: fenced: another instance with the same transactional id "
+                    f"({self.cfg.transactional_id}) took over and committed this partition; "
+                    "this instance stops"
+                )
+            if now > until:
+                del self._fenced[key]
+
+    def _failed(self, why: str, unavailable: bool = False) -> None:
+        """`unavailable`: every task failed with an error of a cluster failing over: giving up is
+        then exit 75 (run the same command again), as in driver mode."""
         self._failed_rounds += 1
         if self._failed_rounds >= MAX_FAILED_ROUNDS:
-            raise KafkaOperationError(
-                f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}"
-            )
+            error = Unavailable if unavailable else KafkaOperationError
+            raise error(f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}")
         logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds, MAX_FAILED_ROUNDS)
         time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
 

@@ -51,6 +51,24 @@ def later(exc) -> bool:
     return err.retriable() or worth_waiting(code_of(exc))
 
 
+def run_token() -> str:
+    """A token naming one run of executors mode: its tasks commit it as the offsets' metadata."""
+    import uuid
+
+    return f"kxtx-pipe-run:{uuid.uuid4().hex}"
+
+
+def taken_over(before: int | None, offset: int, metadata: str | None, run: str) -> bool:
+    """Whether a partition on which a task of run `run` was fenced has been taken over by another
+    instance: someone committed it since the round was planned (committed offset `before`, None
+    if unknown), and not this run (its tasks commit `run` as metadata, its retries and
+    speculative copies too). A fence with no commit since is this run's own copy, or the
+    coordinator ending a transaction that outlived its timeout: the partition is planned again."""
+    if before is None or offset < 0 or offset == before:
+        return False
+    return metadata != run
+
+
 def round_limit(limit: int, biggest: int, round_s: float, interval_s: float) -> int:
     """The per-partition limit after a round of `round_s` whose largest task had `biggest`
     records: unchanged while rounds take at most half of the poll interval, else sized so that

@@ -93,6 +93,9 @@ class Job:
     #: write a line to the executor's log (its stderr) when an attempt does not commit: on a
     #: cluster the driver's log is not where the attempt ran; locally the driver logs it anyway
     executor_log: bool = False
+    #: the driver's run token, committed as the offsets' metadata: who committed a partition last
+    #: tells a fence by another instance from one by this run's own copies (`rounds.taken_over`)
+    run: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,9 @@ class TaskResult:
     committed: int | None = None
     #: fenced, aborted, fatal: the Kafka error, as "NAME: text"
     error: str | None = None
+    #: the error is one of a cluster failing over (Kafka's table, kxtx.kafkaerrors): rounds that
+    #: keep failing with such errors end the run with exit 75, not 1
+    unavailable: bool = False
     #: udf-error: the record the UDF failed on (no DLQ)
     udf_failure: UdfFailure | None = None
     consume_s: float = 0.0
@@ -250,13 +256,14 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         # Committed or not, unknown: never abort it. The next producer of this id (init_transactions)
         # finishes it, and the next round starts from the stable committed offset either way.
         _state().producers.pop(tid, None)
-        attempt["status"], attempt["token"] = "in-doubt", None
+        attempt["status"], attempt["token"], attempt["unavailable"] = "in-doubt", None, True
         attempt["error"] = f"{exc.err.name()}: {exc.err.str()} (committing; outcome unknown)"
     except KafkaException as exc:
         err = _settle(tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
         attempt["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
         attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
+        attempt["unavailable"] = hasattr(err, "code") and tw.retriable(err)
         attempt["token"] = None
         if job.executor_log:
             sys.stderr.write(
@@ -329,7 +336,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
         )
     t2 = time.perf_counter()
     writer.send_offsets(
-        [TopicPartition(plan.topic, plan.partition, next_offset)],
+        [TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run or None)],
         plan.generation or consumer.consumer_group_metadata(),
     )
     writer.commit()
@@ -356,7 +363,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
                     msgs.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     eof, eof_at = True, m.offset()  # the fetch position: past all it skipped
-                elif err.fatal() or not err.retriable():
+                elif err.fatal() or not tw.retriable(err):  # Kafka's table: kxtx.kafkaerrors
                     raise KafkaException(err)
             if msgs and msgs[-1].offset() + 1 >= plan.end:
                 break

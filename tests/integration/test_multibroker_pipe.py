@@ -5,7 +5,10 @@ output exactly once, in order per key. A run that stops with exit 75 is run agai
 operator's retry loop would."""
 
 import itertools
+import json
 import os
+import threading
+import time
 import uuid
 from collections import Counter
 
@@ -132,3 +135,107 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
         f"{sum(c - 1 for c in counts.values() if c > 1)} duplicates, {len(set(vals) - set(counts))} missing"
     )
     ch.check_exactly_once_in_order(by_part, range(N), int)
+
+
+#: How long the pipes run idle after the killed leader came back (the issue's exit 1 came then).
+COMEBACK_IDLE_S = 30
+
+
+def _coordinated_by(kafka, node: int) -> str:
+    """A transactional id, initialised, whose transaction coordinator is `node`."""
+    from confluent_kafka import Producer
+
+    tid = next(
+        t
+        for t in (f"on-{node}-{uuid.uuid4().hex[:8]}" for _ in range(200))
+        if ch.coordinator(kafka, t) == node
+    )
+    Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid}).init_transactions(30)
+    return tid
+
+
+def _feed(kafka, topic: str, done: threading.Event, fed: list) -> None:
+    """A record every 3 s until `done` is set."""
+    while not done.is_set():
+        fed.append(b"during-%d" % len(fed))
+        produce(kafka.bootstrap, topic, fed[-1:])
+        done.wait(3)
+
+
+def _inspect_waits_for_the_coordinator(kafka, tid: str) -> None:
+    done = ch.run(kafka, "inspect", "txn", tid, "--no-history", "--no-scan", "-o", "json", "--timeout", "60")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["transactional_id"] == tid
+
+
+def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
+    """Issue 29's reproduction, both modes at once (one outage, one wait): idle pipes while the
+    input partition's leader is SIGKILLed and started again 15 s later. Both ride out its comeback
+    and end at --until-idle with exit 0 (exit 1 was "reading ...'s end: Broker: Leader epoch is
+    older than broker epoch", FENCED_LEADER_EPOCH)."""
+    src = cluster3.create_topic(partitions=1, replication=3)
+    modes = ("driver", "executors")
+    outs = {m: cluster3.create_topic(partitions=1, replication=3) for m in modes}
+    vals = [b"v%d" % i for i in range(50)]
+    fed: list[bytes] = []
+    produce(cluster3.bootstrap, src, vals)
+    procs = {
+        m: start_pipe(
+            cluster3.bootstrap,
+            tmp_path,
+            m,
+            *("--mode", m, "--master", "local[1]", "--in", src, "--out", outs[m]),
+            *("--group", f"back-{m}-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity"),
+            *("--until-idle", str(COMEBACK_IDLE_S), *FAST_GROUP, *EXTRA),
+        )
+        for m in modes
+    }
+    logs = lambda: {m: (tmp_path / f"{m}.err").read_text()[-1500:] for m in modes}  # noqa: E731
+    try:
+        # Both started (Spark takes long on a loaded machine), then fed again: their idle clocks
+        # start together, just before the outage.
+        for n, wait_s in ((len(vals), 300), (2 * len(vals), 60)):
+            if n > len(vals):
+                produce(cluster3.bootstrap, src, vals)
+            for m in modes:
+                wait_until(
+                    lambda m=m, n=n: len(read_committed(cluster3.bootstrap, outs[m])) == n,
+                    wait_s,
+                    f"the {m}-mode pipe to commit {n} records",
+                    every=0.5,
+                    procs=list(procs.values()),
+                    stderr=logs,
+                )
+        leader = lambda: ch.leaders(cluster3, src)[0]  # noqa: E731
+        node = leader()
+        tid = _coordinated_by(cluster3, node)
+        moved = ch.Moved(leader, node)
+        killed = time.monotonic()
+        cluster3.sandbox.kill_node(node)
+        # Meanwhile `inspect` waits for the id's coordinator (on the killed node) to move.
+        looked = ch.Background(_inspect_waits_for_the_coordinator, cluster3, tid)
+        # Records on the new leader until the node is back: the pipes stay busy through the
+        # outage however long the restart takes (40 s under load), and are idle when it is back.
+        wait_until(lambda: moved.seen is not None, ch.FENCE_WAIT_S, "the leader to move", every=0.3)
+        feeding = threading.Event()
+        feeder = ch.Background(_feed, cluster3, src, feeding, fed)
+        time.sleep(max(0.0, killed + 15 - time.monotonic()))
+        cluster3.sandbox.start_node(node)
+        feeding.set()
+        feeder.join(60)
+        moved.wait(ch.FENCE_WAIT_S)
+        looked.join(120)
+        assert all(p.poll() is None for p in procs.values()), f"stopped before the restart: {logs()}"
+        codes = {m: p.wait(COMEBACK_IDLE_S + 120) for m, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ch.wait_healthy(cluster3, [src, *outs.values()])
+    assert codes == {m: 0 for m in modes}, logs()
+    for m in modes:
+        assert json.loads((tmp_path / f"{m}.out").read_text())["stopped"] == "idle"
+        assert Counter(r.value for r in read_committed(cluster3.bootstrap, outs[m])) == Counter(
+            [*vals, *vals, *fed]
+        )

@@ -225,3 +225,65 @@ def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
     summaries = [json.loads(text(tmp_path, f"p{i}", "out")) for i in range(2)]
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert sum(s["records_in"] for s in summaries) >= n
+
+
+def test_an_older_executors_instance_stops_when_another_took_over(kafka, tmp_path):
+    """Issue 29: an executors-mode instance frozen whole (SIGSTOP) mid-transaction while a second
+    one with the same group and transactional id takes its partition over, fences its task and
+    commits. Thawed, the older one must stop with exit 1 saying so (before, it rejoined the group
+    and ran on beside the newer one); the newer one goes on: every input's output once."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    vals = [b"t-%d" % i for i in range(200)]
+    produce(kafka.bootstrap, src, vals)
+    marker, gate = tmp_path / "started", tmp_path / "gate"
+    common = [
+        *("--mode", "executors", "--master", "local[1]", "--in", src, "--out", out),
+        *("--group", f"takeover-{uuid.uuid4().hex[:8]}"),
+        *("--transactional-id", f"takeover-{uuid.uuid4().hex[:8]}", "--until-idle", "10", *FAST_GROUP),
+    ]
+    env = {"KXTX_TEST_MARKER": str(marker), "KXTX_TEST_GATE": str(gate)}
+    # Its task holds in the UDF (the gate) with the start offset read and the transaction begun.
+    older = start_pipe(
+        kafka.bootstrap,
+        tmp_path,
+        "older",
+        *common,
+        "--udf",
+        f"{UDFS}:gated_identity",
+        env=env,
+        new_session=True,
+    )
+    newer = None
+    try:
+        wait_until(
+            marker.exists,
+            180,
+            "the older instance's task",
+            procs=[older],
+            stderr=lambda: text(tmp_path, "older", "err"),
+        )
+        os.killpg(older.pid, signal.SIGSTOP)  # driver, Spark and its Python workers alike
+        newer = start_pipe(kafka.bootstrap, tmp_path, "newer", *common, "--udf", f"{UDFS}:identity")
+        wait_until(
+            lambda: len(read_committed(kafka.bootstrap, out)) >= len(vals),
+            180,
+            "the newer instance to commit every input",
+            every=0.5,
+            procs=[newer],
+            stderr=lambda: text(tmp_path, "newer", "err"),
+        )
+        gate.touch()
+        os.killpg(older.pid, signal.SIGCONT)
+        rc = older.wait(120)
+        err = text(tmp_path, "older", "err")
+        assert rc == 1, err
+        assert "another instance with the same transactional id" in err and "took over" in err, err
+        assert newer.wait(120) == 0, text(tmp_path, "newer", "err")
+    finally:
+        if older.poll() is None:  # its whole session: Spark's JVM and workers too
+            os.killpg(older.pid, signal.SIGKILL)
+            older.wait()
+        if newer is not None and newer.poll() is None:
+            newer.kill()
+            newer.wait()
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)

@@ -71,6 +71,12 @@ def test_stale_metadata_codes_are_all_retriable():
         (kp_errors.NotCoordinatorError(), 16),
         (kp_errors.NotLeaderForPartitionError(), 6),
         (kp_errors.TopicAuthorizationFailedError(), 29),
+        # kafka-python's "no answer yet": as librdkafka's codes for the same
+        (kp_errors.KafkaConnectionError("111 ECONNREFUSED"), -195),
+        (kp_errors.NodeNotReadyError(), -195),
+        (kp_errors.KafkaTimeoutError(), -185),
+        (kp_errors.RequestTimedOutError(), 7),
+        (kp_errors.UnrecognizedBrokerVersion(), None),
         # an OSError's errno is not a Kafka code
         (ConnectionRefusedError(111, "refused"), None),
         (KafkaException("no error object"), None),
@@ -79,3 +85,28 @@ def test_stale_metadata_codes_are_all_retriable():
 )
 def test_code_of_reads_both_client_libraries(exc, code):
     assert code_of(exc) == code
+
+
+@pytest.mark.parametrize(
+    "code, failing_over",
+    [
+        # a fence soon after these is the coordinator's doing (exit 75), not a takeover
+        (KafkaError.FENCED_LEADER_EPOCH, True),  # by Kafka's table; not one of librdkafka's names
+        (KafkaError.UNKNOWN_LEADER_EPOCH, True),
+        (KafkaError.NOT_LEADER_FOR_PARTITION, True),
+        (KafkaError.NOT_COORDINATOR, True),
+        (KafkaError.COORDINATOR_LOAD_IN_PROGRESS, True),
+        (KafkaError.NOT_ENOUGH_REPLICAS, True),
+        (KafkaError._TRANSPORT, True),
+        (KafkaError._TIMED_OUT, True),
+        (KafkaError._MSG_TIMED_OUT, True),
+        (KafkaError.UNKNOWN_TOPIC_OR_PART, False),  # the user's to fix
+        (KafkaError.PRODUCER_FENCED, False),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, False),
+        (KafkaError.INVALID_TXN_STATE, False),
+    ],
+)
+def test_which_errors_are_a_cluster_failing_over(code, failing_over):
+    from kxtx import failover
+
+    assert failover.failing_over(KafkaError(code)) is failing_over

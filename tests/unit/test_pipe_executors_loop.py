@@ -23,6 +23,7 @@ class Loop(executors.ExecutorPipe):
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
+        self._unreadable_since = self._lost_since = None
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0
 
@@ -99,3 +100,96 @@ def test_an_error_after_consuming_carries_the_summary():
         Failing([5, "down"], until_idle=30).run()
     summary = partial_of(info.value)
     assert (summary["records_in"], summary["stopped"]) == (5, "error")
+
+
+def _absorbing(monkeypatch) -> executors.ExecutorPipe:
+    monkeypatch.setattr(executors.time, "sleep", lambda s: None)
+    pipe = Loop([], until_idle=1)
+    pipe._fenced, pipe._planned_from, pipe.tokens = {}, {}, {}
+    return pipe
+
+
+def test_rounds_failing_while_the_cluster_fails_over_give_up_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+    from kxtx.pipe.task import TaskResult
+
+    pipe = _absorbing(monkeypatch)
+    failed = TaskResult("in", 0, status="aborted", error="FENCED_LEADER_EPOCH: ...", unavailable=True)
+    with pytest.raises(Unavailable, match="gave up after 8 failed rounds"):
+        for _ in range(executors.MAX_FAILED_ROUNDS):
+            pipe._absorb([failed])
+
+
+def test_rounds_failing_otherwise_give_up_with_exit_1(monkeypatch):
+    from kxtx.errors import KafkaOperationError, Unavailable
+    from kxtx.pipe.task import TaskResult
+
+    pipe = _absorbing(monkeypatch)
+    results = [
+        TaskResult("in", 0, status="aborted", error="NOT_COORDINATOR: ...", unavailable=True),
+        TaskResult("in", 1, status="aborted", error="INVALID_TXN_STATE: ...", unavailable=False),
+    ]
+    with pytest.raises(KafkaOperationError, match="gave up") as info:
+        for _ in range(executors.MAX_FAILED_ROUNDS):
+            pipe._absorb(results)
+    assert not isinstance(info.value, Unavailable)
+
+
+class Unreadable(Loop):
+    """A partition's end cannot be read in the first `n` rounds (its leader moving)."""
+
+    def __init__(self, n: int):
+        super().__init__([], until_idle=0.05)
+        self.n, self.calls = n, 0
+
+    def _plan(self, budget):
+        self.calls += 1
+        self._unreadable_since = time.monotonic() if self.calls <= self.n else None
+        return []
+
+
+def test_rounds_that_cannot_read_a_partition_are_not_idle():
+    # each idle round takes ~10 ms here: 30 of them outlast --until-idle 0.05 s
+    loop = Unreadable(30)
+    loop._loop()
+    assert loop.calls > 30 and loop.stats.stopped == "idle"
+
+
+def test_a_partition_unreadable_for_too_long_stops_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+
+    monkeypatch.setattr(executors, "UNREADABLE_S", 0.0)
+    loop = _absorbing(monkeypatch)
+    loop._unreadable("in[0]: FENCED_LEADER_EPOCH")  # the first time starts the clock
+    with pytest.raises(Unavailable, match=r"unreadable .*in\[0\]: FENCED_LEADER_EPOCH"):
+        loop._unreadable("in[0]: FENCED_LEADER_EPOCH")
+
+
+class Lost(Loop):
+    """The group membership is lost (its coordinator down) in the first `n` rounds."""
+
+    def __init__(self, n: int):
+        super().__init__([], until_idle=0.05)
+        self.n, self.calls = n, 0
+
+    def _plan(self, budget):
+        self.calls += 1
+        self._lost_since = time.monotonic() if self.calls <= self.n else None
+        return []
+
+
+def test_rounds_without_the_group_are_not_idle():
+    loop = Lost(30)
+    loop._loop()
+    assert loop.calls > 30 and loop.stats.stopped == "idle"
+
+
+def test_a_group_lost_for_too_long_stops_with_exit_75(monkeypatch):
+    from kxtx.errors import Unavailable
+    from kxtx.pipe import core
+
+    monkeypatch.setattr(core, "LOST_S", 0.0)
+    loop = Lost(1)
+    loop._lost_since = time.monotonic() - 0.01
+    with pytest.raises(Unavailable, match="consumer group 'g' stayed unavailable"):
+        loop.lost()

@@ -109,3 +109,34 @@ def test_pace_warns_when_it_makes_rounds_or_transactions_smaller(caplog):
         "a transaction took 200 s, more than half of max.poll.interval.ms (300 s); transactions "
         "now take at most 75000 records (a larger -X max.poll.interval.ms allows more)",
     ]
+
+
+RUN = "kxtx-pipe-run:mine"
+
+
+@pytest.mark.parametrize(
+    "before, offset, metadata, taken",
+    [
+        # another instance committed the partition after this run's task was planned
+        (100, 250, "kxtx-pipe-run:theirs", True),
+        (-1001, 250, "kxtx-pipe-run:theirs", True),  # nothing committed when planned
+        (100, 250, None, True),  # a commit without a token (driver mode, an older kxtx)
+        (100, 250, "", True),
+        # this run's own retry or speculative copy committed it
+        (100, 250, RUN, False),
+        # no commit since: the run's own copy fenced it, or the coordinator ended the transaction
+        (100, 100, "kxtx-pipe-run:theirs", False),  # e.g. the previous run's token
+        (-1001, -1001, None, False),
+        # the committed offset was not known when the round was planned: no verdict
+        (None, 250, "kxtx-pipe-run:theirs", False),
+    ],
+)
+def test_a_fenced_partition_was_taken_over_when_another_run_committed_it_since(
+    before, offset, metadata, taken
+):
+    assert rounds.taken_over(before, offset, metadata, RUN) is taken
+
+
+def test_each_run_has_its_own_token():
+    assert rounds.run_token() != rounds.run_token()
+    assert rounds.run_token().startswith("kxtx-pipe-run:")
