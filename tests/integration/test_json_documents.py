@@ -8,7 +8,8 @@ One broker (verification off, for the hanging transactions abort-hanging and abo
 with test_hanging.py in a worker) and small inputs. The rows run side by side (each on topics of its
 own where it writes), started together by the `outcomes` fixture. Not here: exit 75, which needs a
 cluster short of brokers (one broker meets any min.insync.replicas: Kafka 4 caps it at the
-replication factor): produce's is checked in test_multibroker_produce.py."""
+replication factor): produce's is checked in test_multibroker_produce.py
+(test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues)."""
 
 from __future__ import annotations
 

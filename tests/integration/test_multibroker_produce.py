@@ -141,9 +141,14 @@ def test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues(cluster3, tmp_
         wait_until(
             lambda: not ch.isr_full(cluster3, topic), ch.FENCE_WAIT_S, "the ISR to shrink", tolerate=ch.MOVING
         )
-        stuck = ch.run(cluster3, *args, timeout=600)
+        # -o json: a run that ends with 75 prints one document, status "retry", with what it did
+        stuck = ch.run(cluster3, *args[:-1], "json", timeout=600)
         assert stuck.returncode == ExitCode.RETRY, stuck.stderr
         assert "run the same command again" in stuck.stderr
+        doc = json.loads(stuck.stdout)  # the whole stdout is one document
+        assert (doc["status"], doc["exit_code"]) == ("retry", ExitCode.RETRY), doc
+        assert doc["error"] and f"kxtx: error: {doc['error']}\n" in stuck.stderr, (doc, stuck.stderr)
+        assert (doc["records"], doc["transactions"]) == (0, 0), doc  # no commit without 3 in sync
     finally:
         cluster3.sandbox.start_node(victim)
     ch.wait_healthy(cluster3, [topic])
