@@ -192,20 +192,32 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
     }
     logs = lambda: {m: (tmp_path / f"{m}.err").read_text()[-1500:] for m in modes}  # noqa: E731
     try:
-        # Both started (Spark takes long on a loaded machine), then fed again: their idle clocks
-        # start together, just before the outage.
-        for n, wait_s in ((len(vals), 300), (2 * len(vals), 60)):
-            if n > len(vals):
-                produce(cluster3.bootstrap, src, vals)
-            for m in modes:
-                wait_until(
-                    lambda m=m, n=n: len(read_committed(cluster3.bootstrap, outs[m])) == n,
-                    wait_s,
-                    f"the {m}-mode pipe to commit {n} records",
-                    every=0.5,
-                    procs=list(procs.values()),
-                    stderr=logs,
-                )
+        # A record every 3 s until both run: one pipe's Spark can take a minute longer to start than
+        # the other's on a loaded machine, and the first must not stop idle meanwhile. Then both are
+        # fed again: their idle clocks start together, just before the outage.
+        warming = threading.Event()
+        warmup = ch.Background(_feed, cluster3, src, warming, fed)
+        for m in modes:
+            wait_until(
+                lambda m=m: len(read_committed(cluster3.bootstrap, outs[m])) >= len(vals),
+                300,
+                f"the {m}-mode pipe to commit {len(vals)} records",
+                every=0.5,
+                procs=list(procs.values()),
+                stderr=logs,
+            )
+        warming.set()
+        warmup.join(60)
+        produce(cluster3.bootstrap, src, vals)
+        for m in modes:
+            wait_until(
+                lambda m=m: len(read_committed(cluster3.bootstrap, outs[m])) == 2 * len(vals) + len(fed),
+                60,
+                f"the {m}-mode pipe to commit {2 * len(vals) + len(fed)} records",
+                every=0.5,
+                procs=list(procs.values()),
+                stderr=logs,
+            )
         leader = lambda: ch.leaders(cluster3, src)[0]  # noqa: E731
         node = leader()
         tid = _coordinated_by(cluster3, node)
