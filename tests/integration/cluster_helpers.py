@@ -207,15 +207,17 @@ class Reruns:
     RETRY = 75
     TERMINATED = 143  # only from interrupt_and_restart: any other exit but 75 fails at once
 
-    def __init__(self, start, stderr_of=None):
+    def __init__(self, start, stderr_of=None, may_finish: bool = False):
         self.start, self.stderr_of = start, stderr_of or (lambda proc: "")
+        self.may_finish = may_finish  # several commands under one schedule: one may be done first
         self.codes: list[int] = []
         self.proc = start(0)
 
     def running(self) -> None:
-        """Before an outage: the command must be mid-run (restarted if it stopped with 75)."""
+        """Before an outage: the command must be mid-run (restarted if it stopped with 75), or,
+        with `may_finish`, done with exit 0."""
         code = self.proc.poll()
-        if code is None:
+        if code is None or (code == 0 and self.may_finish):
             return
         assert code == self.RETRY, f"exit {code} before the outage: {self.stderr_of(self.proc)}"
         # Started first, noted after: a start that fails while the cluster moves is tried again.
