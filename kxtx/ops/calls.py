@@ -307,7 +307,9 @@ class Cluster:
     def group_ids(self) -> list[str]:
         """Every consumer group the principal may DESCRIBE (raises what the client raised)."""
         t = self.settings.timeout
-        return sorted(g.group_id for g in self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid)
+        return sorted(
+            g.group_id for g in self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
+        )
 
     def group_offsets(
         self, groups: list[str], tps: list[TP] | None = None
