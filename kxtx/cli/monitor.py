@@ -95,6 +95,8 @@ def collect_cmd(
     from kxtx import __version__
     from kxtx.ops import exposition
 
+    if textfile is not None:
+        exposition.textfile_path(textfile, textfile_name)
     settings = connection(bootstrap, config, command_config, timeout)
     started = time.monotonic()
     try:

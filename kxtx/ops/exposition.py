@@ -195,18 +195,24 @@ def _groups(snap: Snapshot) -> list[Family]:
     return [lag, hw, inv]
 
 
-def write_textfile(directory: str, name: str, text: str) -> str:
-    """Write `text` to DIRECTORY/NAME atomically for node_exporter's textfile collector: a temporary
-    file in the same directory (same file system: the rename is atomic), flushed to disk, then
-    renamed over the old one. A reader sees the old file or the new one, never a part. The temporary
-    name does not end in .prom, so the collector never reads it. Returns the path."""
+def textfile_path(directory: str, name: str) -> str:
+    """DIRECTORY/NAME, or a UsageError saying which option is wrong (checked before collecting too:
+    a typo must not cost a whole collection)."""
     from kxtx.errors import UsageError
 
     if not name or "/" in name:
         raise UsageError(f"--textfile-name {name!r}: a file name, without a directory")
     if not os.path.isdir(directory):
         raise UsageError(f"--textfile {directory!r}: not a directory")
-    path = os.path.join(directory, name)
+    return os.path.join(directory, name)
+
+
+def write_textfile(directory: str, name: str, text: str) -> str:
+    """Write `text` to DIRECTORY/NAME atomically for node_exporter's textfile collector: a temporary
+    file in the same directory (same file system: the rename is atomic), flushed to disk, then
+    renamed over the old one. A reader sees the old file or the new one, never a part. The temporary
+    name does not end in .prom, so the collector never reads it. Returns the path."""
+    path = textfile_path(directory, name)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

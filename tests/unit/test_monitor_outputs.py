@@ -250,3 +250,14 @@ def test_textfile_refuses_a_path_as_name_and_a_missing_directory(tmp_path):
         exposition.write_textfile(str(tmp_path), "a/b.prom", "")
     with pytest.raises(UsageError):
         exposition.write_textfile(str(tmp_path / "nope"), "kxtx.prom", "")
+
+
+def test_readme_exit_code_table_names_the_check_exception():
+    from tests.conftest import ROOT
+
+    (row,) = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| `0`–`3` (`monitor check`")
+    ]
+    assert all(f"{s.value} {s.name}" in row for s in check.PluginStatus)
