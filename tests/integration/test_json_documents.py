@@ -33,7 +33,7 @@ from kxtx.exitcodes import ExitCode, status
 from tests.conftest import ROOT, Kafka
 from tests.integration.kafka_io import commit_offset, end_offsets, wait_until
 from tests.integration.pipe_helpers import UDFS
-from tests.integration.txn_helpers import BROKER_CONFIG, make_hanging
+from tests.integration.txn_helpers import hanging_broker, make_hanging
 
 pytestmark = [pytest.mark.kafka]
 
@@ -43,10 +43,7 @@ STATUS_KEYS = {"status", "exit_code", "error"}
 
 @pytest.fixture(scope="module")
 def broker(brokers):
-    external = os.environ.get("KXTX_TEST_BOOTSTRAP")
-    if external:  # must run with txn_helpers.BROKER_CONFIG
-        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-    return brokers(BROKER_CONFIG)
+    return hanging_broker(brokers)
 
 
 @dataclass

@@ -20,32 +20,18 @@ import uuid
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import ROOT, Kafka
 from tests.integration.kafka_io import commit_retrying, wait_until
-from tests.integration.txn_helpers import BROKER_CONFIG, make_hanging
+from tests.integration.txn_helpers import hanging_broker, kxtx_on, make_hanging
 
 pytestmark = [pytest.mark.kafka]
 
 
 @pytest.fixture(scope="module")
 def broker(brokers):
-    external = os.environ.get("KXTX_TEST_BOOTSTRAP")
-    if external:  # must run with txn_helpers.BROKER_CONFIG
-        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-    return brokers(BROKER_CONFIG)
+    return hanging_broker(brokers)
 
 
-def kxtx(broker, *args, timeout=120):
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+kxtx = kxtx_on
 
 
 #: A transactional producer that begins a transaction, writes to TOPIC:0, says so and waits to be killed.
@@ -123,7 +109,11 @@ def scene(broker):
     _left_open(broker.bootstrap, opened)
     group = f"mon-rc-{u}"
     _markers_only_group(broker.bootstrap, marks, group)
-    return {"hang": hang, "hang_start": starts[(hang, 1)], "open": opened, "marks": marks, "group": group}
+    yield {"hang": hang, "hang_start": starts[(hang, 1)], "open": opened, "marks": marks, "group": group}
+    # The broker is the worker's one with verification off, shared with test_hanging.py, whose
+    # find-hanging runs over every topic: leave nothing hanging behind.
+    r = kxtx(broker, "abort-hanging", "--topic", hang, "--yes")
+    assert r.returncode == 0, r.stderr
 
 
 def _doc(r) -> dict:

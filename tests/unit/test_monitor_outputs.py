@@ -258,6 +258,6 @@ def test_readme_exit_code_table_names_the_check_exception():
     (row,) = [
         line
         for line in (ROOT / "README.md").read_text().splitlines()
-        if line.startswith("| `0`–`3` (`monitor check`")
+        if line.startswith("| `0`\u2013`3` (`monitor check`")  # an en dash, as in the README
     ]
     assert all(f"{s.value} {s.name}" in row for s in check.PluginStatus)
