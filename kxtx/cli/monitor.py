@@ -196,3 +196,66 @@ def check_cmd(
     typer.echo(line)
     if status is not check.PluginStatus.OK:
         raise typer.Exit(int(status))
+
+
+@app.command("serve")
+@boundary
+def serve_cmd(
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="HTTP port (0: any free port).")
+    ] = 9464,
+    bind: Annotated[
+        str,
+        typer.Option("--bind", metavar="ADDRESS", help="Address to listen on (0.0.0.0: every interface)."),
+    ] = "127.0.0.1",
+    min_interval: Annotated[
+        float,
+        typer.Option(
+            "--min-interval",
+            metavar="SECONDS",
+            min=0,
+            help="A scrape within this long of the last collection gets that collection's metrics.",
+        ),
+    ] = 15.0,
+    bound: Annotated[
+        float,
+        typer.Option(
+            "--scrape-timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="A scrape waits this long for a running collection, then answers kxtx_up 0 (keep it "
+            "below Prometheus's scrape_timeout); the collection goes on, never a second at once.",
+        ),
+    ] = 8.0,
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    lag_scan_max: LagScanOpt = 1000,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """A Prometheus exporter: GET /metrics runs a collection (the metrics of `collect -o prometheus`,
+    plus kxtx_collections_total and kxtx_collection_failures_total). A down cluster is kxtx_up 0 and
+    the server keeps answering. Stops on SIGTERM or Ctrl-C (exit 143 / 130, as every command).
+
+    \b
+    Example: kxtx monitor serve --port 9464 --min-interval 30"""
+    from kxtx import __version__
+    from kxtx.ops import exposition
+    from kxtx.ops.serve import Exporter, server
+
+    settings = connection(bootstrap, config, command_config, timeout)
+
+    def one() -> str:
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+        return exposition.exposition(snap, __version__)
+
+    srv = server(Exporter(one, __version__, min_interval, bound), bind, port)
+    real_port = srv.server_address[1]
+    typer.echo(f"kxtx: serving http://{bind}:{real_port}/metrics", err=True)
+    try:
+        srv.serve_forever()
+    finally:
+        srv.server_close()

@@ -13,6 +13,8 @@ The scenarios run the example text as found, with these substitutions only:
   lines use), with `kxtx` a shell function running the kxtx under test, while port 9092 is held;
 - `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
 - node_exporter's textfile directory (`/var/lib/prometheus/node-exporter`) becomes a temporary one;
+- `kxtx monitor serve`, which runs until stopped, gets `--port 0` for its `--port 9464`, is
+  scraped once and stopped with SIGTERM;
 - `kxtx --install-completion` runs in `bash -c` (typer installs for the shell it is typed in) with
   HOME in a temporary directory;
 - `bash scripts/quickstart.sh` runs with KXTX_QUICKSTART_NO_INSTALL=1: kxtx is installed already,
@@ -89,6 +91,7 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx monitor collect -o prometheus",
         r"kxtx monitor collect --textfile /var/lib/prometheus/node-exporter",
         r"kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000",
+        r"kxtx monitor serve --port 9464 --min-interval 30",
     ],
     "security": [
         r"kxtx sandbox start --security sasl_ssl --port 0",
@@ -464,7 +467,7 @@ def test_monitor_examples(ctx):
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    as_json, as_prom, textfile, check = (_by("monitor", p) for p in SCENARIOS["monitor"])
+    as_json, as_prom, textfile, check, serve = (_by("monitor", p) for p in SCENARIOS["monitor"])
     doc = json.loads(ctx.run(as_json).stdout)
     assert doc["status"] == "ok" and {"partitions", "groups", "transactional_id_states"} <= set(doc)
     up = {s.name: s.value for f in text_string_to_metric_families(ctx.run(as_prom).stdout) for s in f.samples}
@@ -488,3 +491,30 @@ def test_monitor_examples(ctx):
     word = r.stdout.split(" ")[1]
     assert (word, r.returncode) in {("OK", 0), ("WARNING", 1), ("CRITICAL", 2)}, r.stdout + r.stderr
     assert r.stdout.count("\n") == 1 and " | hanging=" in r.stdout
+    _serve_example(ctx, serve)
+
+
+def _serve_example(ctx, serve):
+    import signal
+    import urllib.request
+
+    proc = subprocess.Popen(
+        ctx.argv(serve.text.replace("--port 9464", "--port 0")),
+        cwd=ctx.dir,
+        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        url = proc.stderr.readline().split()[-1]
+        with urllib.request.urlopen(url, timeout=120) as r:
+            assert "kxtx_up 1" in r.read().decode().splitlines()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

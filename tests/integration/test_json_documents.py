@@ -470,8 +470,9 @@ def _commands() -> dict[str, docs.Cmd]:
 
 
 #: Commands without -o: their output is another program's format. `monitor check` writes the
-#: monitoring-plugin status line and exits with the plugin API's codes (tests/integration/test_monitor.py).
-NO_JSON = {"monitor check"}
+#: monitoring-plugin status line and exits with the plugin API's codes; `monitor serve` answers HTTP
+#: and keeps serving (kxtx_up 0) when the cluster is down (both in tests/integration/test_monitor.py).
+NO_JSON = {"monitor check", "monitor serve"}
 
 
 def test_every_command_has_rows():

@@ -232,3 +232,48 @@ def test_check_unknown(broker, args, words):
     r = kxtx(broker, "monitor", "check", *args)
     assert r.returncode == 3, r.stdout + r.stderr
     assert r.stdout.startswith("KXTX UNKNOWN - ") and words in r.stdout and r.stdout.count("\n") == 1
+
+
+def _serve(broker, *args):
+    """`kxtx monitor serve --port 0` started; (process, its /metrics URL)."""
+    from tests.conftest import ROOT
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap},
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith("kxtx: serving http://"), line
+    return proc, line.split()[-1]
+
+
+def _scrape(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=120) as r:
+        return _samples(r.read().decode())
+
+
+@pytest.mark.parametrize("down", [False, True], ids=["up", "cluster-down"])
+def test_serve_answers_and_stops_on_sigterm(broker, scene, down):
+    proc, url = _serve(broker, "--min-interval", "0", *(["-b", "127.0.0.1:1"] if down else []))
+    try:
+        first, second = _scrape(url), _scrape(url)  # a down cluster: the server keeps answering
+        assert first[("kxtx_up", ())] == second[("kxtx_up", ())] == (0 if down else 1)
+        assert second[("kxtx_collections_total", ())] == 2
+        assert second[("kxtx_collection_failures_total", ())] == (2 if down else 0)
+        if not down:
+            hang = (("partition", "1"), ("topic", scene["hang"]))
+            assert second[("kxtx_partition_hanging_transactions", hang)] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -261,3 +261,34 @@ def test_readme_exit_code_table_names_the_check_exception():
         if line.startswith("| `0`\u2013`3` (`monitor check`")  # an en dash, as in the README
     ]
     assert all(f"{s.value} {s.name}" in row for s in check.PluginStatus)
+
+
+def test_shipped_alert_rules_use_only_metrics_kxtx_exposes():
+    """No promtool here (see the report): at least every kxtx_ name in the rules is one kxtx writes."""
+    import re
+
+    from tests.conftest import ROOT
+
+    exposed = set(_parsed(exposition.exposition(_snapshot(), "1"))) | {
+        "kxtx_collections_total",
+        "kxtx_collection_failures_total",
+    }
+    rules = (ROOT / "examples" / "prometheus" / "kxtx-alerts.yml").read_text()
+    used = set(re.findall(r"\bkxtx_[a-z_]+", rules))
+    assert used and used <= exposed, used - exposed
+    alerts = re.findall(r"^\s+- alert: (\w+)$", rules, re.M)
+    assert len(alerts) == len(set(alerts)) == 8
+
+
+def test_shipped_nagios_command_has_valid_thresholds():
+    import shlex
+
+    from tests.conftest import ROOT
+
+    cfg = (ROOT / "examples" / "prometheus" / "kxtx-nagios.cfg").read_text()
+    (line,) = [x for x in cfg.splitlines() if x.strip().startswith("command_line")]
+    words = shlex.split(line)
+    warn = [words[i + 1] for i, w in enumerate(words) if w == "--warn"]
+    crit = [words[i + 1] for i, w in enumerate(words) if w == "--crit"]
+    assert set(check.parse_thresholds(warn, "--warn")) == {"open-age", "lag"}
+    assert set(check.parse_thresholds(crit, "--crit")) == {"hanging"}
