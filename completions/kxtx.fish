@@ -120,7 +120,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subco
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from txn" -l timeout -r -d "Bound for each network operation (default 30). Env: KXTX_TIMEOUT."
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from txn" -l format -s o -r -a "table json jsonl" -d "Output format (default: table on a terminal, jsonl otherwise). json: one object "
 complete -c kxtx -n "__fish_seen_subcommand_from monitor" -a check -d "A Nagios/Icinga/Sensu-style check: one status line on stdout with perfdata after"
-complete -c kxtx -n "__fish_seen_subcommand_from monitor" -a collect -d "One pass over the cluster: per partition with an open transaction its HW, LSO, g"
+complete -c kxtx -n "__fish_seen_subcommand_from monitor" -a collect -d "One pass over the cluster: transaction health as a table, json, jsonl, Prometheu"
 complete -c kxtx -n "__fish_seen_subcommand_from monitor" -a serve -d "A Prometheus exporter: GET /metrics runs a collection (the metrics of `collect -"
 complete -c kxtx -n "__fish_seen_subcommand_from monitor ; and __fish_seen_subcommand_from check" -l topic -s t -r -d "Only this topic's partitions."
 complete -c kxtx -n "__fish_seen_subcommand_from monitor ; and __fish_seen_subcommand_from check" -l group -s g -r -d "Only this consumer group (repeatable; default: every group)."

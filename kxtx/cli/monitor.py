@@ -85,8 +85,10 @@ def collect_cmd(
         ),
     ] = None,
 ) -> None:
-    """One pass over the cluster: per partition with an open transaction its HW, LSO, gap, oldest open
-    transaction and its two ages (since it began; since its last write), hanging or not (find-hanging's
+    """One pass over the cluster: transaction health as a table, json, jsonl, Prometheus's text format
+    or a node_exporter textfile.
+
+    Per partition with an open transaction: its HW, LSO, gap, oldest open transaction and its two ages (since it began; since its last write), hanging or not (find-hanging's
     rule); transactional ids per coordinator state with the oldest age per non-final state; per group
     the read_committed lag and the part of the naive lag that is only markers and aborted records;
     the collection's duration and what it could not see. Exit codes as every command (69: no broker)."""

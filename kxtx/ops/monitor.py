@@ -267,24 +267,38 @@ def _lags(
 def _count_visible(cluster: Cluster, snap: Snapshot, rows: list[GroupLag], lag_scan_max: int) -> None:
     """Replace each row's offset lag by the records a read_committed consumer would still receive,
     read from the log (the same reading as `kxtx dump partition`), where the range is short."""
-    from kxtx.dump.partition import read_ranges
-
     by_topic: dict[str, list[GroupLag]] = {}
     for r in rows:
         if r.lag_records is not None and r.lag_records <= lag_scan_max:
             by_topic.setdefault(r.topic, []).append(r)
     for topic, mine in sorted(by_topic.items()):
-        for r in mine:  # one read per group partition: groups sit at different offsets
-            try:
-                (dump,) = read_ranges(cluster.settings, topic, {r.partition: r.committed}, "lso")
-            except KxtxError as exc:
-                logger.info(f"{topic}:{r.partition} from {r.committed}: {exc}")
-                snap.unseen.append(_unseen("lag", f"{r.group} {topic}:{r.partition}", str(exc)))
-                continue
-            s = dump.summary
-            r.lag_records = s["read_committed"]
-            r.invisible_records = s["markers"] + s["aborted_records"]
-            r.exact = True
+        while mine:  # one fetch client per topic and round; a partition once per round
+            batch: dict[int, GroupLag] = {}
+            rest = []
+            for r in mine:
+                if r.partition in batch:
+                    rest.append(r)
+                else:
+                    batch[r.partition] = r
+            _read_batch(cluster, snap, topic, batch)
+            mine = rest
+
+
+def _read_batch(cluster: Cluster, snap: Snapshot, topic: str, batch: dict[int, GroupLag]) -> None:
+    from kxtx.dump.partition import read_ranges
+
+    starts: dict[int, int | str] = {p: r.committed for p, r in batch.items()}
+    try:
+        dumps = read_ranges(cluster.settings, topic, starts, "lso")
+    except KxtxError as exc:  # the rows keep their offset lag (an upper bound); say what is missing
+        logger.info(f"{topic}: reading from the committed offsets: {exc}")
+        snap.unseen += [_unseen("lag", f"{r.group} {topic}:{p}", str(exc)) for p, r in batch.items()]
+        return
+    for r, dump in zip(batch.values(), dumps):
+        s = dump.summary
+        r.lag_records = s["read_committed"]
+        r.invisible_records = s["markers"] + s["aborted_records"]
+        r.exact = True
 
 
 # --- plain data for the output layer ------------------------------------------------------------------

@@ -47,11 +47,11 @@ def scans(monkeypatch):
     asked = []
 
     def read_ranges(settings, topic, starts, end):
-        ((p, start),) = starts.items()
-        asked.append((topic, p, start, end))
+        asked.append((topic, dict(starts), end))
         lso = 9
         return [
             SimpleNamespace(summary={"read_committed": lso - start - 1, "markers": 1, "aborted_records": 0})
+            for start in starts.values()
         ]
 
     monkeypatch.setattr(dump_partition, "read_ranges", read_ranges)
@@ -72,7 +72,7 @@ def _cluster(**kw):
             "tx-9": _desc("tx-9", set(), state="PrepareCommit", pid=9),
         },
         offsets={("a", 0): Offsets(5, 12), ("a", 1): Offsets(3, 6), ("b", 0): Offsets(9, 9)},
-        groups={"g": {("b", 0): 2, ("a", 0): 5}, "far": {("b", 0): 0}},
+        groups={"g": {("b", 0): 2, ("a", 0): 5}, "g2": {("b", 0): 4}, "far": {("b", 0): 0}},
         ops={"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"},
         **kw,
     )
@@ -100,7 +100,9 @@ def test_partitions_states_and_lags(scans):
     assert (far.lag_records, far.invisible_records, far.exact) == (9, None, False)
     # at the LSO: no lag and nothing to read, however far the high watermark is
     assert (at_lso.hw_lag_records, at_lso.lag_records, at_lso.invisible_records) == (7, 0, 0)
-    assert scans == [("b", 0, 2, "lso")]
+    assert lags[("g2", "b", 0)].lag_records == 4
+    # one read per topic and round: two groups on one partition take two rounds
+    assert scans == [("b", {0: 2}, "lso"), ("b", {0: 4}, "lso")]
     s = snap.summary()
     assert (s["hanging_transactions"], s["open_transactions"], s["max_lso_gap_records"]) == (1, 3, 7)
     assert s["max_read_committed_lag_records"] == 9 and snap.complete
