@@ -170,7 +170,6 @@ def check_cmd(
 
     \b
     Example: kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000"""
-    from kxtx.errors import KxtxError
     from kxtx.ops import check
     from kxtx.wording import plural
 
@@ -179,10 +178,11 @@ def check_cmd(
         crits = check.parse_thresholds(crit, "--crit")
         settings = connection(bootstrap, config, command_config, timeout)
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
-    except (KxtxError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
+        from kxtx.clients import translate
         from kxtx.security import scrub
 
-        typer.echo(check.unknown(scrub(str(exc))))
+        typer.echo(check.unknown(scrub(str(translate(exc)))))
         raise typer.Exit(check.PluginStatus.UNKNOWN) from None
     s = snap.summary()
     values = {
