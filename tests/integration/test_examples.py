@@ -495,26 +495,11 @@ def test_monitor_examples(ctx):
 
 
 def _serve_example(ctx, serve):
-    import signal
     import urllib.request
 
-    proc = subprocess.Popen(
-        ctx.argv(serve.text.replace("--port 9464", "--port 0")),
-        cwd=ctx.dir,
-        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        url = proc.stderr.readline().split()[-1]
+    from tests.integration.test_monitor import serving
+
+    argv = ctx.argv(serve.text.replace("--port 9464", "--port 0"))
+    with serving(argv, {**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap}, ctx.dir) as url:
         with urllib.request.urlopen(url, timeout=120) as r:
             assert "kxtx_up 1" in r.read().decode().splitlines()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 143
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

@@ -10,12 +10,14 @@ naive lag (high watermark - committed) is markers and aborted records only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -235,23 +237,30 @@ def test_check_unknown(broker, args, words):
     assert r.stdout.startswith("KXTX UNKNOWN - ") and words in r.stdout and r.stdout.count("\n") == 1
 
 
-def _serve(broker, *args):
-    """`kxtx monitor serve --port 0` started; (process, its /metrics URL)."""
-    from tests.conftest import ROOT
-
+@contextlib.contextmanager
+def serving(argv: list[str], env: dict, cwd) -> Iterator[str]:
+    """`kxtx monitor serve` (argv with `--port 0`) running; yields its /metrics URL. Leaving the block
+    stops it with SIGTERM, which must end it with 143 (test_examples.py runs the README's this way)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", *args],
+        argv,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap},
+        cwd=cwd,
+        env=env,
     )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    assert line.startswith("kxtx: serving http://"), line
-    return proc, line.split()[-1]
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("kxtx: serving http://"), line
+        yield line.split()[-1]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _scrape(url: str) -> dict:
@@ -263,8 +272,11 @@ def _scrape(url: str) -> dict:
 
 @pytest.mark.parametrize("down", [False, True], ids=["up", "cluster-down"])
 def test_serve_answers_and_stops_on_sigterm(broker, scene, down):
-    proc, url = _serve(broker, "--min-interval", "0", *(["-b", "127.0.0.1:1"] if down else []))
-    try:
+    from tests.conftest import ROOT
+
+    argv = [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", "--min-interval", "0"]
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
+    with serving(argv + (["-b", "127.0.0.1:1"] if down else []), env, ROOT) as url:
         first, second = _scrape(url), _scrape(url)  # a down cluster: the server keeps answering
         assert first[("kxtx_up", ())] == second[("kxtx_up", ())] == (0 if down else 1)
         assert second[("kxtx_collections_total", ())] == 2
@@ -272,9 +284,3 @@ def test_serve_answers_and_stops_on_sigterm(broker, scene, down):
         if not down:
             hang = (("partition", "1"), ("topic", scene["hang"]))
             assert second[("kxtx_partition_hanging_transactions", hang)] == 1
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 143
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
