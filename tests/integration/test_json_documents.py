@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +33,7 @@ from kxtx.exitcodes import ExitCode, status
 from tests.conftest import ROOT, Kafka
 from tests.integration.kafka_io import commit_offset, end_offsets, wait_until
 from tests.integration.pipe_helpers import UDFS
-from tests.integration.txn_helpers import hanging_broker, make_hanging
+from tests.integration.txn_helpers import hanging_broker, kxtx_on, make_hanging
 
 pytestmark = [pytest.mark.kafka]
 
@@ -78,7 +78,7 @@ class Scene:
 
 
 @pytest.fixture(scope="module")
-def scene(broker, tmp_path_factory) -> Scene:
+def scene(broker, tmp_path_factory) -> Iterator[Scene]:
     from confluent_kafka import Producer
 
     u = uuid.uuid4().hex[:6]
@@ -99,7 +99,12 @@ def scene(broker, tmp_path_factory) -> Scene:
     good, bad = d / "good.jsonl", d / "bad.jsonl"
     good.write_text("".join(f'{{"k":"k{i}","i":{i}}}\n' for i in range(20)))
     bad.write_text("".join("{oops\n" if i == 7 else f'{{"k":"k{i}","i":{i}}}\n' for i in range(10)))
-    return Scene(broker, data, txid, hang, hang2, starts[(hang2, 0)], d, good, bad, {}, threading.Lock())
+    yield Scene(broker, data, txid, hang, hang2, starts[(hang2, 0)], d, good, bad, {}, threading.Lock())
+    # The worker's broker with verification off is shared with test_hanging.py, whose find-hanging
+    # runs over every topic: leave nothing hanging behind (it failed after this module before).
+    for topic in (hang, hang2):
+        r = kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes")
+        assert r.returncode == 0, r.stderr
 
 
 # --- the rows -----------------------------------------------------------------------------------------
