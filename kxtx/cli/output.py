@@ -133,7 +133,8 @@ def document(fmt: object, rows_key: str | None = None) -> Iterator[Document | No
     """While a command runs: its json `Document` (None for table and jsonl, and inside a command
     run by another, whose document it is). The caller writes it (`Document.write`)."""
     global _open
-    if _open is not None or fmt is not OutputFormat.json:
+    # by value: a command with formats of its own (`monitor collect`'s prometheus) has its own enum
+    if _open is not None or getattr(fmt, "value", None) != OutputFormat.json.value:
         yield None
         return
     _open = Document(rows_key)

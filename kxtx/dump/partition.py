@@ -244,7 +244,6 @@ def dump_partitions(
     settings: Settings, topic: str, partitions: list[int] | None, start: int | str, end: int | str
 ) -> list[PartitionDump]:
     from kxtx.dump.engine import partition_count
-    from kxtx.dump.rawfetch import RawFetchSource
 
     count = partition_count(settings, topic)
     if count is None:
@@ -254,9 +253,19 @@ def dump_partitions(
     if missing:
         raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
     starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
+    return read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end)
+
+
+def read_ranges(
+    settings: Settings, topic: str, starts: dict[int, int | str], end: int | str
+) -> list[PartitionDump]:
+    """Each partition of `starts` read from its start to `end`, in that order. `kxtx monitor`
+    counts what a read_committed consumer still gets from a group's committed offset this way."""
+    from kxtx.dump.rawfetch import RawFetchSource
+
     source = RawFetchSource(settings, topic)
     try:
-        return [_PartitionReader(source, p, starts.get(p, start), end).read() for p in chosen]
+        return [_PartitionReader(source, p, start, end).read() for p, start in starts.items()]
     finally:
         source.close()
 

@@ -158,15 +158,24 @@ class Cluster:
         Listings for producer ids we did not ask for are ignored (as Kafka does)."""
         if not pids:
             return {}
-        by_broker = self._ride_out(
-            lambda: self.txn.list_transactions(producer_id_filters=sorted(pids)), "ListTransactions"
-        )
         out: dict[int, tuple[str, str]] = {}
-        for listings in by_broker.values():
-            for t in listings:
-                if t.producer_id in pids:
-                    out[t.producer_id] = (t.transactional_id, _state(t.state))
+        for tid, pid, state in self._listings(producer_id_filters=sorted(pids)):
+            if pid in pids:
+                out[pid] = (tid, state)
         return out
+
+    def transactions(self) -> dict[str, tuple[int, str]]:
+        """ListTransactions on every broker, unfiltered: {transactional id: (producer id, state)}
+        for every id the coordinators hold (not Dead ones: they are gone)."""
+        return {tid: (pid, state) for tid, pid, state in self._listings()}
+
+    def _listings(self, **filters) -> list[tuple[str, int, str]]:
+        by_broker = self._ride_out(lambda: self.txn.list_transactions(**filters), "ListTransactions")
+        return [
+            (t.transactional_id, t.producer_id, _state(t.state))
+            for listings in by_broker.values()
+            for t in listings
+        ]
 
     def list_txn_ids(self, id_pattern: str | None = None) -> list[str] | None:
         """ListTransactions on every broker: the transactional ids their coordinators hold, in any
@@ -278,33 +287,57 @@ class Cluster:
     def committed(self, tps: list[TP], groups: list[str] | None = None) -> dict[TP, dict[str, int]]:
         """{partition: {group: committed offset}} over every consumer group that committed there
         (or over `groups` only)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
         out: dict[TP, dict[str, int]] = {tp: {} for tp in tps}
         if not tps:
             return out
-        t = self.settings.timeout
         if groups is None:
             try:
-                listed = self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
+                groups = self.group_ids()
             except Exception as exc:  # noqa: BLE001 - groups are extra evidence, not the verdict
                 logger.warning(f"cannot list consumer groups (blocked groups not shown): {_reason(exc)}")
                 return out
-            groups = [g.group_id for g in listed]
+        by_group, failed = self.group_offsets(groups, tps)
+        for gid, why in failed.items():
+            logger.warning(f"group {gid!r}: cannot read committed offsets: {why}")
+        for gid, offsets in by_group.items():
+            for tp, offset in offsets.items():
+                out.setdefault(tp, {})[gid] = offset
+        return out
+
+    def group_ids(self) -> list[str]:
+        """Every consumer group the principal may DESCRIBE (raises what the client raised)."""
+        t = self.settings.timeout
+        return sorted(
+            g.group_id for g in self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
+        )
+
+    def group_offsets(
+        self, groups: list[str], tps: list[TP] | None = None
+    ) -> tuple[dict[str, dict[TP, int]], dict[str, str]]:
+        """({group: {partition: committed offset}}, {group: why it could not be read}) over `tps`,
+        or over every partition the group committed when None."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        t = self.settings.timeout
+        wanted = None if tps is None else [TopicPartition(tp_[0], tp_[1]) for tp_ in tps]
         futs = {}
         for g in groups:
-            req = ConsumerGroupTopicPartitions(g, [TopicPartition(tp_[0], tp_[1]) for tp_ in tps])
+            req = ConsumerGroupTopicPartitions(g, wanted)
             futs.update(self.admin.list_consumer_group_offsets([req], request_timeout=t))
+        out: dict[str, dict[TP, int]] = {}
+        failed: dict[str, str] = {}
         for gid, fut in futs.items():
             try:
                 res = fut.result(timeout=t)
-            except Exception as exc:  # noqa: BLE001
-                logger.warning(f"group {gid!r}: cannot read committed offsets: {_reason(exc)}")
+            except Exception as exc:  # noqa: BLE001 - one group; keep the others
+                failed[gid] = _reason(exc)
                 continue
-            for ctp in res.topic_partitions:
-                if ctp.error is None and ctp.offset >= 0:
-                    out.setdefault((ctp.topic, ctp.partition), {})[gid] = ctp.offset
-        return out
+            out[gid] = {
+                (ctp.topic, ctp.partition): ctp.offset
+                for ctp in res.topic_partitions
+                if ctp.error is None and ctp.offset >= 0
+            }
+        return out, failed
 
     # --- writes --------------------------------------------------------------------------------------
     def write_abort_marker(

@@ -81,19 +81,28 @@ def find_hanging(
     report.partitions_checked = len(tps)
     states, report.errors = cluster.describe_producers(tps, scope.broker_id, progress)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
+    judge(cluster, report, states, now, extras)
+    return report
+
+
+def judge(
+    cluster: Cluster, report: Report, states: dict[TP, list[OpenTxn]], now_ms: int, extras: bool = True
+) -> None:
+    """Kafka's rule over producer states already read (DescribeProducers): fills `report.hanging`
+    (with leaders, evidence when `extras`) and its warnings. `kxtx monitor` reads the states once for
+    its own figures and judges them here, so both commands apply the same rule."""
     candidates = [
-        p for rows in states.values() for p in rows if decide.is_candidate(p, now, report.max_timeout_ms)
+        p for rows in states.values() for p in rows if decide.is_candidate(p, now_ms, report.max_timeout_ms)
     ]
     report.candidates = len(candidates)
     if candidates:
-        report.hanging = classify(cluster, candidates, now, report.warnings)
+        report.hanging = classify(cluster, candidates, now_ms, report.warnings)
     if report.hanging:
         add_leaders(cluster, report.hanging)
     if report.hanging and extras:
         add_evidence(cluster, report.hanging)
     if report.hanging:
         acl_warning(cluster, report)
-    return report
 
 
 def classify(

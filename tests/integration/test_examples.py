@@ -12,6 +12,9 @@ The scenarios run the example text as found, with these substitutions only:
 - the README's first steps run as one bash script (their `eval` line sets the variable the next
   lines use), with `kxtx` a shell function running the kxtx under test, while port 9092 is held;
 - `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
+- node_exporter's textfile directory (`/var/lib/prometheus/node-exporter`) becomes a temporary one;
+- `kxtx monitor serve`, which runs until stopped, gets `--port 0` for its `--port 9464`, is
+  scraped once and stopped with SIGTERM;
 - `kxtx --install-completion` runs in `bash -c` (typer installs for the shell it is typed in) with
   HOME in a temporary directory;
 - `bash scripts/quickstart.sh` runs with KXTX_QUICKSTART_NO_INSTALL=1: kxtx is installed already,
@@ -81,6 +84,14 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx sandbox start-node 2",
         r"kxtx sandbox stop-node 3",
         r"kxtx sandbox pause-node 1",
+    ],
+    # The README's and monitor check --help's (the same text).
+    "monitor": [
+        r"kxtx monitor collect -o json",
+        r"kxtx monitor collect -o prometheus",
+        r"kxtx monitor collect --textfile /var/lib/prometheus/node-exporter",
+        r"kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000",
+        r"kxtx monitor serve --port 9464 --min-interval 30",
     ],
     "security": [
         r"kxtx sandbox start --security sasl_ssl --port 0",
@@ -449,3 +460,46 @@ def test_security_examples(ctx):
             capture_output=True,
             timeout=120,
         )
+
+
+def test_monitor_examples(ctx):
+    import dataclasses
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    as_json, as_prom, textfile, check, serve = (_by("monitor", p) for p in SCENARIOS["monitor"])
+    doc = json.loads(ctx.run(as_json).stdout)
+    assert doc["status"] == "ok" and {"partitions", "groups", "transactional_id_states"} <= set(doc)
+    up = {s.name: s.value for f in text_string_to_metric_families(ctx.run(as_prom).stdout) for s in f.samples}
+    assert up["kxtx_up"] == 1
+    d = ctx.dir / "textfile"
+    d.mkdir()
+    ctx.run(
+        dataclasses.replace(textfile, text=textfile.text.replace("/var/lib/prometheus/node-exporter", str(d)))
+    )
+    assert "kxtx_up 1" in (d / "kxtx.prom").read_text().splitlines()
+    # the session broker is shared: another test's open transaction may make it WARNING; the line
+    # and the exit code must agree
+    r = subprocess.run(
+        ctx.argv(check.text),
+        cwd=ctx.dir,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap},
+    )
+    word = r.stdout.split(" ")[1]
+    assert (word, r.returncode) in {("OK", 0), ("WARNING", 1), ("CRITICAL", 2)}, r.stdout + r.stderr
+    assert r.stdout.count("\n") == 1 and " | hanging=" in r.stdout
+    _serve_example(ctx, serve)
+
+
+def _serve_example(ctx, serve):
+    import urllib.request
+
+    from tests.integration.test_monitor import serving
+
+    argv = ctx.argv(serve.text.replace("--port 9464", "--port 0"))
+    with serving(argv, {**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap}, ctx.dir) as url:
+        with urllib.request.urlopen(url, timeout=120) as r:
+            assert "kxtx_up 1" in r.read().decode().splitlines()

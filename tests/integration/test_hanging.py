@@ -8,17 +8,13 @@ transaction. A dedicated broker per module, because the session broker keeps ver
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-from tests.conftest import ROOT, Kafka
 from tests.integration.kafka_io import commit_offset, end_offsets, read_committed
-from tests.integration.txn_helpers import BROKER_CONFIG, LowLevel, make_hanging
+from tests.integration.txn_helpers import LowLevel, hanging_broker, kxtx_on, make_hanging
 from tests.unit.record_encoder import iso
 
 # Transactions v2 (4.x) and v1 (3.9) hang and abort differently: CI runs these on both.
@@ -27,23 +23,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.versioned]
 
 @pytest.fixture(scope="module")
 def broker(brokers):
-    external = os.environ.get("KXTX_TEST_BOOTSTRAP")
-    if external:  # must run with the BROKER_CONFIG above
-        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
-    return brokers(BROKER_CONFIG)
+    return hanging_broker(brokers)
 
 
-def kxtx(broker, *args, timeout=120):
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+kxtx = kxtx_on
 
 
 def rows(result):

@@ -70,6 +70,26 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
     assert row["maybe_false_positive"] is True
     assert "false positives" in r.stderr
 
+    # kxtx monitor, as the same principal: the same partition, the same warning in its document
+    r = kxtx_as(
+        secure,
+        "limited",
+        "monitor",
+        "collect",
+        "--topic",
+        topic,
+        "--max-transaction-timeout",
+        "15",
+        "-o",
+        "json",
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(p["topic"], p["hanging_transactions"]) for p in doc["partitions"]] == [(topic, 1)]
+    assert any("false positives" in w for w in doc["warnings"]), doc["warnings"]
+    r = kxtx_as(secure, "limited", "monitor", "check", "--topic", topic, "--max-transaction-timeout", "15")
+    assert r.returncode == 2 and r.stdout.startswith("KXTX CRITICAL - hanging transactions 1"), r.stdout
+
     r = kxtx_as(
         secure,
         "limited",

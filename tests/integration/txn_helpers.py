@@ -9,6 +9,9 @@ The coordinator never learns about the partition, so no marker ever comes: the L
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 
@@ -30,6 +33,34 @@ BROKER_CONFIG = {
     "transaction.partition.verification.enable": "false",
     "transaction.max.timeout.ms": "600000",
 }
+
+
+def hanging_broker(brokers):
+    """A broker that runs with BROKER_CONFIG (one per worker, shared by the modules that need truly
+    hanging transactions), or KXTX_TEST_BOOTSTRAP's, which must run with it."""
+    from tests.conftest import Kafka
+
+    external = os.environ.get("KXTX_TEST_BOOTSTRAP")
+    if external:
+        return Kafka(external, os.environ.get("KXTX_TEST_KAFKA_VERSION"), None)
+    return brokers(BROKER_CONFIG)
+
+
+def kxtx_on(broker, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the CLI against `broker` (stdin and stdout not terminals, as in cron)."""
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
+    return subprocess.run(
+        [sys.executable, "-m", "kxtx", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+
 
 _RETRY = (
     Errors.ConcurrentTransactionsError,

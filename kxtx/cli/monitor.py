@@ -1,0 +1,263 @@
+"""`kxtx monitor collect` and `kxtx monitor check`: transaction health for Prometheus and plugin checks."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import typer
+
+from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
+from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
+
+app = typer.Typer(
+    help="Transaction health for monitoring: Prometheus metrics, a textfile for node_exporter, "
+    "a Nagios-style check.",
+    no_args_is_help=True,
+)
+
+
+class MonitorFormat(str, enum.Enum):
+    """kxtx's formats (kxtx.cli.output.OutputFormat) and Prometheus's text exposition."""
+
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    prometheus = "prometheus"
+
+
+TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic's partitions.")]
+GroupOpt = Annotated[
+    list[str] | None,
+    typer.Option("--group", "-g", help="Only this consumer group (repeatable; default: every group)."),
+]
+LagScanOpt = Annotated[
+    int,
+    typer.Option(
+        "--lag-scan-max",
+        min=0,
+        metavar="OFFSETS",
+        help="A group this many offsets or fewer below the LSO has its lag counted record by record "
+        "(markers and aborted records left out); further behind, by offsets (an upper bound).",
+    ),
+]
+
+
+def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max):
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.monitor import collect
+
+    with Cluster(settings) as cluster:
+        return collect(cluster, topic, groups or None, _minutes(max_transaction_timeout), lag_scan_max)
+
+
+@app.command("collect")
+@boundary
+def collect_cmd(
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    lag_scan_max: LagScanOpt = 1000,
+    textfile: Annotated[
+        str | None,
+        typer.Option(
+            "--textfile",
+            metavar="DIR",
+            help="Write the metrics to DIR/kxtx.prom for node_exporter's textfile collector, "
+            "atomically (a temporary file in DIR, then a rename); kxtx_up 0 when the collection fails.",
+        ),
+    ] = None,
+    textfile_name: Annotated[
+        str, typer.Option("--textfile-name", metavar="NAME", help="The file name in --textfile DIR.")
+    ] = "kxtx.prom",
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: Annotated[
+        MonitorFormat | None,
+        typer.Option(
+            "--format",
+            "-o",
+            help="table, json, jsonl (as every command; default: table on a terminal, jsonl "
+            "otherwise, nothing with --textfile) or prometheus (the text exposition format).",
+            rich_help_panel="Output",
+        ),
+    ] = None,
+) -> None:
+    """One pass over the cluster: transaction health as a table, json, jsonl, Prometheus's text format
+    or a node_exporter textfile.
+
+    Per partition with an open transaction: its HW, LSO, gap, oldest open transaction and its two ages (since it began; since its last write), hanging or not (find-hanging's
+    rule); transactional ids per coordinator state with the oldest age per non-final state; per group
+    the read_committed lag and the part of the naive lag that is only markers and aborted records;
+    the collection's duration and what it could not see. Exit codes as every command (69: no broker)."""
+    import time
+
+    from kxtx import __version__
+    from kxtx.ops import exposition
+
+    if textfile is not None:
+        exposition.textfile_path(textfile, textfile_name)
+    settings = connection(bootstrap, config, command_config, timeout)
+    started = time.monotonic()
+    try:
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+    except Exception:
+        # the scrape still learns the collection failed, and stale figures are not left behind
+        text = exposition.failure(__version__, time.monotonic() - started)
+        if textfile is not None:
+            exposition.write_textfile(textfile, textfile_name, text)
+        if fmt is MonitorFormat.prometheus:
+            typer.echo(text, nl=False)
+        raise
+    if snap.warnings:
+        from kxtx.log import logger
+
+        for w in snap.warnings:
+            logger.warning(w)
+    if textfile is not None:
+        exposition.write_textfile(textfile, textfile_name, exposition.exposition(snap, __version__))
+        if fmt is None:
+            return
+    if fmt is MonitorFormat.prometheus:
+        typer.echo(exposition.exposition(snap, __version__), nl=False)
+        return
+    _emit(snap, fmt)
+
+
+def _emit(snap, fmt: MonitorFormat | None) -> None:
+    from kxtx.cli.output import OutputFormat, emit
+    from kxtx.ops.monitor import document
+
+    emit(document(snap), None if fmt is None else OutputFormat(fmt.value), title="kxtx monitor")
+
+
+@app.command("check")
+@boundary
+def check_cmd(
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    warn: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--warn",
+            "-w",
+            metavar="METRIC=RANGE",
+            help="WARNING when METRIC (hanging, open-age in seconds, lso-gap, lag) lies outside RANGE "
+            "([@]start:end, the plugin range syntax; @ alerts inside). Repeatable.",
+        ),
+    ] = None,
+    crit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--crit",
+            "-c",
+            metavar="METRIC=RANGE",
+            help="CRITICAL likewise (default: hanging=0, any hanging transaction is critical).",
+        ),
+    ] = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    lag_scan_max: LagScanOpt = 1000,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """A Nagios/Icinga/Sensu-style check: one status line on stdout with perfdata after '|'. Exit codes
+    are the plugin API's, unlike every other kxtx command: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no
+    broker, bad thresholds, any error). Part of the cluster not seen (no DESCRIBE): at least WARNING.
+
+    \b
+    Example: kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000"""
+    from kxtx.ops import check
+    from kxtx.wording import plural
+
+    try:
+        warns = check.parse_thresholds(warn, "--warn")
+        crits = check.parse_thresholds(crit, "--crit")
+        settings = connection(bootstrap, config, command_config, timeout)
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+    except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
+        from kxtx.clients import translate
+        from kxtx.security import scrub
+
+        typer.echo(check.unknown(scrub(str(translate(exc)))))
+        raise typer.Exit(check.PluginStatus.UNKNOWN) from None
+    s = snap.summary()
+    values = {
+        "hanging": s["hanging_transactions"],
+        "open-age": s["oldest_open_age_seconds"],
+        "lso-gap": s["max_lso_gap_records"],
+        "lag": s["max_read_committed_lag_records"],
+    }
+    incomplete = (
+        f"{plural(len(snap.unseen), 'thing')} not seen ({snap.unseen[0]['why']})" if snap.unseen else ""
+    )
+    status, line = check.verdict(values, warns, crits, incomplete)
+    typer.echo(line)
+    if status is not check.PluginStatus.OK:
+        raise typer.Exit(int(status))
+
+
+@app.command("serve")
+@boundary
+def serve_cmd(
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="HTTP port (0: any free port).")
+    ] = 9464,
+    bind: Annotated[
+        str,
+        typer.Option("--bind", metavar="ADDRESS", help="Address to listen on (0.0.0.0: every interface)."),
+    ] = "127.0.0.1",
+    min_interval: Annotated[
+        float,
+        typer.Option(
+            "--min-interval",
+            metavar="SECONDS",
+            min=0,
+            help="A scrape within this long of the last collection gets that collection's metrics.",
+        ),
+    ] = 15.0,
+    bound: Annotated[
+        float,
+        typer.Option(
+            "--scrape-timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="A scrape waits this long for a running collection, then answers kxtx_up 0 (keep it "
+            "below Prometheus's scrape_timeout); the collection goes on, never a second at once.",
+        ),
+    ] = 8.0,
+    topic: TopicOpt = None,
+    group: GroupOpt = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    lag_scan_max: LagScanOpt = 1000,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """A Prometheus exporter: GET /metrics runs a collection (the metrics of `collect -o prometheus`,
+    plus kxtx_collections_total and kxtx_collection_failures_total). A down cluster is kxtx_up 0 and
+    the server keeps answering. Stops on SIGTERM or Ctrl-C (exit 143 / 130, as every command).
+
+    \b
+    Example: kxtx monitor serve --port 9464 --min-interval 30"""
+    from kxtx import __version__
+    from kxtx.ops import exposition
+    from kxtx.ops.serve import Exporter, server
+
+    settings = connection(bootstrap, config, command_config, timeout)
+
+    def one() -> str:
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+        return exposition.exposition(snap, __version__)
+
+    srv = server(Exporter(one, __version__, min_interval, bound), bind, port)
+    real_port = srv.server_address[1]
+    typer.echo(f"kxtx: serving http://{bind}:{real_port}/metrics", err=True)
+    try:
+        srv.serve_forever()
+    finally:
+        srv.server_close()

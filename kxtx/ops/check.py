@@ -1,0 +1,127 @@
+"""`kxtx monitor check`: thresholds in the monitoring-plugin range syntax, a verdict, perfdata. Pure.
+
+Range syntax (Nagios plugin guidelines): `[@]start:end`; `start` defaults to 0 and may be `~`
+(minus infinity), an empty end is plus infinity; `10` means 0:10. A value alerts when it lies
+outside the range, or, with `@`, inside it (both ends inclusive).
+The check's exit codes are the plugin API's (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN), not kxtx's.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from kxtx.errors import UsageError
+
+
+class PluginStatus(enum.IntEnum):
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+
+
+@dataclass(frozen=True)
+class Range:
+    start: float
+    end: float
+    inside: bool
+    text: str
+
+    def alerts(self, value: float) -> bool:
+        within = self.start <= value <= self.end
+        return within if self.inside else not within
+
+
+def parse_range(text: str) -> Range:
+    raw = text.strip()
+    body = raw[1:] if raw.startswith("@") else raw
+    if not body:
+        raise UsageError(f"threshold {text!r}: empty range; e.g. 10, 10:, ~:10, 10:20, @10:20")
+    start_s, sep, end_s = body.partition(":")
+    if not sep:
+        start_s, end_s = "0", body
+    try:
+        start = -math.inf if start_s == "~" else float(start_s or 0)
+        end = math.inf if end_s == "" else float(end_s)
+    except ValueError:
+        raise UsageError(f"threshold {text!r}: not a range; e.g. 10, 10:, ~:10, 10:20, @10:20") from None
+    if start > end:
+        raise UsageError(f"threshold {text!r}: start {start_s} is above end {end_s}")
+    return Range(start, end, raw.startswith("@"), raw)
+
+
+@dataclass(frozen=True)
+class Metric:
+    label: str  # the perfdata label
+    uom: str  # the perfdata unit: s, or empty for a count
+    words: str  # in the status line
+
+
+#: What thresholds apply to: option key -> metric, in the status line's order.
+METRICS = {
+    "hanging": Metric("hanging", "", "hanging transactions"),
+    "open-age": Metric("open_age", "s", "oldest open transaction age"),
+    "lso-gap": Metric("lso_gap", "", "largest LSO gap in records"),
+    "lag": Metric("lag", "", "largest read_committed lag in records"),
+}
+#: Without any threshold on `hanging`, a hanging transaction is CRITICAL.
+DEFAULT_CRIT = {"hanging": "0"}
+
+
+def parse_thresholds(items: list[str] | None, option: str) -> dict[str, Range]:
+    """`--warn/--crit METRIC=RANGE` (repeatable, or comma-separated)."""
+    out: dict[str, Range] = {}
+    for item in items or []:
+        for part in filter(None, (p.strip() for p in item.split(","))):
+            key, sep, rng = part.partition("=")
+            if not sep or key not in METRICS:
+                raise UsageError(
+                    f"{option} {part!r}: give METRIC=RANGE with METRIC one of {', '.join(METRICS)}"
+                )
+            out[key] = parse_range(rng)
+    return out
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
+
+
+def perfdata(values: dict[str, float], warn: dict[str, Range], crit: dict[str, Range]) -> str:
+    """`'label'=value[UOM];[warn];[crit];[min];[max]` for each metric, space-separated."""
+    parts = []
+    for key, m in METRICS.items():
+        w = warn[key].text if key in warn else ""
+        c = crit[key].text if key in crit else ""
+        parts.append(f"{m.label}={_fmt(values[key])}{m.uom};{w};{c};0;")
+    return " ".join(parts)
+
+
+def verdict(
+    values: dict[str, float], warn: dict[str, Range], crit: dict[str, Range], incomplete: str = ""
+) -> tuple[PluginStatus, str]:
+    """(status, the one status line). `incomplete`: what the collection could not see; it makes an
+    OK at least a WARNING (a check that saw part of the cluster cannot say all is well)."""
+    crit = {**{k: parse_range(v) for k, v in DEFAULT_CRIT.items() if k not in warn}, **crit}
+    status = PluginStatus.OK
+    why = []
+    for key, m in METRICS.items():
+        v = values[key]
+        if key in crit and crit[key].alerts(v):
+            status = max(status, PluginStatus.CRITICAL)
+            why.append(f"{m.words} {_fmt(v)}{m.uom} (critical {crit[key].text})")
+        elif key in warn and warn[key].alerts(v):
+            status = max(status, PluginStatus.WARNING)
+            why.append(f"{m.words} {_fmt(v)}{m.uom} (warning {warn[key].text})")
+    if incomplete:
+        status = max(status, PluginStatus.WARNING)
+        why.append(incomplete)
+    if not why:
+        why.append(", ".join(f"{m.words} {_fmt(values[k])}{m.uom}" for k, m in METRICS.items()))
+    line = f"KXTX {status.name} - {'; '.join(why)} | {perfdata(values, warn, crit)}"
+    return PluginStatus(status), line
+
+
+def unknown(message: str) -> str:
+    return f"KXTX UNKNOWN - {' '.join(message.split())}"
