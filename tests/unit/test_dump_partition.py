@@ -16,7 +16,7 @@ from kxtx.dump.partition import (
     resolve,
     summarize,
 )
-from kxtx.dump.partition import _Offsets as Offsets
+from kxtx.dump.batchrecords import BatchRecords as Offsets
 from kxtx.errors import UsageError
 
 
