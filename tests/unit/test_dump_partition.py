@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.dump.batchrecords import BatchRecords, show
+from kxtx.dump.batchrecords import BatchRecords as Offsets
 from kxtx.dump.partition import (
     ABORTED,
     COMMITTED,
@@ -16,8 +18,7 @@ from kxtx.dump.partition import (
     resolve,
     summarize,
 )
-from kxtx.dump.batchrecords import BatchRecords as Offsets
-from kxtx.errors import UsageError
+from kxtx.errors import KxtxError, UsageError
 
 
 @pytest.mark.parametrize(
@@ -215,3 +216,77 @@ def test_records_of_a_batch_in_range(offsets, lo, hi, expected):
     o = Offsets(_Raw(offsets))
     assert o.count(lo, hi) == expected
     assert o.count(lo, hi) == expected  # asked twice: the records are read once
+
+
+@pytest.mark.parametrize(
+    ("data", "how", "expected"),
+    [
+        (None, "string", None),
+        (b"caf\xc3\xa9", "string", "café"),
+        (b"a\xffb", "string", "a\\xffb"),  # undecodable bytes stay visible
+        (b'{"a": [1]}', "json", {"a": [1]}),
+        (b"12", "json", 12),
+        (b"not json", "json", "not json"),
+        (b"\xff", "json", "\\xff"),
+        (b"\x00\xff", "raw", "AP8="),
+        (b"", "string", ""),
+    ],
+)
+def test_show(data, how, expected):
+    assert show(data, how) == expected
+
+
+@pytest.mark.parametrize(
+    ("compression", "error", "message"),
+    [
+        (
+            3,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is lz4-compressed: reading its records needs the Python package lz4",
+        ),
+        (
+            2,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is snappy-compressed: reading its records needs the Python package python-snappy",
+        ),
+        (
+            4,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is zstd-compressed: reading its records needs the Python package zstandard",
+        ),
+        (
+            1,
+            "CorruptRecordError",
+            "t[0] batch at offset 40: its records cannot be read (gzip): [Error 2] CorruptRecordError: bad",
+        ),
+    ],
+)
+def test_a_batch_that_cannot_be_read_is_named(compression, error, message):
+    import kafka.errors
+
+    class Raw:
+        compression_type, base_offset = compression, 40
+
+        def __iter__(self):
+            raise getattr(kafka.errors, error)("bad")
+
+    with pytest.raises(KxtxError) as exc:
+        BatchRecords(Raw(), "t[0]").read()
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "width", "expected"),
+    [
+        (None, 5, None),
+        ("abcdef", 5, "abcd…"),
+        ("abcde", 5, "abcde"),
+        ("abcdef", 0, "abcdef"),  # 0: never cut
+        ({"a": 1}, 0, '{"a":1}'),
+        ("a\nb", 10, "a\\nb"),  # one line per row
+    ],
+)
+def test_table_cells_are_cut(value, width, expected):
+    from kxtx.cli.dump_partition import _cut
+
+    assert _cut(value, width) == expected
