@@ -251,48 +251,51 @@ def _kafka_dump_log(kafka, topic: str) -> list[dict]:
     return batches
 
 
+def _ours(b: dict) -> tuple:
+    """What both tools say of a batch, from kxtx's row."""
+    return (
+        b["base_offset"],
+        b["last_offset"],
+        b["count"],
+        b["base_sequence"],
+        b["producer_id"],
+        b["producer_epoch"],
+        b["transactional"],
+        b["control"],
+        b["compression"],
+        b["size"],
+        b["max_timestamp"],
+        b["control_type"],
+        b["coordinator_epoch"],
+    )
+
+
+def _kafkas(b: dict) -> tuple:
+    """The same, from a batch of DumpLogSegments' output."""
+    epoch = b.get("coordinatorEpoch")
+    return (
+        int(b["baseOffset"]),
+        int(b["lastOffset"]),
+        int(b["count"]),
+        int(b["baseSequence"]),
+        int(b["producerId"]),
+        int(b["producerEpoch"]),
+        b["isTransactional"] == "true",
+        b["isControl"] == "true",
+        b["compresscodec"],
+        int(b["size"]),
+        int(b["CreateTime"]),
+        b.get("marker"),
+        None if epoch is None else int(epoch),
+    )
+
+
 def test_agrees_with_kafka_dump_log_segments(run_kxtx, kafka, log):
     """Batch by batch, what kxtx read over the wire equals what Kafka's own tool reads from disk."""
     ours = _dump(run_kxtx, log)["batches"]
     theirs = _kafka_dump_log(kafka, log)
     assert len(ours) == len(theirs) == 11 + len(_by_codec(ours)["snappy"])
-
-    def mine(b: dict) -> tuple:
-        return (
-            b["base_offset"],
-            b["last_offset"],
-            b["count"],
-            b["base_sequence"],
-            b["producer_id"],
-            b["producer_epoch"],
-            b["transactional"],
-            b["control"],
-            b["compression"],
-            b["size"],
-            b["max_timestamp"],
-            b["control_type"],
-            b["coordinator_epoch"],
-        )
-
-    def kafkas(b: dict) -> tuple:
-        epoch = b.get("coordinatorEpoch")
-        return (
-            int(b["baseOffset"]),
-            int(b["lastOffset"]),
-            int(b["count"]),
-            int(b["baseSequence"]),
-            int(b["producerId"]),
-            int(b["producerEpoch"]),
-            b["isTransactional"] == "true",
-            b["isControl"] == "true",
-            b["compresscodec"],
-            int(b["size"]),
-            int(b["CreateTime"]),
-            b.get("marker"),
-            None if epoch is None else int(epoch),
-        )
-
-    assert [mine(b) for b in ours] == [kafkas(b) for b in theirs]
+    assert [_ours(b) for b in ours] == [_kafkas(b) for b in theirs]
 
 
 def test_transactions_named_by_their_transactional_id(run_kxtx, log):
