@@ -22,24 +22,24 @@ _CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 class BatchRecords:
-    """A batch's records, read at most once and only when needed: kafka-python's batch can be
-    iterated only once."""
+    """A batch's records as (offset, timestamp, key, value, headers) tuples, read at most once and
+    only when needed (kafka-python's batch can be iterated only once)."""
 
     def __init__(self, raw, where: str = ""):
         self.raw, self.where = raw, where
-        self.records: list | None = None
+        self.records: list[tuple] | None = None
 
-    def read(self) -> list:
+    def read(self) -> list[tuple]:
         if self.records is None:
             try:
-                self.records = list(self.raw)
+                self.records = _decode(self.raw)
             except Exception as exc:
                 raise _codec_error(self.raw, self.where, exc) from exc
         return self.records
 
     def first_key_value(self) -> tuple[bytes | None, bytes | None]:
         records = self.read()
-        return (records[0].key, records[0].value) if records else (None, None)
+        return (records[0][2], records[0][3]) if records else (None, None)
 
     def count(self, lo: int, hi: int) -> int:
         """Records in [lo, hi). Without compaction a batch's offsets are contiguous: counted from
@@ -55,10 +55,127 @@ class BatchRecords:
         if n == last - base + 1:
             return overlap
         try:
-            return sum(1 for r in self.read() if lo <= r.offset < hi)
+            return sum(1 for r in self.read() if lo <= r[0] < hi)
         except KxtxError as exc:  # a codec package missing: estimate, say so
             logger.warning(f"{exc}; counted by its offset span")
             return min(n, overlap)
+
+
+def _decode(raw) -> list[tuple]:
+    """The records of a kafka-python batch: its decompressed bytes (decompressed by kafka-python)
+    decoded here, about 3x faster than its record iterator (measured on 200k-record partitions: it
+    made --records the slower half of the dump). Other batch kinds (message format v0/v1) through
+    kafka-python's iterator."""
+    uncompress = getattr(raw, "_maybe_uncompress", None)
+    if uncompress is None or not hasattr(raw, "_buffer") or getattr(raw, "magic", 2) != 2:
+        return [(r.offset, r.timestamp, r.key, r.value, list(r.headers or ())) for r in raw]
+    uncompress()
+    log_append_time = raw.timestamp_type == 1  # every record has the batch's max timestamp
+    return _records(
+        bytes(raw._buffer),
+        raw._pos,
+        raw.records_count,
+        raw.base_offset,
+        raw.first_timestamp,
+        raw.max_timestamp if log_append_time else None,
+    )
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint at `pos`: (value, position after it)."""
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _records(buf: bytes, pos: int, n: int, base: int, first_ts: int, fixed_ts: int | None) -> list[tuple]:
+    """Record format v2 (KIP-98): length, attributes, timestamp delta, offset delta, key, value,
+    headers; every number a zigzag varint. One- and two-byte varints (lengths of keys and values,
+    offset deltas) are decoded inline: a call per field was most of the time."""
+    out: list[tuple] = []
+    append = out.append
+    varint = _varint
+    for _ in range(n):
+        # length: skip it (the record ends where its fields end)
+        if buf[pos] < 0x80:
+            pos += 2
+        elif buf[pos + 1] < 0x80:
+            pos += 3
+        else:
+            _l, pos = varint(buf, pos)
+            pos += 1
+        # timestamp delta
+        b = buf[pos]
+        if b < 0x80:
+            ts = first_ts + ((b >> 1) ^ -(b & 1))
+            pos += 1
+        else:
+            ts, pos = varint(buf, pos)
+            ts += first_ts
+        b = buf[pos]
+        if b < 0x80:
+            o = base + ((b >> 1) ^ -(b & 1))
+            pos += 1
+        else:
+            b2 = buf[pos + 1]
+            if b2 < 0x80:
+                v = (b & 0x7F) | (b2 << 7)
+                o = base + ((v >> 1) ^ -(v & 1))
+                pos += 2
+            else:
+                o, pos = varint(buf, pos)
+                o += base
+        b = buf[pos]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            klen, pos = varint(buf, pos)
+        if klen >= 0:
+            key = buf[pos : pos + klen]
+            pos += klen
+        else:
+            key = None
+        b = buf[pos]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            b2 = buf[pos + 1]
+            if b2 < 0x80:
+                vlen = (b & 0x7F) | (b2 << 7)
+                vlen = (vlen >> 1) ^ -(vlen & 1)
+                pos += 2
+            else:
+                vlen, pos = varint(buf, pos)
+        if vlen >= 0:
+            value = buf[pos : pos + vlen]
+            pos += vlen
+        else:
+            value = None
+        if buf[pos]:
+            count, pos = varint(buf, pos)
+            headers: list = []
+            for _h in range(count):
+                hk, pos = varint(buf, pos)
+                name = buf[pos : pos + hk].decode("utf-8", errors="replace")
+                pos += hk
+                hv, pos = varint(buf, pos)
+                if hv >= 0:
+                    headers.append((name, buf[pos : pos + hv]))
+                    pos += hv
+                else:
+                    headers.append((name, None))
+        else:
+            headers = []
+            pos += 1
+        append((o, ts if fixed_ts is None else fixed_ts, key, value, headers))
+    return out
 
 
 def _codec_error(raw, where: str, exc: Exception) -> KxtxError:
@@ -100,25 +217,42 @@ def record_rows(
 ) -> list[dict[str, Any]]:
     """The rows of a data batch's records in [lo, hi), each with its batch's fate and whether a
     read_committed consumer reads it now (below the LSO, not aborted)."""
-    rows = []
     visible_fate = fate != "aborted"
-    for r in records.read():
-        o = r.offset
-        if o < lo or o >= hi:
-            continue
-        ts = r.timestamp
-        rows.append(
+    iso = ISO.get
+    if how == STRING:  # the default, inlined: a function call per field was a fifth of the time
+        return [
             {
                 "kind": "record",
                 "partition": partition,
                 "offset": o,
                 "timestamp": ts,
-                "time": ISO.get(ts) or iso_ms(ts),
-                "key": show(r.key, how),
-                "headers": [[k, show(v, how)] for k, v in r.headers] if r.headers else [],
-                "value": show(r.value, how),
+                "time": iso(ts) or iso_ms(ts),
+                "key": None if key is None else key.decode("utf-8", "backslashreplace"),
+                "headers": [
+                    [k, None if v is None else v.decode("utf-8", "backslashreplace")] for k, v in headers
+                ]
+                if headers
+                else [],
+                "value": None if value is None else value.decode("utf-8", "backslashreplace"),
                 "fate": fate,
                 "read_committed": visible_fate and o < lso,
             }
-        )
-    return rows
+            for o, ts, key, value, headers in records.read()
+            if lo <= o < hi
+        ]
+    return [
+        {
+            "kind": "record",
+            "partition": partition,
+            "offset": o,
+            "timestamp": ts,
+            "time": iso(ts) or iso_ms(ts),
+            "key": show(key, how),
+            "headers": [[k, show(v, how)] for k, v in headers] if headers else [],
+            "value": show(value, how),
+            "fate": fate,
+            "read_committed": visible_fate and o < lso,
+        }
+        for o, ts, key, value, headers in records.read()
+        if lo <= o < hi
+    ]
