@@ -10,6 +10,10 @@ until every transaction with data in the range has its marker, or the high water
 (The Fetch response's aborted-transactions list is not used: brokers fill it only for
 read_committed fetches.) A transaction without a marker up to the high watermark is `open`.
 
+Transactional batches and the summary's producers are named by transactional id where it can be
+found (`kxtx.ops.hanging.named_producers`, which `inspect partition` uses too). With `records`,
+each data batch keeps its `BatchRecords` (kxtx/dump/batchrecords.py) for the CLI to show.
+
 Counting: a transaction is counted once, in the range, when one of its data batches is in the range;
 `read_committed` is what a read_committed consumer reads in the range now: data records below the
 last stable offset that are not aborted (markers are never delivered).
