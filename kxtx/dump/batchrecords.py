@@ -115,8 +115,14 @@ def _records(buf: bytes, pos: int, n: int, base: int, first_ts: int, fixed_ts: i
             ts = first_ts + ((b >> 1) ^ -(b & 1))
             pos += 1
         else:
-            ts, pos = varint(buf, pos)
-            ts += first_ts
+            b2 = buf[pos + 1]
+            if b2 < 0x80:
+                v = (b & 0x7F) | (b2 << 7)
+                ts = first_ts + ((v >> 1) ^ -(v & 1))
+                pos += 2
+            else:
+                ts, pos = varint(buf, pos)
+                ts += first_ts
         b = buf[pos]
         if b < 0x80:
             o = base + ((b >> 1) ^ -(b & 1))
@@ -158,14 +164,26 @@ def _records(buf: bytes, pos: int, n: int, base: int, first_ts: int, fixed_ts: i
             pos += vlen
         else:
             value = None
-        if buf[pos]:
-            count, pos = varint(buf, pos)
-            headers: list = []
+        b = buf[pos]
+        if b:  # a header count other than zero: one-byte lengths inline
+            if b < 0x80:
+                count, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                count, pos = varint(buf, pos)
+            headers: list[tuple[str, bytes | None]] = []
             for _h in range(count):
-                hk, pos = varint(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    hk, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    hk, pos = varint(buf, pos)
                 name = buf[pos : pos + hk].decode("utf-8", errors="replace")
                 pos += hk
-                hv, pos = varint(buf, pos)
+                b = buf[pos]
+                if b < 0x80:
+                    hv, pos = (b >> 1) ^ -(b & 1), pos + 1
+                else:
+                    hv, pos = varint(buf, pos)
                 if hv >= 0:
                     headers.append((name, buf[pos : pos + hv]))
                     pos += hv
