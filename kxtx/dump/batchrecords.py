@@ -205,19 +205,30 @@ def _codec_error(raw, where: str, exc: Exception) -> KxtxError:
     return KxtxError(f"{at}: its records cannot be read ({codec or 'uncompressed'}): {exc}")
 
 
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "backslashreplace")
+
+
+def _json(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return _loads(data)
+    except ValueError:
+        return data.decode("utf-8", "backslashreplace")
+
+
+def _raw(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+_SHOW = {STRING: _text, JSON: _json, RAW: _raw}
+
+
 def show(data: bytes | None, how: str) -> Any:
     """A key, value or header value as `--value-format` asks: `string` (UTF-8, undecodable bytes as
     \\xNN), `json` (parsed; what is not JSON stays a string), `raw` (the exact bytes: base64)."""
-    if data is None:
-        return None
-    if how == RAW:
-        return base64.b64encode(data).decode("ascii")
-    if how == JSON:
-        try:
-            return _loads(data)
-        except ValueError:
-            pass
-    return data.decode("utf-8", errors="backslashreplace")
+    return _SHOW[how](data)
 
 
 def _loads(data: bytes) -> Any:
@@ -237,27 +248,7 @@ def record_rows(
     read_committed consumer reads it now (below the LSO, not aborted)."""
     visible_fate = fate != "aborted"
     iso = ISO.get
-    if how == STRING:  # the default, inlined: a function call per field was a fifth of the time
-        return [
-            {
-                "kind": "record",
-                "partition": partition,
-                "offset": o,
-                "timestamp": ts,
-                "time": iso(ts) or iso_ms(ts),
-                "key": None if key is None else key.decode("utf-8", "backslashreplace"),
-                "headers": [
-                    [k, None if v is None else v.decode("utf-8", "backslashreplace")] for k, v in headers
-                ]
-                if headers
-                else [],
-                "value": None if value is None else value.decode("utf-8", "backslashreplace"),
-                "fate": fate,
-                "read_committed": visible_fate and o < lso,
-            }
-            for o, ts, key, value, headers in records.read()
-            if lo <= o < hi
-        ]
+    shown = _SHOW[how]
     return [
         {
             "kind": "record",
@@ -265,9 +256,9 @@ def record_rows(
             "offset": o,
             "timestamp": ts,
             "time": iso(ts) or iso_ms(ts),
-            "key": show(key, how),
-            "headers": [[k, show(v, how)] for k, v in headers] if headers else [],
-            "value": show(value, how),
+            "key": shown(key),
+            "headers": [[k, shown(v)] for k, v in headers] if headers else [],
+            "value": shown(value),
             "fate": fate,
             "read_committed": visible_fate and o < lso,
         }
