@@ -281,8 +281,9 @@ def dump_partitions(
 
 def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
     """Each transactional batch and producer of the summaries named by its transactional id where it
-    can be found, as `inspect partition` names open transactions. Not finding it (no DESCRIBE on
-    the ids, say) leaves it unnamed, with a warning."""
+    can be found: ListTransactions, and for open transactions `__transaction_state` too, as
+    `inspect partition` names them. Not finding it (no DESCRIBE on the ids, say) leaves it unnamed,
+    with a warning."""
     from kxtx.errors import KxtxError
     from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import named_producers
@@ -290,9 +291,11 @@ def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
     pids = {b.producer_id for d in dumps for b in d.batches if b.transactional}
     if not pids:
         return
+    # __transaction_state is read whole: only for what holds an LSO, as inspect partition does
+    holding = {b.producer_id for d in dumps for b in d.batches if b.fate == OPEN}
     try:
         with Cluster(settings) as cluster:
-            ids = named_producers(cluster, pids)
+            ids = named_producers(cluster, pids, in_log=holding)
     except KxtxError as exc:
         logger.warning(f"transactional ids of producer ids {', '.join(map(str, sorted(pids)))}: {exc}")
         return

@@ -147,23 +147,25 @@ def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict
         return {}
 
 
-def transactional_ids(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict[int, tuple[str, str]]:
+def transactional_ids(
+    cluster: Cluster, pids: set[int], warnings: list[str], in_log: set[int] | None = None
+) -> dict[int, tuple[str, str]]:
     """producer id -> (transactional id, where it was found), where it can be found:
     ListTransactions (what the coordinators hold now), then `__transaction_state` for the producer
-    ids it did not map (ids rotate under transactions v2; an expired id is only in the log). A failed
-    log search adds a warning."""
+    ids it did not map (ids rotate under transactions v2; an expired id is only in the log), or only
+    for those of them in `in_log`: the log is read whole. A failed log search adds a warning."""
     ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in cluster.ids_for_producers(pids).items()}
-    missing = pids - set(ids)
+    missing = (pids if in_log is None else pids & in_log) - set(ids)
     if missing:
         from_log = lookup_in_log(cluster, missing, warnings)
         ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
     return ids
 
 
-def named_producers(cluster: Cluster, pids: set[int]) -> dict[int, str]:
+def named_producers(cluster: Cluster, pids: set[int], in_log: set[int] | None = None) -> dict[int, str]:
     """`transactional_ids` without the source, its warnings logged."""
     warnings: list[str] = []
-    ids = {pid: tid for pid, (tid, _src) in transactional_ids(cluster, pids, warnings).items()}
+    ids = {pid: tid for pid, (tid, _src) in transactional_ids(cluster, pids, warnings, in_log).items()}
     for w in warnings:
         logger.warning(w)
     return ids
