@@ -148,13 +148,20 @@ def _tables(dumps, summaries: list[dict], how: ValueFormat, width: int, records:
         shown.extend(_record_cell(r, width) for r in rows[1:])
     emit_rows(batches, OutputFormat.table, BATCH_COLUMNS, title="batches")
     if records:
-        emit_rows(shown, OutputFormat.table, RECORD_COLUMNS, title="records")
+        # columns that would say nothing are left out: 80 columns fit longer keys
+        columns = [
+            c
+            for c in RECORD_COLUMNS
+            if (c != "p" or len(dumps) > 1) and (c != "headers" or any(r["headers"] for r in shown))
+        ]
+        emit_rows(shown, OutputFormat.table, columns, title="records")
     emit_rows([_summary_cell(s) for s in summaries], OutputFormat.table, SUMMARY_COLUMNS, title="summary")
 
 
 #: 80 columns wide for usual offsets: epochs of markers, times and sizes are in json / jsonl.
 BATCH_COLUMNS = ["p", "offsets", "n", "producer", "seq", "kind", "fate", "codec"]
-#: 80 columns with keys up to 7 characters, no headers and --width 16: the time of day (UTC) only, the date is in json.
+#: The time of day (UTC) only, the date is in json. One partition, no headers and --width 16: 80
+#: columns fit keys up to 21 characters (11 with headers); p and headers are shown only when needed.
 RECORD_COLUMNS = ["p", "offset", "time", "key", "value", "headers", "fate"]
 SUMMARY_COLUMNS = [
     "p",
