@@ -25,7 +25,7 @@ _kxtx() {
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump") words="offsets partition txn-state" ;;
         "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "dump partition") words="--from --to --around-lso -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump partition") words="--from --to --around-lso --records --value-format --width -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 import os
@@ -80,6 +81,16 @@ FormatOpt = Annotated[
         rich_help_panel="Output",
     ),
 ]
+
+
+class ValueFormat(str, enum.Enum):
+    """How record bytes are handed over or shown: as they are, UTF-8 text, or parsed JSON."""
+
+    raw = "raw"
+    string = "string"
+    json = "json"
+
+
 YesOpt = Annotated[
     bool, typer.Option("--yes", "-y", help="Act without asking (required when not on a terminal).")
 ]

@@ -1,4 +1,5 @@
-"""`kxtx dump txn-state` and `kxtx dump offsets`: decode the internal topics (options and rendering)."""
+"""`kxtx dump txn-state` and `kxtx dump offsets`: decode the internal topics (options and rendering);
+`dump partition` lives in dump_partition.py."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from kxtx.cli import dump_partition
 from kxtx.cli.common import (
     BootstrapOpt,
     CommandConfigOpt,
@@ -18,7 +20,7 @@ from kxtx.cli.common import (
     connection,
     exit_code_of,
 )
-from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
+from kxtx.cli.output import choose, emit_row_batches, emit_rows
 
 app = typer.Typer(
     help="Decode __transaction_state and __consumer_offsets, every record version; show a data "
@@ -258,69 +260,8 @@ def offsets(
     )
 
 
-@app.command("partition")
-@boundary(rows="batches")
-def partition_cmd(
-    target: Annotated[
-        str,
-        typer.Argument(metavar="TOPIC[:P[,P...]]", help="The topic, and which partitions (default: all)."),
-    ],
-    start: Annotated[
-        str | None,
-        typer.Option(
-            "--from",
-            metavar="OFFSET|earliest|committed:GROUP",
-            help="First offset shown: an offset, earliest (the default), where GROUP has committed, "
-            "or lso-N.",
-        ),
-    ] = None,
-    end: Annotated[
-        str | None,
-        typer.Option(
-            "--to",
-            metavar="OFFSET|lso|hw",
-            help="End offset, not included: an offset, lso (last stable offset), lso+N, or hw (high "
-            "watermark, the default).",
-        ),
-    ] = None,
-    around: Annotated[
-        int | None,
-        typer.Option(
-            "--around-lso", metavar="N", help="From N offsets before the last stable offset to N after it."
-        ),
-    ] = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
-) -> None:
-    """Show a data partition's record batches over the wire (no broker disk needed): producer id and
-    epoch, sequence, transactional and control flags, markers (COMMIT / ABORT), compression, and
-    each transactional batch's fate (committed, aborted, open), then a summary per partition with
-    what a read_committed consumer reads in the range. -o json: the rows are under "batches", the
-    summaries under "summary"; jsonl: one line per batch, then one per partition summary ("kind")."""
-    from kxtx.dump.partition import around_lso, dump_partitions, parse_from, parse_target, parse_to
-    from kxtx.errors import UsageError
-
-    topic, partitions = parse_target(target)
-    if around is not None and (start is not None or end is not None):
-        raise UsageError("--around-lso excludes --from and --to")
-    texts = around_lso(around) if around is not None else (start or "earliest", end or "hw")
-    first, last = parse_from(texts[0]), parse_to(texts[1])
-    dumps = dump_partitions(
-        connection(bootstrap, config, command_config, timeout), topic, partitions, first, last
-    )
-    batches = [b.row() for d in dumps for b in d.batches]
-    summaries = [d.summary for d in dumps]
-    fmt = choose(fmt)
-    if fmt is OutputFormat.json:
-        emit({"batches": batches, "summary": summaries}, fmt)
-    elif fmt is OutputFormat.jsonl:
-        emit_rows(batches + summaries, fmt)
-    else:
-        emit_rows([_batch_cell(r) for r in batches], fmt, BATCH_COLUMNS, title="batches")
-        emit_rows([_summary_cell(s) for s in summaries], fmt, SUMMARY_COLUMNS, title="summary")
+# `dump partition`: its own module (kxtx/cli/dump_partition.py), listed after the internal topics.
+app.command("partition")(dump_partition.partition_cmd)
 
 
 # --- rendering -------------------------------------------------------------------------------------------
@@ -443,57 +384,6 @@ def _emit_table(batches, cell, columns) -> None:
         emit_rows(rows, OutputFormat.table, columns)
         raise
     emit_rows(rows, OutputFormat.table, columns)
-
-
-#: 80 columns wide for usual offsets: epochs of markers, times and sizes are in json / jsonl.
-BATCH_COLUMNS = ["p", "offsets", "n", "producer", "seq", "kind", "fate", "codec"]
-SUMMARY_COLUMNS = [
-    "p",
-    "range",
-    "lso",
-    "hw",
-    "records",
-    "markers",
-    "aborted",
-    "open",
-    "read_committed",
-    "producers",
-]
-
-
-def _batch_cell(row: dict) -> dict:
-    if row["control"]:
-        kind = row["control_type"]
-    else:
-        kind = "txn" if row["transactional"] else ("idempotent" if row["producer_id"] >= 0 else "plain")
-    return {
-        "p": row["partition"],
-        "offsets": f"{row['base_offset']}-{row['last_offset']}",
-        "n": row["count"],
-        "producer": f"{row['producer_id']}/{row['producer_epoch']}" if row["producer_id"] >= 0 else "-",
-        "seq": row["base_sequence"] if row["base_sequence"] >= 0 else "-",
-        "kind": kind,
-        "fate": row["fate"] or "-",
-        "codec": row["compression"],
-    }
-
-
-def _summary_cell(s: dict) -> dict:
-    producers = " ".join(
-        f"{p['producer_id']}:{p['committed']}c/{p['aborted']}a/{p['open']}o" for p in s["producers"]
-    )
-    return {
-        "p": s["partition"],
-        "range": f"{s['from']}-{s['to']}" + (" (start deleted)" if s.get("deleted") else ""),
-        "lso": s["lso"],
-        "hw": s["hw"],
-        "records": s["records"],
-        "markers": s["markers"],
-        "aborted": s["aborted_records"],
-        "open": s["open_records"],
-        "read_committed": s["read_committed"],
-        "producers": producers,
-    }
 
 
 def _common(row: dict) -> dict:

@@ -16,6 +16,7 @@ from kxtx.cli.common import (
     ConfigOpt,
     FormatOpt,
     TimeoutOpt,
+    ValueFormat,
     boundary,
     connection,
     is_tty,
@@ -26,12 +27,6 @@ from kxtx.pipe.settings import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
 _SPARK = "Spark"
-
-
-class ValueFormat(str, Enum):
-    raw = "raw"
-    string = "string"
-    json = "json"
 
 
 class InputMode(str, Enum):

@@ -10,6 +10,10 @@ until every transaction with data in the range has its marker, or the high water
 (The Fetch response's aborted-transactions list is not used: brokers fill it only for
 read_committed fetches.) A transaction without a marker up to the high watermark is `open`.
 
+Transactional batches and the summary's producers are named by transactional id where it can be
+found (`kxtx.ops.hanging.named_producers`, which `inspect partition` uses too). With `records`,
+each data batch keeps its `BatchRecords` (kxtx/dump/batchrecords.py) for the CLI to show.
+
 Counting: a transaction is counted once, in the range, when one of its data batches is in the range;
 `read_committed` is what a read_committed consumer reads in the range now: data records below the
 last stable offset that are not aborted (markers are never delivered).
@@ -23,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
@@ -129,6 +134,8 @@ class Batch:
     fate: str | None = None
     in_range: int = 0  # records of this batch in [first, end)
     committed_view: int = 0  # of those, below the LSO (what read_committed could deliver)
+    transactional_id: str | None = None  # of its producer id, where it was found
+    records: BatchRecords | None = field(default=None, repr=False)  # kept for --records
 
     def row(self) -> dict[str, Any]:
         return {
@@ -145,6 +152,7 @@ class Batch:
             "control_type": self.control_type,
             "coordinator_epoch": self.coordinator_epoch,
             "fate": self.fate,
+            "transactional_id": self.transactional_id,
             "first_timestamp": self.first_timestamp,
             "first_time": iso_ms(self.first_timestamp),
             "max_timestamp": self.max_timestamp,
@@ -225,7 +233,9 @@ def summarize(partition: int, batches: list[Batch], txns: list[Txn], info: dict)
         "open_records": by_fate[OPEN],
         "non_transactional_records": sum(b.in_range for b in data if not b.transactional),
         "read_committed": sum(b.committed_view for b in data if b.fate != ABORTED),
-        "producers": [{"producer_id": pid, **c} for pid, c in sorted(producers.items())],
+        "producers": [
+            {"producer_id": pid, "transactional_id": None, **c} for pid, c in sorted(producers.items())
+        ],
     }
 
 
@@ -241,8 +251,14 @@ class PartitionDump:
 
 
 def dump_partitions(
-    settings: Settings, topic: str, partitions: list[int] | None, start: int | str, end: int | str
+    settings: Settings,
+    topic: str,
+    partitions: list[int] | None,
+    start: int | str,
+    end: int | str,
+    records: bool = False,
 ) -> list[PartitionDump]:
+    """`records`: keep each data batch's records in the range for `batchrecords.record_rows`."""
     from kxtx.dump.engine import partition_count
 
     count = partition_count(settings, topic)
@@ -253,11 +269,13 @@ def dump_partitions(
     if missing:
         raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
     starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
-    return read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end)
+    dumps = read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end, records)
+    name_producers(settings, dumps)
+    return dumps
 
 
 def read_ranges(
-    settings: Settings, topic: str, starts: dict[int, int | str], end: int | str
+    settings: Settings, topic: str, starts: dict[int, int | str], end: int | str, records: bool = False
 ) -> list[PartitionDump]:
     """Each partition of `starts` read from its start to `end`, in that order. `kxtx monitor`
     counts what a read_committed consumer still gets from a group's committed offset this way."""
@@ -265,9 +283,37 @@ def read_ranges(
 
     source = RawFetchSource(settings, topic)
     try:
-        return [_PartitionReader(source, p, start, end).read() for p, start in starts.items()]
+        return [_PartitionReader(source, p, start, end, records).read() for p, start in starts.items()]
     finally:
         source.close()
+
+
+def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
+    """Each transactional batch and producer of the summaries named by its transactional id where it
+    can be found: ListTransactions, and for open transactions `__transaction_state` too, as
+    `inspect partition` names them. Not finding it (no DESCRIBE on the ids, say) leaves it unnamed,
+    with a warning."""
+    from kxtx.errors import KxtxError
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.hanging import named_producers
+
+    pids = {b.producer_id for d in dumps for b in d.batches if b.transactional}
+    if not pids:
+        return
+    # __transaction_state is read whole: only for what holds an LSO, as inspect partition does
+    holding = {b.producer_id for d in dumps for b in d.batches if b.fate == OPEN}
+    try:
+        with Cluster(settings) as cluster:
+            ids = named_producers(cluster, pids, in_log=holding)
+    except KxtxError as exc:
+        logger.warning(f"transactional ids of producer ids {', '.join(map(str, sorted(pids)))}: {exc}")
+        return
+    for d in dumps:
+        for b in d.batches:
+            if b.transactional:
+                b.transactional_id = ids.get(b.producer_id)
+        for p in d.summary["producers"]:
+            p["transactional_id"] = ids.get(p["producer_id"])
 
 
 def _committed(settings: Settings, topic: str, partitions: list[int], start: str) -> dict[int, int]:
@@ -289,8 +335,9 @@ def _committed(settings: Settings, topic: str, partitions: list[int], start: str
 
 
 class _PartitionReader:
-    def __init__(self, source, partition: int, start: int | str, end: int | str):
+    def __init__(self, source, partition: int, start: int | str, end: int | str, records: bool):
         self.source, self.p, self.start, self.end = source, partition, start, end
+        self.records = records
         self.leader: int | None = None
 
     def _fetch(self, offset: int):
@@ -353,13 +400,15 @@ class _PartitionReader:
                     continue  # a batch fetched again (Fetch returns whole batches)
                 b = _batch(self.p, raw)
                 in_range = raw.base_offset < end
-                offsets = _Offsets(raw)
+                offsets = BatchRecords(raw, f"{self.source.topic}[{self.p}]")
                 if b.control:
                     marker = decode_control(*offsets.first_key_value())
                     b.control_type, b.coordinator_epoch = marker["type"], marker.get("coordinator_epoch")
                 if in_range:
                     b.in_range = offsets.count(first, end)
                     b.committed_view = offsets.count(first, min(end, lso))
+                    if self.records and not b.control:
+                        b.records = offsets
                     shown.append(b)
                 fates.add(b, in_range)
                 pos = raw.next_offset
@@ -407,40 +456,3 @@ def _batch(partition: int, raw) -> Batch:
         compression=COMPRESSION.get(raw.compression_type, str(raw.compression_type)),
         size=raw.size_in_bytes,
     )
-
-
-class _Offsets:
-    """A batch's record offsets, read (decompressed) at most once and only when needed: a batch's
-    records can be iterated only once."""
-
-    def __init__(self, raw):
-        self.raw = raw
-        self.records: list | None = None
-
-    def _read(self) -> list:
-        if self.records is None:
-            self.records = list(self.raw)
-        return self.records
-
-    def first_key_value(self) -> tuple[bytes | None, bytes | None]:
-        records = self._read()
-        return (records[0].key, records[0].value) if records else (None, None)
-
-    def count(self, lo: int, hi: int) -> int:
-        """Records in [lo, hi). Without compaction a batch's offsets are contiguous: counted from
-        the header, nothing decompressed (kafka-python needs extra packages for lz4, snappy and
-        zstd). A compacted batch across a bound is read record by record."""
-        raw = self.raw
-        base, last, n = raw.base_offset, raw.last_offset, raw.records_count
-        if last < lo or base >= hi:
-            return 0
-        if base >= lo and last < hi:
-            return n
-        overlap = min(last, hi - 1) - max(base, lo) + 1
-        if n == last - base + 1:
-            return overlap
-        try:
-            return sum(1 for r in self._read() if lo <= r.offset < hi)
-        except Exception as exc:  # noqa: BLE001 - e.g. UnsupportedCodecError: estimate, say so
-            logger.warning(f"batch at offset {base}: records not read ({exc}); counted by its offset span")
-            return min(n, overlap)

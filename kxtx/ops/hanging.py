@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from kxtx.errors import KxtxError, UsageError
+from kxtx.log import logger
 from kxtx.ops import decide, history
 from kxtx.ops.calls import Cluster, Progress
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
@@ -109,13 +110,7 @@ def classify(
     cluster: Cluster, candidates: list[OpenTxn], now_ms: int, warnings: list[str]
 ) -> list[HangingTxn]:
     """Map producer ids to transactional ids, describe them, and keep what hangs."""
-    pids = {c.producer_id for c in candidates}
-    listed = cluster.ids_for_producers(pids)
-    ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in listed.items()}
-    missing = pids - set(ids)
-    if missing:
-        from_log = lookup_in_log(cluster, missing, warnings)
-        ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
+    ids = transactional_ids(cluster, {c.producer_id for c in candidates}, warnings)
     descs = cluster.describe_txns([tid for tid, _src in ids.values()])
     out = []
     for c in sorted(candidates, key=lambda c: (c.topic, c.partition, c.producer_id)):
@@ -159,6 +154,30 @@ def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict
             f"that ListTransactions did not map: {exc}"
         )
         return {}
+
+
+def transactional_ids(
+    cluster: Cluster, pids: set[int], warnings: list[str], in_log: set[int] | None = None
+) -> dict[int, tuple[str, str]]:
+    """producer id -> (transactional id, where it was found), where it can be found:
+    ListTransactions (what the coordinators hold now), then `__transaction_state` for the producer
+    ids it did not map (ids rotate under transactions v2; an expired id is only in the log), or only
+    for those of them in `in_log`: the log is read whole. A failed log search adds a warning."""
+    ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in cluster.ids_for_producers(pids).items()}
+    missing = (pids if in_log is None else pids & in_log) - set(ids)
+    if missing:
+        from_log = lookup_in_log(cluster, missing, warnings)
+        ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
+    return ids
+
+
+def named_producers(cluster: Cluster, pids: set[int], in_log: set[int] | None = None) -> dict[int, str]:
+    """`transactional_ids` without the source, its warnings logged."""
+    warnings: list[str] = []
+    ids = {pid: tid for pid, (tid, _src) in transactional_ids(cluster, pids, warnings, in_log).items()}
+    for w in warnings:
+        logger.warning(w)
+    return ids
 
 
 def add_leaders(cluster: Cluster, rows: list[HangingTxn]) -> None:

@@ -9,7 +9,7 @@ from kxtx.errors import KxtxError
 from kxtx.log import logger
 from kxtx.ops import decide, history, pipeids
 from kxtx.ops.calls import Cluster
-from kxtx.ops.hanging import lookup_in_log, resolve_max_timeout
+from kxtx.ops.hanging import named_producers, resolve_max_timeout
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 from kxtx.timefmt import iso_ms
 from kxtx.wording import plural
@@ -265,13 +265,7 @@ def _open_rows(
 ) -> list[dict]:
     if not open_:
         return []
-    pids = {p.producer_id for p in open_}
-    ids = {pid: tid for pid, (tid, _s) in cluster.ids_for_producers(pids).items()}
-    if pids - set(ids):
-        warnings: list[str] = []
-        ids.update(lookup_in_log(cluster, pids - set(ids), warnings))
-        for w in warnings:
-            logger.warning(w)
+    ids = named_producers(cluster, {p.producer_id for p in open_})
     descs = cluster.describe_txns(list(ids.values()))
     max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
     rows, suspects = [], []

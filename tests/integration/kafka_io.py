@@ -30,9 +30,11 @@ def read(
     committed: bool = True,
     timeout: float = 60,
     conf: dict | None = None,
-) -> list[Record]:
+    offsets: bool = False,
+) -> list:
     """Every record of `topic` (all partitions) up to its end, in offset order per partition.
-    `conf` adds to or replaces the consumer settings (a secured broker's client settings)."""
+    `conf` adds to or replaces the consumer settings (a secured broker's client settings).
+    `offsets`: (offset, Record) pairs instead of Records."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     c = Consumer(
@@ -55,7 +57,8 @@ def read(
             for m in c.consume(10000, 0.5):
                 err = m.error()
                 if err is None:
-                    out.append(Record(m.partition(), m.key(), m.value(), m.headers(), m.timestamp()[1]))
+                    r = Record(m.partition(), m.key(), m.value(), m.headers(), m.timestamp()[1])
+                    out.append((m.offset(), r) if offsets else r)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     pending.discard(m.partition())
                 else:  # a leader moving is asked again by librdkafka; anything else is a finding

@@ -251,45 +251,166 @@ def _kafka_dump_log(kafka, topic: str) -> list[dict]:
     return batches
 
 
+def _ours(b: dict) -> tuple:
+    """What both tools say of a batch, from kxtx's row."""
+    return (
+        b["base_offset"],
+        b["last_offset"],
+        b["count"],
+        b["base_sequence"],
+        b["producer_id"],
+        b["producer_epoch"],
+        b["transactional"],
+        b["control"],
+        b["compression"],
+        b["size"],
+        b["max_timestamp"],
+        b["control_type"],
+        b["coordinator_epoch"],
+    )
+
+
+def _kafkas(b: dict) -> tuple:
+    """The same, from a batch of DumpLogSegments' output."""
+    epoch = b.get("coordinatorEpoch")
+    return (
+        int(b["baseOffset"]),
+        int(b["lastOffset"]),
+        int(b["count"]),
+        int(b["baseSequence"]),
+        int(b["producerId"]),
+        int(b["producerEpoch"]),
+        b["isTransactional"] == "true",
+        b["isControl"] == "true",
+        b["compresscodec"],
+        int(b["size"]),
+        int(b["CreateTime"]),
+        b.get("marker"),
+        None if epoch is None else int(epoch),
+    )
+
+
 def test_agrees_with_kafka_dump_log_segments(run_kxtx, kafka, log):
     """Batch by batch, what kxtx read over the wire equals what Kafka's own tool reads from disk."""
     ours = _dump(run_kxtx, log)["batches"]
     theirs = _kafka_dump_log(kafka, log)
     assert len(ours) == len(theirs) == 11 + len(_by_codec(ours)["snappy"])
+    assert [_ours(b) for b in ours] == [_kafkas(b) for b in theirs]
 
-    def mine(b: dict) -> tuple:
-        return (
-            b["base_offset"],
-            b["last_offset"],
-            b["count"],
-            b["base_sequence"],
-            b["producer_id"],
-            b["producer_epoch"],
-            b["transactional"],
-            b["control"],
-            b["compression"],
-            b["size"],
-            b["max_timestamp"],
-            b["control_type"],
-            b["coordinator_epoch"],
+
+def test_transactions_named_by_their_transactional_id(run_kxtx, log):
+    """The open transaction holding the LSO is named, as `inspect partition` names it; so are the
+    producers and batches of the finished ones (their ids are still known to the coordinator)."""
+    doc = _dump(run_kxtx, log)
+    batches, (s,) = doc["batches"], doc["summary"]
+    codec = _by_codec(batches)
+    (opened,) = codec["none"]
+    assert opened["fate"] == "open" and opened["transactional_id"].startswith("dp-d-")
+    sfx = opened["transactional_id"][len("dp-d-") :]
+    assert {x["transactional_id"] for x in codec["lz4"]} == {f"dp-a-{sfx}"}
+    assert {x["transactional_id"] for x in codec["gzip"]} == {f"dp-b-{sfx}"}
+    markers = {x["transactional_id"] for x in batches if x["control"]}
+    assert markers == {f"dp-a-{sfx}", f"dp-b-{sfx}"}
+    assert all(x["transactional_id"] is None for x in codec["zstd"] + codec["snappy"])
+    names = {p["producer_id"]: p["transactional_id"] for p in s["producers"]}
+    assert names == {
+        codec["lz4"][0]["producer_id"]: f"dp-a-{sfx}",
+        codec["gzip"][0]["producer_id"]: f"dp-b-{sfx}",
+        codec["zstd"][0]["producer_id"]: None,
+        opened["producer_id"]: f"dp-d-{sfx}",
+    }
+    r = run_kxtx("inspect", "partition", f"{log}:0", "-o", "json", "--timeout", "30")
+    assert r.returncode == 0, r.stderr
+    (theirs,) = json.loads(r.stdout)["open_transactions"]
+    assert (theirs["producer_id"], theirs["transactional_id"], theirs["start_offset"]) == (
+        opened["producer_id"],
+        opened["transactional_id"],
+        opened["base_offset"],
+    )
+    r = run_kxtx("dump", "partition", log, "-o", "table", "--timeout", "30", env={"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    assert f"open: dp-d-{sfx}" in r.stdout
+
+
+def test_records_of_every_codec_and_their_fate(run_kxtx, kafka, log):
+    """--records: each compressed batch (gzip, snappy, lz4, zstd) decodes to exactly the records a
+    read_uncommitted consumer reads at those offsets; aborted and open ones are marked so, and those
+    a read_committed consumer reads are exactly its records."""
+    from tests.integration.kafka_io import read
+
+    doc = _dump(run_kxtx, log, "--records")
+    ours = {}
+    for b in doc["batches"]:
+        assert ("records" in b) is not b["control"]
+        for r in b.get("records", []):
+            assert r["fate"] == b["fate"] and b["base_offset"] <= r["offset"] <= b["last_offset"]
+            ours[r["offset"]] = (b["compression"], r)
+    theirs = read(kafka.bootstrap, log, committed=False, offsets=True)
+    assert sorted(ours) == [o for o, _ in theirs] and len(theirs) == 17
+    for o, rec in theirs:
+        _codec, r = ours[o]
+        assert (r["key"], r["value"], r["timestamp"], r["headers"]) == (
+            rec.key.decode(),
+            rec.value.decode(),
+            rec.timestamp,
+            [],
         )
+    by_codec: dict[str, list[str | None]] = {}
+    for codec, r in ours.values():
+        by_codec.setdefault(codec, []).append(r["fate"])
+    assert by_codec == {
+        "lz4": ["committed"] * 5,
+        "gzip": ["aborted", "aborted", "committed"],
+        "zstd": [None] * 5,
+        "snappy": [None, None],
+        "none": ["open", "open"],
+    }
+    visible = sorted((r["key"], r["value"]) for _c, r in ours.values() if r["read_committed"])
+    committed = read(kafka.bootstrap, log, committed=True)
+    assert visible == sorted((x.key.decode(), x.value.decode()) for x in committed) and len(visible) == 12
 
-    def kafkas(b: dict) -> tuple:
-        epoch = b.get("coordinatorEpoch")
-        return (
-            int(b["baseOffset"]),
-            int(b["lastOffset"]),
-            int(b["count"]),
-            int(b["baseSequence"]),
-            int(b["producerId"]),
-            int(b["producerEpoch"]),
-            b["isTransactional"] == "true",
-            b["isControl"] == "true",
-            b["compresscodec"],
-            int(b["size"]),
-            int(b["CreateTime"]),
-            b.get("marker"),
-            None if epoch is None else int(epoch),
-        )
 
-    assert [mine(b) for b in ours] == [kafkas(b) for b in theirs]
+def test_records_formats_headers_and_width(run_kxtx, kafka, topic):
+    """--value-format string / json / raw, headers, and the table cut to --width at 80 columns."""
+    import base64
+
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": "zstd", "linger.ms": 100})
+    value = json.dumps({"id": 7, "text": "x" * 100}).encode()
+    p.produce(topic, key=b"k1", value=value, headers=[("h", b"v1"), ("bin", b"\xff\x00")], partition=0)
+    p.produce(topic, key=b"\xfe", value=b"not json", partition=0)
+    p.flush(30)
+
+    def records(*args: str) -> list[dict]:
+        return [r for b in _dump(run_kxtx, topic, "--records", *args)["batches"] for r in b["records"]]
+
+    first, second = records()  # string is the default
+    assert (first["key"], first["value"], first["headers"]) == (
+        "k1",
+        value.decode(),
+        [["h", "v1"], ["bin", "\\xff\x00"]],  # NUL is valid UTF-8: kept, 0xff escaped
+    )
+    assert (second["key"], second["value"], second["fate"], second["read_committed"]) == (
+        "\\xfe",
+        "not json",
+        None,
+        True,
+    )
+    first, second = records("--value-format", "json")
+    assert first["value"] == {"id": 7, "text": "x" * 100} and second["value"] == "not json"
+    first, second = records("--value-format", "raw")
+    assert base64.b64decode(first["value"]) == value and base64.b64decode(second["key"]) == b"\xfe"
+    assert first["headers"][1] == ["bin", base64.b64encode(b"\xff\x00").decode()]
+    r = run_kxtx(
+        "dump", "partition", topic, "--records", "-o", "table", "--width", "12", env={"COLUMNS": "80"}
+    )
+    assert r.returncode == 0, r.stderr
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80
+    assert '{"id": 7, "…' in r.stdout
+    assert "x" * 20 not in r.stdout
+    r = run_kxtx("dump", "partition", topic, "--records", "-o", "jsonl", "--value-format", "json")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["kind"] for x in rows] == (
+        ["batch", "record", "record"] if rows[0]["count"] == 2 else ["batch", "record", "batch", "record"]
+    ) + ["summary"]

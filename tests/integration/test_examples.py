@@ -6,7 +6,7 @@ fails when an example is added, or changed, without a scenario, and when a scena
 The scenarios run the example text as found, with these substitutions only:
 
 - topic, group and transactional-id names get a unique suffix (`orders` -> `orders-1a2b3c`), so
-  runs do not see each other's data; `-b localhost:9092` becomes the test broker;
+  runs do not see each other's data, also between colons (`dlq:NAME`, `TOPIC:P`, `committed:GROUP`); `-b localhost:9092` becomes the test broker;
 - `kxtx sandbox start` gets `--port 0` (9092 may be taken on a shared machine) and a temporary
   `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it);
 - the README's first steps run as one bash script (their `eval` line sets the variable the next
@@ -76,6 +76,7 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx dump txn-state --latest --state Ongoing",
         r"kxtx dump offsets -g my-group --latest -o json",
         r"kxtx dump partition orders --to lso -o json",
+        r"kxtx dump partition orders:0 --from committed:my-group --records",
     ],
     "nodes": [
         r"kxtx sandbox start --brokers 3 --port 0",
@@ -184,10 +185,8 @@ class Ctx:
     def argv(self, text: str) -> list[str]:
         words = []
         for w in shlex.split(text):
-            if w in self.names:
-                w = self.names[w]
-            elif w.startswith("dlq:") and w[4:] in self.names:
-                w = "dlq:" + self.names[w[4:]]
+            # a name alone or between colons: dlq:NAME, TOPIC:P, committed:GROUP
+            w = ":".join(self.names.get(part, part) for part in w.split(":"))
             words.append(w.replace("~/.local/state/kxtx/sandbox", self.env.get("KXTX_SANDBOX_DIR", "~")))
         if words[:1] == ["kxtx"]:
             words = [sys.executable, "-m", "kxtx", *words[1:]]
@@ -410,7 +409,7 @@ def test_pipe_examples(ctx):
 
 
 def test_dump_examples(ctx):
-    by_id, ongoing, offsets, partition = (_by("dump", p) for p in SCENARIOS["dump"])
+    by_id, ongoing, offsets, partition, records = (_by("dump", p) for p in SCENARIOS["dump"])
     topic = ctx.kafka.create_topic(ctx.names["orders"])
     subprocess.run(
         [
@@ -441,6 +440,10 @@ def test_dump_examples(ctx):
     # events.jsonl's two records, committed in one transaction: two records and a COMMIT marker
     s = json.loads(ctx.run(partition).stdout)["summary"][0]
     assert (s["records"], s["markers"], s["committed_records"], s["read_committed"]) == (2, 1, 2, 2), s
+    # my-group committed offset 1: the second record is what it has yet to read (jsonl off a terminal)
+    rows = [json.loads(line) for line in ctx.run(records).stdout.splitlines()]
+    got = [(r["offset"], r["value"], r["fate"], r["read_committed"]) for r in rows if r["kind"] == "record"]
+    assert got == [(1, '{"e": 2}', "committed", True)], rows
 
 
 def test_security_examples(ctx):

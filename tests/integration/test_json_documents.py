@@ -256,6 +256,13 @@ CASES = [
         0,
         lambda doc, s: doc["batches"] and doc["summary"][0]["records"] >= 3,
     ),
+    Case(
+        "dump partition",
+        "records",
+        lambda s: [f"{s.data}:0", "--records"],
+        0,
+        lambda doc, s: sum(len(b.get("records", [])) for b in doc["batches"]) == doc["summary"][0]["records"],
+    ),
     Case("dump partition", "no such partition", lambda s: [f"{s.data}:99"], ExitCode.USAGE),
     _unreachable("dump partition", lambda s: ["t:0"]),
     # inspect

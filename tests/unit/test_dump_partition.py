@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.dump.batchrecords import BatchRecords, show
+from kxtx.dump.batchrecords import BatchRecords as Offsets
 from kxtx.dump.partition import (
     ABORTED,
     COMMITTED,
@@ -16,8 +18,7 @@ from kxtx.dump.partition import (
     resolve,
     summarize,
 )
-from kxtx.dump.partition import _Offsets as Offsets
-from kxtx.errors import UsageError
+from kxtx.errors import KxtxError, UsageError
 
 
 @pytest.mark.parametrize(
@@ -193,7 +194,8 @@ class _Raw:
         self.base_offset = offsets[0] if base is None else base
         self.last_offset = offsets[-1] if last is None else last
         self.records_count = len(offsets)
-        self._records = iter([type("R", (), {"offset": o, "key": None, "value": None})() for o in offsets])
+        fields = {"key": None, "value": None, "timestamp": 0, "headers": []}
+        self._records = iter([type("R", (), {"offset": o, **fields})() for o in offsets])
 
     def __iter__(self):
         return self._records
@@ -215,3 +217,107 @@ def test_records_of_a_batch_in_range(offsets, lo, hi, expected):
     o = Offsets(_Raw(offsets))
     assert o.count(lo, hi) == expected
     assert o.count(lo, hi) == expected  # asked twice: the records are read once
+
+
+@pytest.mark.parametrize(
+    ("data", "how", "expected"),
+    [
+        (None, "string", None),
+        (b"caf\xc3\xa9", "string", "café"),
+        (b"a\xffb", "string", "a\\xffb"),  # undecodable bytes stay visible
+        (b'{"a": [1]}', "json", {"a": [1]}),
+        (b"12", "json", 12),
+        (b"not json", "json", "not json"),
+        (b"\xff", "json", "\\xff"),
+        (b"\x00\xff", "raw", "AP8="),
+        (b"", "string", ""),
+    ],
+)
+def test_show(data, how, expected):
+    assert show(data, how) == expected
+
+
+@pytest.mark.parametrize(
+    ("compression", "error", "message"),
+    [
+        (
+            3,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is lz4-compressed: reading its records needs the Python package lz4",
+        ),
+        (
+            2,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is snappy-compressed: reading its records needs the Python package python-snappy",
+        ),
+        (
+            4,
+            "UnsupportedCodecError",
+            "t[0] batch at offset 40 is zstd-compressed: reading its records needs the Python package zstandard",
+        ),
+        (
+            1,
+            "CorruptRecordError",
+            "t[0] batch at offset 40: its records cannot be read (gzip): [Error 2] CorruptRecordError: bad",
+        ),
+    ],
+)
+def test_a_batch_that_cannot_be_read_is_named(compression, error, message):
+    import kafka.errors
+
+    class Raw:
+        compression_type, base_offset = compression, 40
+
+        def __iter__(self):
+            raise getattr(kafka.errors, error)("bad")
+
+    with pytest.raises(KxtxError) as exc:
+        BatchRecords(Raw(), "t[0]").read()
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "width", "expected"),
+    [
+        (None, 5, None),
+        ("abcdef", 5, "abcd…"),
+        ("abcde", 5, "abcde"),
+        ("abcdef", 0, "abcdef"),  # 0: never cut
+        ({"a": 1}, 0, '{"a":1}'),
+        ("a\nb", 10, "a\\nb"),  # one line per row
+    ],
+)
+def test_table_cells_are_cut(value, width, expected):
+    from kxtx.cli.dump_partition import _cut
+
+    assert _cut(value, width) == expected
+
+
+def _built(codec: int, records: list[tuple]):
+    """A record batch as a producer writes it (kafka-python's builder), read back by its reader."""
+    from kafka.record import MemoryRecords
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(2, codec, True, 7, 0, 0, 2**20)
+    for offset, ts, key, value, headers in records:
+        b.append(offset, ts, key, value, headers)
+    return MemoryRecords(bytes(b.build())).next_batch()
+
+
+_RECORDS = [
+    (0, 1_700_000_000_000, b"k", b"v", []),
+    (1, 1_700_000_000_001, None, None, []),  # null key, tombstone
+    (2, 1_699_999_999_000, b"", b"x" * 300, [("h", b"1"), ("empty", b""), ("null", None)]),  # 2-byte lengths
+    (200, 1_700_000_100_000, b"k" * 70, b"y" * 20000, []),  # a gap (compaction), 3-byte varints
+    (201, 1_700_000_000_000, "ü".encode(), b"\xff", [("ü", b"\x00")]),
+]
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
+def test_records_decoded_as_kafka_python_decodes_them(codec):
+    """kxtx's own record decoder against kafka-python's reader, on batches of every codec."""
+    from kxtx.dump.batchrecords import _decode
+
+    ours = _decode(_built(codec, _RECORDS))
+    theirs = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in _built(codec, _RECORDS)]
+    assert ours == theirs == [(o, ts, k, v, h) for o, ts, k, v, h in _RECORDS]

@@ -1,0 +1,242 @@
+"""`kxtx dump partition`: a data partition's batches, transactions and (`--records`) records (options
+and rendering; registered on `kxtx dump` by kxtx/cli/dump.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    FormatOpt,
+    OutputFormat,
+    TimeoutOpt,
+    ValueFormat,
+    boundary,
+    connection,
+)
+from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
+
+_RECORDS = "Records (--records)"
+
+
+@boundary(rows="batches")
+def partition_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(metavar="TOPIC[:P[,P...]]", help="The topic, and which partitions (default: all)."),
+    ],
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="OFFSET|earliest|committed:GROUP",
+            help="First offset shown: an offset, earliest (the default), where GROUP has committed, "
+            "or lso-N.",
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="OFFSET|lso|hw",
+            help="End offset, not included: an offset, lso (last stable offset), lso+N, or hw (high "
+            "watermark, the default).",
+        ),
+    ] = None,
+    around: Annotated[
+        int | None,
+        typer.Option(
+            "--around-lso", metavar="N", help="From N offsets before the last stable offset to N after it."
+        ),
+    ] = None,
+    records: Annotated[
+        bool,
+        typer.Option(
+            "--records",
+            help="Also show each batch's records in the range (offset, time, key, headers, value), "
+            "each with its batch's fate and whether a read_committed consumer reads it.",
+            rich_help_panel=_RECORDS,
+        ),
+    ] = False,
+    value_format: Annotated[
+        ValueFormat,
+        typer.Option(
+            "--value-format",
+            help="Keys, values and header values as UTF-8 text (undecodable bytes as \\xNN), parsed "
+            "JSON (text when not JSON), or raw bytes (base64).",
+            rich_help_panel=_RECORDS,
+        ),
+    ] = ValueFormat.string,
+    width: Annotated[
+        int,
+        typer.Option(
+            "--width",
+            metavar="N",
+            min=0,
+            help="In the table, cut keys, values and headers to N characters (0: never); json and "
+            "jsonl are always whole.",
+            rich_help_panel=_RECORDS,
+        ),
+    ] = 16,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Show a data partition's record batches over the wire (no broker disk needed): producer id and
+    epoch, sequence, transactional and control flags, markers (COMMIT / ABORT), compression, and
+    each transactional batch's fate (committed, aborted, open) and transactional id where it can be
+    found, then a summary per partition with what a read_committed consumer reads in the range.
+    -o json: the rows are under "batches" (with --records each has its "records"), the summaries
+    under "summary"; jsonl: one line per batch (followed by its records), then one per partition
+    summary ("kind")."""
+    from kxtx.dump.partition import around_lso, dump_partitions, parse_from, parse_target, parse_to
+    from kxtx.errors import UsageError
+
+    topic, partitions = parse_target(target)
+    if around is not None and (start is not None or end is not None):
+        raise UsageError("--around-lso excludes --from and --to")
+    texts = around_lso(around) if around is not None else (start or "earliest", end or "hw")
+    first, last = parse_from(texts[0]), parse_to(texts[1])
+    dumps = dump_partitions(
+        connection(bootstrap, config, command_config, timeout), topic, partitions, first, last, records
+    )
+    summaries = [d.summary for d in dumps]
+    fmt = choose(fmt)
+    if fmt is OutputFormat.json:
+        batches = [_with_records(rows, records) for rows in _batch_rows(dumps, value_format)]
+        emit({"batches": batches, "summary": summaries}, fmt)
+    elif fmt is OutputFormat.jsonl:
+        emit_row_batches(_batch_rows(dumps, value_format), fmt)
+        emit_rows(summaries, fmt)
+    else:
+        _tables(dumps, summaries, value_format, width, records)
+
+
+def _batch_rows(dumps, how: ValueFormat):
+    """Per batch: its row, then its records' rows (with --records), in offset order."""
+    from kxtx.dump.batchrecords import record_rows
+
+    for d in dumps:
+        s = d.summary
+        for b in d.batches:
+            rows = [b.row()]
+            if b.records is not None:
+                rows += record_rows(b.records, b.partition, b.fate, how.value, s["from"], s["to"], s["lso"])
+                b.records = None  # written: the batch's bytes can go
+            yield rows
+
+
+def _with_records(rows: list[dict], records: bool) -> dict:
+    batch = rows[0]
+    if records and not batch["control"]:
+        batch["records"] = rows[1:]
+    return batch
+
+
+def _tables(dumps, summaries: list[dict], how: ValueFormat, width: int, records: bool) -> None:
+    batches: list[dict] = []
+    shown: list[dict] = []
+    for rows in _batch_rows(dumps, how):
+        batches.append(_batch_cell(rows[0]))
+        shown.extend(_record_cell(r, width) for r in rows[1:])
+    emit_rows(batches, OutputFormat.table, BATCH_COLUMNS, title="batches")
+    if records:
+        # columns that would say nothing are left out: 80 columns fit longer keys
+        columns = [
+            c
+            for c in RECORD_COLUMNS
+            if (c != "p" or len(dumps) > 1) and (c != "headers" or any(r["headers"] for r in shown))
+        ]
+        emit_rows(shown, OutputFormat.table, columns, title="records")
+    emit_rows([_summary_cell(s) for s in summaries], OutputFormat.table, SUMMARY_COLUMNS, title="summary")
+
+
+#: 80 columns wide for usual offsets: epochs of markers, times and sizes are in json / jsonl.
+BATCH_COLUMNS = ["p", "offsets", "n", "producer", "seq", "kind", "fate", "codec"]
+#: The time of day (UTC) only, the date is in json. One partition, no headers and --width 16: 80
+#: columns fit keys up to 21 characters (11 with headers); p and headers are shown only when needed.
+RECORD_COLUMNS = ["p", "offset", "time", "key", "value", "headers", "fate"]
+SUMMARY_COLUMNS = [
+    "p",
+    "range",
+    "lso",
+    "hw",
+    "records",
+    "markers",
+    "aborted",
+    "open",
+    "read_committed",
+    "producers",
+]
+
+
+def _batch_cell(row: dict) -> dict:
+    if row["control"]:
+        kind = row["control_type"]
+    else:
+        kind = "txn" if row["transactional"] else ("idempotent" if row["producer_id"] >= 0 else "plain")
+    fate = row["fate"] or "-"
+    if row["fate"] == "open" and row["transactional_id"]:
+        fate = f"open: {row['transactional_id']}"  # what holds the LSO, by name
+    return {
+        "p": row["partition"],
+        "offsets": f"{row['base_offset']}-{row['last_offset']}",
+        "n": row["count"],
+        "producer": f"{row['producer_id']}/{row['producer_epoch']}" if row["producer_id"] >= 0 else "-",
+        "seq": row["base_sequence"] if row["base_sequence"] >= 0 else "-",
+        "kind": kind,
+        "fate": fate,
+        "codec": row["compression"],
+    }
+
+
+def _record_cell(row: dict, width: int) -> dict:
+    headers = ",".join(f"{k}={_text(v)}" for k, v in row["headers"])
+    return {
+        "p": row["partition"],
+        "offset": row["offset"],
+        "time": (row["time"] or "")[11:23] or None,
+        "key": _cut(row["key"], width),
+        "value": _cut(row["value"], width),
+        "headers": _cut(headers, width) if headers else None,
+        "fate": row["fate"],
+    }
+
+
+def _text(value) -> str:
+    if value is None or isinstance(value, str):
+        return "" if value is None else value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _cut(value, width: int) -> str | None:
+    if value is None:
+        return None
+    text = _text(value).replace("\n", "\\n")
+    return text if not width or len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _summary_cell(s: dict) -> dict:
+    producers = " ".join(
+        f"{p['transactional_id'] or p['producer_id']}:{p['committed']}c/{p['aborted']}a/{p['open']}o"
+        for p in s["producers"]
+    )
+    return {
+        "p": s["partition"],
+        "range": f"{s['from']}-{s['to']}" + (" (start deleted)" if s.get("deleted") else ""),
+        "lso": s["lso"],
+        "hw": s["hw"],
+        "records": s["records"],
+        "markers": s["markers"],
+        "aborted": s["aborted_records"],
+        "open": s["open_records"],
+        "read_committed": s["read_committed"],
+        "producers": producers,
+    }
