@@ -503,6 +503,6 @@ def _serve_example(ctx, serve):
     from tests.integration.test_monitor import serving
 
     argv = ctx.argv(serve.text.replace("--port 9464", "--port 0"))
-    with serving(argv, {**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap}, ctx.dir) as url:
-        with urllib.request.urlopen(url, timeout=120) as r:
-            assert "kxtx_up 1" in r.read().decode().splitlines()
+    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap}
+    with serving(argv, env, ctx.dir) as url, urllib.request.urlopen(url, timeout=120) as r:
+        assert "kxtx_up 1" in r.read().decode().splitlines()
