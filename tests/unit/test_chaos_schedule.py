@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.chaos import ACTIONS, DOWN_S, _leader_id, schedule
+from tests.integration.chaos import ACTIONS, CI_SEED, DOWN_S, _leader_id, schedule, seed_from_env
 
 ROLES = ("input leader", "txn coordinator", "group coordinator", "controller")
 
@@ -49,3 +49,21 @@ def test_the_controller_is_the_quorum_leader():
         "topics": [{"topic_name": "__cluster_metadata", "partitions": [{"leader_id": 2, "leader_epoch": 5}]}]
     }
     assert _leader_id(response) == 2
+
+
+@pytest.mark.parametrize(
+    "env,expected",
+    [({"KXTX_CHAOS_SEED": "5"}, 5), ({"KXTX_CHAOS_SEED": "5", "CI": "true"}, 5), ({"CI": "true"}, CI_SEED)],
+)
+def test_the_seed_comes_from_the_environment(monkeypatch, env, expected):
+    monkeypatch.delenv("KXTX_CHAOS_SEED", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert seed_from_env() == expected
+
+
+def test_outside_ci_every_run_has_a_new_seed(monkeypatch):
+    monkeypatch.delenv("KXTX_CHAOS_SEED", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    assert len({seed_from_env() for _ in range(5)}) > 1
