@@ -7,7 +7,8 @@ or 75 (a 75 is followed by the same command again, as an operator's retry loop d
 line is in the input topic exactly once and in order per key, each pipe's read_committed output is
 exactly its input, no transaction is left open and find-hanging finds nothing.
 
-CI runs a short schedule (`KXTX_CHAOS_FAULTS`, default 3); `bench/chaos_run.py` runs long ones."""
+CI runs a short schedule (`KXTX_CHAOS_FAULTS`, default 3) from a fixed seed (`chaos.CI_SEED`); a
+local run draws a new seed; `bench/chaos_run.py` runs long schedules with new seeds."""
 
 from __future__ import annotations
 
