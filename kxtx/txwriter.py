@@ -33,7 +33,9 @@ same transactional id finishes it, and the stable committed offsets say what was
 The watchdog. librdkafka's send_offsets_to_transaction waits for its background work without a
 bound of its own, and that work can stall forever after the group coordinator moved or its broker
 left the metadata (librdkafka issues #5456 and #5511, open in confluent-kafka 2.16.1): seen in a
-chaos run as a Spark task hung for minutes in it. So that call runs in a thread of its own and is
+chaos run as a Spark task hung for minutes in it. With a single broker stalled (SIGSTOP) a call
+with a 3 s timeout returned only when the broker came back, or after socket.timeout.ms (60 s).
+So that call runs in a thread of its own and is
 given up `WATCHDOG_MARGIN_S` after its timeout (`bounded`, `Stuck`). Only that call: the other
 transactional calls wait on the application side with their own timeout (init, commit, abort
 return a retriable _TIMED_OUT, "retry call to resume", which the retry policy handles) or on local
@@ -273,20 +275,21 @@ class TxWriter:
         The producer is unusable: every later transactional call fails with "Conflicting ... API
         call already in progress" or hangs too, and close/flush can block as well. So it is never
         called again; its stuck thread and librdkafka handle leak (a few threads and connections)
-        until the process exits. Its transaction is open with no offsets in it, and the next
+        until the process exits. Its transaction stays open and can no longer commit: the next
         init_transactions with this transactional id (a new producer's) fences it and aborts
-        the transaction, records included: nothing of it is ever committed, exactly once holds.
+        the transaction, its records and any offsets in it: nothing of it is ever committed, and
+        exactly once holds.
 
         A task (raw) raises `Stuck`: its round is a retriable failure (planned again) and the
-        task drops the producer, so the next round starts a new one. The driver side (produce,
-        pipe --mode driver) raises `Unavailable`, exit 75: the process ends and frees the leaked
+        task drops the producer, so the next round starts a new one. The driver side (pipe
+        --mode driver) raises `Unavailable`, exit 75: the process ends and frees the leaked
         handle, and the same command run again starts from the committed offsets. Recreating
         the producer in the process would keep the stuck one's threads and connections for the
         rest of a long run, one more set per failover that hits the bug."""
         self.producer, self.open, self.offsets_sent = None, False, False
         message = (
             f"{doing}: {stuck} (its timeout: {self.timeout:.0f}s; transactional id "
-            f"{self.transactional_id!r}; {STUCK_ISSUES}, after a group coordinator moved): "
+            f"{self.transactional_id!r}; {STUCK_ISSUES}: a coordinator moved or stalled): "
             "abandoned the producer; its transaction is aborted when the next producer with "
             "this transactional id starts"
         )
