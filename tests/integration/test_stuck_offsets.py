@@ -98,3 +98,82 @@ def test_send_offsets_on_a_stalled_broker_returns_and_the_transaction_never_comm
     fresh.commit()
     assert values(read_committed(kafka.bootstrap, out)) == [b"fresh"]
     assert b"stuck" in values(read_uncommitted(kafka.bootstrap, out))  # written, then aborted
+
+
+#: The driver side in a process of its own: a transaction whose send_offsets meets the stalled
+#: broker ("go" on stdin), then the exit code the writer's error carries (pipe's boundary does that).
+DRIVER = """
+import sys
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kxtx.errors import KxtxError
+from kxtx.txwriter import TxWriter
+
+bootstrap, tid, src, out = sys.argv[1:5]
+w = TxWriter(tid, float(sys.argv[5]))
+w.producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+w.init()
+md = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-" + tid}).consumer_group_metadata()
+w.begin()
+w.produce(out, b"stuck", None)
+assert w.producer.flush(30) == 0
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    w.send_offsets([TopicPartition(src, 0, 1)], md)
+except KxtxError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(int(exc.exit_code))
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_driver_stuck_in_send_offsets_exits_75_while_the_broker_is_still_stalled(private_broker):
+    """pipe --mode driver's side: the writer raises Unavailable (exit 75), and the process can exit
+    although its abandoned call is still blocked inside librdkafka (a daemon thread)."""
+    import subprocess
+    import sys
+
+    from confluent_kafka import TopicPartition
+
+    from tests.conftest import ROOT
+
+    kafka = private_broker
+    src, out = kafka.create_topic(), kafka.create_topic()
+    tid = f"stuck-{uuid.uuid4().hex[:8]}"
+    node = kafka.sandbox.info().node_list()[0].id
+    args = [kafka.bootstrap, tid, src, out, str(TIMEOUT_S)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, *args],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        kafka.sandbox.pause_node(node)
+        try:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            # Less than the 60 s after which librdkafka's request would time out by itself: an
+            # exit that waited for the stuck call would not be seen while the broker is stalled.
+            code = child.wait(TIMEOUT_S + tw.WATCHDOG_MARGIN_S + 25)
+        finally:
+            kafka.sandbox.resume_node(node)
+        err = child.stderr.read()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert code == 75, err
+    assert "#5456" in err and "run the same command again" in err
+
+    fresh = _writer(kafka, tid)
+    fresh.retry_s = tw.FAILOVER_RETRY_S
+    fresh.begin()
+    fresh.produce(out, b"fresh", None)
+    fresh.send_offsets([TopicPartition(src, 0, 1)], _group_metadata(kafka, f"g-{tid}"))
+    fresh.commit()
+    assert values(read_committed(kafka.bootstrap, out)) == [b"fresh"]
+    assert b"stuck" in values(read_uncommitted(kafka.bootstrap, out))
