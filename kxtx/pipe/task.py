@@ -348,10 +348,11 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
             outputs.dropped,
         )
     t2 = time.perf_counter()
-    writer.send_offsets(
-        [TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run or None)],
-        plan.generation or consumer.consumer_group_metadata(),
-    )
+    # confluent-kafka 2.16 refuses metadata=None: a job without a run token commits none.
+    tp = TopicPartition(plan.topic, plan.partition, next_offset)
+    if job.run:
+        tp = TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run)
+    writer.send_offsets([tp], plan.generation or consumer.consumer_group_metadata())
     writer.commit()
     attempt["commit_s"] = time.perf_counter() - t2
     attempt["records_in"], attempt["committed"] = len(msgs), next_offset
