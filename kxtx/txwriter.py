@@ -30,6 +30,18 @@ bound, never aborts after a retriable error, and if the outcome is still unknown
 reported as such (`CommitInDoubt`, or exit 75 on the driver): the next init_transactions with the
 same transactional id finishes it, and the stable committed offsets say what was committed.
 
+The watchdog. librdkafka's send_offsets_to_transaction waits for its background work without a
+bound of its own, and that work can stall forever after the group coordinator moved or its broker
+left the metadata (librdkafka issues #5456 and #5511, open in confluent-kafka 2.16.1): seen in a
+chaos run as a Spark task hung for minutes in it. With a single broker stalled (SIGSTOP) a call
+with a 3 s timeout returned only when the broker came back, or after socket.timeout.ms (60 s).
+So that call runs in a thread of its own and is
+given up `WATCHDOG_MARGIN_S` after its timeout (`bounded`, `Stuck`). Only that call: the other
+transactional calls wait on the application side with their own timeout (init, commit, abort
+return a retriable _TIMED_OUT, "retry call to resume", which the retry policy handles) or on local
+work that needs no broker (begin), and no report shows one of them outliving its timeout in a
+current librdkafka.
+
 Producer settings every transactional writer shares are set here once (`producer_conf`).
 
 No kxtx imports at module level but the two dependency-free tables: Spark executors get this module
@@ -38,9 +50,11 @@ by value (`kxtx.pipe.spark.worker_modules()`); driver-side translation imports l
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from kxtx.kafkaerrors import worth_waiting
 
@@ -53,6 +67,16 @@ COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10}
 FAILOVER_RETRY_S = 90.0
 #: Backoff between retries of one call: from the first to the cap, doubling.
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
+
+#: How much longer than its own timeout a send_offsets_to_transaction may take before the watchdog
+#: gives up on the producer (see the module docstring).
+WATCHDOG_MARGIN_S = 10.0
+#: librdkafka's bugs behind the watchdog, named in its warning and error.
+STUCK_ISSUES = "librdkafka issues #5456/#5511"
+
+#: kxtx.log's logger: this module imports no kxtx module at module level (Spark workers get it by
+#: value and may not have kxtx installed), so it names the logger instead.
+_log = logging.getLogger("kxtx")
 
 INIT, BEGIN, OFFSETS, COMMIT, ABORT = "init", "begin", "offsets", "commit", "abort"
 RETRY, ABORT_TXN, FAIL, GIVE_UP, IN_DOUBT = "retry", "abort", "fail", "give up", "in doubt"
@@ -113,6 +137,36 @@ class CommitInDoubt(Exception):
     def __init__(self, err: Any):
         super().__init__(err)
         self.err = err
+
+
+class Stuck(Exception):
+    """A transactional call did not return within its timeout plus `WATCHDOG_MARGIN_S`: the
+    producer was abandoned (see `TxWriter.abandon`). Its transaction did not commit and never
+    will. Raised by a raw writer (a task); the driver side raises `Unavailable` instead."""
+
+
+def bounded(fn: Callable, args: tuple, limit: float) -> Any:
+    """`fn(*args)`'s result (or exception), or `Stuck` when it has not returned after `limit`
+    seconds. The call goes on in a daemon thread that is left behind: a call stuck inside
+    librdkafka cannot be interrupted (it waits on a condition variable with the GIL released),
+    and it may never return; a daemon thread does not keep the process from exiting."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["result"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="kxtx-txn-watchdog", daemon=True).start()
+    if not done.wait(limit):
+        raise Stuck(f"no answer after {limit:.0f}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
 
 
 class TxWriter:
@@ -205,15 +259,46 @@ class TxWriter:
                 self.fail(exc, f"producing to {topic}")
 
     def send_offsets(self, offsets: list, group_metadata: Any) -> None:
-        self.call(
-            OFFSETS,
-            "sending offsets to the transaction",
-            self.producer.send_offsets_to_transaction,
-            offsets,
-            group_metadata,
-            self.timeout,
-        )
+        """send_offsets_to_transaction under the watchdog (see the module docstring)."""
+        doing = "sending offsets to the transaction"
+        limit = self.timeout + WATCHDOG_MARGIN_S
+        send = self.producer.send_offsets_to_transaction
+        try:
+            self.call(OFFSETS, doing, bounded, send, (offsets, group_metadata, self.timeout), limit)
+        except Stuck as exc:
+            self.abandon(doing, exc)
         self.offsets_sent = True
+
+    def abandon(self, doing: str, stuck: Stuck) -> NoReturn:
+        """A call outlived its watchdog: drop the producer and raise what that means.
+
+        The producer is unusable: every later transactional call fails with "Conflicting ... API
+        call already in progress" or hangs too, and close/flush can block as well. So it is never
+        called again; its stuck thread and librdkafka handle leak (a few threads and connections)
+        until the process exits. Its transaction stays open and can no longer commit: the next
+        init_transactions with this transactional id (a new producer's) fences it and aborts
+        the transaction, its records and any offsets in it: nothing of it is ever committed, and
+        exactly once holds.
+
+        A task (raw) raises `Stuck`: its round is a retriable failure (planned again) and the
+        task drops the producer, so the next round starts a new one. The driver side (pipe
+        --mode driver) raises `Unavailable`, exit 75: the process ends and frees the leaked
+        handle, and the same command run again starts from the committed offsets. Recreating
+        the producer in the process would keep the stuck one's threads and connections for the
+        rest of a long run, one more set per failover that hits the bug."""
+        self.producer, self.open, self.offsets_sent = None, False, False
+        message = (
+            f"{doing}: {stuck} (its timeout: {self.timeout:.0f}s; transactional id "
+            f"{self.transactional_id!r}; {STUCK_ISSUES}: a coordinator moved or stalled): "
+            "abandoned the producer; its transaction is aborted when the next producer with "
+            "this transactional id starts"
+        )
+        _log.warning("%s", message)
+        if self.raw:
+            raise Stuck(message) from None
+        from kxtx.errors import Unavailable
+
+        raise Unavailable(f"{message}; run the same command again to continue") from None
 
     def commit(self, doing: str = "committing the transaction") -> None:
         self.call(COMMIT, doing, self.producer.commit_transaction, self.timeout)

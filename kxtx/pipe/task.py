@@ -258,6 +258,14 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         _state().producers.pop(tid, None)
         attempt["status"], attempt["token"], attempt["unavailable"] = "in-doubt", None, True
         attempt["error"] = f"{exc.err.name()}: {exc.err.str()} (committing; outcome unknown)"
+    except tw.Stuck as exc:
+        # send_offsets_to_transaction outlived its watchdog (kxtx.txwriter): the writer abandoned
+        # the producer. Drop it: the next round for this partition starts a new one, whose
+        # init_transactions aborts this attempt's transaction. A failover, not a failure.
+        _state().producers.pop(tid, None)
+        attempt["status"], attempt["token"], attempt["unavailable"] = "aborted", None, True
+        attempt["error"] = f"_TIMED_OUT: {exc}"
+        _executor_log(job, plan, tid, attempt)
     except KafkaException as exc:
         err = _settle(tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
@@ -265,15 +273,20 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
         attempt["unavailable"] = hasattr(err, "code") and tw.retriable(err)
         attempt["token"] = None
-        if job.executor_log:
-            sys.stderr.write(
-                f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
-                f"{tid}): {attempt['status']}, {attempt['error']}; nothing of this "
-                "attempt was committed\n"
-            )
-            sys.stderr.flush()
+        _executor_log(job, plan, tid, attempt)
     attempt["task_s"] = time.perf_counter() - began
     return TaskResult(plan.topic, plan.partition, **attempt)
+
+
+def _executor_log(job: Job, plan: Plan, tid: str, attempt: dict) -> None:
+    """The line for the executor's log about an attempt that committed nothing (see Job)."""
+    if job.executor_log:
+        sys.stderr.write(
+            f"kxtx pipe: {plan.topic}[{plan.partition}] (transactional id "
+            f"{tid}): {attempt['status']}, {attempt['error']}; nothing of this "
+            "attempt was committed\n"
+        )
+        sys.stderr.flush()
 
 
 def _settle(tid: str, prod: _Producer | None, err):
@@ -335,10 +348,11 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
             outputs.dropped,
         )
     t2 = time.perf_counter()
-    writer.send_offsets(
-        [TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run or None)],
-        plan.generation or consumer.consumer_group_metadata(),
-    )
+    # confluent-kafka 2.16 refuses metadata=None: a job without a run token commits none.
+    tp = TopicPartition(plan.topic, plan.partition, next_offset)
+    if job.run:
+        tp = TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run)
+    writer.send_offsets([tp], plan.generation or consumer.consumer_group_metadata())
     writer.commit()
     attempt["commit_s"] = time.perf_counter() - t2
     attempt["records_in"], attempt["committed"] = len(msgs), next_offset

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+
 import pytest
 
 from kxtx.pipe import task
@@ -92,8 +95,6 @@ def test_consume_count(left, nxt, end, want):
     ],
 )
 def test_start_offset(start, committed, want):
-    import dataclasses
-
     assert task._start_offset(dataclasses.replace(job({}), start=start), committed) == want
 
 
@@ -139,3 +140,45 @@ def test_a_failed_metadata_request_is_asked_again_and_fails_no_task(worker_state
     assert task._consumer(j, "t1") is c
     assert task._consumer(j, "t1") is c
     assert c.asked == ["t1", "t1"]
+
+
+@pytest.mark.timeout(30)  # without the watchdog the round would hang
+def test_a_stuck_send_offsets_fails_the_round_for_retry_and_drops_the_producer(worker_state, monkeypatch):
+    """A producer whose send_offsets_to_transaction hangs (librdkafka #5456/#5511): the round is a
+    retriable failure ('aborted', unavailable, no token) and the worker's cache no longer holds the
+    producer, so the next round for the partition starts a new one (init_transactions fences it)."""
+    from kxtx import txwriter as tw
+
+    release = threading.Event()
+
+    class Hanging:
+        calls: list = []
+
+        def send_offsets_to_transaction(self, *_):
+            self.calls.append("offsets")
+            release.wait()
+
+        def begin_transaction(self):
+            self.calls.append("begin")
+
+    monkeypatch.setattr(tw, "WATCHDOG_MARGIN_S", 0.05)
+    j = dataclasses.replace(job({}), timeout=0.05)
+    tid = task.transactional_id(j.pipe_id, "in", 0)
+    cached = task._Producer.__new__(task._Producer)
+    cached.writer = tw.TxWriter(tid, j.timeout, raw=True, retry_s=j.timeout)
+    cached.writer.producer, cached.tid, cached.token = Hanging(), tid, "tok"
+    worker_state.producers[tid] = cached
+
+    def process(_job, _plan, prod, _attempt):  # a round that reaches send_offsets
+        prod.writer.begin()
+        prod.writer.send_offsets([], None)
+
+    monkeypatch.setattr(task, "_process", process)
+    try:
+        result = task.run_plan(j, task.Plan("in", 0, limit=10, end=5, token="tok"))
+    finally:
+        release.set()
+    assert (result.status, result.unavailable, result.token) == ("aborted", True, None)
+    assert "#5456" in result.error
+    assert tid not in worker_state.producers
+    assert Hanging.calls == ["begin", "offsets"]

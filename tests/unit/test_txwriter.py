@@ -3,6 +3,8 @@ acts on it, with a scripted stand-in for the producer's answers. The error objec
 own; the behaviour against real brokers is in tests/integration (test_produce_faults.py,
 test_multibroker_*.py, test_pipe*.py)."""
 
+import threading
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -217,3 +219,64 @@ def test_a_timed_out_abort_is_finished_before_the_next_begin(abort_errors, expec
     w.abort_quietly()
     w.begin()
     assert p.calls == expected_calls and w.open
+
+
+class HangingProducer(ScriptedProducer):
+    """send_offsets_to_transaction never returns until the test releases it, as librdkafka's did
+    after a group coordinator moved (librdkafka #5456/#5511); every call is recorded."""
+
+    def __init__(self, **answers):
+        super().__init__(**answers)
+        self.release = threading.Event()
+
+    def send_offsets_to_transaction(self, *_):
+        self.calls.append("offsets")
+        self.release.wait()
+
+
+@pytest.fixture
+def hanging(monkeypatch):
+    monkeypatch.setattr(tw, "WATCHDOG_MARGIN_S", 0.05)
+    p = HangingProducer()
+    yield p
+    p.release.set()  # let the abandoned thread end
+
+
+@pytest.mark.timeout(30)  # without the watchdog the call would hang
+@pytest.mark.parametrize("raw,expected", [(True, tw.Stuck), (False, Unavailable)])
+def test_a_hung_send_offsets_abandons_the_producer(hanging, caplog, raw, expected):
+    """The writer returns control while the call is still stuck, raises what its callers treat as
+    a failover (a task: Stuck, its round planned again; the driver: exit 75), warns naming the
+    librdkafka issue, and never calls that producer again."""
+    w = TxWriter("t", 0.05, raw=raw)
+    w.producer, w.open = hanging, True
+    with caplog.at_level("WARNING", logger="kxtx"), pytest.raises(expected, match="#5456") as info:
+        w.send_offsets([], None)
+    assert ("run the same command again" in str(info.value)) == (not raw)
+    assert not hanging.release.is_set()  # still stuck: the writer did not wait for it
+    assert "#5456" in caplog.text and "abandoned the producer" in caplog.text
+    assert w.producer is None and not w.open
+    assert w.abort_quietly() is None and w.end_for_shutdown() is None
+    w.abort()
+    assert hanging.calls == ["offsets"]
+
+
+@pytest.mark.parametrize("answers,calls", [([None], ["offsets"]), ([CONCURRENT, None], ["offsets"] * 2)])
+def test_send_offsets_under_the_watchdog_returns_and_retries_as_before(answers, calls):
+    p = ScriptedProducer(offsets=answers)
+    w = _writer(p)
+    w.send_offsets([], None)
+    assert p.calls == calls and w.offsets_sent and w.producer is p
+
+
+@pytest.mark.parametrize("err,expected", [(ABORTABLE, Abortable), (FENCED, FencedError)])
+def test_errors_raised_under_the_watchdog_reach_the_caller(err, expected):
+    p = ScriptedProducer(offsets=[err])
+    with pytest.raises(expected):
+        _writer(p).send_offsets([], None)
+
+
+def test_bounded_passes_result_and_exception():
+    assert tw.bounded(lambda a, b: a + b, (1, 2), 5.0) == 3
+    with pytest.raises(ZeroDivisionError):
+        tw.bounded(lambda: 1 / 0, (), 5.0)
