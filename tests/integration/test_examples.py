@@ -500,7 +500,7 @@ def test_monitor_examples(ctx):
 def _serve_example(ctx, serve):
     import urllib.request
 
-    from tests.integration.test_monitor import serving
+    from tests.integration.monitor_helpers import serving
 
     argv = ctx.argv(serve.text.replace("--port 9464", "--port 0"))
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": ctx.kafka.bootstrap}

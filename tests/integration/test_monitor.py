@@ -10,19 +10,17 @@ naive lag (high watermark - committed) is markers and aborted records only.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.kafka_io import commit_retrying, wait_until
+from tests.integration.monitor_helpers import samples, serving
 from tests.integration.txn_helpers import hanging_broker, kxtx_on, make_hanging
 
 # Transactions v2 (4.x) and v1 (3.9) keep and end transactions differently: CI runs these on both.
@@ -156,15 +154,10 @@ def test_collect_filters_by_topic_and_group(broker, scene):
     assert doc["groups"] == []  # the group reads another topic
 
 
-def _samples(text: str) -> dict:
-    fams = list(text_string_to_metric_families(text))
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in fams for s in f.samples}
-
-
 def test_collect_prometheus_has_the_right_partitions(broker, scene):
     r = kxtx(broker, "monitor", "collect", "-o", "prometheus")
     assert r.returncode == 0, r.stderr
-    by = _samples(r.stdout)
+    by = samples(r.stdout)
     hang = (("partition", "1"), ("topic", scene["hang"]))
     opened = (("partition", "0"), ("topic", scene["open"]))
     assert by[("kxtx_up", ())] == 1
@@ -184,7 +177,7 @@ def test_textfile_then_kxtx_up_0_when_the_cluster_is_down(broker, scene, tmp_pat
     r = kxtx(broker, "monitor", "collect", "--textfile", str(tmp_path), "--textfile-name", "t.prom")
     assert r.returncode == 0 and r.stdout == "", r.stderr
     assert os.listdir(tmp_path) == ["t.prom"]
-    assert _samples((tmp_path / "t.prom").read_text())[("kxtx_up", ())] == 1
+    assert samples((tmp_path / "t.prom").read_text())[("kxtx_up", ())] == 1
     r = kxtx(
         broker,
         "monitor",
@@ -197,7 +190,7 @@ def test_textfile_then_kxtx_up_0_when_the_cluster_is_down(broker, scene, tmp_pat
         "127.0.0.1:1",
     )
     assert r.returncode == 69, r.stderr
-    by = _samples((tmp_path / "t.prom").read_text())
+    by = samples((tmp_path / "t.prom").read_text())
     assert by[("kxtx_up", ())] == 0 and ("kxtx_hanging_transactions", ()) not in by  # no stale figures
 
 
@@ -237,37 +230,11 @@ def test_check_unknown(broker, args, words):
     assert r.stdout.startswith("KXTX UNKNOWN - ") and words in r.stdout and r.stdout.count("\n") == 1
 
 
-@contextlib.contextmanager
-def serving(argv: list[str], env: dict, cwd) -> Iterator[str]:
-    """`kxtx monitor serve` (argv with `--port 0`) running; yields its /metrics URL. Leaving the block
-    stops it with SIGTERM, which must end it with 143 (test_examples.py runs the README's this way)."""
-    proc = subprocess.Popen(
-        argv,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        cwd=cwd,
-        env=env,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert line.startswith("kxtx: serving http://"), line
-        yield line.split()[-1]
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 143
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 def _scrape(url: str) -> dict:
     import urllib.request
 
     with urllib.request.urlopen(url, timeout=120) as r:
-        return _samples(r.read().decode())
+        return samples(r.read().decode())
 
 
 @pytest.mark.parametrize("down", [False, True], ids=["up", "cluster-down"])

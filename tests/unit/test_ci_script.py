@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PY = """#!/usr/bin/env bash
-echo "$0|$KXTX_TEST_KAFKA_VERSION|$*" >> "$CALLS"
+echo "$0|$KXTX_TEST_KAFKA_VERSION|$CI|$*" >> "$CALLS"
 if [ -n "${FAIL_ON:-}" ] && [ "$1 $2" = "$FAIL_ON" ]; then exit 1; fi
 if [ "$1 $2" = "-m venv" ] && [ "$3" != "--help" ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
@@ -26,7 +26,7 @@ exit 0
 
 
 def _run_ci(tmp_path, **extra_env):
-    for tool in ("java", "mvn", "openssl"):
+    for tool in ("java", "mvn", "openssl", "prometheus", "promtool", "prometheus-node-exporter"):
         if not shutil.which(tool):
             pytest.fail(f"{tool} is needed for this test (.ci/run installs it otherwise)")
     bin_dir = tmp_path / "bin"
@@ -43,11 +43,15 @@ def _run_ci(tmp_path, **extra_env):
     }
     env.pop("PYTHON", None)
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    env.pop("CI", None)
     env.update(extra_env)
     r = subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env, timeout=120
     )
-    return r, fake, [line.split("|", 2) for line in calls.read_text().splitlines()]
+    rows = [line.split("|", 3) for line in calls.read_text().splitlines()]
+    # every call ran with CI set: tests of the programs .ci/run installs fail rather than skip
+    assert {ci for _, _, ci, _ in rows} == {"1"}
+    return r, fake, [[prog, version, args] for prog, version, _, args in rows]
 
 
 def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):

@@ -1,0 +1,31 @@
+"""External programs some tests run (Prometheus, promtool, node_exporter from Debian's packages).
+
+Absent on a developer's machine: the test is skipped and says how to install them. Under CI (the CI
+environment variable set, as `.ci/run` does after installing them) an absent program fails the test:
+CI must never pass by skipping these.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+#: the Debian package that brings each program
+PACKAGES = {
+    "prometheus": "prometheus",
+    "promtool": "prometheus",
+    "prometheus-node-exporter": "prometheus-node-exporter",
+}
+
+
+def need(program: str) -> str:
+    """The program's path; else a skip (a fail under CI) naming the package to install."""
+    path = shutil.which(program)
+    if path:
+        return path
+    why = f"{program} is not installed (apt-get install {PACKAGES.get(program, program)})"
+    if os.environ.get("CI"):
+        pytest.fail(f"{why}; CI must run this test (.ci/run installs it)")
+    pytest.skip(why)
