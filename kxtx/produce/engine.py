@@ -415,19 +415,29 @@ class Run:
 
     def produce_error(self, exc, src, line) -> None:
         err = exc.args[0]
-        refused = self.stats.delivery_error
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
             self.bad(src, line, err.str())
-        elif err.name() == "_STATE" and refused is not None:
+            return
+        refused = self._refusal() if err.name() == "_STATE" else None
+        if refused is not None:
             # A record the broker refused left the transaction abortable, and produce() now says
-            # only "Erroneous state" (when its delivery report came back first): the cause is in
-            # the report, and the transaction is aborted and retried as when the commit says so.
+            # only "Erroneous state": the cause is in that record's delivery report, and the
+            # transaction is aborted and retried as when the commit says so.
             raise _Abortable(f"producing: {refused.str()}", refused) from exc
         elif err.txn_requires_abort():
             self._stop_if_denied(err, "producing")
             raise _Abortable(f"producing: {err.str()}", err) from exc
         else:
             raise self._fatal(exc, "producing") from exc
+
+    def _refusal(self, wait_s: float = 10.0) -> Any:
+        """The delivery error behind produce()'s "Erroneous state". librdkafka sets the state when
+        the broker refuses a batch, but the report naming why reaches stats only when the producer
+        is polled, which the fast paths may not have done yet: serve reports until it comes."""
+        deadline = time.monotonic() + wait_s
+        while self.stats.delivery_error is None and time.monotonic() < deadline:
+            self.producer.poll(0.1)
+        return self.stats.delivery_error
 
     def bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
         where = f"{src.name}:{line.lineno}"

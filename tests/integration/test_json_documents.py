@@ -145,7 +145,9 @@ def committed(topic: Callable[[Scene], str]) -> Callable[[subprocess.Popen, Scen
 def spark_launched(proc: subprocess.Popen, s: Scene) -> bool:
     try:
         kids = psutil.Process(proc.pid).children(recursive=True)
-        return any("org.apache.spark.launcher.Main" in " ".join(k.cmdline()) for k in kids)
+        # spark-submit's launcher JVM (org.apache.spark.launcher.Main) lives a fraction of a second
+        # on a quiet machine, less than a poll: the JVM it starts (SparkSubmit) counts too.
+        return any("org.apache.spark." in " ".join(k.cmdline()) for k in kids)
     except psutil.Error:
         return False
 

@@ -138,7 +138,9 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
 
 
 #: How long the pipes run idle after the killed leader came back (the issue's exit 1 came then).
-COMEBACK_IDLE_S = 30
+#: 30 s was too short in a loaded CI run: the executors-mode pipe saw no record of the new leader
+#: within 30 s of its last commit (the driver-mode one did) and stopped idle during the outage.
+COMEBACK_IDLE_S = 60
 
 
 def _coordinated_by(kafka, node: int) -> str:

@@ -50,7 +50,10 @@ def test_create_then_produce_at_once(kafka, run_kxtx, tmp_path):
     )
     assert r.returncode == 0, r.stderr
     row = json.loads(r.stdout)
-    assert row == {
+    assert row == {  # -o json: one document, with the status keys every command's document has
+        "status": "ok",
+        "exit_code": 0,
+        "error": None,
         "topic": name,
         "created": True,
         "partitions": 3,
