@@ -65,6 +65,10 @@ LOCAL_TRANSIENT = {
     -187: "_ALL_BROKERS_DOWN",
     -185: "_TIMED_OUT",
     -180: "_WAIT_COORD",
+    # The admin client's ListOffsets, before it asks any broker, looks up each partition's leader
+    # in its metadata: while the controller moves one (leader -1) it fails the partition with
+    # _NOENT "Failed to query partition leaders: No leaders found" (Kafka's LEADER_NOT_AVAILABLE).
+    -156: "_NOENT",
 }
 
 

@@ -226,6 +226,11 @@ class TxWriter:
         elif self.watch is not None:
             self.watch.note(err)
 
+    @property
+    def fatal_error(self) -> Any:
+        """The fatal error the producer reported (fenced, ...), or None."""
+        return self._fatal_err
+
     # --- the transaction -------------------------------------------------------------------------
     def init(self, doing: str = "initialising transactions") -> None:
         self.call(INIT, doing, self.producer.init_transactions, self.timeout)
@@ -293,8 +298,10 @@ class TxWriter:
             "abandoned the producer; its transaction is aborted when the next producer with "
             "this transactional id starts"
         )
-        _log.warning("%s", message)
         if self.raw:
+            # A task's Stuck is a retried round: only the executor's log tells it happened. The
+            # driver's message below reaches the user once, at the error boundary.
+            _log.warning("%s", message)
             raise Stuck(message) from None
         from kxtx.errors import Unavailable
 

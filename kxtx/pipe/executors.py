@@ -54,6 +54,11 @@ FENCE_WATCH_S = 120.0
 #: How long a partition's end offset may stay unreadable (its leader moving, a broker down) before
 #: the run stops with exit 75 (run the same command again): as long as a transactional call waits.
 UNREADABLE_S = FAILOVER_RETRY_S
+#: How long one round's end-offset request may take. librdkafka's admin client sends it to the
+#: leader its metadata names and waits for that broker to answer, up to the request timeout: a
+#: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout (30 s) after a
+#: leader move. A partition not answered within this is planned next round, with fresh metadata.
+PLAN_READ_S = 5.0
 
 
 class ExecutorPipe(PipeCore):
@@ -213,7 +218,7 @@ class ExecutorPipe(PipeCore):
         futures = self.admin.list_offsets(
             {tp: OffsetSpec.latest() for tp in tps},
             isolation_level=IsolationLevel.READ_COMMITTED,
-            request_timeout=self.settings.timeout,
+            request_timeout=min(PLAN_READ_S, self.settings.timeout),
         )
         work, unknown, why = [], 0, ""
         for tp, fut in futures.items():

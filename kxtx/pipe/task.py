@@ -349,9 +349,8 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
         )
     t2 = time.perf_counter()
     # confluent-kafka 2.16 refuses metadata=None: a job without a run token commits none.
-    tp = TopicPartition(plan.topic, plan.partition, next_offset)
-    if job.run:
-        tp = TopicPartition(plan.topic, plan.partition, next_offset, metadata=job.run)
+    where = (plan.topic, plan.partition, next_offset)
+    tp = TopicPartition(*where, metadata=job.run) if job.run else TopicPartition(*where)
     writer.send_offsets([tp], plan.generation or consumer.consumer_group_metadata())
     writer.commit()
     attempt["commit_s"] = time.perf_counter() - t2

@@ -433,9 +433,14 @@ class Run:
     def _refusal(self, wait_s: float = 10.0) -> Any:
         """The delivery error behind produce()'s "Erroneous state". librdkafka sets the state when
         the broker refuses a batch, but the report naming why reaches stats only when the producer
-        is polled, which the fast paths may not have done yet: serve reports until it comes."""
+        is polled, which the fast paths may not have done yet: serve reports until it comes (a
+        producer gone fatal, e.g. fenced, has no such report: the fatal error is the cause)."""
         deadline = time.monotonic() + wait_s
-        while self.stats.delivery_error is None and time.monotonic() < deadline:
+        while (
+            self.stats.delivery_error is None
+            and self.writer.fatal_error is None
+            and time.monotonic() < deadline
+        ):
             self.producer.poll(0.1)
         return self.stats.delivery_error
 

@@ -147,6 +147,9 @@ def _coordinated_by(kafka, node: int) -> str:
     """A transactional id, initialised, whose transaction coordinator is `node`."""
     from confluent_kafka import Producer
 
+    # A node back from an earlier test's outage leads no __transaction_state partition until the
+    # controller's rebalance: a StopIteration here in CI.
+    wait_until(lambda: ch.rebalanced(kafka), 60, "preferred leaders", every=1, tolerate=ch.MOVING)
     tid = next(
         t
         for t in (f"on-{node}-{uuid.uuid4().hex[:8]}" for _ in range(200))

@@ -39,6 +39,7 @@ from kxtx.kafkaerrors import code_of, stale_metadata, worth_waiting
         (KafkaError._ALL_BROKERS_DOWN, True, False),
         (KafkaError._WAIT_COORD, True, False),
         (KafkaError._UNKNOWN_PARTITION, True, False),
+        (KafkaError._NOENT, True, False),  # ListOffsets: "No leaders found"
         # answers that waiting does not change
         (KafkaError.TOPIC_AUTHORIZATION_FAILED, False, False),
         (KafkaError.GROUP_AUTHORIZATION_FAILED, False, False),
