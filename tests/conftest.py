@@ -59,15 +59,26 @@ class Kafka:
         return KafkaDistribution(self.version, Path(self.libs)).java(main_class, *args)
 
     def create_topic(
-        self, name: str | None = None, partitions: int = 1, config: dict | None = None, replication: int = 1
+        self,
+        name: str | None = None,
+        partitions: int = 1,
+        config: dict | None = None,
+        replication: int = 1,
+        replicas: list[list[int]] | None = None,
     ) -> str:
+        """A new topic; `replicas`: each partition's replica list, its preferred leader first."""
         from confluent_kafka.admin import AdminClient, NewTopic
 
         name = name or f"t-{uuid.uuid4().hex[:10]}"
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        fut = admin.create_topics([NewTopic(name, partitions, replication, config=config or {})])[name]
+        shape = (
+            {"num_partitions": len(replicas), "replication_factor": -1, "replica_assignment": replicas}
+            if replicas
+            else {"num_partitions": partitions, "replication_factor": replication}
+        )
+        fut = admin.create_topics([NewTopic(name, config=config or {}, **shape)])[name]
         fut.result(timeout=30)
-        _wait_for_leaders(admin, name, partitions)
+        _wait_for_leaders(admin, name, len(replicas) if replicas else partitions)
         return name
 
 

@@ -125,8 +125,9 @@ def rebalanced(kafka) -> bool:
     default): the next test would find no transaction coordinator or leader on it."""
     from confluent_kafka import ElectionType, KafkaError
 
+    admin = _admin(kafka)  # held until the answer: a client collected meanwhile fails it with _DESTROY
     # (No timeout keywords: confluent-kafka 2.16.1 raises SystemError on them.)
-    done = _admin(kafka).elect_leaders(ElectionType.PREFERRED, None).result(timeout=30)
+    done = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30)
     # ELECTION_NOT_NEEDED: the preferred replica leads already.
     return all(e is None or e.args[0].code() == KafkaError.ELECTION_NOT_NEEDED for e in done.values())
 
