@@ -60,9 +60,12 @@ class _Partition:
 
 
 class RawFetchSource:
-    def __init__(self, settings: Settings, topic: str):
+    def __init__(self, settings: Settings, topic: str, admin=None):
+        """`admin`: a kafka-python admin client to borrow (`kxtx monitor` reads several topics with
+        the one its Cluster holds); `close()` leaves a borrowed one open."""
         self.settings, self.topic = settings, topic
-        self.admin = clients.txn_admin(settings)
+        self._owned = admin is None
+        self.admin = clients.txn_admin(settings) if admin is None else admin
 
     def _run(self, coro_fn, *args):
         try:
@@ -242,4 +245,5 @@ class RawFetchSource:
             batch = records.next_batch()
 
     def close(self) -> None:
-        self.admin.close()
+        if self._owned:
+            self.admin.close()
