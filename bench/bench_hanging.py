@@ -33,9 +33,11 @@ def log(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
 
 
-def timed(argv: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    argv: list[str], env: dict | None = None, cwd: Path = ROOT
+) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     return time.perf_counter() - t0, r
 
 

@@ -25,7 +25,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
@@ -33,6 +33,9 @@ from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.timefmt import iso_ms
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
 EARLIEST, LSO, HW = "earliest", "lso", "hw"
@@ -281,7 +284,7 @@ def read_ranges(
     end: int | str,
     records: bool = False,
     log_starts: dict[int, int] | None = None,
-    admin=None,
+    admin: KafkaAdminClient | None = None,
 ) -> list[PartitionDump]:
     """Each partition of `starts` read from its start to `end`, in that order. `kxtx monitor`
     counts what a read_committed consumer still gets from a group's committed offset this way,
@@ -299,14 +302,18 @@ def read_ranges(
         leaders = source._leaders_or_none(wanted)
         heads = _first_fetches(source, starts, log_starts, leaders)
         return [
-            _PartitionReader(source, p, start, end, records, log_starts[p], leaders.get(p), heads.get(p)).read()
+            _PartitionReader(
+                source, p, start, end, records, log_starts[p], leaders.get(p), heads.get(p)
+            ).read()
             for p, start in starts.items()
         ]
     finally:
         source.close()
 
 
-def _first_fetches(source, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]) -> dict:
+def _first_fetches(
+    source, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
+) -> dict:
     """The first Fetch of every partition with an offset start, one request per leader instead of
     one per partition: {partition: its response}. A partition that answered with an error, or a
     request that failed, is left out; its reader fetches it alone (and follows a moved leader)."""
@@ -316,8 +323,6 @@ def _first_fetches(source, starts: dict[int, int | str], log_starts: dict[int, i
             by_leader.setdefault(leaders[p], {})[p] = max(start, log_starts[p])
     heads = {}
     for leader, offsets in by_leader.items():
-        if len(offsets) < 2:
-            continue
         try:
             resp = source._fetch(leader, offsets)
         except KafkaOperationError as exc:
@@ -414,7 +419,9 @@ class _PartitionReader:
 
     def read(self) -> PartitionDump:
         topic = self.source.topic
-        log_start = self.log_start if self.log_start is not None else self.source._log_starts([self.p])[self.p]
+        log_start = (
+            self.log_start if self.log_start is not None else self.source._log_starts([self.p])[self.p]
+        )
         # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
         want = max(self.start, log_start) if isinstance(self.start, int) else log_start
         head = self.head if self.head is not None else self._fetch(want)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
@@ -24,6 +25,9 @@ from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
@@ -60,7 +64,7 @@ class _Partition:
 
 
 class RawFetchSource:
-    def __init__(self, settings: Settings, topic: str, admin=None):
+    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None):
         """`admin`: a kafka-python admin client to borrow (`kxtx monitor` reads several topics with
         the one its Cluster holds); `close()` leaves a borrowed one open."""
         self.settings, self.topic = settings, topic

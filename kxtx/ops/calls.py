@@ -303,7 +303,9 @@ class Cluster:
         if not tps:
             return {}
         t = self.settings.timeout
-        futs = self.admin.list_offsets({TopicPartition(*tp): OffsetSpec.earliest() for tp in tps}, request_timeout=t)
+        futs = self.admin.list_offsets(
+            {TopicPartition(*tp): OffsetSpec.earliest() for tp in tps}, request_timeout=t
+        )
         out: dict[TP, int] = {}
         for ctp, fut in futs.items():
             try:

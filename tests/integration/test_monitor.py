@@ -145,6 +145,45 @@ def test_collect_json_shows_hanging_and_open_transactions_and_lso_lag(broker, sc
     assert (g["hw_lag_records"], g["lag_records"], g["invisible_records"], g["exact"]) == (4, 0, 4, True)
 
 
+def test_lag_counted_record_by_record_on_several_partitions_at_once(broker):
+    """Three partitions read in one Fetch: per partition 3 committed records (0-2, marker 3), 2
+    aborted (4-5, marker 6), 2 committed (7-8, marker 9); the group committed 0, 3 and 7. A
+    read_committed consumer would still receive 5, 2 and 2 records; the rest is markers and
+    aborted records."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    u = uuid.uuid4().hex[:6]
+    topic, group = broker.create_topic(f"mon-multi-{u}", partitions=3), f"mon-multi-{u}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"mon-multi-{u}"})
+    p.init_transactions(60)
+    for n, commit in ((3, True), (2, False), (2, True)):
+        p.begin_transaction()
+        for part in range(3):
+            for i in range(n):
+                p.produce(topic, f"{n}-{i}".encode(), partition=part)
+        assert p.flush(60) == 0
+        p.commit_transaction(60) if commit else p.abort_transaction(60)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        commit_retrying(c, [TopicPartition(topic, part, off) for part, off in enumerate((0, 3, 7))])
+    finally:
+        c.close()
+    doc = _doc(kxtx(broker, "monitor", "collect", "--topic", topic, "-g", group, "-o", "json"))
+    rows = {g["partition"]: g for g in doc["groups"]}
+    got = {
+        part: (
+            g["committed"],
+            g["lso"],
+            g["hw_lag_records"],
+            g["lag_records"],
+            g["invisible_records"],
+            g["exact"],
+        )
+        for part, g in rows.items()
+    }
+    assert got == {0: (0, 10, 10, 5, 5, True), 1: (3, 10, 7, 2, 5, True), 2: (7, 10, 3, 2, 1, True)}
+
+
 def test_collect_filters_by_topic_and_group(broker, scene):
     doc = _doc(
         kxtx(broker, "monitor", "collect", "--topic", scene["open"], "-g", scene["group"], "-o", "json")
