@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_hanging import create_topics, java_rows, log, timed  # noqa: E402 - after the path is set
+from bench_hanging import create_topics, java_rows, kafka_find_hanging, log, start_broker, timed  # noqa: E402 - after the path is set
 
 from tests.integration.kafka_io import commit_retrying  # noqa: E402
 from tests.integration.txn_helpers import make_hanging  # noqa: E402
@@ -208,16 +208,7 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    from kxtx.sandbox import Sandbox
-
-    sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-"))
-    log("starting the broker")
-    info = sandbox.start(
-        kafka_version=args.kafka_version,
-        port=0,
-        heap="1g",
-        broker_config={"transaction.partition.verification.enable": "false"},
-    )
+    sandbox, info = start_broker(args.kafka_version)
     keep: list = []
     base: Path | None = None
     try:
@@ -238,15 +229,7 @@ def main() -> None:
         argvs = {
             "collect": [*kx, "monitor", "collect", "-o", "json"],
             "find_hanging": [*kx, "find-hanging", "-o", "json"],
-            "kafka": sandbox.info().distribution.java(
-                "org.apache.kafka.tools.TransactionsCommand",
-                "--bootstrap-server",
-                b,
-                "find-hanging",
-                "--broker-id",
-                "1",
-                jvm=("-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN"),
-            ),
+            "kafka": kafka_find_hanging(sandbox, b),
         }
         cwds = dict.fromkeys(argvs, ROOT)
         if args.baseline:

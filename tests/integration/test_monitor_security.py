@@ -17,16 +17,16 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.kafka_io import commit_retrying
 from tests.integration.monitor_helpers import samples
-from tests.integration.security_helpers import BROKER_CONFIG, SecureBroker
+from tests.integration.security_helpers import sasl_ssl_broker
 
 pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
 def sec(brokers):
-    k = brokers(BROKER_CONFIG, security="sasl_ssl")
-    return SecureBroker("sasl_ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
+    return sasl_ssl_broker(brokers)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def scene(sec):
     group = f"mon-sec-g-{topic}"
     c = Consumer({**sec.conf("admin"), "group.id": group, "log_level": 3})
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        commit_retrying(c, [TopicPartition(topic, 0, 0)])
     finally:
         c.close()
     return {"topic": topic, "start": start, "group": group}
