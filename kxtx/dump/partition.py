@@ -41,6 +41,10 @@ COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
 EARLIEST, LSO, HW = "earliest", "lso", "hw"
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _OFFSET_OUT_OF_RANGE = 1
+#: What the one Fetch of many partitions' first reads may bring back in all (the broker fills
+#: partitions in order up to it): about what one partition's read held before. A partition left
+#: empty by it is fetched on its own.
+_FIRST_FETCHES_MAX_BYTES = 8 * 1024 * 1024
 
 
 # --- the range (pure) ----------------------------------------------------------------------------------
@@ -324,7 +328,7 @@ def _first_fetches(
     heads = {}
     for leader, offsets in by_leader.items():
         try:
-            resp = source._fetch(leader, offsets)
+            resp = source._fetch(leader, offsets, max_bytes=_FIRST_FETCHES_MAX_BYTES)
         except KafkaOperationError as exc:
             logger.info(f"fetching {source.topic} from broker {leader}: {exc}")
             continue

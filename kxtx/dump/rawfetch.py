@@ -120,7 +120,7 @@ class RawFetchSource:
         finally:
             c.close()
 
-    def _fetch(self, leader: int, offsets: dict[int, int]):
+    def _fetch(self, leader: int, offsets: dict[int, int], max_bytes: int = 52428800):
         from kafka.protocol.consumer import FetchRequest
 
         topic_cls = FetchRequest.FetchTopic
@@ -129,7 +129,7 @@ class RawFetchSource:
             replica_id=-1,
             max_wait_ms=200,
             min_bytes=1,
-            max_bytes=52428800,
+            max_bytes=max_bytes,
             isolation_level=0,
             session_id=0,
             session_epoch=-1,
