@@ -14,7 +14,10 @@ and collect/Kafka's. Then starts `kxtx monitor serve --min-interval 0` (every sc
 scrapes /metrics SCRAPES times and samples its VmRSS every 50 scrapes (first, last, max).
 `--serve-topic` scopes serve's collections to one topic so that 500 real collections fit in minutes.
 
-    python bench/bench_monitor.py [--topics 20] [--partitions 100] [--runs 5] [--scrapes 500]
+`--baseline REF` also times REF's `monitor collect` (a temporary worktree) in the same runs and
+compares its JSON document with this tree's.
+
+    python bench/bench_monitor.py [--topics 20] [--partitions 100] [--runs 5] [--scrapes 500] [--baseline main]
 
 Prints one JSON document on stdout; progress on stderr. Stops the broker and the processes it started.
 """
@@ -283,6 +286,10 @@ def main() -> None:
                     "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
                     "ratio_collect_over_find_hanging": round(med["collect"] / med["find_hanging"], 3),
                     "ratio_collect_over_kafka": round(med["collect"] / med["kafka"], 3),
+                    # each run's ratio, then their median: steadier than medians' ratio on a busy machine
+                    "per_run_ratio_collect_over_find_hanging_median": round(
+                        statistics.median(c / f for c, f in zip(times["collect"], times["find_hanging"])), 3
+                    ),
                     **(
                         {
                             "baseline": args.baseline,
