@@ -33,10 +33,42 @@ def log(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
 
 
-def timed(argv: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    argv: list[str], env: dict | None = None, cwd: Path = ROOT
+) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     return time.perf_counter() - t0, r
+
+
+def start_broker(kafka_version: str):
+    """A sandbox broker that lets truly hanging transactions be made (partition verification
+    off): (sandbox, its info). The caller stops it."""
+    from kxtx.sandbox import Sandbox
+
+    sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-"))
+    log("starting the broker")
+    info = sandbox.start(
+        kafka_version=kafka_version,
+        port=0,
+        heap="1g",
+        broker_config={"transaction.partition.verification.enable": "false"},
+    )
+    return sandbox, info
+
+
+def kafka_find_hanging(sandbox, bootstrap: str) -> list[str]:
+    """The argv of Kafka's `kafka-transactions.sh find-hanging --broker-id 1`, run with `java -cp`
+    from the broker's own jars (no shell script, no log noise)."""
+    return sandbox.info().distribution.java(
+        "org.apache.kafka.tools.TransactionsCommand",
+        "--bootstrap-server",
+        bootstrap,
+        "find-hanging",
+        "--broker-id",
+        "1",
+        jvm=("-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN"),
+    )
 
 
 def create_topics(bootstrap: str, topics: int, partitions: int) -> list[str]:
@@ -81,16 +113,7 @@ def main() -> None:
     ap.add_argument("--hanging", type=int, default=3)
     args = ap.parse_args()
 
-    from kxtx.sandbox import Sandbox
-
-    sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-"))
-    log("starting the broker")
-    info = sandbox.start(
-        kafka_version=args.kafka_version,
-        port=0,
-        heap="1g",
-        broker_config={"transaction.partition.verification.enable": "false"},
-    )
+    sandbox, info = start_broker(args.kafka_version)
     try:
         b = info.bootstrap
         log(f"broker {info.kafka_version} at {b}; creating {args.topics} x {args.partitions} partitions")
@@ -101,15 +124,7 @@ def main() -> None:
         expected = set(starts)
         env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": b}
         kx = [sys.executable, "-m", "kxtx", "find-hanging", "--broker-id", "1", "-o", "jsonl"]
-        jv = sandbox.info().distribution.java(
-            "org.apache.kafka.tools.TransactionsCommand",
-            "--bootstrap-server",
-            b,
-            "find-hanging",
-            "--broker-id",
-            "1",
-            jvm=("-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN"),
-        )
+        jv = kafka_find_hanging(sandbox, b)
         times = {"kxtx": [], "kafka": []}
         found = {}
         partitions_checked = None

@@ -25,7 +25,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
@@ -34,10 +34,17 @@ from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.timefmt import iso_ms
 
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
+
 COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
 EARLIEST, LSO, HW = "earliest", "lso", "hw"
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _OFFSET_OUT_OF_RANGE = 1
+#: What the one Fetch of many partitions' first reads may bring back in all (the broker fills
+#: partitions in order up to it): about what one partition's read held before. A partition left
+#: empty by it is fetched on its own.
+_FIRST_FETCHES_MAX_BYTES = 8 * 1024 * 1024
 
 
 # --- the range (pure) ----------------------------------------------------------------------------------
@@ -275,17 +282,59 @@ def dump_partitions(
 
 
 def read_ranges(
-    settings: Settings, topic: str, starts: dict[int, int | str], end: int | str, records: bool = False
+    settings: Settings,
+    topic: str,
+    starts: dict[int, int | str],
+    end: int | str,
+    records: bool = False,
+    log_starts: dict[int, int] | None = None,
+    admin: KafkaAdminClient | None = None,
 ) -> list[PartitionDump]:
     """Each partition of `starts` read from its start to `end`, in that order. `kxtx monitor`
-    counts what a read_committed consumer still gets from a group's committed offset this way."""
+    counts what a read_committed consumer still gets from a group's committed offset this way,
+    giving the log starts it asked for all its topics at once and its own admin client (`admin`)."""
     from kxtx.dump.rawfetch import RawFetchSource
 
-    source = RawFetchSource(settings, topic)
+    source = RawFetchSource(settings, topic, admin)
     try:
-        return [_PartitionReader(source, p, start, end, records).read() for p, start in starts.items()]
+        # Log starts and leaders asked for all partitions at once: one consumer and one metadata
+        # lookup per topic instead of one each per partition (a read that meets a moved leader or
+        # log start asks again for its partition alone).
+        wanted = list(starts)
+        if log_starts is None or any(p not in log_starts for p in wanted):
+            log_starts = {**source._log_starts(wanted), **(log_starts or {})}
+        leaders = source._leaders_or_none(wanted)
+        heads = _first_fetches(source, starts, log_starts, leaders)
+        return [
+            _PartitionReader(
+                source, p, start, end, records, log_starts[p], leaders.get(p), heads.get(p)
+            ).read()
+            for p, start in starts.items()
+        ]
     finally:
         source.close()
+
+
+def _first_fetches(
+    source, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
+) -> dict:
+    """The first Fetch of every partition with an offset start, one request per leader instead of
+    one per partition: {partition: its response}. A partition that answered with an error, or a
+    request that failed, is left out; its reader fetches it alone (and follows a moved leader)."""
+    by_leader: dict[int, dict[int, int]] = {}
+    for p, start in starts.items():
+        if isinstance(start, int) and leaders.get(p, -1) >= 0:
+            by_leader.setdefault(leaders[p], {})[p] = max(start, log_starts[p])
+    heads = {}
+    for leader, offsets in by_leader.items():
+        try:
+            resp = source._fetch(leader, offsets, max_bytes=_FIRST_FETCHES_MAX_BYTES)
+        except KafkaOperationError as exc:
+            logger.info(f"fetching {source.topic} from broker {leader}: {exc}")
+            continue
+        for topic in resp.responses:
+            heads.update({part.partition_index: part for part in topic.partitions if part.error_code == 0})
+    return heads
 
 
 def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
@@ -335,10 +384,23 @@ def _committed(settings: Settings, topic: str, partitions: list[int], start: str
 
 
 class _PartitionReader:
-    def __init__(self, source, partition: int, start: int | str, end: int | str, records: bool):
+    def __init__(
+        self,
+        source,
+        partition: int,
+        start: int | str,
+        end: int | str,
+        records: bool,
+        log_start: int | None = None,
+        leader: int | None = None,
+        head=None,
+    ):
         self.source, self.p, self.start, self.end = source, partition, start, end
         self.records = records
-        self.leader: int | None = None
+        self.log_start = log_start
+        self.leader = leader
+        #: the first Fetch's response, already fetched from max(start, log_start) (read_ranges)
+        self.head = head
 
     def _fetch(self, offset: int):
         """One Fetch of this partition from `offset`: the partition's response (leader moves followed)."""
@@ -361,10 +423,12 @@ class _PartitionReader:
 
     def read(self) -> PartitionDump:
         topic = self.source.topic
-        log_start = self.source._log_starts([self.p])[self.p]
+        log_start = (
+            self.log_start if self.log_start is not None else self.source._log_starts([self.p])[self.p]
+        )
         # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
         want = max(self.start, log_start) if isinstance(self.start, int) else log_start
-        head = self._fetch(want)
+        head = self.head if self.head is not None else self._fetch(want)
         if head.error_code == _OFFSET_OUT_OF_RANGE:  # the log start moved on meanwhile (retention)
             want = log_start = self.source._log_starts([self.p])[self.p]
             head = self._fetch(want)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
@@ -24,6 +25,9 @@ from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
@@ -60,9 +64,12 @@ class _Partition:
 
 
 class RawFetchSource:
-    def __init__(self, settings: Settings, topic: str):
+    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None):
+        """`admin`: a kafka-python admin client to borrow (`kxtx monitor` reads several topics with
+        the one its Cluster holds); `close()` leaves a borrowed one open."""
         self.settings, self.topic = settings, topic
-        self.admin = clients.txn_admin(settings)
+        self._owned = admin is None
+        self.admin = clients.txn_admin(settings) if admin is None else admin
 
     def _run(self, coro_fn, *args):
         try:
@@ -113,7 +120,7 @@ class RawFetchSource:
         finally:
             c.close()
 
-    def _fetch(self, leader: int, offsets: dict[int, int]):
+    def _fetch(self, leader: int, offsets: dict[int, int], max_bytes: int = 52428800):
         from kafka.protocol.consumer import FetchRequest
 
         topic_cls = FetchRequest.FetchTopic
@@ -122,7 +129,7 @@ class RawFetchSource:
             replica_id=-1,
             max_wait_ms=200,
             min_bytes=1,
-            max_bytes=52428800,
+            max_bytes=max_bytes,
             isolation_level=0,
             session_id=0,
             session_epoch=-1,
@@ -242,4 +249,5 @@ class RawFetchSource:
             batch = records.next_batch()
 
     def close(self) -> None:
-        self.admin.close()
+        if self._owned:
+            self.admin.close()

@@ -267,12 +267,22 @@ class Cluster:
         out = {tp: Offsets() for tp in tps}
         if not tps:
             return out
-        for level, attr in (
-            (IsolationLevel.READ_COMMITTED, "lso"),
-            (IsolationLevel.READ_UNCOMMITTED, "high_watermark"),
-        ):
-            req = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
-            futs = self.admin.list_offsets(req, isolation_level=level, request_timeout=self.settings.timeout)
+        # both isolation levels asked before either answer is awaited: the requests go out together
+        asked = [
+            (
+                attr,
+                self.admin.list_offsets(
+                    {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps},
+                    isolation_level=level,
+                    request_timeout=self.settings.timeout,
+                ),
+            )
+            for level, attr in (
+                (IsolationLevel.READ_COMMITTED, "lso"),
+                (IsolationLevel.READ_UNCOMMITTED, "high_watermark"),
+            )
+        ]
+        for attr, futs in asked:
             for ctp, fut in futs.items():
                 try:
                     setattr(
@@ -282,6 +292,26 @@ class Cluster:
                     )
                 except Exception as exc:  # noqa: BLE001 - one partition; keep the others
                     logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+        return out
+
+    def log_starts(self, tps: list[TP]) -> dict[TP, int]:
+        """Each partition's log start offset (ListOffsets earliest), in one request per leader;
+        a partition that did not answer is left out."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not tps:
+            return {}
+        t = self.settings.timeout
+        futs = self.admin.list_offsets(
+            {TopicPartition(*tp): OffsetSpec.earliest() for tp in tps}, request_timeout=t
+        )
+        out: dict[TP, int] = {}
+        for ctp, fut in futs.items():
+            try:
+                out[(ctp.topic, ctp.partition)] = fut.result(timeout=t).offset
+            except Exception as exc:  # noqa: BLE001 - the reader asks for this one itself
+                logger.info(f"ListOffsets earliest {ctp.topic}:{ctp.partition}: {_reason(exc)}")
         return out
 
     def committed(self, tps: list[TP], groups: list[str] | None = None) -> dict[TP, dict[str, int]]:

@@ -271,6 +271,8 @@ def _count_visible(cluster: Cluster, snap: Snapshot, rows: list[GroupLag], lag_s
     for r in rows:
         if r.lag_records is not None and r.lag_records <= lag_scan_max:
             by_topic.setdefault(r.topic, []).append(r)
+    # every log start in one request, and one admin client (the cluster's) for every topic's reads
+    lows = cluster.log_starts(sorted({(r.topic, r.partition) for mine in by_topic.values() for r in mine}))
     for topic, mine in sorted(by_topic.items()):
         while mine:  # one fetch client per topic and round; a partition once per round
             batch: dict[int, GroupLag] = {}
@@ -280,16 +282,19 @@ def _count_visible(cluster: Cluster, snap: Snapshot, rows: list[GroupLag], lag_s
                     rest.append(r)
                 else:
                     batch[r.partition] = r
-            _read_batch(cluster, snap, topic, batch)
+            _read_batch(cluster, snap, topic, batch, lows)
             mine = rest
 
 
-def _read_batch(cluster: Cluster, snap: Snapshot, topic: str, batch: dict[int, GroupLag]) -> None:
+def _read_batch(
+    cluster: Cluster, snap: Snapshot, topic: str, batch: dict[int, GroupLag], lows: dict[TP, int]
+) -> None:
     from kxtx.dump.partition import read_ranges
 
     starts: dict[int, int | str] = {p: r.committed for p, r in batch.items()}
+    mine = {p: lows[(topic, p)] for p in batch if (topic, p) in lows}
     try:
-        dumps = read_ranges(cluster.settings, topic, starts, "lso")
+        dumps = read_ranges(cluster.settings, topic, starts, "lso", log_starts=mine, admin=cluster.txn)
     except KxtxError as exc:  # the rows keep their offset lag (an upper bound); say what is missing
         logger.info(f"{topic}: reading from the committed offsets: {exc}")
         snap.unseen += [_unseen("lag", f"{r.group} {topic}:{p}", str(exc)) for p, r in batch.items()]

@@ -167,6 +167,12 @@ class SecureBroker:
             ll.close()
 
 
+def sasl_ssl_broker(brokers) -> SecureBroker:
+    """The worker's SASL_SSL/SCRAM sandbox broker with BROKER_CONFIG (shared by the modules that use it)."""
+    k = brokers(BROKER_CONFIG, security="sasl_ssl")
+    return SecureBroker("sasl_ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
+
+
 def rows(result: subprocess.CompletedProcess) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 

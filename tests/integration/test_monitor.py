@@ -145,6 +145,75 @@ def test_collect_json_shows_hanging_and_open_transactions_and_lso_lag(broker, sc
     assert (g["hw_lag_records"], g["lag_records"], g["invisible_records"], g["exact"]) == (4, 0, 4, True)
 
 
+#: Per partition of `multi`: (committed offset, records a read_committed consumer still receives,
+#: markers and aborted records).
+MULTI = {0: (0, 5, 5), 1: (3, 2, 5), 2: (7, 2, 1)}
+
+
+@pytest.fixture(scope="module")
+def multi(broker):
+    """Three partitions, each with 3 committed records (0-2, marker 3), 2 aborted (4-5, marker 6),
+    2 committed (7-8, marker 9); a group committed MULTI's offsets. Returns (topic, group)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    u = uuid.uuid4().hex[:6]
+    topic, group = broker.create_topic(f"mon-multi-{u}", partitions=3), f"mon-multi-{u}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"mon-multi-{u}"})
+    p.init_transactions(60)
+    for n, commit in ((3, True), (2, False), (2, True)):
+        p.begin_transaction()
+        for part in range(3):
+            for i in range(n):
+                p.produce(topic, f"{n}-{i}".encode(), partition=part)
+        assert p.flush(60) == 0
+        p.commit_transaction(60) if commit else p.abort_transaction(60)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        commit_retrying(c, [TopicPartition(topic, part, m[0]) for part, m in MULTI.items()])
+    finally:
+        c.close()
+    return topic, group
+
+
+def test_lag_counted_record_by_record_on_several_partitions_at_once(broker, multi):
+    """The three partitions' first reads go in one Fetch."""
+    topic, group = multi
+    doc = _doc(kxtx(broker, "monitor", "collect", "--topic", topic, "-g", group, "-o", "json"))
+    rows = {g["partition"]: g for g in doc["groups"]}
+    got = {
+        part: (
+            g["committed"],
+            g["lso"],
+            g["hw_lag_records"],
+            g["lag_records"],
+            g["invisible_records"],
+            g["exact"],
+        )
+        for part, g in rows.items()
+    }
+    assert got == {part: (c, 10, 10 - c, lag, inv, True) for part, (c, lag, inv) in MULTI.items()}
+
+
+def test_lag_reads_alone_what_the_shared_fetch_left_out(broker, multi, monkeypatch):
+    """A shared first Fetch bounded to 1 byte brings one batch of the first partition only: the
+    others are fetched on their own, with the same counts."""
+    from kxtx.dump import partition
+    from kxtx.settings import Settings
+
+    topic, _group = multi
+    monkeypatch.setattr(partition, "_FIRST_FETCHES_MAX_BYTES", 1)
+    settings = Settings(props={"bootstrap.servers": broker.bootstrap}, timeout=30)
+    dumps = partition.read_ranges(settings, topic, {p: m[0] for p, m in MULTI.items()}, "lso")
+    got = {
+        d.summary["partition"]: (
+            d.summary["read_committed"],
+            d.summary["markers"] + d.summary["aborted_records"],
+        )
+        for d in dumps
+    }
+    assert got == {p: (lag, inv) for p, (_c, lag, inv) in MULTI.items()}
+
+
 def test_collect_filters_by_topic_and_group(broker, scene):
     doc = _doc(
         kxtx(broker, "monitor", "collect", "--topic", scene["open"], "-g", scene["group"], "-o", "json")

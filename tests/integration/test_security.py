@@ -18,10 +18,9 @@ import pytest
 from tests.conftest import ROOT
 from tests.integration.kafka_io import read_committed, values
 from tests.integration.security_helpers import (
-    BROKER_CONFIG,
-    SecureBroker,
     assert_no_secret,
     rows,
+    sasl_ssl_broker,
     write_lines,
 )
 
@@ -33,8 +32,7 @@ MAX_TIMEOUT = "1"
 
 @pytest.fixture(scope="module")
 def sec(brokers):
-    k = brokers(BROKER_CONFIG, security="sasl_ssl")
-    return SecureBroker("sasl_ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
+    return sasl_ssl_broker(brokers)
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,11 @@ class MonitorCluster(FakeCluster):
     def group_offsets(self, groups, tps=None):
         return {g: self.groups[g] for g in groups if g in self.groups}, {}
 
+    def log_starts(self, tps):
+        return dict.fromkeys(tps, 0)
+
+    txn = None  # the kafka-python admin client read_ranges borrows (read_ranges is faked here)
+
 
 @pytest.fixture(autouse=True)
 def no_txn_log(monkeypatch):
@@ -46,7 +51,8 @@ def scans(monkeypatch):
     """read_ranges as the log would answer for [committed, LSO): 1 marker per range, the rest data."""
     asked = []
 
-    def read_ranges(settings, topic, starts, end):
+    def read_ranges(settings, topic, starts, end, log_starts=None, admin=None):
+        assert log_starts == dict.fromkeys(starts, 0)  # asked once for every topic, handed over
         asked.append((topic, dict(starts), end))
         lso = 9
         return [
