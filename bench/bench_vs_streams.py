@@ -26,10 +26,11 @@ the process trees (bench_pipe_modes.CpuSampler): `cpu_s_per_M` over the whole pr
 the first and the last output record (the steady state; sampled every 0.2 s, interpolated).
 
 --latency-rate R (0 skips it): both sides again, each on a fresh input fed at R records/s for
---latency-seconds while it runs, each document carrying its send time as "t" (kxtx stamps its
-output records itself, so the record timestamp cannot be carried over); a read_committed consumer
-on the output takes now - "t" as each record becomes readable: p50/p99/max in ms, over the
-records read after the first --latency-warmup-s seconds of feeding.
+--latency-seconds while it runs (after 100 priming records have come out: start-up is no
+backlog), each document carrying its send time as "t" (kxtx stamps its output records itself, so
+the record timestamp cannot be carried over); a read_committed consumer on the output takes
+now - "t" as each record becomes readable: p50/p99/max in ms, over the records sent after the
+first --latency-warmup-s seconds of the feed.
 
 Prints one JSON document on stdout; progress goes to stderr. Without --bootstrap a sandbox broker
 is started (and stopped) with kxtx's own sandbox code.
@@ -245,7 +246,7 @@ def streams_run(cp: str, bootstrap: str, src: str, n: int, broker: list[int], op
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="0: only the latency part")
     ap.add_argument("--bootstrap", help="an existing broker (then give --kafka-version)")
     ap.add_argument("--kafka-version", help="the broker's version (default: the sandbox's)")
     ap.add_argument("--streams-threads", type=int, default=2)
@@ -305,7 +306,7 @@ def main() -> None:
             "cores": os.cpu_count(),
             "streams_config": main_cfg,
             "rounds": rounds,
-            "summary": summarize(rounds),
+            "summary": summarize(rounds) if rounds else None,
             "loadavg_1_5_15_before_and_after_each_case": [[round(x, 1) for x in la] for la in load],
         }
         if args.latency_rate:
@@ -335,31 +336,32 @@ def summarize(rounds: list) -> dict:
     return out
 
 
-def feed(bootstrap: str, topic: str, rate: int, seconds: int, stop: threading.Event) -> None:
-    """Produce json_doc records with their send time as "t" (epoch ms) at `rate` records/s."""
+def feed(bootstrap: str, topic: str, rate: int, n: int, first_id: int = 0) -> None:
+    """Produce n json_doc records with their send time as "t" (epoch ms), at `rate` records/s."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    t0, sent, i = time.perf_counter(), 0, 0
-    while not stop.is_set() and time.perf_counter() - t0 < seconds:
-        due = int((time.perf_counter() - t0) * rate)
+    t0, sent = time.perf_counter(), 0
+    while sent < n:
+        due = min(n, int((time.perf_counter() - t0) * rate) + 1)
         while sent < due:
+            i = first_id + sent
+            # the send time inside the document: kxtx gives its output records a timestamp of
+            # their own (not the input's), and both sides carry the document's fields over
+            value = json_doc(i)[:-1] + b', "t": %d}' % (time.time() * 1000)
             try:
-                # the send time inside the document: kxtx gives its output records a timestamp of
-                # their own (not the input's), and both sides carry the document's fields over
-                value = json_doc(i)[:-1] + b', "t": %d}' % (time.time() * 1000)
                 p.produce(topic, value, b"k%d" % (i % 1000))
             except BufferError:
                 p.poll(0.01)
                 continue
-            sent, i = sent + 1, i + 1
+            sent += 1
         p.poll(0)
         time.sleep(0.01)
     p.flush(30)
 
 
 def watch(bootstrap: str, topic: str, lat: list, stop: threading.Event) -> None:
-    """now - the document's "t" for each output record as it becomes readable read_committed."""
+    """(send time, now - send time) of each output record as it becomes readable read_committed."""
     from confluent_kafka import Consumer
 
     c = Consumer(
@@ -377,15 +379,18 @@ def watch(bootstrap: str, topic: str, lat: list, stop: threading.Event) -> None:
         while not stop.is_set():
             for m in c.consume(10_000, 0.1):
                 if not m.error():
-                    now = time.time() * 1000
-                    lat.append((now, now - json.loads(m.value())["t"]))
+                    sent = json.loads(m.value())["t"]
+                    lat.append((sent, time.time() * 1000 - sent))
     finally:
         c.close()
 
 
 def latency(cp: str, bootstrap: str, broker: list[int], args, main_cfg: dict) -> dict:
-    """Both sides at a fixed input rate: send time -> readable read_committed."""
-    n = args.latency_rate * args.latency_seconds
+    """Both sides at a fixed input rate: send time -> readable read_committed. Each side first
+    gets PRIME records and must have made them readable before the fixed-rate feed starts, so
+    that its start-up (Spark, the JVM, the group join) is no backlog; records sent in the first
+    --latency-warmup-s seconds of the feed are left out."""
+    prime, n = 100, args.latency_rate * args.latency_seconds
     res = {"rate": args.latency_rate, "seconds": args.latency_seconds, "warmup_s": args.latency_warmup_s}
     for side in ("kxtx", "streams"):
         src = new_topic(bootstrap, PARTITIONS)
@@ -394,34 +399,38 @@ def latency(cp: str, bootstrap: str, broker: list[int], args, main_cfg: dict) ->
         stop = threading.Event()
         watcher = threading.Thread(target=watch, args=(bootstrap, out, lat, stop), daemon=True)
         watcher.start()
+        total = prime + n
         if side == "kxtx":
-            cmd, env = pipe_command(bootstrap, src, out, n, None, "local[2]", [], udf=f"{UDF_FILE}:enrich")
+            cmd, env = pipe_command(
+                bootstrap, src, out, total, None, "local[2]", [], udf=f"{UDF_FILE}:enrich"
+            )
         else:
-            cmd, env = streams_command(cp, bootstrap, src, out, {**main_cfg, "max-records": n}), None
+            cmd, env = streams_command(cp, bootstrap, src, out, {**main_cfg, "max-records": total}), None
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
-        time.sleep(10)  # let it start (Spark, the JVM, group join) before the clock starts
-        log(f"latency: {side} at {args.latency_rate} records/s for {args.latency_seconds} s")
-        t0 = time.time() * 1000
-        feed(bootstrap, src, args.latency_rate, args.latency_seconds, stop)
         try:
-            proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            proc.wait(30)
+            feed(bootstrap, src, 1000, prime)
+            deadline = time.monotonic() + 300
+            while len(lat) < prime and time.monotonic() < deadline:
+                time.sleep(0.1)
+            log(f"latency: {side} at {args.latency_rate} records/s for {args.latency_seconds} s")
+            t0 = time.time() * 1000
+            feed(bootstrap, src, args.latency_rate, n, first_id=prime)
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(60)
         time.sleep(1)
         stop.set()
         watcher.join()
         ms = sorted(d for t, d in lat if t - t0 >= args.latency_warmup_s * 1000)
-        res[side] = (
-            {
-                "records_seen": len(lat),
+        res[side] = {"records_read": len(lat), "records_sent": total}
+        if ms:
+            res[side] |= {
                 "p50_ms": round(ms[len(ms) // 2]),
                 "p99_ms": round(ms[int(len(ms) * 0.99)]),
                 "max_ms": round(ms[-1]),
             }
-            if ms
-            else {"records_seen": len(lat)}
-        )
         log(f"latency {side}: {res[side]}")
     return res
 
