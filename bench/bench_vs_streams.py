@@ -326,6 +326,14 @@ def summarize(rounds: list) -> dict:
 
     out: dict = {"kxtx/streams_median": med(r["kxtx/streams"] for r in rounds)}
     out["kxtx/streams_per_round"] = [r["kxtx/streams"] for r in rounds]
+    # against the round's fastest Streams configuration (the variants included): the reference
+    # at its best, whichever setting that was on the machine at the time
+    best = [
+        r["kxtx"]["records_per_s"] / max(v["records_per_s"] for k, v in r.items() if k.startswith("streams"))
+        for r in rounds
+    ]
+    out["kxtx/best_streams_median"] = med(best)
+    out["kxtx/best_streams_per_round"] = [round(b, 3) for b in best]
     for name in rounds[0]:
         if name == "kxtx/streams":
             continue
