@@ -299,6 +299,22 @@ def pipe_command(
     return args, env
 
 
+def run_pipe(
+    args: list[str], env: dict, roots: list[int], what: str, interval: float = 0.5
+) -> tuple[dict, str, float, CpuSampler]:
+    """Run a pipe_command, its process tree and `roots` sampled by a CpuSampler (still running:
+    the caller stops it): its -o json summary, stderr, wall seconds and the sampler."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    cpu = CpuSampler(roots + [proc.pid], interval)
+    stdout, stderr = proc.communicate(timeout=3600)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        cpu.stop()
+        raise RuntimeError(f"{what}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
+    return json.loads(stdout), stderr.decode(errors="replace"), wall, cpu
+
+
 def cli_case(
     bootstrap: str,
     src: str,
@@ -311,14 +327,7 @@ def cli_case(
 ) -> dict:
     out = new_topic(bootstrap, 2)
     args, env = pipe_command(bootstrap, src, out, n, mode, master, extra, debug)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    cpu = CpuSampler(roots + [proc.pid])
-    stdout, stderr = proc.communicate(timeout=3600)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{mode} on {master}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
-    s = json.loads(stdout)
+    s, stderr, wall, cpu = run_pipe(args, env, roots, f"{mode} on {master}")
     return {
         "records_per_s": round(s["processing_records_per_s"]),
         "wall_s": round(wall, 1),
@@ -327,7 +336,7 @@ def cli_case(
         "cpu_s": cpu.stop(),
         "busy_cores": cpu.busy_cores(),
         "peak_rss_mb": cpu.peak_mb,
-        **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {}),
+        **({"rounds": ROUND.findall(stderr)} if debug else {}),
     }
 
 

@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_pipe import fill, json_doc, new_topic  # noqa: E402
-from bench_pipe_modes import CpuSampler, pipe_command  # noqa: E402
+from bench_pipe_modes import CpuSampler, pipe_command, run_pipe  # noqa: E402
 
 REF = ROOT / "bench" / "streams-ref"
 PARTITIONS = 4
@@ -187,15 +187,7 @@ def finish(name: str, bootstrap: str, out: str, n: int, cpu: CpuSampler, wall: f
 def kxtx_run(bootstrap: str, src: str, n: int, broker: list[int], out: str | None = None) -> dict:
     out = out or new_topic(bootstrap, PARTITIONS, APPEND_TIME)
     args, env = pipe_command(bootstrap, src, out, n, None, "local[2]", [], udf=f"{UDF_FILE}:enrich")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    cpu = sampler(broker + [proc.pid])
-    stdout, stderr = proc.communicate(timeout=3600)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        cpu.stop()
-        raise RuntimeError(f"kxtx pipe: exit {proc.returncode}: {stderr.decode()[-2000:]}")
-    s = json.loads(stdout)
+    s, _, wall, cpu = run_pipe(args, env, broker, "kxtx pipe", interval=0.2)
     own = {"kxtx_own_records_per_s": round(s["processing_records_per_s"]), "transactions": s["transactions"]}
     return finish("kxtx", bootstrap, out, n, cpu, wall, own)
 
