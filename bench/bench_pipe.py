@@ -61,12 +61,12 @@ def identity(v):
     return v
 
 
-def new_topic(bootstrap: str, partitions: int) -> str:
+def new_topic(bootstrap: str, partitions: int, config: dict | None = None) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     name = f"bench-pipe-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(30)
     time.sleep(0.5)
     return name
 

@@ -147,16 +147,18 @@ def enrich_bytes(value: bytes) -> bytes:
 
 
 class CpuSampler:
-    """CPU seconds per process kind of the given process trees, sampled every 0.5 s (a process
-    that exits keeps its last sample)."""
+    """CPU seconds per process kind of the given process trees, sampled every `interval` seconds
+    (a process that exits keeps its last sample)."""
 
-    def __init__(self, roots: list[int]):
-        self.roots, self.last, self.kind = set(roots), {}, {}
+    def __init__(self, roots: list[int], interval: float = 0.5):
+        self.roots, self.last, self.kind, self.interval = set(roots), {}, {}, interval
         #: the largest resident memory seen per process kind (all its processes together), MB
         self.peak_mb: dict[str, int] = {}
         self.stop_flag = threading.Event()
-        #: (time, CPU seconds per kind so far), one per sample
+        #: (time.monotonic(), CPU seconds per kind so far), one per sample
         self.series: list[tuple[float, dict]] = []
+        #: time.time() - time.monotonic(): maps the series' times to the wall clock
+        self.epoch = time.time() - time.monotonic()
         self.base = self._sample()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -195,7 +197,7 @@ class CpuSampler:
         return out
 
     def _run(self):
-        while not self.stop_flag.wait(0.5):
+        while not self.stop_flag.wait(self.interval):
             self.last.update(self._sample())
             self.series.append((time.monotonic(), self._per_kind()))
 
@@ -234,6 +236,8 @@ class CpuSampler:
 
 
 def _kind(cmd: str) -> str:
+    if "kxtx.bench.StreamsRef" in cmd:  # bench_vs_streams.py's Kafka Streams reference
+        return "streams_jvm"
     if "kafka.Kafka" in cmd or "kafka.server" in cmd or "KafkaRaftServer" in cmd:
         return "broker"
     if "CoarseGrainedExecutorBackend" in cmd:
@@ -249,17 +253,18 @@ def _kind(cmd: str) -> str:
     return "other"
 
 
-def cli_case(
+def pipe_command(
     bootstrap: str,
     src: str,
+    out: str,
     n: int,
-    mode: str,
+    mode: str | None,
     master: str,
     extra: list[str],
-    roots: list[int],
     debug: bool = False,
-) -> dict:
-    out = new_topic(bootstrap, 2)
+    udf: str = f"{UDF_FILE}:enrich",
+) -> tuple[list[str], dict]:
+    """The `kxtx pipe` command line (JSON enrichment, --max-records n, -o json) and its environment."""
     env = {
         **os.environ,
         "KXTX_BOOTSTRAP_SERVERS": bootstrap,
@@ -279,11 +284,10 @@ def cli_case(
         "--group",
         f"bench-{uuid.uuid4().hex[:8]}",
         "--udf",
-        f"{UDF_FILE}:enrich",
+        udf,
         "--value-format",
         "json",
-        "--mode",
-        mode,
+        *(["--mode", mode] if mode else []),  # None: the default mode
         "--master",
         master,
         "--max-records",
@@ -292,14 +296,38 @@ def cli_case(
         "json",
         *extra,
     ]
+    return args, env
+
+
+def run_pipe(
+    args: list[str], env: dict, roots: list[int], what: str, interval: float = 0.5
+) -> tuple[dict, str, float, CpuSampler]:
+    """Run a pipe_command, its process tree and `roots` sampled by a CpuSampler (still running:
+    the caller stops it): its -o json summary, stderr, wall seconds and the sampler."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    cpu = CpuSampler(roots + [proc.pid])
+    cpu = CpuSampler(roots + [proc.pid], interval)
     stdout, stderr = proc.communicate(timeout=3600)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise RuntimeError(f"{mode} on {master}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
-    s = json.loads(stdout)
+        cpu.stop()
+        raise RuntimeError(f"{what}: exit {proc.returncode}: {stderr.decode()[-2000:]}")
+    return json.loads(stdout), stderr.decode(errors="replace"), wall, cpu
+
+
+def cli_case(
+    bootstrap: str,
+    src: str,
+    n: int,
+    mode: str,
+    master: str,
+    extra: list[str],
+    roots: list[int],
+    debug: bool = False,
+) -> dict:
+    out = new_topic(bootstrap, 2)
+    args, env = pipe_command(bootstrap, src, out, n, mode, master, extra, debug)
+    s, stderr, wall, cpu = run_pipe(args, env, roots, f"{mode} on {master}")
     return {
         "records_per_s": round(s["processing_records_per_s"]),
         "wall_s": round(wall, 1),
@@ -308,7 +336,7 @@ def cli_case(
         "cpu_s": cpu.stop(),
         "busy_cores": cpu.busy_cores(),
         "peak_rss_mb": cpu.peak_mb,
-        **({"rounds": ROUND.findall(stderr.decode(errors="replace"))} if debug else {}),
+        **({"rounds": ROUND.findall(stderr)} if debug else {}),
     }
 
 
