@@ -106,30 +106,8 @@ def wait_healthy(kafka, topics: list[str], timeout: float = 120) -> None:
         every=0.5,
         tolerate=MOVING,
     )
-    internal = ["__transaction_state", "__consumer_offsets"]
-    for t in [*topics, *internal]:
+    for t in topics:
         wait_until(lambda t=t: isr_full(kafka, t), timeout, f"{t} fully in sync", every=0.5, tolerate=MOVING)
-    wait_until(
-        lambda: rebalanced(kafka),
-        timeout,
-        "every partition led by its preferred replica",
-        every=1,
-        tolerate=MOVING,
-    )
-
-
-def rebalanced(kafka) -> bool:
-    """Asks for a preferred-leader election on every partition; true once each is led by its
-    preferred replica (elected now or already). After
-    an outage the fenced node leads nothing until the controller's own rebalance (5 min by
-    default): the next test would find no transaction coordinator or leader on it."""
-    from confluent_kafka import ElectionType, KafkaError
-
-    admin = _admin(kafka)  # held until the answer: a client collected meanwhile fails it with _DESTROY
-    # (No timeout keywords: confluent-kafka 2.16.1 raises SystemError on them.)
-    done = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30)
-    # ELECTION_NOT_NEEDED: the preferred replica leads already.
-    return all(e is None or e.args[0].code() == KafkaError.ELECTION_NOT_NEEDED for e in done.values())
 
 
 def outage(kafka, node: int, how: str, down_s: float, holder=None) -> None:
