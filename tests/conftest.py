@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,6 +200,13 @@ def kafka(brokers):
 def topic(kafka) -> str:
     """A fresh single-partition topic."""
     return kafka.create_topic()
+
+
+def json_doc(r: subprocess.CompletedProcess) -> Any:
+    """The JSON document a kxtx run printed (`-o json`), after checking the run succeeded (its
+    stderr is the failure message)."""
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
 
 
 @pytest.fixture

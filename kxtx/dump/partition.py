@@ -302,8 +302,8 @@ def read_ranges(
         # log start asks again for its partition alone).
         wanted = list(starts)
         if log_starts is None or any(p not in log_starts for p in wanted):
-            log_starts = {**source._log_starts(wanted), **(log_starts or {})}
-        leaders = source._leaders_or_none(wanted)
+            log_starts = {**source.log_starts(wanted), **(log_starts or {})}
+        leaders = source.leaders_or_none(wanted)
         heads = _first_fetches(source, starts, log_starts, leaders)
         return [
             _PartitionReader(
@@ -328,7 +328,7 @@ def _first_fetches(
     heads = {}
     for leader, offsets in by_leader.items():
         try:
-            resp = source._fetch(leader, offsets, max_bytes=_FIRST_FETCHES_MAX_BYTES)
+            resp = source.fetch(leader, offsets, max_bytes=_FIRST_FETCHES_MAX_BYTES)
         except KafkaOperationError as exc:
             logger.info(f"fetching {source.topic} from broker {leader}: {exc}")
             continue
@@ -407,10 +407,10 @@ class _PartitionReader:
         deadline = time.monotonic() + self.source.settings.timeout
         while True:
             if self.leader is None:
-                self.leader = self.source._leaders_or_none([self.p]).get(self.p)
+                self.leader = self.source.leaders_or_none([self.p]).get(self.p)
             if self.leader is not None and self.leader >= 0:
                 try:
-                    resp = self.source._fetch(self.leader, {self.p: offset})
+                    resp = self.source.fetch(self.leader, {self.p: offset})
                     part = resp.responses[0].partitions[0]
                     if part.error_code not in _LEADER_MOVED:
                         return part
@@ -423,14 +423,12 @@ class _PartitionReader:
 
     def read(self) -> PartitionDump:
         topic = self.source.topic
-        log_start = (
-            self.log_start if self.log_start is not None else self.source._log_starts([self.p])[self.p]
-        )
+        log_start = self.log_start if self.log_start is not None else self.source.log_starts([self.p])[self.p]
         # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
         want = max(self.start, log_start) if isinstance(self.start, int) else log_start
         head = self.head if self.head is not None else self._fetch(want)
         if head.error_code == _OFFSET_OUT_OF_RANGE:  # the log start moved on meanwhile (retention)
-            want = log_start = self.source._log_starts([self.p])[self.p]
+            want = log_start = self.source.log_starts([self.p])[self.p]
             head = self._fetch(want)
         if head.error_code:
             raise KafkaOperationError(f"fetching {topic}[{self.p}]: broker error code {head.error_code}")

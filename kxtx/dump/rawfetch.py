@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
@@ -84,15 +84,15 @@ class RawFetchSource:
         by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
         return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
 
-    def _leaders_or_none(self, partitions: list[int]) -> dict[int, int]:
-        """As _leaders, but while the cluster is electing: no answer means "ask again later"."""
+    def leaders_or_none(self, partitions: list[int]) -> dict[int, int]:
+        """Each partition's leader (as `_leaders`), but while the cluster is electing: no answer means "ask again later"."""
         try:
             return self._leaders(partitions)
         except KafkaOperationError as exc:
             logger.info(f"looking up the leaders of {self.topic}: {exc}")
             return {}
 
-    def _log_starts(self, partitions: list[int]) -> dict[int, int]:
+    def log_starts(self, partitions: list[int]) -> dict[int, int]:
         """Each partition's log start, asked of its leader. A new consumer per attempt: one that
         asked a broker that just died keeps asking it (measured), a new one reads fresh metadata."""
         deadline = time.monotonic() + 3 * self.settings.timeout
@@ -120,7 +120,9 @@ class RawFetchSource:
         finally:
             c.close()
 
-    def _fetch(self, leader: int, offsets: dict[int, int], max_bytes: int = 52428800):
+    def fetch(self, leader: int, offsets: dict[int, int], max_bytes: int = 52428800) -> Any:
+        """One read_uncommitted Fetch to broker `leader` for these partitions from these offsets
+        (raw record batches, control batches and aborted-transaction lists included): the response."""
         from kafka.protocol.consumer import FetchRequest
 
         topic_cls = FetchRequest.FetchTopic
@@ -168,9 +170,9 @@ class RawFetchSource:
                 "--from-beginning or --from-offset, without --follow"
             )
         # The leaders can be moving now (a broker just died): what is not known yet is asked again.
-        leaders = self._leaders_or_none(partitions)
+        leaders = self.leaders_or_none(partitions)
         # Fetching below the log start (compaction, retention) is OFFSET_OUT_OF_RANGE: start at it.
-        low = self._log_starts(partitions)
+        low = self.log_starts(partitions)
         first = start.value if start.kind == "offset" and start.value is not None else 0
         offsets = {p: max(low[p], first) for p in partitions}
         ends: dict[int, int] = {}
@@ -184,7 +186,7 @@ class RawFetchSource:
                     by_leader.setdefault(leaders[p], {})[p] = o
             for leader, wanted in by_leader.items():
                 try:
-                    resp = self._fetch(leader, wanted)
+                    resp = self.fetch(leader, wanted)
                 except KafkaOperationError as exc:  # e.g. that broker is down: ask who leads now
                     logger.info(f"fetching {self.topic} from broker {leader}: {exc}")
                     stale.update(wanted)
@@ -212,7 +214,7 @@ class RawFetchSource:
             if stale:
                 # The leader moved (or its broker is down): read on from whichever broker leads now.
                 time.sleep(0.2)
-                leaders.update(self._leaders_or_none(sorted(stale)))
+                leaders.update(self.leaders_or_none(sorted(stale)))
             if progressed:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > self.settings.timeout:

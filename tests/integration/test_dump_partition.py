@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration.kafka_io import commit_offset
 
 # Batch formats and marker writing differ between 3.9 and 4.x: CI runs these on both.
@@ -75,8 +76,7 @@ def log(kafka):
 
 def _dump(run_kxtx, *args: str) -> dict:
     r = run_kxtx("dump", "partition", *args, "-o", "json", "--timeout", "30", timeout=120)
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json_doc(r)
     assert doc["status"] == "ok"
     return doc
 
@@ -320,8 +320,7 @@ def test_transactions_named_by_their_transactional_id(run_kxtx, log):
         opened["producer_id"]: f"dp-d-{sfx}",
     }
     r = run_kxtx("inspect", "partition", f"{log}:0", "-o", "json", "--timeout", "30")
-    assert r.returncode == 0, r.stderr
-    (theirs,) = json.loads(r.stdout)["open_transactions"]
+    (theirs,) = json_doc(r)["open_transactions"]
     assert (theirs["producer_id"], theirs["transactional_id"], theirs["start_offset"]) == (
         opened["producer_id"],
         opened["transactional_id"],

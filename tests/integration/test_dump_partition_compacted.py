@@ -5,12 +5,12 @@ reads."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration.kafka_io import read, read_committed, wait_until
 from tests.integration.test_dump_partition import _dump, _kafka_dump_log, _kafkas, _ours
 
@@ -78,8 +78,7 @@ def _summary(kafka, topic: str) -> dict:
         text=True,
         timeout=120,
     )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)["summary"][0]
+    return json_doc(r)["summary"][0]
 
 
 def test_compacted_batches_agree_with_kafka_dump_log_segments(run_kxtx, kafka, compacted):

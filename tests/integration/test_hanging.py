@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration.kafka_io import commit_offset, end_offsets, read_committed
 from tests.integration.txn_helpers import LowLevel, hanging_broker, kxtx_on, make_hanging
 from tests.unit.record_encoder import iso
@@ -110,8 +111,7 @@ def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
 
 def test_inspect_names_the_hanging_partitions(broker, hanging):
     r = kxtx(broker, "inspect", "txn", hanging["tid"], "-o", "json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json_doc(r)
     want = ", ".join(f"{t}:{p}" for t, p in sorted(hanging["starts"]))
     assert out["verdict"] == f"hanging on {want}"
     assert [h["state"] for h in out["history"]][-1] == "CompleteCommit"
@@ -196,8 +196,7 @@ def test_no_history_still_shows_the_partitions_of_a_finished_transaction(broker)
     seen = {}
     for extra in ([], ["--no-history"]):
         r = kxtx(broker, "inspect", "txn", tid, "-o", "json", *extra)
-        assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout)
+        out = json_doc(r)
         seen[bool(extra)] = sorted((row["topic"], row["partition"]) for row in out["partitions"])
         assert ("history" in out) is not bool(extra)
     assert seen[False] == seen[True] == [(t, 0), (t, 1), (t, 2)]
@@ -228,8 +227,7 @@ def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
     assert out["open_transactions"][0]["blocking"] is True and out["held_back"] == 3
     assert kxtx(broker, "fence", tid).returncode == 2  # no TTY, no --yes
     r = kxtx(broker, "fence", tid, "--yes", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout)
+    res = json_doc(r)
     assert res["after"]["producer_epoch"] > res["before"]["producer_epoch"]
     lso, hw = offsets(broker, t, 0)
     assert lso == hw

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_doc
 from tests.integration.kafka_io import wait_until
 from tests.integration.txn_helpers import make_hanging
 
@@ -83,8 +83,7 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
         "-o",
         "json",
     )
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json_doc(r)
     assert [(p["topic"], p["hanging_transactions"]) for p in doc["partitions"]] == [(topic, 1)]
     assert any("false positives" in w for w in doc["warnings"]), doc["warnings"]
     r = kxtx_as(secure, "limited", "monitor", "check", "--topic", topic, "--max-transaction-timeout", "15")

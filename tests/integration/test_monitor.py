@@ -10,7 +10,6 @@ naive lag (high watermark - committed) is markers and aborted records only.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import uuid
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration.kafka_io import commit_retrying, wait_until
 from tests.integration.monitor_helpers import samples, serving
 from tests.integration.txn_helpers import hanging_broker, kxtx_on, make_hanging
@@ -117,13 +117,8 @@ def scene(broker):
     assert r.returncode == 0, r.stderr
 
 
-def _doc(r) -> dict:
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
 def test_collect_json_shows_hanging_and_open_transactions_and_lso_lag(broker, scene):
-    doc = _doc(kxtx(broker, "monitor", "collect", "-o", "json"))
+    doc = json_doc(kxtx(broker, "monitor", "collect", "-o", "json"))
     assert doc["status"] == "ok" and doc["complete"] and doc["unseen"] == []
     parts = {(p["topic"], p["partition"]): p for p in doc["partitions"]}
     h = parts[(scene["hang"], 1)]
@@ -178,7 +173,7 @@ def multi(broker):
 def test_lag_counted_record_by_record_on_several_partitions_at_once(broker, multi):
     """The three partitions' first reads go in one Fetch."""
     topic, group = multi
-    doc = _doc(kxtx(broker, "monitor", "collect", "--topic", topic, "-g", group, "-o", "json"))
+    doc = json_doc(kxtx(broker, "monitor", "collect", "--topic", topic, "-g", group, "-o", "json"))
     rows = {g["partition"]: g for g in doc["groups"]}
     got = {
         part: (
@@ -215,7 +210,7 @@ def test_lag_reads_alone_what_the_shared_fetch_left_out(broker, multi, monkeypat
 
 
 def test_collect_filters_by_topic_and_group(broker, scene):
-    doc = _doc(
+    doc = json_doc(
         kxtx(broker, "monitor", "collect", "--topic", scene["open"], "-g", scene["group"], "-o", "json")
     )
     assert [(p["topic"], p["partition"]) for p in doc["partitions"]] == [(scene["open"], 0)]

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import wait_until
 from tests.integration.txn_helpers import make_hanging
@@ -91,8 +92,7 @@ def test_find_hanging_covers_every_broker_like_kafka(cluster3, spread):
 
 def test_inspect_names_the_coordinator_and_each_partition_leader(cluster3, spread):
     r = ch.run(cluster3, "inspect", "txn", spread["tid"], "-o", "json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json_doc(r)
     assert out["coordinator"] == ch.coordinator(cluster3, spread["tid"])
     assert out["transaction_log_partition"].startswith("__transaction_state:")
     leaders = {(p["topic"], p["partition"]): p["leader"] for p in out["partitions"]}

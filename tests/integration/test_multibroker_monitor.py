@@ -7,7 +7,6 @@ partition of the broker that is down has no other replica to answer for it."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import urllib.request
@@ -15,6 +14,7 @@ import uuid
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import wait_until
 from tests.integration.monitor_helpers import samples, serving
@@ -45,8 +45,7 @@ def _collect(kafka, topic: str) -> dict:
         "json",
         timeout=BOUND_S,
     )
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return json_doc(r)
 
 
 def _hanging_on(doc: dict) -> set[int]:

@@ -13,6 +13,7 @@ from collections import Counter
 
 import pytest
 
+from tests.conftest import json_doc
 from tests.integration.kafka_io import multiset, read_committed
 from tests.integration.pipe_helpers import UDFS, committed_offsets, produce
 
@@ -207,8 +208,7 @@ def test_cli_identity_summary(kafka, run_kxtx, mode):
         "-o",
         "json",
     )
-    assert r.returncode == 0, r.stderr
-    summary = json.loads(r.stdout)
+    summary = json_doc(r)
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr

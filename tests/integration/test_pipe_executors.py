@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_doc
 from tests.integration.kafka_io import multiset, read_committed, wait_until
 from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
 
@@ -409,8 +409,7 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
         env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
         cwd=ROOT,
     )
-    assert r.returncode == 0, r.stderr
-    view = json.loads(r.stdout)
+    view = json_doc(r)
     assert [row["transactional_id"] for row in view["transactional_ids"]] == [
         f"{pipe_id}.{src}.{p}" for p in range(4)
     ]

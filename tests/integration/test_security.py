@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_doc
 from tests.integration.kafka_io import read_committed, values
 from tests.integration.security_helpers import (
     assert_no_secret,
@@ -85,8 +85,7 @@ def test_admin_inspect_and_dump(sec, scene):
     r = sec.kxtx(
         "admin", "inspect", "txn", scene["live_id"], "--max-transaction-timeout", MAX_TIMEOUT, "-o", "json"
     )
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["state"] == "Ongoing"
+    assert json_doc(r)["state"] == "Ongoing"
     r = sec.kxtx(
         "admin",
         "inspect",
@@ -97,8 +96,7 @@ def test_admin_inspect_and_dump(sec, scene):
         "-o",
         "json",
     )
-    assert r.returncode == 0, r.stderr
-    statuses = {x["transactional_id"]: x["status"] for x in json.loads(r.stdout)["open_transactions"]}
+    statuses = {x["transactional_id"]: x["status"] for x in json_doc(r)["open_transactions"]}
     assert statuses[scene["live_id"]].startswith("ongoing")
     assert statuses[scene["hang_id"]].startswith("hanging")
     r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl")
@@ -422,6 +420,5 @@ def test_limited_topic_create_names_create_on_the_topic(sec):
     assert "Traceback" not in r.stderr
     allowed = f"limited.{uuid.uuid4().hex[:6]}"  # ALL on the limited. prefix
     r = sec.kxtx("limited", "topic", "create", allowed, "-p", "2", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["partitions"] == 2
+    assert json_doc(r)["partitions"] == 2
     assert_no_secret(sec, "limited", r)

@@ -4,7 +4,6 @@ User:limited). Also `sandbox start --security sasl_plaintext` end to end through
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, json_doc
 from tests.integration.kafka_io import read_committed
 from tests.integration.security_helpers import (
     BROKER_CONFIG,
@@ -152,8 +151,7 @@ def test_sandbox_cli_sasl_plaintext(tmp_path):
         "json",
     )
     try:
-        assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout)
+        out = json_doc(r)
         assert out["security"] == "sasl_plaintext"
         for user, mech in (("admin", "SCRAM-SHA-512"), ("limited", "SCRAM-SHA-256")):
             text = out[f"{user}.properties"]

@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+from tests.conftest import json_doc
+
 pytestmark = pytest.mark.kafka
 
 
@@ -48,8 +50,7 @@ def test_create_then_produce_at_once(kafka, run_kxtx, tmp_path):
         "-o",
         "json",
     )
-    assert r.returncode == 0, r.stderr
-    row = json.loads(r.stdout)
+    row = json_doc(r)
     assert row == {  # -o json: one document, with the status keys every command's document has
         "status": "ok",
         "exit_code": 0,
@@ -66,15 +67,13 @@ def test_create_then_produce_at_once(kafka, run_kxtx, tmp_path):
     data = tmp_path / "a.jsonl"
     data.write_text("".join(json.dumps({"id": i}) + "\n" for i in range(30)))
     r = run_kxtx("produce", str(data), "-t", name, "-k", "id", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["records"] == 30
+    assert json_doc(r)["records"] == 30
 
 
 def test_broker_defaults(kafka, run_kxtx):
     name = _name()
     r = run_kxtx("topic", "create", name, "-o", "json")
-    assert r.returncode == 0, r.stderr
-    row = json.loads(r.stdout)
+    row = json_doc(r)
     assert row["created"] is True and row["partitions"] >= 1 and row["replication_factor"] == 1
 
 
@@ -87,8 +86,7 @@ def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
         "factor 1); nothing was changed (--if-not-exists makes this a success)"
     )
     r = run_kxtx("topic", "create", name, "-p", "5", "--if-not-exists", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    row = json.loads(r.stdout)
+    row = json_doc(r)
     assert row["created"] is False and row["partitions"] == 2
     assert "exists with 2 partitions, not 5 as asked" in r.stderr
     assert _describe(kafka, name)[0] == 2
@@ -125,7 +123,6 @@ def test_invalid_name_and_options(kafka, run_kxtx):
 def test_dry_run_validates_and_creates_nothing(kafka, run_kxtx):
     name = _name()
     r = run_kxtx("topic", "create", name, "-p", "4", "--dry-run", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["created"] is False and not _exists(kafka, name)
+    assert json_doc(r)["created"] is False and not _exists(kafka, name)
     r = run_kxtx("topic", "create", name, "-r", "3", "--dry-run")
     assert r.returncode == 2 and "INVALID_REPLICATION_FACTOR" in r.stderr
