@@ -283,7 +283,8 @@ class TxWriter:
         until the process exits. Its transaction stays open and can no longer commit: the next
         init_transactions with this transactional id (a new producer's) fences it and aborts
         the transaction, its records and any offsets in it: nothing of it is ever committed, and
-        exactly once holds.
+        exactly once holds (unless Kafka 4 skips the abort marker of a partition that has no leader
+        at that moment, KAFKA-20734: see README "Hanging transactions").
 
         A task (raw) raises `Stuck`: its round is a retriable failure (planned again) and the
         task drops the producer, so the next round starts a new one. The driver side (pipe

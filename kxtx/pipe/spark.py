@@ -73,6 +73,14 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+#: The driver JVM's JIT and collector. It schedules tasks and moves Arrow streams but never converts
+#: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads were most of its CPU
+#: (on 2 cores they also slowed the Python workers). The serial collector suits its small, quiet
+#: heap. Measured in bench/README ("The Spark driver JVM"). `--spark-conf
+#: spark.driver.extraJavaOptions=...` replaces these.
+DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 def start(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
@@ -98,8 +106,10 @@ def start(
         # TCP every task waited ~40 ms (Nagle vs delayed ACK), a third of an empty job's time.
         "spark.python.unix.domain.socket.enabled": "true",
     }
+    java_options = list(DRIVER_JVM_OPTIONS)
     if not debug:
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_quiet_log4j()}"
+        java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")
+    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
     settings.update(conf or {})
     spark_conf = SparkConf()
     for key, value in settings.items():

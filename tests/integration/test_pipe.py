@@ -31,6 +31,15 @@ def spark_session():
     spark.stop(session)
 
 
+def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session):
+    """The options reach the JVM itself (its command line), not only Spark's conf."""
+    from kxtx.pipe import spark
+
+    jvm = spark_session.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(spark.DRIVER_JVM_OPTIONS) <= set(args), args
+
+
 @pytest.fixture(params=["driver", "executors"])
 def mode(request):
     return request.param
