@@ -148,7 +148,14 @@ def test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues(cluster3, tmp_
         doc = json.loads(stuck.stdout)  # the whole stdout is one document
         assert (doc["status"], doc["exit_code"]) == ("retry", ExitCode.RETRY), doc
         assert doc["error"] and f"kxtx: error: {doc['error']}\n" in stuck.stderr, (doc, stuck.stderr)
-        assert (doc["records"], doc["transactions"]) == (0, 0), doc  # no commit without 3 in sync
+        if "records" in doc:
+            assert (doc["records"], doc["transactions"]) == (0, 0), doc  # no commit without 3 in sync
+        else:
+            # It stopped before planning its inputs (starting the producer or reading its
+            # checkpoint waited out its bounds while leaders moved; seen once in CI): like any run
+            # that fails before doing work, its document has no summary, and nothing of it was
+            # written (the exactly-once check below counts every record).
+            assert "transactions" not in doc, doc
     finally:
         cluster3.sandbox.start_node(victim)
     ch.wait_healthy(cluster3, [topic])
