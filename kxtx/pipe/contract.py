@@ -17,15 +17,13 @@ compact JSON. Keys: bytes as they are, str as UTF-8, others as JSON. Headers: a 
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, NamedTuple
 
+from kxtx.pipe.jsontext import json_bytes
 from kxtx.wording import article
 
 SPEC_KEYS = frozenset({"key", "value", "headers", "topic"})
-#: how values become JSON text (compact, non-ASCII as is); `_json` and transform's column path
-json_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 class ContractError(ValueError):
@@ -146,7 +144,7 @@ def encode_headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 def _json(value: Any) -> bytes:
     try:
-        return json_text(value).encode("utf-8")
+        return json_bytes(value)
     except (TypeError, ValueError) as exc:
         raise ContractError(
             f"cannot encode {article(type(value).__name__)} as a value ({exc}); return bytes, str, "

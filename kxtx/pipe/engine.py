@@ -227,9 +227,7 @@ class Pipe(PipeCore):
         if outputs.failure is not None:
             self.txn.abort()
             raise self.udf_failed(outputs.failure)
-        produce = self.txn.produce
-        for topic, key, value, headers in outputs.records:
-            produce(topic, value, key, headers)
+        self.txn.produce_records(outputs.records)
         t2 = time.perf_counter()
         stats.produce_s += t2 - t1
         offsets = batch_offsets(batch, self.consumer)

@@ -245,9 +245,12 @@ def worker_modules() -> list:
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
     from kxtx import errnames, kafkaerrors, txwriter, wording
-    from kxtx.pipe import consumerconf, contract, outputs, task, transform, udf
+    from kxtx.pipe import consumerconf, contract, jsontext, outputs, task, transform, udf
 
-    return [transform, contract, udf, outputs, consumerconf, task, wording, errnames, txwriter, kafkaerrors]
+    return [
+        *(transform, contract, jsontext, udf, outputs, consumerconf, task),
+        *(wording, errnames, txwriter, kafkaerrors),
+    ]
 
 
 @dataclass(frozen=True)

@@ -339,8 +339,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
             attempt["status"], attempt["udf_failure"] = "udf-error", outputs.failure
             return
         t1 = time.perf_counter()
-        for topic, key, value, headers in outputs.records:
-            writer.produce(topic, value, key, headers)
+        writer.produce_records(outputs.records)
         attempt["produce_s"] = time.perf_counter() - t1
         attempt["records_out"], attempt["dlq"], attempt["dropped"] = (
             outputs.produced,

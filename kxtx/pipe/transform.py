@@ -16,7 +16,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kxtx.pipe.contract import ContractError, is_spec, json_text, to_outputs
+from kxtx.pipe.contract import ContractError, is_spec, to_outputs
+from kxtx.pipe.jsontext import json_bytes
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
 
 RAW, STRING, JSON = "raw", "string", "json"
@@ -237,9 +238,9 @@ def _plain_values(results: list, json_values: bool):
             return None
     if types == {dict} and not any(map(is_spec, results)):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
-        # makes (the contract's JSON text, UTF-8 by Arrow), without an Out per record.
+        # makes, without an Out per record.
         try:
-            return pa.array(list(map(json_text, results)), pa.string()).cast(pa.binary())
+            return pa.array(list(map(json_bytes, results)), pa.binary())
         except Exception:  # noqa: BLE001 - not JSON-serialisable: the contract path names it
             return None
     return None

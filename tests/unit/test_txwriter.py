@@ -281,3 +281,47 @@ def test_bounded_passes_result_and_exception():
     assert tw.bounded(lambda a, b: a + b, (1, 2), 5.0) == 3
     with pytest.raises(ZeroDivisionError):
         tw.bounded(lambda: 1 / 0, (), 5.0)
+
+
+class QueueingProducer:
+    """A local queue that is full for the first `full` produce calls, then takes every record."""
+
+    def __init__(self, full=0, fail_on=None):
+        self.full, self.fail_on = full, fail_on
+        self.produced: list = []
+        self.polls = 0
+
+    def produce(self, topic, value, key, **kw):
+        if self.full:
+            self.full -= 1
+            raise BufferError("queue full")
+        if value == self.fail_on:
+            raise KafkaException(ABORTABLE)
+        self.produced.append((topic, key, value, kw))
+
+    def poll(self, *_):
+        self.polls += 1
+        return 0
+
+
+RECORDS = [("a", b"k1", b"v1", None), ("b", None, b"v2", [("h", b"1")]), ("a", b"k3", b"v3", [])]
+
+
+@pytest.mark.parametrize("full", [0, 1, 3])
+def test_produce_records_waits_for_room_and_keeps_order_and_headers(full):
+    producer = QueueingProducer(full=full)
+    _writer(producer).produce_records(RECORDS)
+    assert producer.produced == [
+        ("a", b"k1", b"v1", {}),
+        ("b", None, b"v2", {"headers": [("h", b"1")]}),
+        ("a", b"k3", b"v3", {}),
+    ]
+    assert producer.polls == full
+
+
+@pytest.mark.parametrize("raw, expected", [(True, KafkaException), (False, Abortable)])
+def test_produce_records_raises_a_failed_record_as_produce_does(raw, expected):
+    producer = QueueingProducer(fail_on=b"v2")
+    with pytest.raises(expected):
+        _writer(producer, raw=raw).produce_records(RECORDS)
+    assert [r[2] for r in producer.produced] == [b"v1"]

@@ -1,0 +1,184 @@
+"""kxtx.pipe.jsontext writes the standard library's bytes, byte for byte, and takes orjson where it can.
+
+The expected bytes are always the standard library's (the contract's reference), computed here."""
+
+import collections
+import dataclasses
+import datetime
+import enum
+import json
+import math
+import random
+import struct
+import sys
+import uuid
+
+import pytest
+
+from kxtx.pipe import jsontext
+from kxtx.pipe.jsontext import json_bytes, orjson_writes
+
+_std = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def reference(value) -> bytes:
+    return _std(value).encode("utf-8")
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Name(str, enum.Enum):
+    ADA = "ada"
+
+
+class Text(str):
+    pass
+
+
+class Big(int):
+    def __repr__(self):  # the standard library ignores this for int subclasses; orjson too
+        return "big"
+
+
+class Real(float):
+    pass
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def nested(depth: int):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+DOC = {"id": 12345, "user": "u02345", "price": 34.5, "qty": 4, "pad": "p" * 20, "seen": 20}
+
+SAME = {
+    "bench document": DOC,
+    "nested document": {"a": {"b": [1, 2.5, {"c": None}], "d": (True, False)}, "e": []},
+    "empty dict": {},
+    "empty list": [],
+    "tuple": (1, "a"),
+    "top-level str": "text",
+    "top-level int": 7,
+    "top-level float": 0.1,
+    "top-level None": None,
+    "top-level bool": True,
+    "unicode": {"ключ": "значение ✓ 😀", "ctl": "\x00\x1f\x7f\u2028\u2029", "esc": '"\\/\b\f\n\r\t'},
+    "64-bit ints": [2**63 - 1, -(2**63), 2**64 - 1],
+    "ints past 64 bits": [2**64, -(2**63) - 1, 10**40],
+    "NaN and infinities": [math.nan, math.inf, -math.inf],
+    "floats around the limits": [1e-4, math.nextafter(1e-4, 0), 1e16, math.nextafter(1e16, 0), -1e16, -1e-4],
+    "tiny and huge floats": [5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e-5, 1.5e-7],
+    "signed zeros": [0.0, -0.0],
+    "int keys": {1: "a", 2: "b"},
+    "float, bool and None keys": {1.5: 1, True: 2, None: 3},
+    "str-subclass key": {Text("k"): 1},
+    "str-Enum key": {Name.ADA: 1},
+    "IntEnum": {"level": Level.HIGH},
+    "str-Enum value": [Name.ADA],
+    "str subclass": [Text("x")],
+    "int subclass": [Big(5)],
+    "float subclass": [Real(1.5)],
+    "OrderedDict": collections.OrderedDict([("b", 1), ("a", 2)]),
+    "defaultdict inside": {"d": collections.defaultdict(int, {"x": 1})},
+    "namedtuple": {"pair": Pair(1, 2)},
+    "nesting at orjson's limit": nested(300),
+    "nesting past kxtx's check": nested(jsontext._MAX_DEPTH + 5),
+}
+
+
+@pytest.mark.parametrize("value", SAME.values(), ids=SAME.keys())
+def test_the_bytes_are_the_standard_librarys(value):
+    assert json_bytes(value) == reference(value)
+
+
+REFUSED = {
+    "Enum": Color.RED,
+    "UUID": uuid.UUID(int=1),
+    "dataclass": Point(1),
+    "datetime": datetime.datetime(2026, 1, 1),
+    "date inside": {"d": datetime.date(2026, 1, 1)},
+    "set": {1, 2},
+    "bytes": b"x",
+    "object": object(),
+    "tuple key": {(1, 2): 3},
+    "lone surrogate": "\ud800",
+    "lone surrogate as key": {"\udfff": 1},
+}
+
+
+@pytest.mark.parametrize("value", REFUSED.values(), ids=REFUSED.keys())
+def test_what_the_standard_library_refuses_is_refused_alike(value):
+    with pytest.raises((TypeError, ValueError)) as expected:
+        reference(value)
+    with pytest.raises(expected.type):
+        json_bytes(value)
+
+
+def test_a_circular_value_is_refused_alike():
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        json_bytes(loop)
+
+
+def test_every_code_point_as_value_and_as_key():
+    chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    assert json_bytes(chars) == reference(chars)
+    keys = dict.fromkeys(chars, 0)
+    assert orjson_writes(keys)
+    assert json_bytes(keys) == reference(keys)
+
+
+def test_floats_of_every_exponent():
+    rnd = random.Random(28)
+    floats = [struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(200_000)]
+    # and as many of the magnitudes documents hold: prices, ratios, coordinates
+    floats += [rnd.uniform(-1e6, 1e6) for _ in range(100_000)]
+    floats += [round(rnd.uniform(0, 1000), rnd.randint(0, 6)) for _ in range(100_000)]
+    floats += [10.0**e for e in range(-30, 30)] + [math.nextafter(10.0**e, 0) for e in range(-30, 30)]
+    mismatched = [f for f in floats if json_bytes(f) != reference(f)]
+    assert mismatched == []
+    assert json_bytes(floats) == reference(floats)
+
+
+FAST = {
+    "bench document": (DOC, True),
+    "nested plain document": ({"a": [{"b": 1.5}, (None, "x")]}, True),
+    "float in range": (123456.789, True),
+    "zero": (-0.0, True),
+    "NaN": ({"x": math.nan}, False),
+    "exponent notation": ({"x": [1e-5]}, False),
+    "1e16": ([1e16], False),
+    "IntEnum": ({"x": Level.HIGH}, False),
+    "str subclass": ([Text("x")], False),
+    "UUID": ({"id": uuid.UUID(int=1)}, False),
+    "too deep to check": (nested(jsontext._MAX_DEPTH + 5), False),
+}
+
+
+@pytest.mark.parametrize("value, fast", FAST.values(), ids=FAST.keys())
+def test_orjson_writes_exactly_the_plain_values(value, fast):
+    assert orjson_writes(value) is fast
+
+
+def test_without_orjson_the_standard_library_writes_everything(monkeypatch):
+    monkeypatch.setattr(jsontext, "_orjson", None)
+    assert not orjson_writes(DOC)
+    for value in SAME.values():
+        assert json_bytes(value) == reference(value)
