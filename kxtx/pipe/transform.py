@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kxtx.pipe import jsontext
 from kxtx.pipe.contract import ContractError, is_spec, to_outputs
-from kxtx.pipe.jsontext import json_bytes
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
 
 RAW, STRING, JSON = "raw", "string", "json"
@@ -240,7 +240,7 @@ def _plain_values(results: list, json_values: bool):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
         # makes, without an Out per record.
         try:
-            return pa.array(list(map(json_bytes, results)), pa.binary())
+            return pa.array(jsontext.json_values(results), pa.binary())
         except Exception:  # noqa: BLE001 - not JSON-serialisable: the contract path names it
             return None
     return None

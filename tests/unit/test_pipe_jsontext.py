@@ -1,4 +1,4 @@
-"""kxtx.pipe.jsontext writes the standard library's bytes, byte for byte, and takes orjson where it can.
+"""kxtx.pipe.jsontext writes the standard library's bytes, byte for byte, and takes msgspec where it can.
 
 The expected bytes are always the standard library's (the contract's reference), computed here."""
 
@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from kxtx.pipe import jsontext
-from kxtx.pipe.jsontext import json_bytes, orjson_writes
+from kxtx.pipe.jsontext import fast_writes, json_bytes, json_values
 
 _std = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -42,7 +42,7 @@ class Text(str):
 
 
 class Big(int):
-    def __repr__(self):  # the standard library ignores this for int subclasses; orjson too
+    def __repr__(self):  # the standard library ignores this for int subclasses
         return "big"
 
 
@@ -87,6 +87,9 @@ SAME = {
     "signed zeros": [0.0, -0.0],
     "int keys": {1: "a", 2: "b"},
     "float, bool and None keys": {1.5: 1, True: 2, None: 3},
+    "float keys msgspec writes otherwise": {1e16: 1, 1e-5: 2, math.nan: 3, math.inf: 4, -0.0: 5},
+    "int keys past 64 bits": {2**70: 1, -1: 2},
+    "IntEnum key": {Level.HIGH: 1},
     "str-subclass key": {Text("k"): 1},
     "str-Enum key": {Name.ADA: 1},
     "IntEnum": {"level": Level.HIGH},
@@ -97,7 +100,7 @@ SAME = {
     "OrderedDict": collections.OrderedDict([("b", 1), ("a", 2)]),
     "defaultdict inside": {"d": collections.defaultdict(int, {"x": 1})},
     "namedtuple": {"pair": Pair(1, 2)},
-    "nesting at orjson's limit": nested(300),
+    "deep nesting": nested(300),
     "nesting past kxtx's check": nested(jsontext._MAX_DEPTH + 5),
 }
 
@@ -110,6 +113,10 @@ def test_the_bytes_are_the_standard_librarys(value):
 REFUSED = {
     "Enum": Color.RED,
     "UUID": uuid.UUID(int=1),
+    "Enum key": {Color.RED: 1},
+    "UUID key": {uuid.UUID(int=1): 1},
+    "frozenset": frozenset({1}),
+    "bytearray": bytearray(b"x"),
     "dataclass": Point(1),
     "datetime": datetime.datetime(2026, 1, 1),
     "date inside": {"d": datetime.date(2026, 1, 1)},
@@ -141,7 +148,7 @@ def test_every_code_point_as_value_and_as_key():
     chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
     assert json_bytes(chars) == reference(chars)
     keys = dict.fromkeys(chars, 0)
-    assert orjson_writes(keys)
+    assert fast_writes(keys)
     assert json_bytes(keys) == reference(keys)
 
 
@@ -161,6 +168,8 @@ FAST = {
     "bench document": (DOC, True),
     "nested plain document": ({"a": [{"b": 1.5}, (None, "x")]}, True),
     "float in range": (123456.789, True),
+    "int keys": ({1: "a"}, True),
+    "float key": ({1.5: "a"}, False),
     "zero": (-0.0, True),
     "NaN": ({"x": math.nan}, False),
     "exponent notation": ({"x": [1e-5]}, False),
@@ -173,12 +182,44 @@ FAST = {
 
 
 @pytest.mark.parametrize("value, fast", FAST.values(), ids=FAST.keys())
-def test_orjson_writes_exactly_the_plain_values(value, fast):
-    assert orjson_writes(value) is fast
+def test_fast_writes_exactly_the_plain_values(value, fast):
+    assert fast_writes(value) is fast
 
 
-def test_without_orjson_the_standard_library_writes_everything(monkeypatch):
-    monkeypatch.setattr(jsontext, "_orjson", None)
-    assert not orjson_writes(DOC)
+def test_without_msgspec_the_standard_library_writes_everything(monkeypatch):
+    monkeypatch.setattr(jsontext, "_fast", None)
+    assert not fast_writes(DOC)
     for value in SAME.values():
         assert json_bytes(value) == reference(value)
+    assert json_values([DOC]) == [reference(DOC)]
+
+
+BATCHES = {
+    "flat documents": [dict(DOC, id=i, price=i / 7) for i in range(100)],
+    "one with NaN": [DOC, {"x": math.nan}],
+    "one with an exponent": [DOC, {"x": 1e-7}],
+    "one nested": [DOC, {"a": {"b": [1e20]}}],
+    "one with an int key": [DOC, {7: "x"}],
+    "one with a float key": [DOC, {1e16: "x"}],
+    "one with a bool key": [DOC, {True: "x"}],
+    "one with an IntEnum value": [DOC, {"x": Level.HIGH}],
+    "not all dicts": [DOC, [1e16], "s", 1.0, None],
+    "one with a lone surrogate": [DOC, {"x": "\ud800"}],
+    "empty": [],
+}
+
+
+@pytest.mark.parametrize("values", BATCHES.values(), ids=BATCHES.keys())
+def test_a_batch_is_each_value_as_json_bytes_writes_it(values):
+    expected = []
+    for value in values:
+        try:
+            expected.append(reference(value))
+        except ValueError as exc:
+            expected = exc  # type: ignore[assignment]
+            break
+    if isinstance(expected, Exception):
+        with pytest.raises(type(expected)):
+            json_values(values)
+    else:
+        assert json_values(values) == expected

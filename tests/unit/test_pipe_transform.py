@@ -245,3 +245,24 @@ def test_the_worker_code_pickles_by_value():
         for mod in (tf, contract):
             cloudpickle.unregister_pickle_by_value(mod)
     assert out.to_pylist() == [plain(0, b'{"a":1,"n":1}')]
+
+
+@pytest.mark.parametrize(
+    "results, json_values, column",
+    [
+        ([b"a", b"b"], False, True),
+        (["a", "b"], False, True),
+        (["a", "b"], True, False),  # JSON strings: the contract path quotes them
+        ([{"a": 1, "p": 1.5}, {"a": 2}], True, True),  # plain dicts: one column of JSON bytes
+        ([{"a": 1}, {"a": 2}], False, True),
+        ([{"value": b"v"}, {"a": 2}], True, False),  # a record spec among them
+        ([{"a": object()}], True, False),  # not JSON: the contract path names the record
+        ([{"a": 1}, None], True, False),  # a drop
+    ],
+)
+def test_plain_values_take_the_column_path_only_when_each_gives_one_value(results, json_values, column):
+    values = tf._plain_values(results, json_values)
+    assert (values is not None) == column
+    if column:
+        expected = [tf.to_outputs(r, json_values)[0].value for r in results]
+        assert values.to_pylist() == expected
