@@ -64,6 +64,12 @@ def is_spec(item: Any) -> bool:
     return isinstance(item, dict) and bool(item) and SPEC_KEYS.issuperset(item)
 
 
+def any_spec(dicts: list[dict]) -> bool:
+    """Whether any of `dicts` is a record spec: one C-level pass over all of them, and `is_spec`
+    only when some dict has no key but spec keys (or none at all)."""
+    return any(map(SPEC_KEYS.issuperset, dicts)) and any(map(is_spec, dicts))
+
+
 def _one(item: Any, json_values: bool) -> Out:
     if is_spec(item):
         return _from_spec(item, json_values)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kxtx.pipe import jsontext
-from kxtx.pipe.contract import ContractError, is_spec, to_outputs
+from kxtx.pipe.contract import ContractError, any_spec, to_outputs
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
 
 RAW, STRING, JSON = "raw", "string", "json"
@@ -155,8 +155,7 @@ def _inputs(batch, value_format: str, record_mode: bool) -> list:
         texts = values.cast(pa.string()).to_pylist()  # UTF-8 validated in C
         if value_format == STRING:
             return texts
-        loads = _loads
-        return [None if t is None else loads(t) for t in texts]
+        return _loads_all(texts)
     except Exception:  # noqa: BLE001 - some record does not decode: find which, one by one
         return [_guard(decode, v, value_format) for v in values.to_pylist()]
 
@@ -177,7 +176,16 @@ try:
         except _REFUSED:
             return json.loads(text)
 except ImportError:  # executors without msgspec
-    _loads = json.loads  # type: ignore[assignment]  # takes str, as the msgspec one does
+    _loads = _decode = json.loads  # type: ignore[assignment]  # takes str, as the msgspec one does
+
+
+def _loads_all(texts: list) -> list:
+    """`_loads` of each text, None staying None: in one C-level pass when every text decodes (no
+    Python frame per record), else record by record."""
+    try:
+        return list(map(_decode, texts))
+    except Exception:  # noqa: BLE001 - a None, or a text only json.loads reads (or none does)
+        return [None if t is None else _loads(t) for t in texts]
 
 
 def _guard(fn, *args):
@@ -236,7 +244,7 @@ def _plain_values(results: list, json_values: bool):
             return pa.array(results, pa.string()).cast(pa.binary())
         except Exception:  # noqa: BLE001 - e.g. a lone surrogate: the contract path names it
             return None
-    if types == {dict} and not any(map(is_spec, results)):
+    if types == {dict} and not any_spec(results):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
         # makes, without an Out per record.
         try:

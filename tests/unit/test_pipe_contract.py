@@ -2,7 +2,7 @@
 
 import pytest
 
-from kxtx.pipe.contract import ContractError, Out, encode_headers, to_outputs
+from kxtx.pipe.contract import ContractError, Out, any_spec, encode_headers, to_outputs
 
 
 def value_only(v):
@@ -86,3 +86,18 @@ def test_contract_errors(result, message):
 
 def test_headers_none_is_empty():
     assert encode_headers(None) == []
+
+
+@pytest.mark.parametrize(
+    "dicts, expected",
+    [
+        ([{"a": 1}, {"value": 1, "b": 2}], False),
+        ([{"a": 1}, {"value": 1}], True),
+        ([{"key": "k", "topic": "t"}], True),
+        ([{}], False),  # an empty dict is a value ({}), not a spec
+        ([{}, {"headers": {}}], True),
+        ([], False),
+    ],
+)
+def test_any_spec(dicts, expected):
+    assert any_spec(dicts) is expected

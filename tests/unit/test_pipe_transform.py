@@ -266,3 +266,27 @@ def test_plain_values_take_the_column_path_only_when_each_gives_one_value(result
     if column:
         expected = [tf.to_outputs(r, json_values)[0].value for r in results]
         assert values.to_pylist() == expected
+
+
+@pytest.mark.parametrize(
+    "texts, expected",
+    [
+        (['{"a":1}', "[1,2.5]", '"s"'], [{"a": 1}, [1, 2.5], "s"]),
+        (['{"a":1}', None], [{"a": 1}, None]),  # a tombstone stays None
+        (['{"n":NaN}', "1e999"], "json"),  # msgspec refuses these; json.loads reads them
+        (["12345678901234567890123"], [12345678901234567890123]),
+    ],
+)
+def test_loads_all_reads_what_json_loads_reads(texts, expected):
+    import json
+
+    if expected == "json":
+        out = tf._loads_all(texts)
+        assert repr(out) == repr([json.loads(t) for t in texts])
+    else:
+        assert tf._loads_all(texts) == expected
+
+
+def test_loads_all_raises_for_bad_json():
+    with pytest.raises(ValueError):
+        tf._loads_all(['{"a":1}', "{bad"])
