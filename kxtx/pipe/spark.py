@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
+from kxtx.pipe import jvmcds
 
 _QUIET_LOG4J2 = """\
 name = kxtx-quiet
@@ -79,6 +80,8 @@ def is_local(master: str) -> bool:
 #: heap. Measured in bench/README ("The Spark driver JVM"). `--spark-conf
 #: spark.driver.extraJavaOptions=...` replaces these.
 DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: the class-data-sharing archive the JVM this process launched writes at exit (kxtx.pipe.jvmcds)
+_CDS_PENDING: Path | None = None
 
 
 def start(
@@ -109,8 +112,15 @@ def start(
     java_options = list(DRIVER_JVM_OPTIONS)
     if not debug:
         java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")
+    conf = conf or {}
+    global _CDS_PENDING
+    _CDS_PENDING = None
+    if "spark.driver.extraJavaOptions" not in conf and not _jvm_running():
+        # (the user's options replace all of kxtx's; a JVM already running keeps its own)
+        cds_options, _CDS_PENDING = jvmcds.plan(DRIVER_JVM_OPTIONS, conf)
+        java_options += cds_options
     settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
-    settings.update(conf or {})
+    settings.update(conf)
     spark_conf = SparkConf()
     for key, value in settings.items():
         spark_conf.set(key, value)
@@ -124,6 +134,13 @@ def start(
     session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
     logger.info("Spark %s started, master %s", session.version, master)
     return session
+
+
+def _jvm_running() -> bool:
+    from pyspark import SparkContext
+
+    with SparkContext._lock:
+        return SparkContext._gateway is not None
 
 
 def _session(spark_conf, debug: bool = False):
@@ -367,6 +384,9 @@ def _end_jvm(grace: float = 15.0) -> None:
         logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it", grace)
         proc.kill()
         proc.wait()
+    global _CDS_PENDING
+    jvmcds.settle(_CDS_PENDING, proc.returncode)
+    _CDS_PENDING = None
 
 
 def _quiet_log4j() -> str:

@@ -40,6 +40,45 @@ def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session)
     assert set(spark.DRIVER_JVM_OPTIONS) <= set(args), args
 
 
+JVM_ARCHIVES = """
+import os, sys
+from kxtx.pipe import spark
+session = spark.start("local[1]")
+jvm = session.sparkContext._jvm
+pid = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getPid()
+with open(f"/proc/{pid}/maps") as maps:
+    mapped = sorted({line.split()[-1] for line in maps if line.rstrip().endswith(".jsa")})
+session.sparkContext.parallelize(range(4), 2).map(lambda x: x + 1).collect()
+spark.stop(session)
+print(json.dumps(mapped))
+"""
+
+
+def test_the_driver_jvm_writes_its_class_archive_once_then_maps_it(tmp_path):
+    """kxtx.pipe.jvmcds with real JVMs: the first start's JVM writes the archive as it exits, the
+    next one maps that very file; the JVM writes nothing to kxtx's stdout either time."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("KXTX_SPARK_CDS", None)
+    cache = tmp_path / "kxtx" / "spark-cds"
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", "import json\n" + JVM_ARCHIVES], env=env, capture_output=True, timeout=180
+        )
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        runs.append(json.loads(done.stdout))  # nothing but the script's one line
+    (archive,) = cache.glob("*.jsa")
+    assert list(cache.glob("*.tmp")) == []
+    assert str(archive) not in runs[0]  # the first JVM wrote it
+    assert str(archive) in runs[1], runs  # the second mapped it
+
+
 @pytest.fixture(params=["driver", "executors"])
 def mode(request):
     return request.param
