@@ -15,8 +15,7 @@ JVM").
 - `KXTX_SPARK_CDS=off` turns it off; `--spark-conf spark.driver.extraJavaOptions=...` replaces
   kxtx's JVM options, this one included.
 
-The JVM's own warnings go to stderr (its stdout is kxtx's, which is data) and its CDS messages are
-off: an archive it cannot use is not the user's concern.
+The JVM's CDS messages are off: an archive it cannot use is not the user's concern.
 """
 
 from __future__ import annotations
@@ -34,8 +33,8 @@ ENV = "KXTX_SPARK_CDS"
 KEEP = 3
 #: an archive still being written after this long was left by a JVM that did not exit normally
 STALE_S = 3600.0
-#: warnings to stderr, not to the stdout kxtx writes its data to; CDS messages off
-LOG_OPTIONS = ("-Xlog:disable", "-Xlog:all=warning:stderr", "-Xlog:cds*=off:stderr")
+#: CDS messages off (after kxtx's JVM options, which send the JVM's warnings to stderr)
+LOG_OPTIONS = ("-Xlog:cds*=off:stderr",)
 #: Spark settings that change the driver JVM's class path (an archive is valid for one class path)
 CLASSPATH_SETTINGS = (
     "spark.jars",
@@ -76,7 +75,10 @@ def plan(jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, 
     directory = cache_dir()
     final = directory / f"{archive_key(java, jars, list(jvm_options), conf)}.jsa"
     if final.is_file():
-        os.utime(final)  # newest used first when pruning
+        try:
+            os.utime(final)  # the most recently used are kept when pruning
+        except OSError:
+            pass  # another user's cache, read-only: using the archive is enough
         return [f"-XX:SharedArchiveFile={final}", *LOG_OPTIONS], None
     try:
         directory.mkdir(parents=True, exist_ok=True)

@@ -77,9 +77,15 @@ def is_local(master: str) -> bool:
 #: The driver JVM's JIT and collector. It schedules tasks and moves Arrow streams but never converts
 #: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads were most of its CPU
 #: (on 2 cores they also slowed the Python workers). The serial collector suits its small, quiet
-#: heap. Measured in bench/README ("The Spark driver JVM"). `--spark-conf
-#: spark.driver.extraJavaOptions=...` replaces these.
-DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: heap. Measured in bench/README ("The Spark driver JVM"). The JVM's own warnings go to stderr:
+#: its stdout is kxtx's, which is data. `--spark-conf spark.driver.extraJavaOptions=...` replaces
+#: these.
+DRIVER_JVM_OPTIONS = (
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xlog:disable",
+    "-Xlog:all=warning:stderr",
+)
 #: the class-data-sharing archive the JVM this process launched writes at exit (kxtx.pipe.jvmcds)
 _CDS_PENDING: Path | None = None
 
@@ -113,10 +119,9 @@ def start(
     if not debug:
         java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")
     conf = conf or {}
-    global _CDS_PENDING
-    _CDS_PENDING = None
     if "spark.driver.extraJavaOptions" not in conf and not _jvm_running():
         # (the user's options replace all of kxtx's; a JVM already running keeps its own)
+        global _CDS_PENDING
         cds_options, _CDS_PENDING = jvmcds.plan(DRIVER_JVM_OPTIONS, conf)
         java_options += cds_options
     settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
