@@ -8,8 +8,9 @@ JVM").
 
 - The first run with a given Java and Spark writes the archive when its JVM exits (~115 MB, under
   `$XDG_CACHE_HOME/kxtx/spark-cds/`); it is kept only when that JVM exits normally, under a name
-  keyed by the java binary, Spark's jars and the settings that change the driver's class path, so
-  an upgrade makes a new one. The newest `KEEP` archives are kept.
+  keyed by the java binary, Spark's jars (where they are, their sizes and times) and the settings
+  that change the driver's class path, so an upgrade or another virtualenv makes a new one. The
+  `KEEP` most recently used archives are kept.
 - The JVM checks an archive before using it (same JDK build, same class path) and starts without
   it otherwise: a stale archive only costs the speed-up.
 - `KXTX_SPARK_CDS=off` turns it off; `--spark-conf spark.driver.extraJavaOptions=...` replaces
@@ -57,7 +58,7 @@ def archive_key(
     java: tuple, jars: Iterable[tuple], jvm_options: Iterable[str], conf: Mapping[str, str]
 ) -> str:
     """A name for the archive of one JVM set-up: the java binary (path, size, mtime), Spark's jars
-    (name, size), kxtx's JVM options and the class-path settings."""
+    (path, size, mtime), kxtx's JVM options and the class-path settings."""
     parts = [repr(java), repr(sorted(jars)), repr(list(jvm_options))]
     parts += [f"{k}={conf.get(k, '')}" for k in CLASSPATH_SETTINGS]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
@@ -126,7 +127,9 @@ def _setup(env: Mapping[str, str]) -> tuple[tuple, list[tuple]] | None:
         jars_dir = Path(spark_home) / "jars"
         real = os.path.realpath(java) if java else ""
         stat = os.stat(real)
-        jars = [(p.name, p.stat().st_size) for p in jars_dir.glob("*.jar")]
+        # The JVM uses an archive only for the class path it was made with, down to each jar's
+        # path, size and modification time (a venv elsewhere or a reinstall needs a new one).
+        jars = [(str(p), st.st_size, st.st_mtime_ns) for p in jars_dir.glob("*.jar") for st in [p.stat()]]
     except Exception:  # noqa: BLE001 - no java or no Spark here: Spark's own start will say so
         return None
     if not jars:

@@ -8,7 +8,7 @@ import pytest
 from kxtx.pipe import jvmcds
 
 JAVA = ("/usr/lib/jvm/17/bin/java", 100, 1)
-JARS = [("spark-core.jar", 10), ("py4j.jar", 2)]
+JARS = [("/venv/pyspark/jars/spark-core.jar", 10, 5), ("/venv/pyspark/jars/py4j.jar", 2, 5)]
 OPTS = ["-XX:TieredStopAtLevel=1"]
 
 
@@ -17,8 +17,10 @@ OPTS = ["-XX:TieredStopAtLevel=1"]
     [
         (("/usr/lib/jvm/21/bin/java", 100, 1), JARS, OPTS, {}),  # another JDK
         (("/usr/lib/jvm/17/bin/java", 100, 2), JARS, OPTS, {}),  # the same JDK path, upgraded
-        (JAVA, [("spark-core.jar", 11), ("py4j.jar", 2)], OPTS, {}),  # another Spark
-        (JAVA, JARS + [("extra.jar", 1)], OPTS, {}),
+        (JAVA, [("/venv/pyspark/jars/spark-core.jar", 11, 5), JARS[1]], OPTS, {}),  # another Spark
+        (JAVA, [("/venv/pyspark/jars/spark-core.jar", 10, 6), JARS[1]], OPTS, {}),  # reinstalled
+        (JAVA, [("/venv2/pyspark/jars/spark-core.jar", 10, 5), JARS[1]], OPTS, {}),  # another venv
+        (JAVA, JARS + [("/venv/pyspark/jars/extra.jar", 1, 5)], OPTS, {}),
         (JAVA, JARS, ["-XX:+UseSerialGC"], {}),
         (JAVA, JARS, OPTS, {"spark.jars": "/x.jar"}),
         (JAVA, JARS, OPTS, {"spark.driver.extraClassPath": "/x"}),
