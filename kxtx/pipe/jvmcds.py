@@ -78,6 +78,8 @@ def plan(jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, 
     if final.is_file():
         try:
             os.utime(final)  # the most recently used are kept when pruning
+            # Also drops what a JVM left half-written when kxtx was killed (no `settle` then).
+            prune(directory)
         except OSError:
             pass  # another user's cache, read-only: using the archive is enough
         return [f"-XX:SharedArchiveFile={final}", *LOG_OPTIONS], None

@@ -96,3 +96,14 @@ def test_prune_keeps_the_most_recently_used_archives_and_drops_stale_leftovers(t
         os.utime(path, (mtime, mtime))
     jvmcds.prune(tmp_path, keep=3, now=9000)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a2.jsa", "a3.jsa", "a4.jsa", "b.1.2.tmp"]
+
+
+def test_using_an_archive_drops_stale_leftovers_of_killed_runs(cache):
+    _, pending = jvmcds.plan(OPTS, {})
+    pending.write_bytes(b"archive")
+    jvmcds.settle(pending, 0)
+    left = cache / "x.1.2.tmp"  # a JVM that wrote at exit after kxtx was SIGKILLed
+    left.write_bytes(b"half")
+    os.utime(left, (1, 1))
+    opts, pending = jvmcds.plan(OPTS, {})
+    assert pending is None and not left.exists()
