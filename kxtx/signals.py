@@ -53,6 +53,7 @@ def signal_number(exc: KeyboardInterrupt | Stopped) -> signal.Signals: ...
 def signal_number(exc: BaseException) -> signal.Signals | None: ...
 def signal_number(exc: BaseException) -> signal.Signals | None:
     """The stop signal behind `exc` (KeyboardInterrupt is SIGINT's), or None for anything else."""
+    exc = stop_of(exc) or exc
     if isinstance(exc, KeyboardInterrupt):
         return signal.SIGINT
     if isinstance(exc, Stopped):
@@ -155,6 +156,17 @@ def while_starting() -> None:
     for sig in STOPS:
         if signal.getsignal(sig) != signal.SIG_IGN:
             _before_start[sig] = signal.signal(sig, _stopped_while_starting)
+
+
+def stop_of(exc: BaseException | None) -> KeyboardInterrupt | Stopped | None:
+    """The stop `exc` is, or stands for; None if it is no stop.
+
+    A stop handler's exception can land inside a C call that then returns a result anyway (seen in
+    CI, `kxtx dump` stopped by SIGINT/SIGTERM): CPython raises "SystemError: <class 'int'> returned
+    a result with an exception set" with the stop as its cause. That is the stop, not an error."""
+    if isinstance(exc, SystemError):
+        exc = exc.__cause__
+    return exc if isinstance(exc, (KeyboardInterrupt, Stopped)) else None
 
 
 def _raise_stopped(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - handler signature

@@ -201,9 +201,10 @@ def _report(exc: BaseException) -> NoReturn:
     if isinstance(exc, KxtxError):
         _debug_traceback()
         fail(str(exc), exc.exit_code)
-    if isinstance(exc, (KeyboardInterrupt, signals.Stopped)):
+    stop = signals.stop_of(exc)
+    if stop is not None:
         _debug_traceback()
-        signum = signals.signal_number(exc)
+        signum = signals.signal_number(stop)
         stopped(signals.WORDS[signum], signals.exit_status(signum))
     if isinstance(exc, BrokenPipeError):
         # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.

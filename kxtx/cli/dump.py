@@ -335,7 +335,7 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
     an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
     so far before the summary, and json's document has them."""
     from kxtx.errors import Interrupted, carry, partial_of
-    from kxtx.signals import Stopped, signal_number
+    from kxtx.signals import Stopped, signal_number, stop_of
     from kxtx.wording import plural
 
     seen = [0]
@@ -347,8 +347,11 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
 
     try:
         _emit(counted(), fmt, cell, columns)
-    except (KeyboardInterrupt, Stopped) as exc:
-        signum = signal_number(exc)
+    except (KeyboardInterrupt, Stopped, SystemError) as exc:
+        received = stop_of(exc)
+        if received is None:
+            raise
+        signum = signal_number(received)
         rows = plural(seen[0], "row")
         short = "" if req.follow else " before the end offsets: the output is incomplete"
         stop = Interrupted(f"stopped by {signum.name} after {rows}{short}", signum)
@@ -374,14 +377,15 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
 
 def _emit_table(batches, cell, columns) -> None:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
-    from kxtx.signals import Stopped
+    from kxtx.signals import Stopped, stop_of
 
     rows: list = []
     try:
         for batch in batches:
             rows.extend(cell(r) for r in batch)
-    except (KeyboardInterrupt, Stopped):
-        emit_rows(rows, OutputFormat.table, columns)
+    except (KeyboardInterrupt, Stopped, SystemError) as exc:
+        if stop_of(exc) is not None:
+            emit_rows(rows, OutputFormat.table, columns)
         raise
     emit_rows(rows, OutputFormat.table, columns)
 

@@ -53,6 +53,12 @@ def test_each_stop_signal_has_its_status_exit_code_and_word(signum, status, code
     assert str(Stopped(signum)) == signal.Signals(signum).name
 
 
+def caused(exc: BaseException, cause: BaseException) -> BaseException:
+    """`exc` raised from `cause`, as CPython chains a stop that landed inside a C call."""
+    exc.__cause__ = cause
+    return exc
+
+
 @pytest.mark.parametrize(
     "exc, expected",
     [
@@ -61,6 +67,20 @@ def test_each_stop_signal_has_its_status_exit_code_and_word(signum, status, code
         (Stopped(signal.SIGHUP), signal.SIGHUP),
         (ValueError("x"), None),
         (SystemExit(3), None),
+        (
+            caused(
+                SystemError("<class 'int'> returned a result with an exception set"), Stopped(signal.SIGTERM)
+            ),
+            signal.SIGTERM,
+        ),
+        (
+            caused(
+                SystemError("<class 'range'> returned a result with an exception set"), KeyboardInterrupt()
+            ),
+            signal.SIGINT,
+        ),
+        (caused(SystemError("x"), ValueError("y")), None),
+        (SystemError("x"), None),
     ],
 )
 def test_signal_number(exc, expected):
