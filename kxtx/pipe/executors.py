@@ -37,6 +37,7 @@ from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
 from kxtx.txwriter import FAILOVER_RETRY_S
+from kxtx.wording import plural
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -80,6 +81,9 @@ class ExecutorPipe(PipeCore):
         #: partition -> (its committed offset when the fenced task was planned, watch deadline)
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
+        #: partition -> the input offset up to which this run's results counted its records (kept
+        #: across rebalances: a commit by another instance carries its own token, see task.Plan)
+        self._counted: dict[tuple[str, int], int] = {}
         #: since when some assigned partition's end or committed offset cannot be read (None:
         #: all readable), and why the group's committed offsets could not be read last
         self._unreadable_since: float | None = None
@@ -247,7 +251,15 @@ class ExecutorPipe(PipeCore):
         self.lag = sum(n for _, _, n in work)
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
         return [
-            taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation)
+            taskmod.Plan(
+                t,
+                p,
+                limit,
+                end,
+                self.tokens.get((t, p)),
+                generation,
+                self._counted.get((t, p), committed.get((t, p), -1)),
+            )
             for ((t, p), end, _), limit in zip(work, limits)
             if limit > 0
         ]
@@ -339,6 +351,15 @@ class ExecutorPipe(PipeCore):
                 self._fenced.pop(key, None)  # this run commits the partition again
                 s.add_batch(r.records_in, r.records_out, r.dlq, r.dropped)
                 got += r.records_in
+                self._counted[key] = r.committed
+                if r.recovered:
+                    s.lost_results += 1
+                    logger.warning(
+                        "%s[%d]: %s committed by an attempt whose result was lost (its worker or "
+                        "executor died); counted in records_in, their outputs are not in records_out",
+                        *key,
+                        plural(r.recovered, "record"),
+                    )
         if failed and not got:
             self._failed(f"{failed} task(s) fenced or aborted", unavailable == failed)
         else:

@@ -27,6 +27,8 @@ class Stats:
     transactions: int = 0
     aborted: int = 0
     consecutive_aborts: int = 0
+    #: executors mode: commits whose task result was lost (see task._recovered)
+    lost_results: int = 0
     consume_s: float = 0.0
     spark_s: float = 0.0
     produce_s: float = 0.0
@@ -67,6 +69,7 @@ class Stats:
             "dlq": self.dlq,
             "transactions": self.transactions,
             "aborted": self.aborted,
+            "lost_results": self.lost_results,
             "elapsed_s": round(elapsed, 3),
             "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
             "processing_s": round(busy, 3),

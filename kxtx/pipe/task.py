@@ -42,7 +42,7 @@ import time
 import types
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kxtx import txwriter as tw
@@ -72,6 +72,10 @@ class Plan:
     #: offsets commit only while the group still gives this partition to that driver (KIP-447).
     #: None: no generation check (a task run on its own, as in the tests' task runner).
     generation: bytes | None = None
+    #: the input offset up to which the driver has counted this partition's records (the last
+    #: commit a result of this run reported, else the committed offset it planned from); -1: not
+    #: known. A commit of this run past it is an earlier attempt whose result was lost.
+    counted: int = -1
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,9 @@ class TaskResult:
     unavailable: bool = False
     #: udf-error: the record the UDF failed on (no DLQ)
     udf_failure: UdfFailure | None = None
+    #: of records_in: those an earlier attempt committed and whose result never reached the
+    #: driver (see `_recovered`); their outputs are not in records_out/dlq/dropped
+    recovered: int = 0
     consume_s: float = 0.0
     udf_s: float = 0.0
     produce_s: float = 0.0
@@ -325,6 +332,10 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
         "committed", "reading the committed offset", consumer.committed, [tp], job.timeout
     )
     start = committed.offset
+    recovered = _recovered(job, plan, consumer, committed)
+    if recovered:
+        attempt["records_in"] = attempt["recovered"] = recovered
+        attempt["committed"] = start
     msgs, next_offset = _consume(job, plan, consumer, start)
     t1 = time.perf_counter()
     attempt["consume_s"] = t1 - t0
@@ -353,7 +364,23 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     writer.send_offsets([tp], plan.generation or consumer.consumer_group_metadata())
     writer.commit()
     attempt["commit_s"] = time.perf_counter() - t2
-    attempt["records_in"], attempt["committed"] = len(msgs), next_offset
+    attempt["records_in"], attempt["committed"] = len(msgs) + recovered, next_offset
+
+
+def _recovered(job: Job, plan: Plan, consumer, committed) -> int:
+    """How many records an earlier attempt of this plan committed whose result never reached the
+    driver: its worker or executor died after the commit and Spark ran the task again. The stable
+    committed offset is then past what the driver counted and carries this run's token (another
+    instance's commit carries its own). Counted by reading them again, read_committed, so that
+    the run's records_in stays the number of records it moved; their outputs are not known."""
+    if not job.run or plan.counted < 0 or committed.offset <= plan.counted:
+        return 0
+    if committed.metadata != job.run:
+        return 0
+    span = replace(plan, limit=committed.offset - plan.counted, end=committed.offset)
+    msgs, _ = _consume(job, span, consumer, plan.counted)
+    # consume() may hand over a record past the range (the range can end in markers)
+    return sum(1 for m in msgs if m.offset() < committed.offset)
 
 
 def _consume(job: Job, plan: Plan, consumer, start: int):

@@ -109,6 +109,36 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     assert len(read_committed(kafka.bootstrap, out)) == 200_010
 
 
+def test_a_retry_counts_what_an_attempt_with_a_lost_result_committed(kafka):
+    """An attempt commits and its worker dies before the result reaches the driver; Spark runs
+    the task again with the same plan. The retry finds the partition committed past what the
+    driver counted, under this run's token: it counts those records (read again, not produced
+    again) and goes on with what came since. A commit by another instance (another token) past
+    the driver's count is not this run's work and is not counted."""
+    import dataclasses
+
+    from kxtx.pipe import task as taskmod
+    from tests.integration.pipe_task_runner import job
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(kafka.bootstrap, src, [b"a-%d" % i for i in range(500)])
+    group, pipe_id = f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}"
+    j = dataclasses.replace(job(kafka.bootstrap, group, pipe_id, out, "identity"), run="run-1")
+    plan = taskmod.Plan(src, 0, limit=1_000_000, end=1 << 62, token=None, counted=-1001)
+    first = taskmod.run_plan(j, plan)
+    assert (first.status, first.records_in, first.recovered, first.committed) == ("ok", 500, 0, 500)
+    # the result is lost; the retry runs the same plan (the driver's count still at the start)
+    again = dataclasses.replace(plan, counted=0)
+    retry = taskmod.run_plan(j, again)
+    assert (retry.status, retry.records_in, retry.recovered, retry.committed) == ("ok", 500, 500, 500)
+    produce(kafka.bootstrap, src, [b"b-%d" % i for i in range(300)])
+    more = taskmod.run_plan(j, again)
+    assert (more.status, more.records_in, more.recovered, more.committed) == ("ok", 800, 500, 800)
+    assert len(read_committed(kafka.bootstrap, out)) == 800  # nothing produced twice
+    other = taskmod.run_plan(dataclasses.replace(j, run="run-2"), dataclasses.replace(plan, counted=500))
+    assert (other.status, other.records_in, other.recovered, other.committed) == ("ok", 0, 0, None)
+
+
 @pytest.mark.parametrize("start, first_in", [("earliest", 50), ("latest", 0)])
 def test_a_partition_without_committed_offset_starts_where_from_says(kafka, start, first_in):
     """--from names where a group without committed offsets starts; the task asks for that
