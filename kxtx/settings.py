@@ -17,6 +17,10 @@ from kxtx.errors import ConfigError
 from kxtx.parsers import parse_properties, split_csv
 
 DEFAULT_TIMEOUT_S = 30.0
+#: How long a transactional run (produce, pipe) rides out a cluster failing over before it stops
+#: with exit 75; `KXTX_FAILOVER_TIMEOUT` sets it. The same as kxtx.txwriter.FAILOVER_RETRY_S, the
+#: default of code that has no Settings (Spark workers get txwriter alone; a unit test ties the two).
+DEFAULT_FAILOVER_S = 90.0
 
 #: Environment variables read as connection settings (documented in the README).
 ENV_SETTINGS = {
@@ -100,6 +104,8 @@ class Settings:
 
     props: dict[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S
+    #: seconds a transactional run waits out a failover (leader, coordinator, in-sync replicas)
+    failover: float = DEFAULT_FAILOVER_S
     #: where each key came from ("file", "env", "flag"), for error messages
     origin: dict[str, str] = field(default_factory=dict)
 
@@ -241,8 +247,18 @@ def resolve(
             raise ConfigError("--timeout must be positive")
         s.timeout = timeout
     elif environ.get("KXTX_TIMEOUT"):
-        try:
-            s.timeout = float(environ["KXTX_TIMEOUT"])
-        except ValueError:
-            raise ConfigError(f"$KXTX_TIMEOUT={environ['KXTX_TIMEOUT']!r}: expected seconds") from None
+        s.timeout = env_seconds(environ, "KXTX_TIMEOUT")
+    if environ.get("KXTX_FAILOVER_TIMEOUT"):
+        s.failover = env_seconds(environ, "KXTX_FAILOVER_TIMEOUT")
     return s
+
+
+def env_seconds(environ: Mapping[str, str], var: str) -> float:
+    """A positive number of seconds from environment variable `var`."""
+    try:
+        value = float(environ[var])
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"${var}={environ[var]!r}: expected a positive number of seconds")
+    return value

@@ -63,7 +63,8 @@ from kxtx.kafkaerrors import worth_waiting
 #: back-to-back transactions every commit or send_offsets_to_transaction then stalls >= 100 ms.
 #: 10 ms keeps that stall small (bench/bench_produce.py, bench/bench_pipe.py); `-X` overrides it.
 COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10}
-#: How long a long-running job's call (and every commit) retries retriable errors at least.
+#: How long a long-running job's call (and every commit) retries retriable errors at least, by
+#: default: kxtx.settings.DEFAULT_FAILOVER_S (`KXTX_FAILOVER_TIMEOUT`) arrives as `failover_s`.
 FAILOVER_RETRY_S = 90.0
 #: Backoff between retries of one call: from the first to the cap, doubling.
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
@@ -112,9 +113,9 @@ def backoff(attempt: int) -> float:
     return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**attempt)
 
 
-def call_bound(op: str, retry_s: float) -> float:
+def call_bound(op: str, retry_s: float, failover_s: float = FAILOVER_RETRY_S) -> float:
     """How long call `op` retries: a commit never less than a failover takes (see above)."""
-    return max(retry_s, FAILOVER_RETRY_S) if op == COMMIT else retry_s
+    return max(retry_s, failover_s) if op == COMMIT else retry_s
 
 
 class Abortable(Exception):
@@ -185,13 +186,15 @@ class TxWriter:
         timeout: float,
         *,
         retry_s: float | None = None,
+        failover_s: float = FAILOVER_RETRY_S,
         raw: bool = False,
         translate: Callable[[BaseException, str], BaseException] | None = None,
         check: Callable[[Any, str], None] | None = None,
         cause: Callable[[], Any] | None = None,
     ):
         self.transactional_id, self.timeout = transactional_id, timeout
-        self.retry_s = max(timeout, FAILOVER_RETRY_S) if retry_s is None else retry_s
+        self.failover_s = failover_s
+        self.retry_s = max(timeout, failover_s) if retry_s is None else retry_s
         self.raw, self._translate, self._check, self._cause = raw, translate, check, cause
         self.producer: Any = None
         self.watch: Any = None
@@ -393,7 +396,7 @@ class TxWriter:
         """`fn(*args)` under the retry policy (`decide`)."""
         from confluent_kafka import KafkaException
 
-        bound = call_bound(op, self.retry_s)
+        bound = call_bound(op, self.retry_s, self.failover_s)
         deadline = time.monotonic() + bound
         attempt = 0
         while True:

@@ -24,10 +24,6 @@ from kxtx.pipe.settings import RunConfig, subscription_conf
 from kxtx.pipe.stats import Stats, interrupted
 from kxtx.signals import Guard
 
-#: How long the group membership may stay lost before the run stops with exit 75: as long as a
-#: transactional call waits out a failover.
-LOST_S = 90.0
-
 
 class UdfFailed(KxtxError):
     """The UDF raised (or returned something unusable) on a record, and --on-udf-error is fail."""
@@ -184,12 +180,14 @@ class PipeCore:
     def lost(self) -> bool:
         """Whether the group took partitions away and has not assigned again (a rebalance, or
         the group's coordinator down or moving: the new one may take long to load the group):
-        until it assigns (maybe nothing), the run is not idle. For longer than LOST_S: exit 75."""
+        until it assigns (maybe nothing), the run is not idle. For longer than a transactional
+        call waits out a failover (KXTX_FAILOVER_TIMEOUT): exit 75."""
         if self._lost_since is None:
             return False
-        if time.monotonic() - self._lost_since > LOST_S:
+        bound = self.settings.failover
+        if time.monotonic() - self._lost_since > bound:
             raise Unavailable(
-                f"the consumer group {self.cfg.group!r} stayed unavailable for {LOST_S:.0f} s "
+                f"the consumer group {self.cfg.group!r} stayed unavailable for {bound:.0f} s "
                 "(its coordinator down or moving); run the same command again to continue"
             )
         return True

@@ -36,7 +36,6 @@ from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
-from kxtx.txwriter import FAILOVER_RETRY_S
 from kxtx.wording import plural
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
@@ -52,9 +51,6 @@ ASSIGN_GRACE_S = 30.0
 #: How long a partition whose task was fenced is watched for another instance's commit (which may
 #: come after the fence: the other instance's task starts its producer first, then commits).
 FENCE_WATCH_S = 120.0
-#: How long a partition's end offset may stay unreadable (its leader moving, a broker down) before
-#: the run stops with exit 75 (run the same command again): as long as a transactional call waits.
-UNREADABLE_S = FAILOVER_RETRY_S
 #: How long one round's end-offset request may take. librdkafka's admin client sends it to the
 #: leader its metadata names and waits for that broker to answer, up to the request timeout: a
 #: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout (30 s) after a
@@ -108,6 +104,7 @@ class ExecutorPipe(PipeCore):
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
             run=self.run_token,
+            failover_s=self.settings.failover,
         )
         self.task = taskmod.make_plan_task(job)
 
@@ -192,8 +189,8 @@ class ExecutorPipe(PipeCore):
                 # that could not read a partition's end (its leader moving), or that had no
                 # partitions because the group was lost (its coordinator down). (A run whose
                 # rounds keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a
-                # partition after UNREADABLE_S, or stays without its group after LOST_S, with
-                # an error.)
+                # partition or stays without its group for longer than KXTX_FAILOVER_TIMEOUT,
+                # with an error.)
                 self._last_data = now
             elif cfg.until_idle is not None and now - self._last_data >= cfg.until_idle:
                 self.stats.stopped = "idle"
@@ -265,13 +262,14 @@ class ExecutorPipe(PipeCore):
         ]
 
     def _unreadable(self, why: str) -> None:
-        """A partition's end could not be read: waited out for UNREADABLE_S, then exit 75."""
-        now = time.monotonic()
+        """A partition's end could not be read (its leader moving, a broker down): waited out as
+        long as a transactional call waits out a failover (KXTX_FAILOVER_TIMEOUT), then exit 75."""
+        now, bound = time.monotonic(), self.settings.failover
         if self._unreadable_since is None:
             self._unreadable_since = now
-        elif now - self._unreadable_since > UNREADABLE_S:
+        elif now - self._unreadable_since > bound:
             raise Unavailable(
-                f"reading the end offsets: a partition stayed unreadable for {UNREADABLE_S:.0f} s "
+                f"reading the end offsets: a partition stayed unreadable for {bound:.0f} s "
                 f"(last: {why}); run the same command again to continue"
             )
 

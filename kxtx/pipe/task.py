@@ -100,6 +100,8 @@ class Job:
     #: the driver's run token, committed as the offsets' metadata: who committed a partition last
     #: tells a fence by another instance from one by this run's own copies (`rounds.taken_over`)
     run: str = ""
+    #: the least a commit retries (see kxtx.txwriter): the driver's KXTX_FAILOVER_TIMEOUT
+    failover_s: float = tw.FAILOVER_RETRY_S
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ class _Producer:
     def __init__(self, job: Job, tid: str):
         from confluent_kafka import Producer
 
-        self.writer = tw.TxWriter(tid, job.timeout, raw=True, retry_s=job.timeout)
+        self.writer = tw.TxWriter(tid, job.timeout, raw=True, retry_s=job.timeout, failover_s=job.failover_s)
         self.writer.producer = Producer(producer_conf(job, tid))
         self.tid, self.token = tid, uuid.uuid4().hex
         self.writer.init()

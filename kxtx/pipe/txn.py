@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.txwriter import FAILOVER_RETRY_S, Abortable, TxWriter
+from kxtx.txwriter import Abortable, TxWriter
 
 
 class TxnProducer(TxWriter):
     def __init__(self, settings, transactional_id: str, timeout: float):
-        super().__init__(transactional_id, timeout)
+        super().__init__(transactional_id, timeout, failover_s=settings.failover)
         self.connect(settings)
 
     def init(self, doing: str = "") -> None:
@@ -27,4 +27,4 @@ class TxnProducer(TxWriter):
             logger.info(done)
 
 
-__all__ = ["FAILOVER_RETRY_S", "Abortable", "KafkaOperationError", "TxnProducer"]
+__all__ = ["Abortable", "KafkaOperationError", "TxnProducer"]

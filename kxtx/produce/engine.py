@@ -57,6 +57,7 @@ class Run:
         self.writer = txwriter.TxWriter(
             self.txid,
             settings.timeout,
+            failover_s=settings.failover,
             translate=self._fatal,
             check=self._stop_if_denied,
             cause=self._delivery_error,

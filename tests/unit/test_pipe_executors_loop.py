@@ -12,6 +12,7 @@ from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
 from kxtx.pipe.settings import PipeConfig
 from kxtx.pipe.stats import Stats
+from kxtx.settings import Settings
 from kxtx.signals import Guard
 
 
@@ -20,6 +21,7 @@ class Loop(executors.ExecutorPipe):
 
     def __init__(self, rounds: list, until_idle: float, assign_after: int | None = 1):
         self.cfg = PipeConfig(inputs=["in"], out="out", group="g", udf="m:f", until_idle=until_idle)
+        self.settings = Settings()
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
         self._failed_rounds, self._next_progress = 0, 0.0
@@ -158,8 +160,8 @@ def test_rounds_that_cannot_read_a_partition_are_not_idle():
 def test_a_partition_unreadable_for_too_long_stops_with_exit_75(monkeypatch):
     from kxtx.errors import Unavailable
 
-    monkeypatch.setattr(executors, "UNREADABLE_S", 0.0)
     loop = _absorbing(monkeypatch)
+    loop.settings.failover = 0.0  # KXTX_FAILOVER_TIMEOUT
     loop._unreadable("in[0]: FENCED_LEADER_EPOCH")  # the first time starts the clock
     with pytest.raises(Unavailable, match=r"unreadable .*in\[0\]: FENCED_LEADER_EPOCH"):
         loop._unreadable("in[0]: FENCED_LEADER_EPOCH")
@@ -184,12 +186,11 @@ def test_rounds_without_the_group_are_not_idle():
     assert loop.calls > 30 and loop.stats.stopped == "idle"
 
 
-def test_a_group_lost_for_too_long_stops_with_exit_75(monkeypatch):
+def test_a_group_lost_for_too_long_stops_with_exit_75():
     from kxtx.errors import Unavailable
-    from kxtx.pipe import core
 
-    monkeypatch.setattr(core, "LOST_S", 0.0)
     loop = Lost(1)
+    loop.settings.failover = 0.0  # KXTX_FAILOVER_TIMEOUT
     loop._lost_since = time.monotonic() - 0.01
     with pytest.raises(Unavailable, match="consumer group 'g' stayed unavailable"):
         loop.lost()

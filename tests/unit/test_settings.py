@@ -1,7 +1,7 @@
 import pytest
 
 from kxtx.errors import ConfigError
-from kxtx.settings import resolve
+from kxtx.settings import Settings, resolve
 
 
 def _file(tmp_path, text):
@@ -40,6 +40,32 @@ def test_timeout_sources():
         resolve(timeout=0, env={})
     with pytest.raises(ConfigError, match="KXTX_TIMEOUT"):
         resolve(env={"KXTX_TIMEOUT": "soon"})
+
+
+@pytest.mark.parametrize(
+    "env, timeout, failover",
+    [
+        ({}, 30.0, 90.0),
+        ({"KXTX_FAILOVER_TIMEOUT": "20"}, 30.0, 20.0),
+        ({"KXTX_FAILOVER_TIMEOUT": "2.5", "KXTX_TIMEOUT": "4"}, 4.0, 2.5),
+    ],
+)
+def test_failover_timeout_from_the_environment(env, timeout, failover):
+    s = resolve(env=env)
+    assert (s.timeout, s.failover) == (timeout, failover)
+
+
+def test_the_failover_default_is_the_writers():
+    from kxtx import txwriter
+
+    assert Settings().failover == txwriter.FAILOVER_RETRY_S
+
+
+@pytest.mark.parametrize("var", ["KXTX_TIMEOUT", "KXTX_FAILOVER_TIMEOUT"])
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "nan", "inf"])
+def test_seconds_from_the_environment_must_be_positive(var, value):
+    with pytest.raises(ConfigError, match=rf"\${var}='{value}': expected a positive number of seconds"):
+        resolve(env={var: value})
 
 
 SECURE = {
