@@ -34,6 +34,9 @@ ENV = "KXTX_SPARK_CDS"
 KEEP = 3
 #: an archive still being written after this long was left by a JVM that did not exit normally
 STALE_S = 3600.0
+#: how long a JVM that writes the archive as it exits is waited for (kxtx.pipe.spark._end_jvm):
+#: about 8 s on a quiet 2-core machine (110 MB), far longer under load
+WRITE_GRACE_S = 120.0
 #: CDS messages off (after kxtx's JVM options, which send the JVM's warnings to stderr)
 LOG_OPTIONS = ("-Xlog:cds*=off:stderr",)
 #: Spark settings that change the driver JVM's class path (an archive is valid for one class path)

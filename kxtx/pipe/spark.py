@@ -368,6 +368,8 @@ def _end_jvm(grace: float = 15.0) -> None:
     forget the gateway so a later start launches a new JVM."""
     import subprocess
 
+    global _CDS_PENDING
+
     from pyspark import SparkContext
 
     with SparkContext._lock:
@@ -383,13 +385,17 @@ def _end_jvm(grace: float = 15.0) -> None:
         proc.stdin.close()
     except OSError:
         pass
+    if _CDS_PENDING is not None:
+        # Writing the class archive at exit takes ~8 s of CPU on a quiet 2-core machine, many
+        # times that on a loaded one: killed at the usual grace it is lost, and the next start
+        # writes it again (seen in a loaded test run).
+        grace = max(grace, jvmcds.WRITE_GRACE_S)
     try:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
         logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it", grace)
         proc.kill()
         proc.wait()
-    global _CDS_PENDING
     jvmcds.settle(_CDS_PENDING, proc.returncode)
     _CDS_PENDING = None
 

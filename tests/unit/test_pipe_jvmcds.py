@@ -107,3 +107,33 @@ def test_using_an_archive_drops_stale_leftovers_of_killed_runs(cache):
     os.utime(left, (1, 1))
     opts, pending = jvmcds.plan(OPTS, {})
     assert pending is None and not left.exists()
+
+
+@pytest.mark.parametrize("pending, grace", [(True, jvmcds.WRITE_GRACE_S), (False, 15.0)])
+def test_a_jvm_writing_the_archive_gets_the_time_to_finish_it(tmp_path, monkeypatch, pending, grace):
+    """Killed at the usual grace, a JVM still writing its archive loses it (seen under load)."""
+    from pyspark import SparkContext
+
+    from kxtx.pipe import spark
+
+    waited = []
+
+    class Proc:
+        returncode = 0
+        stdin = open(os.devnull, "w")
+
+        def wait(self, timeout=None):
+            waited.append(timeout)
+
+    class Gateway:
+        proc = Proc()
+
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(SparkContext, "_gateway", Gateway())
+    monkeypatch.setattr(SparkContext, "_jvm", None)
+    monkeypatch.setattr(spark, "_CDS_PENDING", tmp_path / "key.1.2.tmp" if pending else None)
+    spark._end_jvm()
+    assert waited == [grace]
+    assert spark._CDS_PENDING is None
