@@ -26,14 +26,28 @@ echo "test.sh: dependency versions under test:" >&2
   | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|pytest|pytest-timeout|pytest-xdist|psutil)==' \
   | sed 's/^/  /' >&2
 
+# How busy the machine's CPUs were during a stage (from /proc/stat; Linux only): near 100 % the
+# stage is bound by CPU and more workers cannot help; well below, its tests mostly wait.
+cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat 2>/dev/null; }
+busy() { # busy-before total-before busy-after total-after
+  if [ -n "${4:-}" ] && [ "$4" -gt "$2" ]; then echo "CPU $(( 100 * ($3 - $1) / ($4 - $2) ))% busy on $(nproc) cores"; fi
+}
+
+read -r b0 t0 <<<"$(cpu_ticks)"
+s0=$SECONDS
 "$PY" -m pytest -q -n "$WORKERS" "$@"
 rc1=$?
+read -r b1 t1 <<<"$(cpu_ticks)"
+stage1="$(( SECONDS - s0 )) s, $(busy "$b0" "$t0" "$b1" "$t1")"
 
+s0=$SECONDS
 KXTX_TEST_KAFKA_VERSION=3.9 "$PY" -m pytest -q -n "$WORKERS" -m versioned "$@"
 rc2=$?
+read -r b2 t2 <<<"$(cpu_ticks)"
+stage2="$(( SECONDS - s0 )) s, $(busy "$b1" "$t1" "$b2" "$t2")"
 if [ "$rc2" -eq 5 ]; then rc2=0; fi  # 5 = no versioned test selected by the given arguments
 
 verdict() { if [ "$1" -eq 0 ]; then echo "passed"; else echo "FAILED (pytest exit $1)"; fi; }
-echo "test.sh: stage 1, whole suite on Kafka 4.x: $(verdict "$rc1")" >&2
-echo "test.sh: stage 2, versioned tests on Kafka 3.9: $(verdict "$rc2")" >&2
+echo "test.sh: stage 1, whole suite on Kafka 4.x: $(verdict "$rc1") ($stage1)" >&2
+echo "test.sh: stage 2, versioned tests on Kafka 3.9: $(verdict "$rc2") ($stage2)" >&2
 [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ]
