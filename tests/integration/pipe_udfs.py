@@ -48,7 +48,7 @@ def slow_identity(v):
 
 
 def sluggish_identity(v):
-    """~5 ms a record: a model call, say; 3000 records make a 15 s round."""
+    """~5 ms a record: a model call, say; 2000 records make a 10 s round."""
     time.sleep(0.005)
     return v
 

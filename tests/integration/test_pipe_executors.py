@@ -350,12 +350,12 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])
 def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, tmp_path, mode):
-    """A slow UDF and a round (driver mode: a transaction) of 3000 records, 15 s, against
-    -X max.poll.interval.ms=8000: the driver polls the group only between them, so it loses its
-    membership and the commit is refused. The same size again would fail again until the run
+    """A slow UDF and a round (driver mode: a transaction) of 2000 records, 10 s, against
+    -X max.poll.interval.ms=6000 (the least librdkafka takes with the 6 s session timeout): the
+    driver polls the group only between them, so it loses its membership and the commit is refused. The same size again would fail again until the run
     gives up; instead they shrink (with a warning) and every input arrives exactly once."""
     src, out = kafka.create_topic(), kafka.create_topic()
-    vals = [b"slow-%d" % i for i in range(3000)]
+    vals = [b"slow-%d" % i for i in range(2000)]
     produce(kafka.bootstrap, src, vals)
     proc = start_pipe(
         kafka.bootstrap,
@@ -371,17 +371,17 @@ def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, t
         "--udf",
         f"{UDFS}:sluggish_identity",
         "--batch-max-records",
-        "3000",
+        "2000",
         "--until-idle",
         "6",
         *FAST_GROUP,
         "-X",
-        "max.poll.interval.ms=8000",
+        "max.poll.interval.ms=6000",
     )
     (summary,) = wait_all([proc], tmp_path)
     err = (tmp_path / "p0.err").read_text()
     unit = "rounds" if mode == "executors" else "transactions"
-    assert f"more than half of max.poll.interval.ms (8 s); {unit} now take at most" in err, err
+    assert f"more than half of max.poll.interval.ms (6 s); {unit} now take at most" in err, err
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert summary["records_in"] == len(vals)
 
