@@ -30,7 +30,7 @@ echo "test.sh: dependency versions under test:" >&2
 # stage is bound by CPU and more workers cannot help; well below, its tests mostly wait.
 cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat 2>/dev/null; }
 busy() { # busy-before total-before busy-after total-after
-  if [ -n "${4:-}" ] && [ "$4" -gt "$2" ]; then echo "CPU $(( 100 * ($3 - $1) / ($4 - $2) ))% busy on $(nproc) cores"; fi
+  if [ -n "${4:-}" ] && [ "$4" -gt "$2" ]; then echo ", CPUs $(( 100 * ($3 - $1) / ($4 - $2) ))% busy ($(nproc) cores)"; fi
 }
 
 read -r b0 t0 <<<"$(cpu_ticks)"
@@ -38,13 +38,13 @@ s0=$SECONDS
 "$PY" -m pytest -q -n "$WORKERS" "$@"
 rc1=$?
 read -r b1 t1 <<<"$(cpu_ticks)"
-stage1="$(( SECONDS - s0 )) s, $(busy "$b0" "$t0" "$b1" "$t1")"
+stage1="$(( SECONDS - s0 )) s$(busy "$b0" "$t0" "$b1" "$t1")"
 
 s0=$SECONDS
 KXTX_TEST_KAFKA_VERSION=3.9 "$PY" -m pytest -q -n "$WORKERS" -m versioned "$@"
 rc2=$?
 read -r b2 t2 <<<"$(cpu_ticks)"
-stage2="$(( SECONDS - s0 )) s, $(busy "$b1" "$t1" "$b2" "$t2")"
+stage2="$(( SECONDS - s0 )) s$(busy "$b1" "$t1" "$b2" "$t2")"
 if [ "$rc2" -eq 5 ]; then rc2=0; fi  # 5 = no versioned test selected by the given arguments
 
 verdict() { if [ "$1" -eq 0 ]; then echo "passed"; else echo "FAILED (pytest exit $1)"; fi; }
