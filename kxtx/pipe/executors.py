@@ -78,8 +78,10 @@ class ExecutorPipe(PipeCore):
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
         #: partition -> the input offset up to which this run's results counted its records (kept
-        #: across rebalances: a commit by another instance carries its own token, see task.Plan)
+        #: across rebalances: a commit by another instance carries its own token, see task.Plan),
+        #: and the plans' view of it (rounds.counted_from)
         self._counted: dict[tuple[str, int], int] = {}
+        self._counts: dict[tuple[str, int], int] = {}
         #: since when some assigned partition's end or committed offset cannot be read (None:
         #: all readable), and why the group's committed offsets could not be read last
         self._unreadable_since: float | None = None
@@ -214,6 +216,10 @@ class ExecutorPipe(PipeCore):
         self._watch_fences(found)
         committed = {key: tp.offset for key, tp in found.items()}
         self._planned_from = committed
+        self._counts = {
+            key: rounds.counted_from(self._counted.get(key), tp.offset, tp.metadata, self.run_token)
+            for key, tp in found.items()
+        }
         if not tps:
             return []
         futures = self.admin.list_offsets(
@@ -255,7 +261,7 @@ class ExecutorPipe(PipeCore):
                 end,
                 self.tokens.get((t, p)),
                 generation,
-                self._counted.get((t, p), committed.get((t, p), -1)),
+                self._counts.get((t, p), -1),
             )
             for ((t, p), end, _), limit in zip(work, limits)
             if limit > 0

@@ -58,6 +58,19 @@ def run_token() -> str:
     return f"kxtx-pipe-run:{uuid.uuid4().hex}"
 
 
+def counted_from(mine: int | None, offset: int, metadata: str | None, run: str) -> int:
+    """Where the driver's count of a partition's records stands for a plan (`task.Plan.counted`):
+    `mine`, the offset the last commit reported by a result of run `run` reached (None: none
+    yet); `offset` and `metadata`, the committed offset the driver read (< 0: none). A commit by
+    another instance (its own token) moves the count up: those records are not this run's to
+    count. A commit of this run's past `mine` is left for the task to count (a lost result)."""
+    if mine is None:
+        return offset if offset >= 0 else -1
+    if offset > mine and metadata != run:
+        return offset
+    return mine
+
+
 def taken_over(before: int | None, offset: int, metadata: str | None, run: str) -> bool:
     """Whether a partition on which a task of run `run` was fenced has been taken over by another
     instance: someone committed it since the round was planned (committed offset `before`, None

@@ -72,9 +72,9 @@ class Plan:
     #: offsets commit only while the group still gives this partition to that driver (KIP-447).
     #: None: no generation check (a task run on its own, as in the tests' task runner).
     generation: bytes | None = None
-    #: the input offset up to which the driver has counted this partition's records (the last
-    #: commit a result of this run reported, else the committed offset it planned from); -1: not
-    #: known. A commit of this run past it is an earlier attempt whose result was lost.
+    #: the input offset up to which the driver has counted this partition's records
+    #: (`rounds.counted_from`); -1: not known. A commit of this run past it is an earlier attempt
+    #: whose result was lost (`_recovered`).
     counted: int = -1
 
 

@@ -140,3 +140,19 @@ def test_a_fenced_partition_was_taken_over_when_another_run_committed_it_since(
 def test_each_run_has_its_own_token():
     assert rounds.run_token() != rounds.run_token()
     assert rounds.run_token().startswith("kxtx-pipe-run:")
+
+
+@pytest.mark.parametrize(
+    "mine, offset, metadata, counted",
+    [
+        (None, 500, "other", 500),  # first plan of the partition in this run: from where it stands
+        (None, -1001, "", -1),  # nothing committed yet
+        (None, 500, RUN, 500),
+        (300, 300, RUN, 300),  # this run's last reported commit
+        (300, 500, RUN, 300),  # this run committed past its count: a lost result, the task counts it
+        (300, 500, "other", 500),  # another instance moved it on: not this run's records
+        (300, 200, "other", 300),  # an older read (not yet stable): the count stays
+    ],
+)
+def test_where_the_count_of_a_partition_stands(mine, offset, metadata, counted):
+    assert rounds.counted_from(mine, offset, metadata, RUN) == counted
