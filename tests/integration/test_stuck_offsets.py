@@ -38,9 +38,13 @@ def private_broker(brokers):
 def _writer(kafka, tid: str) -> tw.TxWriter:
     from confluent_kafka import Producer
 
-    w = tw.TxWriter(tid, TIMEOUT_S, raw=True, retry_s=TIMEOUT_S)
+    # The first transactional id on a new broker waits for __transaction_state to be created and
+    # loaded (COORDINATOR_LOAD_IN_PROGRESS for seconds on a loaded machine: a CI run gave up after
+    # 3 s): init waits as long as the product's writers do; the calls under test get TIMEOUT_S.
+    w = tw.TxWriter(tid, TIMEOUT_S, raw=True, retry_s=tw.FAILOVER_RETRY_S)
     w.producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid})
     w.init()
+    w.retry_s = TIMEOUT_S
     return w
 
 
