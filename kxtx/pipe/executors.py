@@ -78,10 +78,8 @@ class ExecutorPipe(PipeCore):
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
         #: partition -> the input offset up to which this run's results counted its records (kept
-        #: across rebalances: a commit by another instance carries its own token, see task.Plan),
-        #: and the plans' view of it (rounds.counted_from)
+        #: across rebalances: a commit by another instance carries its own token, see task.Plan)
         self._counted: dict[tuple[str, int], int] = {}
-        self._counts: dict[tuple[str, int], int] = {}
         #: since when some assigned partition's end or committed offset cannot be read (None:
         #: all readable), and why the group's committed offsets could not be read last
         self._unreadable_since: float | None = None
@@ -216,10 +214,6 @@ class ExecutorPipe(PipeCore):
         self._watch_fences(found)
         committed = {key: tp.offset for key, tp in found.items()}
         self._planned_from = committed
-        self._counts = {
-            key: rounds.counted_from(self._counted.get(key), tp.offset, tp.metadata, self.run_token)
-            for key, tp in found.items()
-        }
         if not tps:
             return []
         futures = self.admin.list_offsets(
@@ -255,17 +249,19 @@ class ExecutorPipe(PipeCore):
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
         return [
             taskmod.Plan(
-                t,
-                p,
-                limit,
-                end,
-                self.tokens.get((t, p)),
-                generation,
-                self._counts.get((t, p), -1),
+                t, p, limit, end, self.tokens.get((t, p)), generation, self._counted_from(found.get((t, p)))
             )
             for ((t, p), end, _), limit in zip(work, limits)
             if limit > 0
         ]
+
+    def _counted_from(self, tp) -> int:
+        """The offset from which a plan counts its partition's records (rounds.counted_from), from
+        the committed offset and metadata `tp` read at planning; -1 when they could not be read."""
+        if tp is None:
+            return -1
+        key = (tp.topic, tp.partition)
+        return rounds.counted_from(self._counted.get(key), tp.offset, tp.metadata, self.run_token)
 
     def _unreadable(self, why: str) -> None:
         """A partition's end could not be read (its leader moving, a broker down): waited out as
