@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.sandbox import nodes as _nodes
-from kxtx.sandbox.distribution import KafkaDistribution, resolve_distribution
+from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, resolve_distribution
 from kxtx.sandbox.nodes import NodeInfo
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ class SandboxInfo:
     extra: dict = field(default_factory=dict)
     nodes: list[dict] = field(default_factory=list)
     heap: str = "1g"
+    #: JVM options added to every node's (kept here so a restarted node runs with them too)
+    jvm_options: list[str] = field(default_factory=list)
 
     @property
     def distribution(self) -> KafkaDistribution:
@@ -132,9 +134,11 @@ class Sandbox:
         heap: str | None = None,
         listeners: SecureListeners | None = None,
         brokers: int = 1,
+        jvm_options: tuple[str, ...] = (),
     ) -> SandboxInfo:
         """Start `brokers` nodes and wait until all answer. `port` is node 1's client port (0 = any
-        free port; node i gets port + i - 1). `listeners` customises security (see security)."""
+        free port; node i gets port + i - 1). `listeners` customises security (see security).
+        `jvm_options` go to every node's JVM after kxtx's own (a later option wins)."""
         if not 1 <= brokers <= MAX_NODES:
             raise UsageError(f"--brokers {brokers}: choose 1 to {MAX_NODES}")
         existing = self.info()
@@ -178,6 +182,7 @@ class Sandbox:
             broker_config=dict(broker_config or {}),
             extra=(listeners.extra() if listeners is not None else {}),
             heap=heap or default_heap(brokers),
+            jvm_options=list(jvm_options),
         )
         # Every node at once: a controller waits for a majority of the voters to come up.
         for node in node_list:
@@ -238,6 +243,7 @@ class Sandbox:
             f"-Dkafka.logs.dir={self.dir / 'logs'}",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             *self._logging_flags(),
+            *info.jvm_options,
         )
         return info.distribution.java("kafka.Kafka", str(node.config), jvm=jvm)
 
@@ -274,7 +280,7 @@ class Sandbox:
                 str(config),
                 "--ignore-formatted",
                 *extra_args,
-                jvm=self._logging_flags(),
+                jvm=(*TOOL_JVM_OPTIONS, *self._logging_flags()),
             ),
             capture_output=True,
             text=True,

@@ -49,3 +49,41 @@ def test_unknown_node_is_a_usage_error(tmp_path):
     )
     with pytest.raises(UsageError, match="no node 7"):
         info.node(7)
+
+
+@pytest.mark.parametrize("extra", [(), ("-XX:TieredStopAtLevel=1",), ("-Xmx2g", "-XX:+UseSerialGC")])
+def test_jvm_options_follow_kxtxs_own_and_survive_the_state_file(tmp_path, extra, monkeypatch):
+    """A node restarted from the state file (start_node after kill_node) runs with the options the
+    sandbox was started with; they come after kxtx's, so that they win (`-Xmx2g` over the heap)."""
+    from dataclasses import asdict
+
+    from kxtx.sandbox.broker import SandboxInfo
+
+    monkeypatch.setattr("kxtx.sandbox.distribution.require_tool", lambda name: name)
+    sandbox = Sandbox(tmp_path)
+    node = NodeInfo(1, 1, 2, str(tmp_path))
+    info = SandboxInfo(
+        "b", "4.3.1", 0, 1, 2, str(tmp_path), "", 0.0, nodes=[asdict(node)], jvm_options=list(extra)
+    )
+    sandbox._save(info)
+    again = sandbox.info()
+    assert again is not None and again.jvm_options == list(extra)
+    argv = sandbox._command(again, node)
+    jvm = argv[: argv.index("-cp")]
+    assert jvm[0] == "java" and jvm[1] == "-Xmx1g"
+    assert tuple(jvm[len(jvm) - len(extra) :]) == extra
+
+
+def test_storage_format_runs_with_the_tool_jvm_options(tmp_path, monkeypatch):
+    from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution
+
+    seen = []
+    monkeypatch.setattr("kxtx.sandbox.distribution.require_tool", lambda name: name)
+    monkeypatch.setattr(
+        "kxtx.sandbox.broker.subprocess.run",
+        lambda argv, **kw: seen.append(argv) or type("R", (), {"returncode": 0})(),
+    )
+    Sandbox(tmp_path)._format_storage(KafkaDistribution("4.3.1", tmp_path), tmp_path / "c", "id")
+    (argv,) = seen
+    assert tuple(argv[1 : 1 + len(TOOL_JVM_OPTIONS)]) == TOOL_JVM_OPTIONS
+    assert argv[argv.index("-cp") + 2 : argv.index("-cp") + 4] == ["kafka.tools.StorageTool", "format"]
