@@ -57,6 +57,8 @@ class SparkCluster:
             SPARK_LOG_DIR=str(self.work),
             SPARK_WORKER_DIR=str(self.work / "worker"),
             PYTHONPATH=str(self._no_kxtx()),
+            # the master and workers of a test's short life: C1 only, like the test brokers
+            SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1",
         )
         return env
 

@@ -34,6 +34,10 @@ FAST_SPARK = [
     "spark.executor.heartbeatInterval=2s",
     "--spark-conf",
     "spark.network.timeoutInterval=5s",
+    # An executor here lives for one test: C1 only, as kxtx runs the driver JVM (C2's compiler
+    # threads cost more CPU than they save in a short life; the daemons likewise, spark_cluster).
+    "--spark-conf",
+    "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
 ]
 
 
