@@ -204,6 +204,18 @@ def kafka(brokers):
     return brokers()
 
 
+@pytest.fixture(scope="session")
+def spark_session():
+    """One local[2] SparkSession for the tests that run the pipe engine in-process
+    (`pipe_helpers.run_in_process`): a JVM start is most of a short pipe run's cost. Its users share
+    an xdist worker (the "spark-session" group), so the suite starts it once."""
+    from kxtx.pipe import spark
+
+    session = spark.start("local[2]")
+    yield session
+    spark.stop(session)
+
+
 @pytest.fixture
 def topic(kafka) -> str:
     """A fresh single-partition topic."""
@@ -261,12 +273,15 @@ CLUSTER3_GROUPS = {
 def _xdist_group(item: pytest.Item) -> str | None:
     """The tests that must share one pytest-xdist worker (`--dist loadgroup`, set in pyproject.toml),
     because a fixture they share is expensive and would otherwise start once per worker: the
-    `multibroker` tests (a 3-node cluster per group of CLUSTER3_GROUPS), and a module's tests that use one of its module-scoped
+    `multibroker` tests (a 3-node cluster per group of CLUSTER3_GROUPS), the in-process pipe tests
+    (one SparkSession), and a module's tests that use one of its module-scoped
     fixtures (a special broker, a Spark cluster or session, a scene of transactions). Other tests go
     to any worker, one at a time."""
     names = getattr(item, "fixturenames", ())
     if item.get_closest_marker("multibroker") or "cluster3" in names:
         return CLUSTER3_GROUPS.get(item.path.name, "cluster3")
+    if "spark_session" in names:
+        return "spark-session"
     defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
     for name in names:
         if any(d.scope in ("module", "class") for d in defs.get(name, ())):

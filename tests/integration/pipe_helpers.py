@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -44,6 +45,27 @@ def start_pipe(
         cwd=ROOT,
         start_new_session=new_session,
     )
+
+
+def run_in_process(kafka, session, inputs: list[str], out: str, udf: str, **config):
+    """The pipe engine in this process on the shared SparkSession (the `spark_session` fixture),
+    as `kxtx pipe` runs it, until it stops (`until_idle`, 2 s unless given, or `max_records`);
+    returns its summary. `udf` names a function of pipe_udfs; `config` sets other PipeConfig
+    fields (`mode` "driver" unless given)."""
+    from kxtx.pipe.modes import run
+    from kxtx.pipe.settings import PipeConfig
+
+    cfg = PipeConfig(
+        inputs=inputs,
+        out=out,
+        group=config.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
+        udf=f"{UDFS}:{udf}",
+        until_idle=config.pop("until_idle", 2.0),
+        batch_max_ms=config.pop("batch_max_ms", 500),
+        mode=config.pop("mode", "driver"),
+        **config,
+    )
+    return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=session)
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:

@@ -15,20 +15,11 @@ import pytest
 
 from tests.conftest import json_doc
 from tests.integration.kafka_io import multiset, read_committed
-from tests.integration.pipe_helpers import UDFS, committed_offsets, produce
+from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, run_in_process
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 N = 2000
-
-
-@pytest.fixture(scope="module")
-def spark_session():
-    from kxtx.pipe import spark
-
-    session = spark.start("local[2]")
-    yield session
-    spark.stop(session)
 
 
 def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session):
@@ -87,23 +78,7 @@ def mode(request):
 @pytest.fixture
 def pipe(kafka, spark_session, mode):
     """Run the engine in-process until idle, in both modes; returns the summary."""
-    from kxtx.pipe.modes import run
-    from kxtx.pipe.settings import PipeConfig
-
-    def go(inputs, out, udf, **kw):
-        cfg = PipeConfig(
-            inputs=inputs,
-            out=out,
-            group=kw.pop("group", f"g-{uuid.uuid4().hex[:8]}"),
-            udf=f"{UDFS}:{udf}",
-            until_idle=kw.pop("until_idle", 2.0),
-            batch_max_ms=kw.pop("batch_max_ms", 500),
-            mode=mode,
-            **kw,
-        )
-        return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=spark_session)
-
-    return go
+    return lambda inputs, out, udf, **kw: run_in_process(kafka, spark_session, inputs, out, udf, mode=mode, **kw)
 
 
 def inputs(kafka, n=N, partitions=2):
