@@ -78,7 +78,9 @@ def mode(request):
 @pytest.fixture
 def pipe(kafka, spark_session, mode):
     """Run the engine in-process until idle, in both modes; returns the summary."""
-    return lambda inputs, out, udf, **kw: run_in_process(kafka, spark_session, inputs, out, udf, mode=mode, **kw)
+    return lambda inputs, out, udf, **kw: run_in_process(
+        kafka, spark_session, inputs, out, udf, mode=mode, **kw
+    )
 
 
 def inputs(kafka, n=N, partitions=2):

@@ -18,7 +18,14 @@ import pytest
 
 from tests.conftest import ROOT, json_doc
 from tests.integration.kafka_io import multiset, read_committed, wait_until
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
+from tests.integration.pipe_helpers import (
+    FAST_GROUP,
+    UDFS,
+    committed_offsets,
+    produce,
+    run_in_process,
+    start_pipe,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -317,32 +324,17 @@ def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])
-def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, tmp_path, mode):
+def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, spark_session, mode):
     """--in '^(__|PREFIX-)': both PREFIX- topics, and not __consumer_offsets or
-    __transaction_state, which librdkafka's pattern subscription would take too."""
+    __transaction_state, which librdkafka's pattern subscription would take too. (In-process: the
+    subscription is the subject, not the process.)"""
     prefix = f"re{uuid.uuid4().hex[:8]}"
     a = kafka.create_topic(f"{prefix}-a", partitions=2)
     b = kafka.create_topic(f"{prefix}-b")
     out = kafka.create_topic()
     produce(kafka.bootstrap, a, [b"a-%d" % i for i in range(300)])
     produce(kafka.bootstrap, b, [b"b-%d" % i for i in range(200)])
-    proc = start_pipe(
-        kafka.bootstrap,
-        tmp_path,
-        "p0",
-        *local(mode),
-        "--in",
-        f"^(__|{prefix}-)",
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--until-idle",
-        "6",
-    )
-    (summary,) = wait_all([proc], tmp_path)
+    summary = run_in_process(kafka, spark_session, [f"^(__|{prefix}-)"], out, "identity", mode=mode)
     want = Counter([b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(200)])
     assert multiset(read_committed(kafka.bootstrap, out)) == want
     assert summary["records_in"] == 500
