@@ -107,6 +107,9 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
 #: code paths of a short life: one broker's start and 100 small transactions took 15.6 s of CPU
 #: with C2, 7.5 s with C1 only, and no longer in wall time. The protocol and the data are the same.
 BROKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+# ... also for the sandboxes the tests start through the CLI (`kxtx sandbox start`, the README's
+# examples), which read it from the environment.
+os.environ.setdefault("KXTX_SANDBOX_JVM_OPTIONS", " ".join(BROKER_JVM_OPTIONS))
 
 CLUSTER3_CONFIG = {
     "transaction.partition.verification.enable": "false",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from kxtx.sandbox.security import SecureListeners
 
 STATE_FILE = "sandbox.json"
+#: extra JVM options for every node (`kxtx sandbox start`)
+JVM_OPTIONS_ENV = "KXTX_SANDBOX_JVM_OPTIONS"
 #: Most nodes a loopback sandbox starts (each is a JVM; beyond this a laptop only swaps).
 MAX_NODES = 9
 
@@ -38,6 +41,15 @@ def default_state_dir() -> Path:
         return Path(os.environ["KXTX_SANDBOX_DIR"])
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "kxtx" / "sandbox"
+
+
+def env_jvm_options() -> list[str]:
+    """$KXTX_SANDBOX_JVM_OPTIONS, split as a shell would (e.g. "-XX:TieredStopAtLevel=1")."""
+    value = os.environ.get(JVM_OPTIONS_ENV, "")
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise UsageError(f"{JVM_OPTIONS_ENV}: {exc}: {value!r}") from None
 
 
 def default_heap(nodes: int) -> str:
@@ -134,11 +146,12 @@ class Sandbox:
         heap: str | None = None,
         listeners: SecureListeners | None = None,
         brokers: int = 1,
-        jvm_options: tuple[str, ...] = (),
+        jvm_options: tuple[str, ...] | None = None,
     ) -> SandboxInfo:
         """Start `brokers` nodes and wait until all answer. `port` is node 1's client port (0 = any
         free port; node i gets port + i - 1). `listeners` customises security (see security).
-        `jvm_options` go to every node's JVM after kxtx's own (a later option wins)."""
+        `jvm_options` (default: $KXTX_SANDBOX_JVM_OPTIONS) go to every node's JVM after kxtx's own
+        (a later option wins)."""
         if not 1 <= brokers <= MAX_NODES:
             raise UsageError(f"--brokers {brokers}: choose 1 to {MAX_NODES}")
         existing = self.info()
@@ -182,7 +195,7 @@ class Sandbox:
             broker_config=dict(broker_config or {}),
             extra=(listeners.extra() if listeners is not None else {}),
             heap=heap or default_heap(brokers),
-            jvm_options=list(jvm_options),
+            jvm_options=list(env_jvm_options() if jvm_options is None else jvm_options),
         )
         # Every node at once: a controller waits for a majority of the voters to come up.
         for node in node_list:

@@ -87,3 +87,27 @@ def test_storage_format_runs_with_the_tool_jvm_options(tmp_path, monkeypatch):
     (argv,) = seen
     assert tuple(argv[1 : 1 + len(TOOL_JVM_OPTIONS)]) == TOOL_JVM_OPTIONS
     assert argv[argv.index("-cp") + 2 : argv.index("-cp") + 4] == ["kafka.tools.StorageTool", "format"]
+
+
+@pytest.mark.parametrize(
+    "value, want",
+    [
+        ("", []),
+        ("-XX:TieredStopAtLevel=1", ["-XX:TieredStopAtLevel=1"]),
+        ("  -Xss1m   -Dx='a b' ", ["-Xss1m", "-Dx=a b"]),
+    ],
+)
+def test_jvm_options_from_the_environment(monkeypatch, value, want):
+    from kxtx.sandbox.broker import env_jvm_options
+
+    monkeypatch.setenv("KXTX_SANDBOX_JVM_OPTIONS", value)
+    assert env_jvm_options() == want
+
+
+def test_an_unbalanced_quote_in_the_jvm_options_is_a_usage_error(monkeypatch):
+    from kxtx.errors import UsageError
+    from kxtx.sandbox.broker import env_jvm_options
+
+    monkeypatch.setenv("KXTX_SANDBOX_JVM_OPTIONS", "-Dx='a")
+    with pytest.raises(UsageError, match="KXTX_SANDBOX_JVM_OPTIONS: No closing quotation"):
+        env_jvm_options()
