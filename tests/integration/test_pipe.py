@@ -1,7 +1,7 @@
 """`kxtx pipe` against a real broker and Spark local mode: the output contract, end to end.
 
-The contract cases run the engine in-process with one SparkSession for the module (a JVM start is
-most of a run's cost); one case runs the CLI in a subprocess. Outputs are read read_committed and
+The contract cases run the engine in-process on the suite's one SparkSession (the `spark_session`
+fixture: a JVM start is most of a run's cost); the CLI cases run it in a subprocess. Outputs are read read_committed and
 compared as exact multisets.
 """
 
