@@ -77,8 +77,9 @@ class ExecutorPipe(PipeCore):
         #: partition -> (its committed offset when the fenced task was planned, watch deadline)
         self._fenced: dict[tuple[str, int], tuple[int, float]] = {}
         self._planned_from: dict[tuple[str, int], int] = {}
-        #: partition -> the input offset up to which this run's results counted its records (kept
-        #: across rebalances: a commit by another instance carries its own token, see task.Plan)
+        #: partition -> the input offset up to which this run counted its records: where it first
+        #: planned from, then what its results reported (kept across rebalances: a commit by
+        #: another instance carries its own token and moves it up, see rounds.counted_from)
         self._counted: dict[tuple[str, int], int] = {}
         #: since when some assigned partition's end or committed offset cannot be read (None:
         #: all readable), and why the group's committed offsets could not be read last
@@ -214,6 +215,7 @@ class ExecutorPipe(PipeCore):
         self._watch_fences(found)
         committed = {key: tp.offset for key, tp in found.items()}
         self._planned_from = committed
+        counted = self._count_from(found)
         if not tps:
             return []
         futures = self.admin.list_offsets(
@@ -247,21 +249,32 @@ class ExecutorPipe(PipeCore):
             self._unreadable_since = None
         self.lag = sum(n for _, _, n in work)
         limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
-        return [
-            taskmod.Plan(
-                t, p, limit, end, self.tokens.get((t, p)), generation, self._counted_from(found.get((t, p)))
-            )
+        plans = [
+            taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation, counted.get((t, p), -1))
             for ((t, p), end, _), limit in zip(work, limits)
             if limit > 0
         ]
+        # A commit of this run that no result reported (the Spark job failed after the attempt
+        # committed) on a partition with nothing new since: a task that only counts it.
+        planned = {(plan.topic, plan.partition) for plan in plans}
+        for key in sorted(self._assignment - planned):
+            tp = found.get(key)
+            if tp is not None and rounds.uncounted(
+                counted.get(key, -1), tp.offset, tp.metadata, self.run_token
+            ):
+                plans.append(taskmod.Plan(*key, 0, tp.offset, self.tokens.get(key), generation, counted[key]))
+        return plans
 
-    def _counted_from(self, tp) -> int:
-        """The offset from which a plan counts its partition's records (rounds.counted_from), from
-        the committed offset and metadata `tp` read at planning; -1 when they could not be read."""
-        if tp is None:
-            return -1
-        key = (tp.topic, tp.partition)
-        return rounds.counted_from(self._counted.get(key), tp.offset, tp.metadata, self.run_token)
+    def _count_from(self, found: dict) -> dict[tuple[str, int], int]:
+        """Per partition read, the offset from which a plan counts its records
+        (rounds.counted_from). Kept as this run's count until a result moves it: a commit whose
+        result never came stays past it, and the next task of the partition counts it."""
+        for key, tp in found.items():
+            if tp.error is None:
+                self._counted[key] = rounds.counted_from(
+                    self._counted.get(key), tp.offset, tp.metadata, self.run_token
+                )
+        return {key: self._counted[key] for key in found if key in self._counted}
 
     def _unreadable(self, why: str) -> None:
         """A partition's end could not be read (its leader moving, a broker down): waited out as

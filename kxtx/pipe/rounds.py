@@ -60,8 +60,9 @@ def run_token() -> str:
 
 def counted_from(mine: int | None, offset: int, metadata: str | None, run: str) -> int:
     """Where the driver's count of a partition's records stands for a plan (`task.Plan.counted`):
-    `mine`, the offset the last commit reported by a result of run `run` reached (None: none
-    yet); `offset` and `metadata`, the committed offset the driver read (< 0: none). A commit by
+    `mine`, where run `run`'s count stood (the committed offset it first planned from, then the
+    offset each result reported; None: not planned yet); `offset` and `metadata`, the committed
+    offset the driver read (< 0: none). A commit by
     another instance (its own token) moves the count up: those records are not this run's to
     count. A commit of this run's past `mine` is left for the task to count (a lost result)."""
     if mine is None:
@@ -69,6 +70,12 @@ def counted_from(mine: int | None, offset: int, metadata: str | None, run: str) 
     if offset > mine and metadata != run:
         return offset
     return mine
+
+
+def uncounted(counted: int, offset: int, metadata: str | None, run: str) -> bool:
+    """Whether run `run` committed a partition past where its count stands (`counted`, < 0: not
+    known) with no result reporting it: the Spark job failed after the attempt committed."""
+    return 0 <= counted < offset and metadata == run
 
 
 def taken_over(before: int | None, offset: int, metadata: str | None, run: str) -> bool:

@@ -138,6 +138,11 @@ def test_a_retry_counts_what_an_attempt_with_a_lost_result_committed(kafka):
     again = dataclasses.replace(plan, counted=0)
     retry = taskmod.run_plan(j, again)
     assert (retry.status, retry.records_in, retry.recovered, retry.committed) == ("ok", 500, 500, 500)
+    # or the whole Spark job failed, and nothing came since: the driver's next round plans a task
+    # that only counts (limit 0, ExecutorPipe._plan); it counts the commit and writes nothing
+    count_only = taskmod.run_plan(j, dataclasses.replace(plan, limit=0, end=500, counted=0))
+    assert (count_only.status, count_only.records_in, count_only.recovered) == ("ok", 500, 500)
+    assert (count_only.committed, count_only.records_out) == (500, 0)
     produce(kafka.bootstrap, src, [b"b-%d" % i for i in range(300)])
     more = taskmod.run_plan(j, again)
     assert (more.status, more.records_in, more.recovered, more.committed) == ("ok", 800, 500, 800)

@@ -156,3 +156,18 @@ def test_each_run_has_its_own_token():
 )
 def test_where_the_count_of_a_partition_stands(mine, offset, metadata, counted):
     assert rounds.counted_from(mine, offset, metadata, RUN) == counted
+
+
+@pytest.mark.parametrize(
+    "counted, offset, metadata, uncounted",
+    [
+        (300, 500, RUN, True),  # the job failed after an attempt committed: count it
+        (300, 300, RUN, False),  # counted
+        (300, 500, "other", False),  # another instance's (counted_from moves past it)
+        (-1, 500, RUN, False),  # where the run started is not known: nothing to count from
+        (0, 1, RUN, True),
+        (500, 300, RUN, False),  # an older read
+    ],
+)
+def test_a_commit_of_this_run_no_result_reported(counted, offset, metadata, uncounted):
+    assert rounds.uncounted(counted, offset, metadata, RUN) is uncounted
