@@ -201,7 +201,8 @@ class ExecutorPipe(PipeCore):
                 self._serve(IDLE_POLL_S)
 
     def _plan(self, budget: int | None) -> list:
-        """One Plan per input partition whose last stable offset is past its committed offset."""
+        """One Plan per input partition whose last stable offset is past its committed offset, and
+        a count-only one (limit 0) per partition this run committed past its count (rounds.uncounted)."""
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 

@@ -62,9 +62,9 @@ def counted_from(mine: int | None, offset: int, metadata: str | None, run: str) 
     """Where the driver's count of a partition's records stands for a plan (`task.Plan.counted`):
     `mine`, where run `run`'s count stood (the committed offset it first planned from, then the
     offset each result reported; None: not planned yet); `offset` and `metadata`, the committed
-    offset the driver read (< 0: none). A commit by
-    another instance (its own token) moves the count up: those records are not this run's to
-    count. A commit of this run's past `mine` is left for the task to count (a lost result)."""
+    offset the driver read (< 0: none). A commit by another instance (its own token) moves the
+    count up: those records are not this run's to count. A commit of this run's past `mine` is
+    left for the task to count (a lost result)."""
     if mine is None:
         return offset if offset >= 0 else -1
     if offset > mine and metadata != run:
