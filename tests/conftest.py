@@ -305,8 +305,8 @@ def pytest_collection_modifyitems(config, items):
             groups.setdefault(group, []).append(item)
     if hasattr(config, "workerinput"):
         # A worker hands its tests out in this order (`--no-loadscope-reorder`): the longest groups
-        # first (the clusters' fault tests, one worker each), then the other groups, largest first, then single tests
-        # that keep every worker busy to the end.
+        # first (the clusters' fault tests, one worker each), then the other groups, largest
+        # first, then single tests that keep every worker busy to the end.
         order = sorted(groups, key=lambda g: (not g.startswith("cluster3"), -len(groups[g])))
         grouped = [item for g in order for item in groups[g]]
         items[:] = grouped + [item for item in items if not item.get_closest_marker("xdist_group")]
