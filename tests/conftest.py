@@ -100,10 +100,10 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
     raise TimeoutError(f"topic {name} has no leaders after {timeout}s")
 
 
-#: The test brokers' JIT: C1 only. One broker's start and 100 small transactions took 15.6 s of CPU
-#: with C2 and 7.5 s with C1 only, in no longer wall time; the protocol and the data are the same.
-#: (Suite-wide the CPU saved was within the noise of CI runs: the fault tests' clusters do steady
-#: work, where C2 may pay back. To be measured per kind with scripts/cpu_by_kind.py.)
+#: The test brokers' JIT: C1 only; the protocol and the data are the same. Measured with
+#: scripts/cpu_by_kind.py on a quiet machine: one broker's start and 100 small transactions 15.6 ->
+#: 7.5 CPU s; test_multibroker_produce [kill-8] (3 nodes, a restart, 300k lines) 105-108 -> 44-52
+#: CPU s of brokers, and 80-91 -> 60-67 s of wall time.
 BROKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 # ... also for the sandboxes the tests start through the CLI (`kxtx sandbox start`, the README's
 # examples), which read it from the environment.
