@@ -1,8 +1,8 @@
 """`kxtx pipe` against a real broker and Spark local mode: the output contract, end to end.
 
 The contract cases run the engine in-process on the suite's one SparkSession (the `spark_session`
-fixture: a JVM start is most of a run's cost); the CLI cases run it in a subprocess. Outputs are read read_committed and
-compared as exact multisets.
+fixture: a JVM start is most of a run's cost); the CLI cases run it in a subprocess. Outputs are
+read read_committed and compared as exact multisets.
 """
 
 from __future__ import annotations
