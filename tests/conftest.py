@@ -109,6 +109,13 @@ BROKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 # examples), which read it from the environment.
 os.environ.setdefault("KXTX_SANDBOX_JVM_OPTIONS", " ".join(BROKER_JVM_OPTIONS))
 
+#: A one-node test broker's idle work: its controller writes a no-op record to the metadata log
+#: every 10 s instead of every 0.5 s (KIP-835's liveness signal; nothing in one node waits on it).
+#: Measured on one idle C1 broker (/proc, 60 s after a 20 s settle): 1.40 -> 0.91 CPU s a minute;
+#: the session brokers alone idle most of a run. The 3-node clusters keep Kafka's default: their
+#: controller failovers are what the fault tests prove.
+SINGLE_NODE_CONFIG = {"metadata.max.idle.interval.ms": "10000"}
+
 #: The 3-node cluster of the `multibroker` tests. Verification off: the hanging-transaction tests make
 #: truly hanging transactions (see txn_helpers); it changes nothing for clients that follow the protocol.
 CLUSTER3_CONFIG = {
@@ -156,7 +163,7 @@ class Brokers:
         info = sandbox.start(
             kafka_version=version,
             port=0,
-            broker_config=config,
+            broker_config={**SINGLE_NODE_CONFIG, **config} if nodes == 1 else config,
             heap="768m" if nodes == 1 else "384m",
             listeners=listeners,
             brokers=nodes,
