@@ -62,9 +62,16 @@ def compacted(kafka):
         s = _summary(kafka, topic)
         return s if s["records"] < written else None
 
-    first = wait_until(cleaned, 180, "the log cleaner to compact the topic", every=2)
-    # the cleaner swaps cleaned segments in groups: read until two reads agree
-    wait_until(lambda: _summary(kafka, topic) == first or None, 60, "a stable cleaned log", every=1)
+    last = [wait_until(cleaned, 180, "the log cleaner to compact the topic", every=2)]
+
+    # The cleaner swaps cleaned segments in groups and may take another pass: read until two reads
+    # in a row agree (comparing with the first read instead timed out whenever a pass followed it).
+    def settled():
+        now = _summary(kafka, topic)
+        same, last[0] = now == last[0], now
+        return same
+
+    wait_until(settled, 120, "a stable cleaned log", every=1)
     return topic
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PY = """#!/usr/bin/env bash
-echo "$KXTX_TEST_KAFKA_VERSION|$*" >> "$CALLS"
+echo "$KXTX_TEST_KAFKA_VERSION|$(nice)|$*" >> "$CALLS"
 case "$2" in
-  pytest) if [ -n "$KXTX_TEST_KAFKA_VERSION" ]; then exit "$RC2"; else exit "$RC1"; fi ;;
+  pytest)
+    stage=1; rc=$RC1
+    if [ -n "$KXTX_TEST_KAFKA_VERSION" ]; then stage=2; rc=$RC2; fi
+    if [ -n "${HOLD:-}" ]; then
+      trap 'echo "stage $stage interrupted" >> "$CALLS"; kill $!; exit 2' INT
+      sleep "$HOLD" >/dev/null 2>&1 & wait
+    fi
+    echo "output of stage $stage"
+    exit "$rc" ;;
   *) exit 0 ;;
 esac
 """
@@ -52,18 +62,63 @@ def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None
 )
 def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, report2):
     r, calls = run_script(tmp_path, rc1, rc2, "-k", "x")
-    pytest_calls = [c for c in calls if "-m pytest" in c]
-    assert pytest_calls == ["|-m pytest -q -n 3 -k x", "3.9|-m pytest -q -n 3 -m versioned -k x"]
+    pytest_calls = sorted(c for c in calls if "-m pytest" in c)
+    # both stages at once (their order of starting is not fixed); stage 2 at nice 10
+    assert pytest_calls == ["3.9|10|-m pytest -q -n 3 -m versioned -k x", "|0|-m pytest -q -n 3 -k x"]
     assert (r.returncode == 0) is ok
-    # each stage's line: its verdict, its seconds and (when the clock ticked) how busy the CPUs were
+    # stage 2's output after stage 1's, whichever ended first
+    assert r.stdout.index("output of stage 1") < r.stdout.index("output of stage 2")
+    # each stage's line: its verdict and its seconds; then both stages' seconds and (when the clock
+    # ticked) how busy the CPUs were
+    assert re.search(rf"stage 1, whole suite on Kafka 4.x: {re.escape(report1)} \(\d+ s\)", r.stderr)
     assert re.search(
-        rf"stage 1, whole suite on Kafka 4.x: {re.escape(report1)} \(\d+ s(, CPUs \d+% busy \(\d+ cores\))?\)",
-        r.stderr,
+        rf"stage 2, versioned tests on Kafka 3.9: {re.escape(report2)} \(\d+ s, at nice 10\)", r.stderr
     )
-    assert re.search(
-        rf"stage 2, versioned tests on Kafka 3.9: {re.escape(report2)} \(\d+ s(, CPUs \d+% busy \(\d+ cores\))?\)",
-        r.stderr,
+    assert re.search(r"both stages: \d+ s(, CPUs \d+% busy \(\d+ cores\))?", r.stderr)
+
+
+def test_both_kafka_versions_are_fetched_before_any_test(tmp_path):
+    _, calls = run_script(tmp_path, 0, 0)
+    fetch = next(i for i, c in enumerate(calls) if c.endswith("|-"))  # the script on stdin
+    assert fetch < min(i for i, c in enumerate(calls) if "-m pytest" in c)
+
+
+def test_an_interrupt_stops_both_stages(tmp_path):
+    """Ctrl-C reaches stage 2 too, although it runs in the background (where bash ignores SIGINT)."""
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PY)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "RC1": "0", "RC2": "0", "HOLD": "60"}
+    env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    # as from a terminal: a process group of its own, SIGINT at its default
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "test.sh")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    try:
+        deadline = time.monotonic() + 30
+        while sum("-m pytest" in c for c in _lines(calls)) < 2:
+            assert time.monotonic() < deadline, "the two stages did not start"
+            time.sleep(0.05)
+        time.sleep(0.3)  # both fakes are in their `wait`
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert {"stage 1 interrupted", "stage 2 interrupted"} <= set(_lines(calls))
+    assert proc.returncode != 0
+    assert "stage 2, versioned tests on Kafka 3.9: FAILED (pytest exit 2)" in err
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def test_installs_what_pip_resolves_today(tmp_path):
@@ -83,5 +138,5 @@ def test_installs_what_pip_resolves_today(tmp_path):
 def test_both_stages_take_the_worker_count(tmp_path, workers, args, stage1, stage2):
     env = {"KXTX_TEST_WORKERS": workers} if workers is not None else {}
     _, calls = run_script(tmp_path, 0, 0, *args, env=env)
-    pytest_calls = [c.split("|", 1)[1] for c in calls if "-m pytest" in c]
-    assert pytest_calls == [f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"]
+    pytest_calls = sorted(c.split("|", 2)[2] for c in calls if "-m pytest" in c)
+    assert pytest_calls == sorted([f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"])
