@@ -30,6 +30,19 @@ from tests.integration.pipe_helpers import (
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
+@pytest.fixture(autouse=True)
+def _forget_cached_task_clients():
+    """The tests that call `run_plan` here play a Spark Python worker, which caches its consumer and
+    producers for the next task. Closed after each test: left open, they logged "Connection
+    refused" every few milliseconds once the session broker stopped."""
+    yield
+    from kxtx.pipe import task as taskmod
+
+    state = sys.modules.pop(taskmod._STATE, None)
+    for consumer in getattr(state, "consumers", {}).values():
+        consumer.close()
+
+
 def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
     """A task reads its start offset and is frozen (SIGSTOP) mid-UDF; the task that replaces it
     (same partition, so the same transactional id) fences it, reads the same start offset and
