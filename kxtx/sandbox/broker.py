@@ -93,6 +93,7 @@ class SandboxInfo:
 
 
 def free_port() -> int:
+    """A loopback port free now (for programs that cannot say which port 0 gave them)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import socket
 import subprocess
 import urllib.parse
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from kxtx.sandbox.broker import free_port
 from tests.binaries import need
 from tests.integration.kafka_io import wait_until
 
@@ -54,13 +54,6 @@ def serving(argv: list[str], env: dict, cwd) -> Iterator[str]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def free_port() -> int:
-    """A loopback port free now (for programs that cannot say which port 0 gave them)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> bytes:

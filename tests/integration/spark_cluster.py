@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
+
+from kxtx.sandbox.broker import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 
@@ -33,12 +34,6 @@ class _NoKxtx(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _NoKxtx())
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -401,7 +401,9 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
 
     src, out = kafka.create_topic(partitions=2), kafka.create_topic()
     first = [b"old-%d" % i for i in range(2000)]
-    produce(kafka.bootstrap, src, first)
+    # keyed: keyless records stick to one partition per batch, and all 2,000 can land on one, which
+    # left partition 1 without a transaction (and its id out of `inspect txn` below)
+    produce(kafka.bootstrap, src, first, keys=[b"k%d" % i for i in range(len(first))])
     proc = start_pipe(
         kafka.bootstrap,
         tmp_path,
