@@ -44,18 +44,19 @@ for spec in ("4", "3.9"):
     print(f"test.sh: Kafka {d.version} jars in {d.libs}", file=sys.stderr)
 PY
 
-# Stage 2 runs beside stage 1, at a lower CPU priority (nice 10), instead of after it. Stage 1 is
-# not bound by the CPU all the time (84-89 % busy over the stage; its tail is a few long fault
-# tests that mostly wait), and stage 2's tests are small: run after stage 1, they added 70-90 s to
-# CI; beside it, they use CPU stage 1 leaves idle and yield it when stage 1 needs it. Stage 2's
-# output waits in a file and is printed after stage 1's.
+# Stage 2 runs beside stage 1, at a lower CPU priority (nice 10), instead of after it. Stage 1
+# keeps the CPUs 80-85 % busy (its tests wait on brokers and JVMs as much as they compute), and
+# stage 2's tests are small: run after stage 1, they added 70-90 s to CI; beside it, they use the
+# CPU stage 1 leaves idle and end long before it (190-220 s). Stage 2's output waits in a file and
+# is printed after stage 1's.
 stage2_out=$(mktemp "${TMPDIR:-/tmp}/kxtx-stage2.XXXXXX")
 trap 'rm -f "$stage2_out" "$stage2_out.s"' EXIT
 read -r b0 t0 <<<"$(cpu_ticks)"
 s0=$SECONDS
 # Stage 2 stays in this script's process group, so Ctrl-C (the terminal signals the whole group)
 # stops it as it stops stage 1. Bash makes a background job ignore SIGINT, but in a `( ... ) &`
-# subshell only the subshell itself: the commands it runs get SIGINT back (tests/unit/test_test_script.py).
+# subshell only the subshell itself: the commands it runs get SIGINT back
+# (tests/unit/test_test_script.py checks it).
 (
   s=$SECONDS
   KXTX_TEST_KAFKA_VERSION=3.9 nice -n 10 "$PY" -m pytest -q -n "$WORKERS" -m versioned "$@"
