@@ -35,9 +35,45 @@ def test_plan_gives_controllers_then_brokers(tmp_path):
     assert props["node.id"] == "4" and props["log.dirs"].endswith("node-4/data")
 
 
-def test_fixed_port_counts_up(tmp_path):
-    planned = Sandbox(tmp_path)._plan_nodes(3, 41000)
-    assert [n.port for n in planned] == [41000, 41001, 41002]
+@pytest.fixture
+def three_ports():
+    """Three consecutive loopback sockets, bound but not listening, held for the test: a bound port is
+    closed to the sandbox's check and is not handed to another process as an ephemeral port. (A fixed
+    port such as 41001 lies inside Linux's ephemeral range; a CI run once found it taken.)"""
+    import socket
+
+    for _ in range(50):
+        held = [socket.socket()]
+        held[0].bind(("127.0.0.1", 0))
+        base = held[0].getsockname()[1]
+        try:
+            for offset in (1, 2):
+                held.append(socket.socket())
+                held[-1].bind(("127.0.0.1", base + offset))
+        except OSError:
+            for sock in held:
+                sock.close()
+            continue
+        yield held
+        for sock in held:
+            sock.close()
+        return
+    pytest.fail("no three consecutive free loopback ports in 50 tries")
+
+
+def test_fixed_port_counts_up(tmp_path, three_ports):
+    base = three_ports[0].getsockname()[1]
+    planned = Sandbox(tmp_path)._plan_nodes(3, base)
+    assert [n.port for n in planned] == [base, base + 1, base + 2]
+
+
+def test_fixed_port_in_use_is_a_usage_error_naming_it(tmp_path, three_ports):
+    from kxtx.errors import UsageError
+
+    base = three_ports[0].getsockname()[1]
+    three_ports[1].listen()
+    with pytest.raises(UsageError, match=f"port {base + 1} is already in use"):
+        Sandbox(tmp_path)._plan_nodes(3, base)
 
 
 def test_unknown_node_is_a_usage_error(tmp_path):
