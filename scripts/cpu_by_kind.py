@@ -21,6 +21,8 @@ import time
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 SAMPLE_S = 0.2
 
+#: shells: kind() calls them "bash SCRIPT"; one may exec another program under its pid
+SHELLS = ("bash", "sh")
 #: (substring of the command line, kind) for java processes, first match wins
 JAVA_KINDS = (
     ("kafka.Kafka ", "kafka broker"),
@@ -52,9 +54,13 @@ def kind(cmdline: str) -> str:
         return next((k for needle, k in JAVA_KINDS if needle in cmdline + " "), "java other")
     if exe.startswith("python"):
         return next((k for needle, k in PYTHON_KINDS if needle in cmdline), "python other")
-    if exe in ("bash", "sh") and len(words) > 1:
+    if exe in SHELLS and len(words) > 1:
         return f"{exe} {os.path.basename(words[1])}"
     return exe
+
+
+def _is_shell(what: str) -> bool:
+    return what.split(" ", 1)[0] in SHELLS
 
 
 def _cpu_ticks(pid: str) -> int | None:
@@ -95,12 +101,17 @@ def measure(command: list[str]) -> dict:
             ticks = _cpu_ticks(pid) if pid != me else None
             if ticks is None:
                 continue
-            if pid not in last:
+            known = last.get(pid)
+            # A shell may exec another program under its pid (Spark's `bash spark-class` becomes
+            # the driver JVM): its kind is read again until it is no longer a shell. A process
+            # that has exited but is not reaped has an empty command line: it keeps its kind.
+            if known is None or _is_shell(known[0]):
                 cmd = _cmdline(pid)
-                if cmd is None:
+                if known is None and cmd is None:
                     continue
-                last[pid] = (kind(cmd), 0)
-            last[pid] = (last[pid][0], ticks - before.get(pid, 0))
+                if cmd:
+                    known = (kind(cmd), 0)
+            last[pid] = (known[0] if known else "kernel thread", ticks - before.get(pid, 0))
         time.sleep(SAMPLE_S)
     by_kind: dict[str, dict[str, float]] = {}
     for what, ticks in last.values():

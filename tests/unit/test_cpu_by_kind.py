@@ -50,5 +50,17 @@ def test_a_child_that_burns_cpu_is_counted_under_its_kind(tmp_path):
     assert got["machine_busy_cpu_s"] >= got["by_kind"]["python other"]["cpu_s"] - 0.3, got
 
 
+def test_a_shell_that_execs_is_counted_under_the_program_it_became(tmp_path):
+    """Spark's `bash spark-class` execs the driver JVM: the CPU is the JVM's, not the shell's. The
+    shell waits first, so the sampler sees it as a shell before the exec."""
+    out = tmp_path / "cpu.json"
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass\n"
+    script = f"sleep 0.6; exec {sys.executable} -c '{burn}'"
+    assert cpu_by_kind.main([str(out), "--", "bash", "-c", script]) == 0
+    got = json.loads(out.read_text())["by_kind"]
+    assert 0.6 <= got["python other"]["cpu_s"] <= 1.5, got
+    assert "bash -c" not in got, got
+
+
 def test_usage_without_a_command():
     assert cpu_by_kind.main(["out.json"]) == 2
