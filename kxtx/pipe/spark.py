@@ -267,10 +267,10 @@ def worker_modules() -> list:
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
     from kxtx import errnames, kafkaerrors, txwriter, wording
-    from kxtx.pipe import consumerconf, contract, jsontext, outputs, task, transform, udf
+    from kxtx.pipe import arrays, consumerconf, contract, jsontext, outputs, task, transform, udf
 
     return [
-        *(transform, contract, jsontext, udf, outputs, consumerconf, task),
+        *(transform, arrays, contract, jsontext, udf, outputs, consumerconf, task),
         *(wording, errnames, txwriter, kafkaerrors),
     ]
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kxtx.pipe import jsontext
+from kxtx.pipe import arrays, jsontext
 from kxtx.pipe.contract import ContractError, any_spec, to_outputs
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
 
@@ -238,7 +238,7 @@ def _plain_values(results: list, json_values: bool):
 
     types = set(map(type, results))
     if types == {bytes}:
-        return pa.array(results, pa.binary())
+        return arrays.binary(results)
     if types == {str} and not json_values:
         try:
             return pa.array(results, pa.string()).cast(pa.binary())
@@ -248,7 +248,7 @@ def _plain_values(results: list, json_values: bool):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
         # makes, without an Out per record.
         try:
-            return pa.array(jsontext.json_values(results), pa.binary())
+            return arrays.binary(jsontext.json_values(results))
         except Exception:  # noqa: BLE001 - not JSON-serialisable: the contract path names it
             return None
     return None
@@ -350,8 +350,8 @@ def _plain_batch(idx, values):
 
     schema = output_schema()
     n = len(values)
-    false = pa.array([False] * n, pa.bool_())
-    arrays = [
+    false = arrays.all_false(n)
+    columns = [
         idx,
         false,
         pa.nulls(n, pa.binary()),
@@ -361,7 +361,7 @@ def _plain_batch(idx, values):
         pa.nulls(n, pa.string()),
         pa.nulls(n, pa.string()),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _to_batch(rows: list):
@@ -370,41 +370,38 @@ def _to_batch(rows: list):
     schema = output_schema()
     cols: list = list(zip(*rows)) if rows else [[] for _ in schema]
     headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in cols[5]]
-    arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
-    arrays += [
+    columns = [pa.array(list(c), type=f.type) for c, f in zip(cols[:5], list(schema)[:5])]
+    columns += [
         pa.array(headers, type=schema.field("headers").type),
         pa.array(list(cols[6]), pa.string()),
         pa.array(list(cols[7]), pa.string()),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def plain_output(out, n: int):
     """Driver side: the values column (pyarrow) if the output is one value per input record, in
     input order, keeping the input's key and headers, to the default topic, no error (what
     `_plain_batch` makes: the producer can then walk the batch and the values side by side)."""
-    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if out.num_rows != n or out.column("error").null_count != n or out.column("topic").null_count != n:
         return None
     if pc.any(out.column("key_set")).as_py() or pc.any(out.column("headers_set")).as_py():
         return None
-    if not np.array_equal(out.column("idx").to_numpy(), np.arange(n)):
+    # compared in Arrow: to_numpy() would import pandas (see kxtx.pipe.arrays)
+    if not out.column("idx").equals(pa.chunked_array([arrays.indices(n)])):
         return None
     return out.column("value")
 
 
 def input_table(batch: list, record_mode: bool):
     """Driver side: a batch of confluent-kafka Messages as the Arrow table the mapper reads."""
-    import numpy as np
     import pyarrow as pa
 
     schema = input_schema(record_mode)
-    cols = [
-        pa.array(np.arange(len(batch), dtype=np.int64)),  # ~100x faster than from a range
-        pa.array([m.value() for m in batch], pa.binary()),
-    ]
+    cols = [arrays.indices(len(batch)), arrays.binary([m.value() for m in batch])]
     if record_mode:
         cols += [
             pa.array([m.key() for m in batch], pa.binary()),
