@@ -67,6 +67,8 @@ def is_spec(item: Any) -> bool:
 def any_spec(dicts: list[dict]) -> bool:
     """Whether any of `dicts` is a record spec: one C-level pass over all of them, and `is_spec`
     only when some dict has no key but spec keys (or none at all)."""
+    if min(map(len, dicts), default=0) > len(SPEC_KEYS):  # documents: more keys than a spec has
+        return False
     return any(map(SPEC_KEYS.issuperset, dicts)) and any(map(is_spec, dicts))
 
 

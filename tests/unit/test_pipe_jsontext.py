@@ -205,8 +205,44 @@ BATCHES = {
     "one with an IntEnum value": [DOC, {"x": Level.HIGH}],
     "not all dicts": [DOC, [1e16], "s", 1.0, None],
     "one with a lone surrogate": [DOC, {"x": "\ud800"}],
+    "NaN after plain floats": [{"x": 1.5}, {"x": 0.0}, {"x": math.nan}, {"x": 2.5}],
+    "infinity after plain floats": [{"x": 1.5}, {"x": -math.inf}],
+    "zeros and a small float": [{"x": 0.0}, {"x": -0.0}, {"x": 5e-5}],
+    "zeros and plain floats": [{"x": 0.0}, {"x": -0.0}, {"x": 1e-4}, {"x": -9.9e15}],
+    "a float subclass": [DOC, {"x": Real(1.5)}],
     "empty": [],
 }
+
+#: the batch check of floats against the check of each (the bytes follow from it: above)
+FLOAT_BATCHES = {
+    "none": [],
+    "zeros": [0.0, -0.0],
+    "plain": [1e-4, 1.5, -2.25, math.nextafter(1e16, 0)],
+    "NaN first": [math.nan, 1.5],
+    "NaN last": [1.5, 0.0, math.nan],
+    "infinity": [1.5, math.inf],
+    "minus infinity": [-math.inf],
+    "both infinities": [math.inf, -math.inf],
+    "1e16": [1.5, 1e16],
+    "-1e16": [-1e16],
+    "just under 1e-4": [0.0, math.nextafter(1e-4, 0)],
+    "subnormal": [5e-324],
+    "largest finite twice (the sum overflows)": [sys.float_info.max, sys.float_info.max],
+}
+
+
+@pytest.mark.parametrize("floats", FLOAT_BATCHES.values(), ids=FLOAT_BATCHES.keys())
+def test_the_batch_float_check_is_the_check_of_each(floats):
+    assert jsontext._plain_floats(iter(floats)) is all(map(jsontext._plain_float, floats))
+
+
+def test_the_batch_float_check_on_random_floats():
+    rnd = random.Random(39)
+    pool = [struct.unpack("<d", rnd.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(2_000)]
+    pool += [rnd.uniform(-1e6, 1e6) for _ in range(2_000)] + [0.0, -0.0, 1e-4, 1e16, math.inf, math.nan]
+    for _ in range(5_000):
+        floats = rnd.sample(pool, rnd.randint(1, 4))
+        assert jsontext._plain_floats(floats) is all(map(jsontext._plain_float, floats)), floats
 
 
 @pytest.mark.parametrize("values", BATCHES.values(), ids=BATCHES.keys())
