@@ -28,12 +28,13 @@ def binary(values: list):
     return pa.array(values, pa.binary())
 
 
-def indices(n: int):
-    """0 .. n-1 as an int64 array (`pa.array(np.arange(n))`)."""
+def indices(n: int, start: int = 0):
+    """start .. start+n-1 as an int64 array (`pa.array(np.arange(start, start + n))`)."""
     import numpy as np
     import pyarrow as pa
 
-    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.arange(n, dtype=np.int64))])
+    values = np.arange(start, start + n, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(values)])
 
 
 def all_false(n: int):

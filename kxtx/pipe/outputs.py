@@ -50,8 +50,7 @@ def to_records(msgs: list, out, topic: str, dlq: str | None, udf_name: str) -> O
     without `dlq`, fails the batch."""
     values = tf.plain_output(out, len(msgs))
     if values is not None:  # the common case: one value per input record, nothing else set
-        records = [(topic, m.key(), v, m.headers()) for m, v in zip(msgs, values.to_pylist())]
-        return Outputs(records, produced=len(records))
+        return plain_records(msgs, values.to_pylist(), topic)
     rows = out.to_pydict()
     errors = [(i, e) for i, e in zip(rows["idx"], rows["error"]) if e is not None]
     if errors and not dlq:
@@ -79,6 +78,13 @@ def to_records(msgs: list, out, topic: str, dlq: str | None, udf_name: str) -> O
             (dlq, msgs[i].key(), msgs[i].value(), dlq_headers(msgs[i], text, udf_name)) for i, text in errors
         ]
     return Outputs(records, produced, len(errors), len(msgs) - len(set(rows["idx"])))
+
+
+def plain_records(msgs: list, values: list, topic: str) -> Outputs:
+    """One output value per input message, in order: each to `topic` with its input's key and
+    headers."""
+    records = [(topic, m.key(), v, m.headers()) for m, v in zip(msgs, values)]
+    return Outputs(records, produced=len(records))
 
 
 def dlq_headers(m, error: str, udf_name: str) -> list:

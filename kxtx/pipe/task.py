@@ -41,7 +41,6 @@ import sys
 import time
 import types
 import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,7 +48,7 @@ from kxtx import txwriter as tw
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
 from kxtx.pipe.consumerconf import exactly_once
-from kxtx.pipe.outputs import Outputs, UdfFailure, to_records
+from kxtx.pipe.outputs import Outputs, UdfFailure, plain_records, to_records
 
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
@@ -90,7 +89,7 @@ class Job:
     dlq: str | None
     start: str
     record_mode: bool
-    mapper: Callable[[Iterator], Iterator]
+    mapper: tf.Mapper
     chunk: int
     udf_name: str
     timeout: float
@@ -443,13 +442,20 @@ def _start_offset(job: Job, committed: int) -> int:
 
 
 def _transform(job: Job, msgs: list, attempt: dict) -> Outputs:
-    """The UDF over `msgs` (chunks of `job.chunk` per call), as the records to produce."""
+    """The UDF over `msgs` (chunks of `job.chunk` per call), as the records to produce. Without
+    --input record the mapper takes the values as a list: the records never leave this worker,
+    so no Arrow table is built for them."""
     import pyarrow as pa
 
     t0 = time.perf_counter()
-    table = tf.input_table(msgs, job.record_mode)
-    out = pa.Table.from_batches(
-        list(job.mapper(iter(table.to_batches(job.chunk)))), schema=tf.output_schema()
-    )
+    if job.record_mode:
+        table = tf.input_table(msgs, job.record_mode)
+        out = pa.Table.from_batches(
+            list(job.mapper(iter(table.to_batches(job.chunk)))), schema=tf.output_schema()
+        )
+    else:
+        out = job.mapper.map_values([m.value() for m in msgs], job.chunk)
     attempt["udf_s"] = time.perf_counter() - t0
+    if type(out) is list:  # one plain value per record
+        return plain_records(msgs, out, job.out)
     return to_records(msgs, out, job.out, job.dlq, job.udf_name)

@@ -4,7 +4,10 @@ Every UDF flavour runs inside one mapper over Arrow record batches, so each batc
 with Arrow data both ways, errors are caught per input record (the poison record is named, not just
 the job), and the output contract is applied on the executors, not the driver. The mapper runs in
 a Spark task (`make_ipc_task`) that takes and returns Arrow IPC streams, as bytes or (local mode) as
-files: the JVM never converts a row (see `spark._run_job`).
+files: the JVM never converts a row (see `spark._run_job`). An executors-mode task, which reads its
+records in the worker itself, hands the same mapper their values as a list (`Mapper.map_values`):
+the same decoding, UDF calls and contract, without Arrow copies of records that never leave the
+process.
 
 Output rows (OUTPUT_FIELDS): the input row index they came from, the record parts, and `error` (set,
 with no record parts, when the UDF raised or returned something the contract rejects).
@@ -13,7 +16,8 @@ with no record parts, when the UDF raised or returned something the contract rej
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from kxtx.pipe import arrays, jsontext
@@ -63,16 +67,54 @@ def _headers_type():
     return pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool):
-    """Arrow batches in, output batches out (run by `make_ipc_task` on the workers, with `func`)."""
-    json_values = value_format == JSON
+def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool) -> Mapper:
+    """The UDF over batches of input (run by `make_ipc_task` on the workers, with `func`)."""
+    return Mapper(func, kind, value_format, record_mode)
 
-    def mapper(batches: Iterator) -> Iterator:
+
+class Mapper:
+    """The UDF with the output contract. Called with Arrow batches (a Spark task's IPC stream),
+    it yields output batches; an executors-mode task, which holds its records in the worker
+    itself, gives it their values with `map_values` and gets the same outputs without the Arrow
+    copies both ways (no input table, no values column to read back)."""
+
+    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool):
+        self.func, self.kind, self.value_format, self.record_mode = func, kind, value_format, record_mode
+        self.json_values = value_format == JSON
+
+    def __call__(self, batches: Iterator) -> Iterator:
         for batch in batches:
-            inputs = _inputs(batch, value_format, record_mode)
-            yield _outputs(func, kind, batch.column("idx"), inputs, record_mode, json_values)
+            idx = batch.column("idx")
+            inputs = _inputs(batch, self.value_format, self.record_mode)
+            values, results = _map(self.func, self.kind, inputs, self.record_mode, self.json_values)
+            if values is not None:
+                yield _plain_batch(idx, arrays.binary(values))
+            else:
+                yield _to_batch(_assemble(idx.to_pylist(), inputs, results, self.json_values))
 
-    return mapper
+    def map_values(self, values: list, chunk: int):
+        """The outputs for input `values` (bytes, None for a tombstone; not with --input record),
+        the UDF called on `chunk` of them at a time as `__call__` calls it per batch: one bytes
+        value per input if each record gave one plain value (`_plain_values`), else the output
+        Table (`output_schema()`, what `__call__` yields, row indices into `values`)."""
+        import pyarrow as pa
+
+        parts: list = []
+        for start in range(0, len(values), chunk):
+            inputs = _decode_values(values[start : start + chunk], self.value_format)
+            plain, results = _map(self.func, self.kind, inputs, False, self.json_values)
+            if plain is None:  # the contract, record by record, while the inputs are at hand
+                plain = _to_batch(
+                    _assemble(range(start, start + len(inputs)), inputs, results, self.json_values)
+                )
+            parts.append((start, plain))
+        if all(type(p) is list for _, p in parts):
+            return list(chain.from_iterable(p for _, p in parts))
+        batches = [
+            p if type(p) is not list else _plain_batch(arrays.indices(len(p), s), arrays.binary(p))
+            for s, p in parts
+        ]
+        return pa.Table.from_batches(batches, schema=output_schema())
 
 
 def make_ipc_task(mapper) -> Callable:
@@ -141,23 +183,31 @@ class _Failed:
 
 
 def _inputs(batch, value_format: str, record_mode: bool) -> list:
-    """The UDF's input per record (a `_Failed` for one that does not decode), decoded column-wise
-    where the whole column decodes; record by record otherwise, so each failure is its own."""
-    import pyarrow as pa
-
+    """The UDF's input per record of an Arrow batch (a `_Failed` for one that does not decode)."""
     if record_mode:
         rows = batch.to_pydict()
         return [_guard(_input, rows, i, value_format) for i in range(batch.num_rows)]
-    values = batch.column("value")
+    return _decode_values(batch.column("value").to_pylist(), value_format)
+
+
+def _decode_values(values: list, value_format: str) -> list:
+    """The UDF's input per value (a `_Failed` for one that does not decode), decoded in one
+    C-level pass where every value decodes; record by record otherwise, so each failure is its
+    own."""
     if value_format == RAW:
-        return values.to_pylist()
+        return values
+    if value_format == JSON and _decode_utf8 is not None:
+        try:  # straight from the bytes: no str per record (msgspec checks the UTF-8 as it reads)
+            return list(map(_decode_utf8, values))
+        except Exception:  # noqa: BLE001 - a None, bad UTF-8, or JSON only json.loads reads: below
+            pass
     try:
-        texts = values.cast(pa.string()).to_pylist()  # UTF-8 validated in C
+        texts = list(map(bytes.decode, values))  # strict UTF-8; a None (tombstone) raises
         if value_format == STRING:
             return texts
         return _loads_all(texts)
     except Exception:  # noqa: BLE001 - some record does not decode: find which, one by one
-        return [_guard(decode, v, value_format) for v in values.to_pylist()]
+        return [_guard(decode, v, value_format) for v in values]
 
 
 try:
@@ -175,8 +225,13 @@ try:
             return _decode(text)
         except _REFUSED:
             return json.loads(text)
+
+    #: decodes UTF-8 bytes as `_decode` decodes their text, and refuses bytes that are not UTF-8
+    #: (json.loads would guess UTF-16 or UTF-32 from the first bytes)
+    _decode_utf8: Callable | None = _decode
 except ImportError:  # executors without msgspec
     _loads = _decode = json.loads  # type: ignore[assignment]  # takes str, as the msgspec one does
+    _decode_utf8 = None
 
 
 def _loads_all(texts: list) -> list:
@@ -195,22 +250,21 @@ def _guard(fn, *args):
         return _Failed(exc, "decoding the input")
 
 
-def _outputs(func, kind, idx, inputs: list, record_mode: bool, json_values: bool):
-    """The output batch for one input batch: column-wise when every record gave one bytes (or
-    str) value, else through the contract record by record."""
+def _map(func, kind, inputs: list, record_mode: bool, json_values: bool) -> tuple[list | None, list]:
+    """The UDF over `inputs`: (one bytes value per record, results) when every record decoded and
+    gave one plain value (`_plain_values`), else (None, the results of the records that decoded)
+    for `_assemble`."""
     good = [v for v in inputs if type(v) is not _Failed]
     if kind in (PANDAS, PANDAS_ITER, ARROW):
         results = _vectorised(func, kind, good, record_mode)
     else:
         results = _call_each(func, good)
     if len(good) == len(inputs):
-        values = _plain_values(results, json_values)
-        if values is not None:
-            return _plain_batch(idx, values)
-    return _to_batch(_assemble(idx.to_pylist(), inputs, results, json_values))
+        return _plain_values(results, json_values), results
+    return None, results
 
 
-def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> list:
+def _assemble(idxs: Sequence[int], inputs: list, results: list, json_values: bool) -> list:
     """OUTPUT_FIELDS tuples, in input order, with each record's error in place of its outputs."""
     results_iter = iter(results)
     out = []
@@ -231,24 +285,23 @@ def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> lis
     return out
 
 
-def _plain_values(results: list, json_values: bool):
-    """The results as an Arrow binary array if each is bytes (or, without JSON values, str: UTF-8
-    by Arrow, the same bytes as `encode_value`); None otherwise (None = drop, dicts, lists...)."""
-    import pyarrow as pa
-
+def _plain_values(results: list, json_values: bool) -> list | None:
+    """The results as the bytes to produce if each is bytes (or, without JSON values, str:
+    UTF-8, the bytes `encode_value` makes) or a dict that is no record spec (with JSON values:
+    its JSON); None otherwise (None = drop, lists, record specs...: the contract path)."""
     types = set(map(type, results))
     if types == {bytes}:
-        return arrays.binary(results)
+        return results
     if types == {str} and not json_values:
         try:
-            return pa.array(results, pa.string()).cast(pa.binary())
-        except Exception:  # noqa: BLE001 - e.g. a lone surrogate: the contract path names it
+            return list(map(str.encode, results))
+        except UnicodeEncodeError:  # a lone surrogate: the contract path names the record
             return None
     if types == {dict} and not any_spec(results):
         # Each dict is one JSON value (no record spec among them): the bytes `encode_value`
         # makes, without an Out per record.
         try:
-            return arrays.binary(jsontext.json_values(results))
+            return jsontext.json_values(results)
         except Exception:  # noqa: BLE001 - not JSON-serialisable: the contract path names it
             return None
     return None

@@ -81,6 +81,7 @@ mapper = tf.make_mapper(enrich, "python", "json", False)
 out = pa.Table.from_batches(list(mapper(iter(table.to_batches(10)))), schema=tf.output_schema())
 records = to_records(msgs, out, "out", None, "enrich").records
 assert records[7] == ("out", None, b'{"id":7,"pad":"ppp","seen":3}', None), records[7]
+assert mapper.map_values([m.value() for m in msgs], 10) == [r[2] for r in records]  # executors mode
 print("pandas" in sys.modules)
 """
 

@@ -116,3 +116,64 @@ DLQ_B = [
 )
 def test_to_records(rows, dlq, want):
     assert to_records(MSGS, table(rows), "out", dlq, "f") == want
+
+
+def _drop_second_chunk(d):
+    return None if d.get("i") in (2, 3) else d
+
+
+def _spec_once(v):
+    return {"value": v, "key": b"k"} if v == b"3" else v
+
+
+def _fails_on_2(v):
+    if v == b"2":
+        raise ValueError("two")
+    return v
+
+
+def _pandas_upper(series):
+    return series.str.upper()
+
+
+#: (UDF, kind, --value-format, input values): map_values against the Arrow batches, each chunk size
+MAP_CASES = {
+    "plain JSON dicts": (lambda d: {**d, "n": 1}, "row", "json", [b'{"i":%d}' % i for i in range(5)]),
+    "a drop in the second chunk only": (_drop_second_chunk, "row", "json", [b'{"i":%d}' % i for i in range(5)]),
+    "a record spec": (_spec_once, "row", "raw", [b"%d" % i for i in range(5)]),
+    "a UDF error": (_fails_on_2, "row", "raw", [b"%d" % i for i in range(5)]),
+    "str results": (lambda s: s.upper(), "row", "string", [b"a", "é".encode(), b"c"]),
+    "bad UTF-8 and a tombstone": (lambda s: s, "row", "string", [b"ok", b"\xff", None, b"x"]),
+    "bad JSON": (lambda d: d, "row", "json", [b"1", b"{bad", b"[2]"]),
+    "a list of outputs": (lambda v: [v, v], "row", "raw", [b"a", b"b", b"c"]),
+    "a lone surrogate result": (lambda s: "\ud800" if s == "b" else s, "row", "string", [b"a", b"b"]),
+    "pandas": (_pandas_upper, "pandas", "string", [b"a", b"b", b"c"]),
+}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 100])
+@pytest.mark.parametrize("case", MAP_CASES.values(), ids=MAP_CASES.keys())
+@pytest.mark.parametrize("dlq", [None, "dlq"])
+def test_map_values_gives_the_records_the_arrow_batches_give(case, chunk, dlq):
+    from kxtx.pipe.outputs import plain_records
+
+    func, kind, fmt, values = case
+    msgs = [Msg(v, b"k%d" % i, [("h", b"%d" % i)] if i % 2 else None, 100 + i) for i, v in enumerate(values)]
+    mapper = tf.make_mapper(func, kind, fmt, False)
+    table_in = tf.input_table(msgs, False)
+    out = pa.Table.from_batches(list(mapper(iter(table_in.to_batches(chunk)))), schema=tf.output_schema())
+    want = to_records(msgs, out, "out", dlq, "f")
+    got = mapper.map_values([m.value() for m in msgs], chunk)
+    got = plain_records(msgs, got, "out") if type(got) is list else to_records(msgs, got, "out", dlq, "f")
+    assert got == want
+
+
+def test_map_values_calls_the_udf_once_per_record():
+    calls = []
+
+    def udf(d):
+        calls.append(d["i"])
+        return None if d["i"] == 3 else d  # a drop: that chunk goes through the contract
+
+    tf.make_mapper(udf, "row", "json", False).map_values([b'{"i":%d}' % i for i in range(7)], 3)
+    assert calls == list(range(7))

@@ -258,6 +258,7 @@ def test_the_worker_code_pickles_by_value():
         ([{"value": b"v"}, {"a": 2}], True, False),  # a record spec among them
         ([{"a": object()}], True, False),  # not JSON: the contract path names the record
         ([{"a": 1}, None], True, False),  # a drop
+        (["ok", "\ud800"], False, False),  # not UTF-8-encodable: the contract path names it
     ],
 )
 def test_plain_values_take_the_column_path_only_when_each_gives_one_value(results, json_values, column):
@@ -265,7 +266,7 @@ def test_plain_values_take_the_column_path_only_when_each_gives_one_value(result
     assert (values is not None) == column
     if column:
         expected = [tf.to_outputs(r, json_values)[0].value for r in results]
-        assert values.to_pylist() == expected
+        assert values == expected
 
 
 @pytest.mark.parametrize(
@@ -290,3 +291,41 @@ def test_loads_all_reads_what_json_loads_reads(texts, expected):
 def test_loads_all_raises_for_bad_json():
     with pytest.raises(ValueError):
         tf._loads_all(['{"a":1}', "{bad"])
+
+
+def _decoded_one_by_one(values):
+    """What `_inputs` gives record by record (the reference): a value, or the error's type and text."""
+    out = []
+    for v in values:
+        got = tf._guard(tf.decode, v, tf.JSON)
+        out.append((type(got.exc), str(got.exc)) if isinstance(got, tf._Failed) else got)
+    return out
+
+
+JSON_BATCHES = {
+    "plain documents": [b'{"a":1,"p":1.5}', b'[1,"x"]', b'"s"', b"12345678901234567890123"],
+    "non-ASCII text": ['{"n":"ünï😀"}'.encode(), '"\u2028"'.encode()],
+    "escaped surrogates": [b'"\\ud83d\\ude00"', b'"\\ud800"'],
+    "a tombstone": [b'{"a":1}', None],
+    "NaN and a huge number (json.loads reads them)": [b'{"a":1}', b'{"n":NaN}', b"1e999"],
+    "bad UTF-8 in a string": [b'{"a":1}', b'{"a":"\xff"}'],
+    "an encoded surrogate": [b'{"a":"\xed\xa0\x80"}', b"1"],
+    "a BOM": [b"\xef\xbb\xbf{}", b"2"],
+    "UTF-16 (json.loads of bytes would read it)": ['{"a":1}'.encode("utf-16"), b"3"],
+    "bad JSON": [b'{"a":1}', b"{bad", b"[1,]"],
+}
+
+
+@pytest.mark.parametrize("values", JSON_BATCHES.values(), ids=JSON_BATCHES.keys())
+def test_json_input_from_bytes_is_each_text_decoded(values):
+    got = tf._inputs(batch_of(values), tf.JSON, False)
+    got = [(type(g.exc), str(g.exc)) if isinstance(g, tf._Failed) else g for g in got]
+    assert repr(got) == repr(_decoded_one_by_one(values))  # repr: NaN equals NaN
+
+
+def test_json_input_is_read_from_the_bytes(monkeypatch):
+    seen = []
+    decode = tf._decode_utf8
+    monkeypatch.setattr(tf, "_decode_utf8", lambda b: seen.append(type(b)) or decode(b))
+    assert tf._inputs(batch_of([b'{"a":1}', b"[2]"]), tf.JSON, False) == [{"a": 1}, [2]]
+    assert seen == [bytes, bytes]
