@@ -98,7 +98,10 @@ def test_headers_none_is_empty():
         ([{}, {"headers": {}}], True),
         ([], False),
         ([{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}] * 3, False),  # all longer than a spec
-        ([{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}, {"key": 1, "value": 2, "headers": {}, "topic": "t"}], True),
+        (
+            [{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}, {"key": 1, "value": 2, "headers": {}, "topic": "t"}],
+            True,
+        ),
     ],
 )
 def test_any_spec(dicts, expected):

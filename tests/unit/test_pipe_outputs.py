@@ -139,7 +139,12 @@ def _pandas_upper(series):
 #: (UDF, kind, --value-format, input values): map_values against the Arrow batches, each chunk size
 MAP_CASES = {
     "plain JSON dicts": (lambda d: {**d, "n": 1}, "row", "json", [b'{"i":%d}' % i for i in range(5)]),
-    "a drop in the second chunk only": (_drop_second_chunk, "row", "json", [b'{"i":%d}' % i for i in range(5)]),
+    "a drop in the second chunk only": (
+        _drop_second_chunk,
+        "row",
+        "json",
+        [b'{"i":%d}' % i for i in range(5)],
+    ),
     "a record spec": (_spec_once, "row", "raw", [b"%d" % i for i in range(5)]),
     "a UDF error": (_fails_on_2, "row", "raw", [b"%d" % i for i in range(5)]),
     "str results": (lambda s: s.upper(), "row", "string", [b"a", "é".encode(), b"c"]),
