@@ -16,7 +16,7 @@ with no record parts, when the UDF raised or returned something the contract rej
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -84,13 +84,9 @@ class Mapper:
 
     def __call__(self, batches: Iterator) -> Iterator:
         for batch in batches:
-            idx = batch.column("idx")
             inputs = _inputs(batch, self.value_format, self.record_mode)
-            values, results = _map(self.func, self.kind, inputs, self.record_mode, self.json_values)
-            if values is not None:
-                yield _plain_batch(idx, arrays.binary(values))
-            else:
-                yield _to_batch(_assemble(idx.to_pylist(), inputs, results, self.json_values))
+            plain, results = _map(self.func, self.kind, inputs, self.record_mode, self.json_values)
+            yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values)
 
     def map_values(self, values: list, chunk: int):
         """The outputs for input `values` (bytes, None for a tombstone; not with --input record),
@@ -104,14 +100,15 @@ class Mapper:
             inputs = _decode_values(values[start : start + chunk], self.value_format)
             plain, results = _map(self.func, self.kind, inputs, False, self.json_values)
             if plain is None:  # the contract, record by record, while the inputs are at hand
-                plain = _to_batch(
-                    _assemble(range(start, start + len(inputs)), inputs, results, self.json_values)
-                )
+                idx = arrays.indices(len(inputs), start)
+                plain = _output_batch(idx, None, inputs, results, self.json_values)
             parts.append((start, plain))
         if all(type(p) is list for _, p in parts):
             return list(chain.from_iterable(p for _, p in parts))
         batches = [
-            p if type(p) is not list else _plain_batch(arrays.indices(len(p), s), arrays.binary(p))
+            p
+            if type(p) is not list
+            else _output_batch(arrays.indices(len(p), s), p, [], [], self.json_values)
             for s, p in parts
         ]
         return pa.Table.from_batches(batches, schema=output_schema())
@@ -264,7 +261,15 @@ def _map(func, kind, inputs: list, record_mode: bool, json_values: bool) -> tupl
     return None, results
 
 
-def _assemble(idxs: Sequence[int], inputs: list, results: list, json_values: bool) -> list:
+def _output_batch(idx, plain: list | None, inputs: list, results: list, json_values: bool):
+    """One chunk's output batch, rows `idx` (an int64 array): its plain values (`_map`), else the
+    contract's rows for its inputs and results."""
+    if plain is not None:
+        return _plain_batch(idx, arrays.binary(plain))
+    return _to_batch(_assemble(idx.to_pylist(), inputs, results, json_values))
+
+
+def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> list:
     """OUTPUT_FIELDS tuples, in input order, with each record's error in place of its outputs."""
     results_iter = iter(results)
     out = []
