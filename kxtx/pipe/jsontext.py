@@ -77,7 +77,7 @@ def _flat_plain_dicts(values: list) -> bool:
     if set(map(type, values)) != {dict}:
         return False
     items = list(chain.from_iterable(map(dict.values, values)))
-    types = list(map(type, items))  # kept: `is_` picks the floats with a third of isinstance's cost
+    types = list(map(type, items))  # kept for `is_`, which picks the floats cheaper than isinstance
     kinds = set(types)
     if not kinds <= _SCALARS or not set(map(type, chain.from_iterable(values))) <= _KEYS:
         return False
@@ -115,8 +115,8 @@ def _same(value: Any, depth: int) -> bool:
 
 
 def _plain_floats(floats: Iterable[float]) -> bool:
-    """`_plain_float` of each, without a Python call per float (a third of the batch check's
-    time went to those calls in bench/bench_vs_streams.py). The sum of the magnitudes is finite
+    """`_plain_float` of each, without a Python call per float (bench/README: the batch check
+    was the largest part of a task's per-record work). The sum of the magnitudes is finite
     only when none is NaN or infinite (or so large that the sum overflows: not plain either);
     then the largest and the smallest non-zero one bound the rest (`filter` drops 0.0 and -0.0,
     which are plain)."""
