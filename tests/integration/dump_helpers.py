@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
@@ -19,11 +20,19 @@ def dump(run_kxtx, *args: str) -> list[dict]:
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
 
-def kafka_formatter(kafka, topic: str, formatter: str, isolation: str = "read_uncommitted") -> list[dict]:
+def kafka_formatter(
+    kafka, topic: str, formatter: str, isolation: str = "read_uncommitted", min_messages: int = 1
+) -> list[dict]:
     """Kafka's console consumer with one of its coordinator-record formatters, over all partitions.
 
     The formatters print one JSON object per record ({"key": {"type", "data"}, "value": {"version",
-    "data"} or null}), not always newline-separated: parsed as a stream."""
+    "data"} or null}), not always newline-separated: parsed as a stream.
+
+    `--timeout-ms` ends a run after one poll returns nothing, and the first poll carries the group
+    join and the offset lookups of every partition: on a loaded machine it can end a run before the
+    broker served a record (CI run of stop 39, Kafka 3.9 while stage 1 ran beside it). So a run that
+    processed fewer than `min_messages` records (a count the caller has already seen in the topic)
+    is started again, at most three times."""
     argv = kafka.java_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server",
@@ -40,8 +49,14 @@ def kafka_formatter(kafka, topic: str, formatter: str, isolation: str = "read_un
         "--consumer-property",
         "exclude.internal.topics=false",
     )
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
-    assert "Processed a total of" in r.stderr, r.stderr[-3000:]
+    for _ in range(3):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+        total = re.search(r"Processed a total of (\d+) messages", r.stderr)
+        assert total, r.stderr[-3000:]
+        if int(total.group(1)) >= min_messages:
+            break
+    else:
+        raise AssertionError(f"{formatter}: {total.group(0)} in each of 3 runs, fewer than {min_messages}")
     out, decoder, i, text = [], json.JSONDecoder(), 0, r.stdout
     while i < len(text):
         if text[i] != "{":  # whitespace, or a notice such as a deprecated-option warning

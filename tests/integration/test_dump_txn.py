@@ -153,10 +153,13 @@ def test_latest_and_filters(run_kxtx, txns):
 
 def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
     ids, _ = txns
-    theirs = defaultdict(list)
-    for rec in kafka_formatter(kafka, "__transaction_state", "TransactionLogMessageFormatter"):
-        theirs[rec["key"]["data"]["transactionalId"]].append(rec)
     mine = _by_id(r for r in dump(run_kxtx, "txn-state") if r["key"])
+    theirs = defaultdict(list)
+    seen = sum(map(len, mine.values()))
+    for rec in kafka_formatter(
+        kafka, "__transaction_state", "TransactionLogMessageFormatter", min_messages=seen
+    ):
+        theirs[rec["key"]["data"]["transactionalId"]].append(rec)
     for tid in ids.values():
         assert len(theirs[tid]) == len(mine[tid]) > 0, tid
         for t, m in zip(theirs[tid], mine[tid]):
