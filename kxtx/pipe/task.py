@@ -238,16 +238,10 @@ def consumer_conf(job: Job) -> dict:
     # 4 partitions, local[2]: 1.34 s with 500 ms, 0.69 s with 10 ms). fetch.queue.backoff.ms:
     # a partition whose prefetch queue filled up in one round kept its 1 s fetch backoff into
     # the next (consume time of 1M records, local[2]: 4.9-6.8 s, 2.8 s with 10 ms).
-    # queued.min.messages: librdkafka fetches ahead until that many records wait in its queue
-    # (default 100,000) and unassign() drops them: every task fetched and parsed about a
-    # round's worth of records past its range again. One consume() call's worth keeps consume()
-    # fed (bench_vs_streams' input, 3M records, local[2], kxtx alone: Python workers' CPU
-    # 23.4 s with the default, 16.2-16.9 s with 10,000; 2 warm runs each, /work notes of stop 40).
     # A user's own values win.
     return {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
-        "queued.min.messages": CONSUME_BATCH,
         **job.conf,
         **exactly_once(job.group, job.start),
         "enable.partition.eof": True,
