@@ -359,7 +359,7 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
 
 
 def _emit(batches, fmt, cell, columns, writing=None) -> None:
-    import gc
+    from kxtx import gcpause
 
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
@@ -368,11 +368,8 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
     # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
     # its CPU time).
-    gc.disable()
-    try:
+    with gcpause.paused():
         emit_row_batches(batches, fmt, columns, writing=writing)
-    finally:
-        gc.enable()
 
 
 def _emit_table(batches, cell, columns) -> None:

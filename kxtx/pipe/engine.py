@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from kxtx import clients
+from kxtx import clients, gcpause
 from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
@@ -191,7 +191,8 @@ class Pipe(PipeCore):
     def _process_batch(self) -> None:
         batch, self.pending = self.pending, []
         try:
-            self._transact(batch)
+            with gcpause.paused():  # the batch's output tables and records: see kxtx.gcpause
+                self._transact(batch)
             self.stats.consecutive_aborts = 0
         except Abortable as exc:
             # Abort, rewind to the last committed offsets (= the first record of this batch in

@@ -266,12 +266,12 @@ def worker_modules() -> list:
     """Every kxtx module the worker code reaches (pickled by value on a cluster). One left out is
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
-    from kxtx import errnames, kafkaerrors, txwriter, wording
+    from kxtx import errnames, gcpause, kafkaerrors, txwriter, wording
     from kxtx.pipe import arrays, consumerconf, contract, jsontext, outputs, task, transform, udf
 
     return [
         *(transform, arrays, contract, jsontext, udf, outputs, consumerconf, task),
-        *(wording, errnames, txwriter, kafkaerrors),
+        *(wording, errnames, txwriter, kafkaerrors, gcpause),
     ]
 
 

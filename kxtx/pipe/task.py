@@ -44,6 +44,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kxtx import gcpause
 from kxtx import txwriter as tw
 from kxtx.errnames import PRODUCER_FENCED
 from kxtx.pipe import transform as tf
@@ -249,10 +250,21 @@ def consumer_conf(job: Job) -> dict:
 
 
 def run_plan(job: Job, plan: Plan) -> TaskResult:
+    began = time.perf_counter()
+    # A round keeps up to --batch-max-records Messages, decoded values and output tuples alive:
+    # without the pause the cyclic collector ran over and over on them (kxtx.gcpause).
+    with gcpause.paused():
+        attempt = _attempt(job, plan)
+    attempt["task_s"] = time.perf_counter() - began
+    return TaskResult(plan.topic, plan.partition, **attempt)
+
+
+def _attempt(job: Job, plan: Plan) -> dict:
+    """TaskResult's fields for one attempt at `plan` (see `run_plan`)."""
     from confluent_kafka import KafkaException
 
     tid = transactional_id(job.pipe_id, plan.topic, plan.partition)
-    attempt: dict = {}  # TaskResult's fields, filled in as the attempt goes
+    attempt: dict = {}  # filled in as the attempt goes
     began = time.perf_counter()
     prod = None
     try:
@@ -282,8 +294,7 @@ def run_plan(job: Job, plan: Plan) -> TaskResult:
         attempt["unavailable"] = hasattr(err, "code") and tw.retriable(err)
         attempt["token"] = None
         _executor_log(job, plan, tid, attempt)
-    attempt["task_s"] = time.perf_counter() - began
-    return TaskResult(plan.topic, plan.partition, **attempt)
+    return attempt
 
 
 def _executor_log(job: Job, plan: Plan, tid: str, attempt: dict) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from itertools import chain
 from typing import Any
 
+from kxtx import gcpause
 from kxtx.pipe import arrays, jsontext
 from kxtx.pipe.contract import ContractError, any_spec, to_outputs
 from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
@@ -126,13 +127,15 @@ def make_ipc_task(mapper) -> Callable:
         import pyarrow as pa
 
         for item in items:
-            if isinstance(item, str):
-                with pa.OSFile(item) as source:
-                    batches = pa.ipc.open_stream(source).read_all().to_batches()
-                write_ipc(item + ".out", mapper(iter(batches)), output_schema())
-                yield item + ".out"
-            else:
-                yield write_ipc(None, mapper(iter(pa.ipc.open_stream(item))), output_schema())
+            with gcpause.paused():  # a batch's decoded values and results: see kxtx.gcpause
+                if isinstance(item, str):
+                    with pa.OSFile(item) as source:
+                        batches = pa.ipc.open_stream(source).read_all().to_batches()
+                    write_ipc(item + ".out", mapper(iter(batches)), output_schema())
+                    out = item + ".out"
+                else:
+                    out = write_ipc(None, mapper(iter(pa.ipc.open_stream(item))), output_schema())
+            yield out
 
     return task
 

@@ -30,6 +30,7 @@ from collections import Counter
 from functools import partial
 from itertools import repeat
 
+from kxtx import gcpause
 from kxtx.produce import columns as colmod
 from kxtx.produce import inputs, plain
 from kxtx.produce.checkpoint import Resume
@@ -87,13 +88,8 @@ class KeyedFile(PlainFile):
         """With the cyclic garbage collector paused: a block's columns are ~10k containers that
         live for one block, which made it run several times a block (~30 % of the time with it,
         measured on CSV). Nothing here makes cycles; it collects once every COLLECT_BLOCKS."""
-        paused = self.collect = gc.isenabled()
-        gc.disable()
-        try:
+        with gcpause.paused() as self.collect:
             super().produce_all(plan)
-        finally:
-            if paused:
-                gc.enable()
 
     # --- reading ----------------------------------------------------------------------------------
     def _blocks(self, plan):

@@ -182,3 +182,32 @@ def test_a_stuck_send_offsets_fails_the_round_for_retry_and_drops_the_producer(w
     assert "#5456" in result.error
     assert tid not in worker_state.producers
     assert Hanging.calls == ["begin", "offsets"]
+
+
+def test_a_task_runs_with_the_cyclic_collector_paused_and_puts_it_back(worker_state, monkeypatch):
+    """A round keeps a batch of Messages, values and output tuples alive (kxtx.gcpause): the
+    attempt runs with the collector off, the worker gets it back on after a round that fails."""
+    import gc
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    from kxtx import txwriter as tw
+
+    j = job({})
+    tid = task.transactional_id(j.pipe_id, "in", 0)
+    cached = task._Producer.__new__(task._Producer)
+    cached.writer = tw.TxWriter(tid, j.timeout, raw=True, retry_s=j.timeout)
+    cached.writer.producer, cached.tid, cached.token = object(), tid, "tok"
+    worker_state.producers[tid] = cached
+    seen = []
+
+    def process(_job, _plan, _prod, _attempt):
+        seen.append(gc.isenabled())
+        raise KafkaException(KafkaError(KafkaError._FATAL, "gone", fatal=True))
+
+    monkeypatch.setattr(task, "_process", process)
+    assert gc.isenabled()
+    result = task.run_plan(j, task.Plan("in", 0, limit=10, end=5, token="tok"))
+    assert seen == [False]
+    assert result.status == "fatal"
+    assert gc.isenabled()
