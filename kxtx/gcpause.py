@@ -5,7 +5,7 @@ deallocations by 700, and each run walks every container younger than its genera
 which comes once the survivors have grown by a quarter, walks the whole heap. Work that keeps a batch
 of records alive (a list of Messages, their decoded dicts, the tuples to produce) thus triggers it
 over and over, and it finds nothing: none of these form reference cycles, reference counting frees
-them as soon as the batch is done. Measured: 18 % of a `kxtx pipe` Python worker's CPU time
+them as soon as the batch is done. Measured: 18 % of a `kxtx pipe` Python worker's main thread
 (perf, bench/README), ~30 % of `kxtx dump`'s and of `kxtx produce`'s column path.
 
 Paused, not tuned: what a batch allocates is bounded by the batch, so garbage that does form cycles

@@ -38,4 +38,3 @@ def test_a_nested_pause_leaves_the_collector_off_until_the_outer_one_ends(collec
             assert was_on is False
         assert not gc.isenabled()
     assert gc.isenabled()
-
