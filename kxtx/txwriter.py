@@ -62,7 +62,9 @@ from kxtx.kafkaerrors import worth_waiting
 #: CONCURRENT_TRANSACTIONS because the previous transaction's markers are still being written: with
 #: back-to-back transactions every commit or send_offsets_to_transaction then stalls >= 100 ms.
 #: 10 ms keeps that stall small (bench/bench_produce.py, bench/bench_pipe.py); `-X` overrides it.
-COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10}
+#: partitioner: keyed records land on the partitions the Java client (and Kafka Streams) picks,
+#: not on librdkafka's CRC32 default's, so consumers that co-partition by key see them together.
+COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10, "partitioner": "murmur2_random"}
 #: How long a long-running job's call (and every commit) retries retriable errors at least, by
 #: default: kxtx.settings.DEFAULT_FAILOVER_S (`KXTX_FAILOVER_TIMEOUT`) arrives as `failover_s`.
 FAILOVER_RETRY_S = 90.0

@@ -91,11 +91,8 @@ class Run:
 
     def _producer_conf(self) -> dict:
         """produce's own producer defaults (a user's -X wins; kxtx.txwriter adds the common ones)."""
-        defaults: dict = {
-            # Keyed records land on the same partitions as with the Java client.
-            "partitioner": "murmur2_random",
-            "linger.ms": 20,
-        }
+        # (murmur2_random, as the Java client partitions, comes with kxtx.txwriter's common ones)
+        defaults: dict = {"linger.ms": 20}
         if self.opts.all_or_nothing:
             defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
         # No default delivery callback: each produce() names its own, and the fast path (plain)

@@ -103,6 +103,20 @@ def test_identity_keeps_keys(kafka, pipe):
     assert summary["transactions"] >= 3 and summary["stopped"] == "idle"
 
 
+def test_keyed_outputs_land_where_a_java_producer_puts_them(kafka, pipe):
+    """murmur2, the Java client's partitioner (as `kxtx produce` uses), not librdkafka's CRC32
+    default: a Java consumer or Kafka Streams app that co-partitions by key finds them together."""
+    from kxtx.produce.murmur import partition
+
+    src, vals = inputs(kafka)
+    out = kafka.create_topic(partitions=4)
+    pipe([src], out, "identity")
+    got = read_committed(kafka.bootstrap, out)
+    assert multiset(got) == Counter(vals)
+    want = {(b"k%d" % i, partition(b"k%d" % i, 4)) for i in range(50)}
+    assert {(m.key, m.partition) for m in got} == want
+
+
 def test_filter_drops_none(kafka, pipe):
     src, vals = inputs(kafka)
     out = kafka.create_topic()

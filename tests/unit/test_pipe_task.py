@@ -50,6 +50,9 @@ def test_consumer_conf(conf, key, want):
         # a new producer's init_transactions: no 500 ms wait for librdkafka's coordinator timer
         ({"bootstrap.servers": "b:1"}, "enable.sparse.connections", False),
         ({}, "retry.backoff.ms", 10),
+        # keyed outputs land where the Java client (and Kafka Streams) puts them
+        ({}, "partitioner", "murmur2_random"),
+        ({"partitioner": "consistent_random"}, "partitioner", "consistent_random"),
         ({"enable.sparse.connections": True}, "enable.sparse.connections", True),  # the user's wins
         ({"retry.backoff.ms": 100}, "retry.backoff.ms", 100),
         ({"transactional.id": "mine"}, "transactional.id", "p.t.3"),  # fencing rests on it

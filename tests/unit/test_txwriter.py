@@ -72,13 +72,19 @@ def test_backoff_doubles_to_a_cap(attempt, expected):
     assert tw.backoff(attempt) == pytest.approx(expected)
 
 
+#: the Java client's partitioning, for produce and both pipe modes alike
+MURMUR = "murmur2_random"
+
+
 @pytest.mark.parametrize(
     "user,defaults,expected",
     [
-        ({}, {}, {"retry.backoff.ms": 10}),
-        ({"retry.backoff.ms": "100"}, {}, {}),  # the user's value wins (passed separately)
-        ({}, {"linger.ms": 20}, {"retry.backoff.ms": 10, "linger.ms": 20}),
-        ({"linger.ms": 5}, {"linger.ms": 20}, {"retry.backoff.ms": 10}),
+        ({}, {}, {"retry.backoff.ms": 10, "partitioner": MURMUR}),
+        # the user's value wins (passed separately)
+        ({"retry.backoff.ms": "100"}, {}, {"partitioner": MURMUR}),
+        ({"partitioner": "consistent_random"}, {}, {"retry.backoff.ms": 10}),
+        ({}, {"linger.ms": 20}, {"retry.backoff.ms": 10, "partitioner": MURMUR, "linger.ms": 20}),
+        ({"linger.ms": 5}, {"linger.ms": 20}, {"retry.backoff.ms": 10, "partitioner": MURMUR}),
     ],
 )
 def test_producer_conf(user, defaults, expected):
