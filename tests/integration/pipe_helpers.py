@@ -18,12 +18,13 @@ UDFS = __file__.replace("pipe_helpers.py", "pipe_udfs.py")
 FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=1000"]
 
 
-def produce(bootstrap: str, topic: str, values, keys=None) -> None:
+def produce(bootstrap: str, topic: str, values, keys=None, partition: int | None = None) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    where = {} if partition is None else {"partition": partition}
     for i, v in enumerate(values):
         while True:
             try:
-                p.produce(topic, v, keys[i] if keys else None)
+                p.produce(topic, v, keys[i] if keys else None, **where)
                 break
             except BufferError:
                 p.poll(0.1)

@@ -124,6 +124,26 @@ def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
     assert counts == Counter(vals), f"{len(set(vals) - set(counts))} inputs without output"
 
 
+def feed_until_exit(proc: subprocess.Popen, bootstrap: str, topic: str, vals: list, timeout: float = 180):
+    """A few more inputs on every partition of `topic` (2) every few seconds until `proc` exits;
+    returns its exit code, None if it still runs after `timeout`. A fenced pipe learns it is fenced
+    only at its next transaction: if it has finished its input and the rebalance left it a
+    partition nobody writes to, it waits forever. (The likely way this test once hung under load:
+    its extra inputs were unkeyed, and sticky partitioning can put them all on one partition.)"""
+    deadline, k = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline:
+        for partition in (0, 1):
+            extra = [b"extra-%d" % (k + i) for i in range(10)]
+            produce(bootstrap, topic, extra, partition=partition)
+            vals += extra
+            k += len(extra)
+        try:
+            return proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+    return proc.poll()
+
+
 def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
     n = 40_000
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
@@ -151,15 +171,7 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
         second = start_pipe(
             kafka.bootstrap, tmp_path, "second", *DRIVER, *common, "--udf", f"{UDFS}:identity"
         )
-        try:
-            rc = first.wait(90)
-        except subprocess.TimeoutExpired:
-            # The first one finished the input before the second started: give it work, so its
-            # next transaction meets the fence.
-            extra = [b"extra-%d" % i for i in range(100)]
-            produce(kafka.bootstrap, src, extra)
-            vals += extra
-            rc = first.wait(90)
+        rc = feed_until_exit(first, kafka.bootstrap, src, vals)
         err = text(tmp_path, "first", "err")
         assert rc == 1, err
         assert "fenced: another instance with the same transactional id took over" in err
