@@ -239,10 +239,16 @@ def consumer_conf(job: Job) -> dict:
     # 4 partitions, local[2]: 1.34 s with 500 ms, 0.69 s with 10 ms). fetch.queue.backoff.ms:
     # a partition whose prefetch queue filled up in one round kept its 1 s fetch backoff into
     # the next (consume time of 1M records, local[2]: 4.9-6.8 s, 2.8 s with 10 ms).
+    # queued.min.messages: librdkafka prefetches until 100000 records wait in its queue, and
+    # what waits at the unassign is dropped: under a backlog a 100k-record task fetched 193k
+    # (parsed by the worker's librdkafka threads, served again by the broker next round). One
+    # consume() batch keeps the queue full enough: 111k fetched, the read's CPU 315 -> 230 ms,
+    # its wall time 279 -> 208 ms (bench/bench_task_prefetch.py).
     # A user's own values win.
     return {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,
+        "queued.min.messages": CONSUME_BATCH,
         **job.conf,
         **exactly_once(job.group, job.start),
         "enable.partition.eof": True,

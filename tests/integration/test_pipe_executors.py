@@ -1,7 +1,8 @@
 """`kxtx pipe --mode executors` without a cluster: the task's fencing against a frozen zombie and
 of a worker's cached producer, two instances of one pipe, other members of its group (also one
-joining mid-round), pattern inputs (both modes), rounds longer than the poll interval, and input
-partitions added while it runs (real broker; local Spark)."""
+joining mid-round), pattern inputs (both modes), rounds longer than the poll interval, input
+partitions added while it runs, and how little a task fetches past its round (real broker; local
+Spark)."""
 
 from __future__ import annotations
 
@@ -162,6 +163,37 @@ def test_a_retry_counts_what_an_attempt_with_a_lost_result_committed(kafka):
     assert len(read_committed(kafka.bootstrap, out)) == 800  # nothing produced twice
     other = taskmod.run_plan(dataclasses.replace(j, run="run-2"), dataclasses.replace(plan, counted=500))
     assert (other.status, other.records_in, other.recovered, other.committed) == ("ok", 0, 0, None)
+
+
+def test_a_task_fetches_little_past_its_round(kafka):
+    """A task reads its round out of a backlog, then unassigns: what its consumer prefetched past
+    the round is dropped (and fetched again next round). The consumer keeps about one consume()
+    batch queued, not librdkafka's default 100000 records."""
+    import dataclasses
+
+    from kxtx.pipe import task as taskmod
+    from tests.integration.pipe_task_runner import job
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(kafka.bootstrap, src, [b"%06d-%s" % (i, b"p" * 90) for i in range(200_000)])  # ~10k a fetch
+    stats: dict = {}
+
+    def keep(text: str) -> None:
+        doc = json.loads(text)
+        if doc["type"] == "consumer":
+            stats["fetched"] = doc["rxmsgs"]
+
+    j = job(kafka.bootstrap, f"g-{uuid.uuid4().hex[:8]}", f"pipe-{uuid.uuid4().hex[:8]}", out, "identity")
+    j = dataclasses.replace(j, conf={**j.conf, "statistics.interval.ms": 100, "stats_cb": keep})
+    limit = 50_000
+    result = taskmod.run_plan(j, taskmod.Plan(src, 0, limit=limit, end=1 << 62, token=None))
+    assert (result.status, result.records_in) == ("ok", limit)
+    (consumer,) = sys.modules[taskmod._STATE].consumers.values()
+    wait_until(lambda: consumer.poll(0.1) is None and "fetched" in stats, 10, "the consumer's statistics")
+    time.sleep(0.3)
+    consumer.poll(0.3)  # statistics after the unassign: nothing more comes
+    # the round, the batch the queue keeps, one fetch in flight, one more fetch's worth of slack
+    assert limit <= stats["fetched"] <= limit + 4 * taskmod.CONSUME_BATCH, stats
 
 
 @pytest.mark.parametrize("start, first_in", [("earliest", 50), ("latest", 0)])

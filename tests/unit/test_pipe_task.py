@@ -33,6 +33,9 @@ def job(conf: dict) -> task.Job:
         ({"bootstrap.servers": "b:1"}, "fetch.wait.max.ms", 10),
         ({}, "fetch.queue.backoff.ms", 10),
         ({"fetch.wait.max.ms": 200}, "fetch.wait.max.ms", 200),  # the user's value wins
+        # prefetch no more than a consume() batch: what waits at the unassign is dropped
+        ({}, "queued.min.messages", task.CONSUME_BATCH),
+        ({"queued.min.messages": 100000}, "queued.min.messages", 100000),
         # what exactly once rests on cannot be overridden
         ({"isolation.level": "read_uncommitted"}, "isolation.level", "read_committed"),
         ({"enable.auto.commit": True}, "enable.auto.commit", False),
