@@ -33,26 +33,11 @@ from bench_pipe import fill, json_doc, new_topic  # noqa: E402
 
 from kxtx.pipe import task as taskmod  # noqa: E402
 from kxtx.sandbox import Sandbox  # noqa: E402
+from tests.integration.pipe_task_runner import job  # noqa: E402
 
 
 def log(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-
-def job(bootstrap: str) -> taskmod.Job:
-    return taskmod.Job(
-        conf={"bootstrap.servers": bootstrap},
-        group=f"bench-{uuid.uuid4().hex[:8]}",
-        pipe_id="bench",
-        out="unused",
-        dlq=None,
-        start="earliest",
-        record_mode=False,
-        mapper=None,
-        chunk=10000,
-        udf_name="none",
-        timeout=30.0,
-    )
 
 
 def tasks(bootstrap: str, topic: str, setting: str, records: int, size: int) -> list[dict]:
@@ -64,7 +49,7 @@ def tasks(bootstrap: str, topic: str, setting: str, records: int, size: int) -> 
     def keep(text: str) -> None:
         fetched.append(json.loads(text)["rxmsgs"])
 
-    j = job(bootstrap)
+    j = job(bootstrap, f"bench-{uuid.uuid4().hex[:8]}", "bench", "unused", "identity")
     conf = {**taskmod.consumer_conf(j), "statistics.interval.ms": 100, "stats_cb": keep}
     if setting == "default":
         del conf["queued.min.messages"]
