@@ -73,7 +73,7 @@ _RULES: dict[str, list[tuple[str, str]]] = {
 
 #: Purposes phrased for the user when an operation needs more explanation than the doing text.
 _PURPOSE = {
-    ("Cluster", "ALTER"): "to abort transactions (WriteTxnMarkers); CLUSTER_ACTION also allows it",
+    ("Cluster", "ALTER"): "to write transaction markers (WriteTxnMarkers); CLUSTER_ACTION also allows it",
 }
 
 _QUOTED = re.compile(r"""['"]([^'"]+)['"]""")

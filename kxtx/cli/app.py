@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kxtx import __version__
-from kxtx.cli import cluster, dump, fence, hanging, inspect, monitor, pipe, produce, sandbox, topic
+from kxtx.cli import cluster, dump, fence, hanging, inspect, markers, monitor, pipe, produce, sandbox, topic
 from kxtx.cli.common import STATE
 
 app = typer.Typer(
@@ -33,6 +33,8 @@ app.command("find-hanging", rich_help_panel=HANG)(hanging.find_hanging)
 app.command("abort-hanging", rich_help_panel=HANG)(hanging.abort_hanging)
 app.command("abort", rich_help_panel=HANG)(hanging.abort_cmd)
 app.command("fence", rich_help_panel=HANG)(fence.fence)
+app.command("audit-markers", rich_help_panel=HANG)(markers.audit_markers)
+app.command("repair-markers", rich_help_panel=HANG)(markers.repair_markers)
 app.add_typer(monitor.app, name="monitor", rich_help_panel=HANG)
 
 app.command("cluster", rich_help_panel=SETUP)(cluster.cluster)

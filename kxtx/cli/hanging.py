@@ -37,6 +37,14 @@ BrokerIdOpt = Annotated[
         "--broker-id", help="Partitions with a replica on this broker, asking it for its producer state."
     ),
 ]
+DropCommittedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--drop-committed",
+        help="Abort even an open transaction its coordinator committed (its COMMIT marker was lost): "
+        "its records are dropped. By default such a partition is left for repair-markers.",
+    ),
+]
 MaxTimeoutOpt = Annotated[
     str | None,
     typer.Option(
@@ -166,6 +174,7 @@ def abort_hanging(
     partition: PartitionOpt = None,
     broker_id: BrokerIdOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
+    drop_committed: DropCommittedOpt = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     bootstrap: BootstrapOpt = None,
@@ -176,26 +185,52 @@ def abort_hanging(
 ) -> None:
     """Find hanging transactions, show the plan, then abort each one with a marker.
 
-    --dry-run stops after the plan (exit 3 when it is not empty). Without a terminal, --yes is
-    required (else exit 2, nothing changed). Exit 0 only when every targeted partition is no longer
-    hanging afterwards; 75 when the only ones left are partitions whose leader moved mid-run (run
-    it again). -o json: the rows (the plan, or the results) are under "transactions"."""
+    An open transaction its coordinator committed (a lost COMMIT marker, see audit-markers) is not
+    aborted, unless --drop-committed: kxtx says to run repair-markers instead. --dry-run stops
+    after the plan (exit 3 when it is not empty). Without a terminal, --yes is required (else exit
+    2, nothing changed). Exit 0 only when every targeted partition is no longer hanging afterwards;
+    3 when a committed one was left for repair-markers; 75 when the only ones left are partitions
+    whose leader moved mid-run (run it again). -o json: the rows (the plan, or the results) are
+    under "transactions"."""
     from kxtx.ops import abort
 
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     with cluster:
+        kept = [] if drop_committed else _keep_committed(cluster, report)
         if not report.hanging:
-            typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
+            if not kept:
+                typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
             emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
-            raise typer.Exit(ExitCode.ERROR if report.errors else ExitCode.OK)
+            code = ExitCode.PROBLEM_FOUND if kept else ExitCode.ERROR if report.errors else ExitCode.OK
+            raise typer.Exit(code)
         targets = abort.targets_from_hanging(report.hanging)
         evidence = {h.tp: h for h in report.hanging}
         plan = [
             {"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
             for t in targets
         ]
-        _apply(cluster, targets, plan, dry_run, yes, fmt)
+        apply_plan(cluster, targets, plan, dry_run, yes, fmt)
+        if kept:  # aborted what could be; the committed ones still hang, waiting for repair-markers
+            raise typer.Exit(ExitCode.PROBLEM_FOUND)
+
+
+def _keep_committed(cluster, report) -> list:
+    """Take the hanging rows whose coordinator committed them out of `report.hanging` (aborting
+    would drop committed records), each with a warning naming what to run instead; returns them."""
+    from kxtx.log import logger
+    from kxtx.ops.audit import committed_by_coordinator
+
+    committed = committed_by_coordinator(cluster, report.hanging)
+    kept = [h for h in report.hanging if h.tp in committed]
+    report.hanging = [h for h in report.hanging if h.tp not in committed]
+    for h in kept:
+        logger.warning(
+            f"{h.topic}:{h.partition} producer {h.producer_id}: not aborted: {committed[h.tp]}; "
+            f"aborting would drop committed records. Run `kxtx repair-markers --topic {h.topic} "
+            f"--partition {h.partition}` to write its COMMIT (or --drop-committed to abort it anyway)"
+        )
+    return kept
 
 
 def _offsets(h) -> dict:
@@ -204,17 +239,22 @@ def _offsets(h) -> dict:
     return {"lso": h.lso, "high_watermark": h.high_watermark, "held_back": h.held_back}
 
 
-def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
-    """The shared preview -> confirm -> act -> report sequence of abort-hanging and abort."""
+def apply_plan(
+    cluster, targets, plan, dry_run, yes, fmt, verb: str = "abort", columns: tuple | None = None
+) -> None:
+    """The shared preview -> confirm -> act -> report sequence of abort-hanging, abort and
+    repair-markers (`verb` "repair": markers of either outcome; `columns`: its (plan, result)
+    table columns)."""
     from kxtx.errors import KxtxError
     from kxtx.log import logger
     from kxtx.ops import abort
 
-    title = f"plan: abort {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
+    plan_columns, result_columns = columns or (PLAN_COLUMNS, RESULT_COLUMNS)
+    title = f"plan: {verb} {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
     # json: the plan is the document until the results replace it (it stays on --dry-run or a refusal)
-    emit_rows(plan, fmt, PLAN_COLUMNS, title=title)
+    emit_rows(plan, fmt, plan_columns, title=title)
     try:
-        abort.preflight(cluster)
+        abort.preflight(cluster, f"{verb} transactions (WriteTxnMarkers)")
     except KxtxError as exc:
         if not dry_run:
             raise
@@ -223,14 +263,14 @@ def _apply(cluster, targets, plan, dry_run, yes, fmt) -> None:
         typer.echo("kxtx: dry run: nothing was changed", err=True)
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
     these = "this transaction" if len(plan) == 1 else f"these {len(plan)} transactions"
-    confirm_or_refuse(yes, f"Abort {these}?")
+    confirm_or_refuse(yes, f"{verb.capitalize()} {these}?")
     try:
         results = abort.execute(cluster, targets)
     except BaseException as exc:  # the partitions done before a failure or stop, as result rows
         carry(exc, _result_rows(partial_of(exc) or []), replace=True)
         raise
     # jsonl carries the plan's rows and then these: `kind` tells them apart
-    emit_rows(_result_rows(results), fmt, RESULT_COLUMNS, title="abort results")
+    emit_rows(_result_rows(results), fmt, result_columns, title=f"{verb} results")
     unresolved = [r for r in results if not r.resolved]
     if unresolved:
         # Only leaders that moved mid-run: nothing failed, the next run finds them on the new leader.
@@ -299,4 +339,4 @@ def abort_cmd(
                 "action": "abort",
             }
         ]
-        _apply(cluster, [t], plan, dry_run, yes, fmt)
+        apply_plan(cluster, [t], plan, dry_run, yes, fmt)

@@ -1,9 +1,11 @@
-"""Aborting open transactions on partitions with WriteTxnMarkers, safely.
+"""Ending open transactions on partitions with WriteTxnMarkers, safely.
 
 For each target: re-check on the leader that the same producer (id, epoch) still has the same open
-transaction start offset; write an ABORT marker with Kafka's coordinator-epoch rule (< 0 becomes 0);
-then wait until the LSO is past the transaction's start offset. Outcome per partition: aborted /
-already resolved / failed (reason). Nothing is printed here; the CLI renders the outcomes.
+transaction start offset (and, for a repair, has written nothing since the plan); write an ABORT
+marker (or the COMMIT a coordinator decided but never wrote, `Target.commit`) with Kafka's
+coordinator-epoch rule (< 0 becomes 0); then wait until the LSO is past the transaction's start
+offset. Outcome per partition: aborted / committed / already resolved / failed (reason). Nothing is
+printed here; the CLI renders the outcomes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ class Target:
     transactional_id: str | None = None
     #: the partition's leader when the plan was made (None: not known)
     leader: int | None = None
+    #: write COMMIT instead of ABORT (repair-markers: the coordinator committed, the marker was lost)
+    commit: bool = False
+    #: refuse when the producer wrote to the partition since the plan (its last sequence moved): a
+    #: repair's marker must end only the records the audit attributed to the lost decision
+    same_writes: bool = False
+
+    @property
+    def marker(self) -> str:
+        return "COMMIT" if self.commit else "ABORT"
 
     def plan_row(self) -> dict:
         e = self.expected
@@ -44,17 +55,16 @@ class Target:
             "start_offset": e.start_offset,
             "transactional_id": self.transactional_id,
             "leader": self.leader,
+            "marker": self.marker,
         }
 
 
-def preflight(cluster: Cluster) -> None:
+def preflight(cluster: Cluster, purpose: str = "abort transactions (WriteTxnMarkers)") -> None:
     """Before asking anything: WriteTxnMarkers needs ALTER (Kafka 3.8+) or CLUSTER_ACTION on the
     Cluster. Raises when the broker says the principal has neither; unknown passes."""
     from kxtx.authz import check_cluster_ops
 
-    check_cluster_ops(
-        cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"], "abort transactions (WriteTxnMarkers)"
-    )
+    check_cluster_ops(cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"], purpose)
 
 
 def targets_from_hanging(rows: list[HangingTxn]) -> list[Target]:
@@ -138,6 +148,7 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
         e.start_offset,
         "failed",
         planned_leader=t.leader,
+        marker=t.marker,
     )
     # Leaders move (a broker restarts, a reassignment, a preferred-leader election): look again
     # right before acting, and say so when the plan's leader is no longer the one.
@@ -154,6 +165,12 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
             res.outcome, res.detail = "leader moved", f"{moved or 'leader changed'}: {res.detail}"
         return res
     current, why = decide.recheck(e, states.get(e.tp, []))
+    if current is not None and t.same_writes and current.last_sequence != e.last_sequence:
+        res.detail = (
+            f"the producer wrote to the partition since the plan (last sequence {e.last_sequence} -> "
+            f"{current.last_sequence}); nothing written: run the audit again"
+        )
+        return res
     if current is None:
         res.outcome, res.detail = "already resolved", _join(moved, why)
         _fill_offsets(cluster, res)
@@ -165,7 +182,7 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     )
     res.lso_before = cluster.offsets([e.tp])[e.tp].lso
     try:
-        cluster.write_abort_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch)
+        cluster.write_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch, commit=t.commit)
     except KxtxError as exc:
         res.detail = str(exc)
         if _is_leader_error(str(exc)):
@@ -174,9 +191,9 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
             res.outcome = "leader moved"
             res.detail = f"the leader moved while writing the marker; nothing written ({exc})"
         return res
-    _verify(cluster, res, current)
-    if moved and res.outcome == "aborted":
-        res.detail = _join(f"{moved}; re-checked and aborted on broker {res.leader}", res.detail)
+    _verify(cluster, res, current, _done(t))
+    if moved and res.outcome == _done(t):
+        res.detail = _join(f"{moved}; re-checked and {_done(t)} on broker {res.leader}", res.detail)
     return res
 
 
@@ -209,12 +226,16 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _verify(cluster: Cluster, res: AbortOutcome, before: OpenTxn) -> None:
+def _done(t: Target) -> str:
+    return "committed" if t.commit else "aborted"
+
+
+def _verify(cluster: Cluster, res: AbortOutcome, before: OpenTxn, done: str = "aborted") -> None:
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:
         _fill_offsets(cluster, res)
         if decide.lso_moved(res.start_offset, res.lso_after):
-            res.outcome, res.detail = "aborted", f"LSO moved to {res.lso_after}"
+            res.outcome, res.detail = done, f"LSO moved to {res.lso_after}"
             return
         if time.monotonic() >= deadline:
             break
@@ -224,7 +245,7 @@ def _verify(cluster: Cluster, res: AbortOutcome, before: OpenTxn) -> None:
     states, _errors = cluster.describe_producers([(res.topic, res.partition)])
     still, _why = decide.recheck(before, states.get(before.tp, []))
     if still is None:
-        res.outcome = "aborted"
+        res.outcome = done
         res.detail = f"marker written; LSO {res.lso_after} is held by another open transaction"
     else:
         res.detail = f"marker written but the LSO stayed at {res.lso_after}"

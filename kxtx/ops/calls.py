@@ -294,6 +294,26 @@ class Cluster:
                     logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
         return out
 
+    def offsets_for_times(self, times: dict[TP, int]) -> dict[TP, int]:
+        """The first offset written at or after each time (ListOffsets by timestamp); -1 where
+        nothing is, and a partition that did not answer is left out (with a warning)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not times:
+            return {}
+        t = self.settings.timeout
+        futs = self.admin.list_offsets(
+            {TopicPartition(*tp): OffsetSpec.for_timestamp(ms) for tp, ms in times.items()}, request_timeout=t
+        )
+        out: dict[TP, int] = {}
+        for ctp, fut in futs.items():
+            try:
+                out[(ctp.topic, ctp.partition)] = fut.result(timeout=t).offset
+            except Exception as exc:  # noqa: BLE001 - the caller reads such a partition from its start
+                logger.warning(f"ListOffsets by time {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+        return out
+
     def log_starts(self, tps: list[TP]) -> dict[TP, int]:
         """Each partition's log start offset (ListOffsets earliest), in one request per leader;
         a partition that did not answer is left out."""
@@ -370,20 +390,50 @@ class Cluster:
         return out, failed
 
     # --- writes --------------------------------------------------------------------------------------
-    def write_abort_marker(
-        self, tp: TP, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    def write_marker(
+        self, tp: TP, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool = False
     ) -> None:
-        """WriteTxnMarkers ABORT to the partition leader (raises translated errors)."""
-        from kafka.admin._transactions import AbortTransactionSpec
+        """WriteTxnMarkers to the partition leader: ABORT, or COMMIT with `commit` (raises translated
+        errors). The request Admin.abortTransaction sends; brokers take `transaction_result=true`
+        from a client too (what writes a COMMIT marker the coordinator lost). kafka-python's
+        abort_transaction can only abort, so the request is sent through its connection manager."""
+        from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
         from kafka.structs import TopicPartition
 
-        spec = AbortTransactionSpec(TopicPartition(*tp), producer_id, producer_epoch, coordinator_epoch)
+        marker_cls = WriteTxnMarkersRequest.WritableTxnMarker
+        request = WriteTxnMarkersRequest(
+            markers=[
+                marker_cls(
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    transaction_result=commit,
+                    topics=[marker_cls.WritableTxnMarkerTopic(name=tp[0], partition_indexes=[tp[1]])],
+                    coordinator_epoch=coordinator_epoch,
+                )
+            ]
+        )
+        admin = self.txn
+
+        async def send():
+            leaders = await admin._async_get_leader_for_partitions([TopicPartition(*tp)])
+            return await admin._manager.send(request, node_id=next(iter(leaders)))
+
+        doing = f"WriteTxnMarkers {'COMMIT' if commit else 'ABORT'} on {tp[0]}:{tp[1]}"
         try:
-            self.txn.abort_transaction(spec)
+            response = admin._manager.run(send)
+            _raise_marker_errors(response)
         except Exception as exc:
-            raise translate(
-                exc, f"WriteTxnMarkers ABORT on {tp[0]}:{tp[1]}", need=Need("ALTER", "Cluster")
-            ) from exc
+            raise translate(exc, doing, need=Need("ALTER", "Cluster")) from exc
+
+
+def _raise_marker_errors(response) -> None:
+    import kafka.errors as errors
+
+    for result in response.markers:
+        for topic in result.topics:
+            for partition in topic.partitions:
+                if partition.error_code:
+                    raise errors.for_code(partition.error_code)()
 
 
 def _state(s) -> str:

@@ -113,7 +113,7 @@ class AbortOutcome:
     producer_id: int
     producer_epoch: int
     start_offset: int
-    #: "aborted" | "already resolved" | "failed" | "leader moved" (nothing written: the partition's
+    #: "aborted" | "committed" | "already resolved" | "failed" | "leader moved" (nothing written: the partition's
     #: leader moved or was unreachable at the moment of the write; run the command again)
     outcome: str
     detail: str = ""
@@ -124,7 +124,9 @@ class AbortOutcome:
     #: the leader in the plan, and the one the marker went to (they differ when it moved between)
     planned_leader: int | None = None
     leader: int | None = None
+    #: the marker written: ABORT, or COMMIT (repair-markers)
+    marker: str = "ABORT"
 
     @property
     def resolved(self) -> bool:
-        return self.outcome in ("aborted", "already resolved")
+        return self.outcome in ("aborted", "committed", "already resolved")

@@ -66,7 +66,7 @@ def _kafka_python(cls_name: str):
             _kafka_python("ClusterAuthorizationFailedError"),
             "WriteTxnMarkers",
             None,
-            "ALTER on Cluster is required to abort transactions",
+            "ALTER on Cluster is required to write transaction markers",
         ),
         (
             _kafka_python("ClusterAuthorizationFailedError"),

@@ -60,8 +60,8 @@ class FakeCluster:
     def cluster_operations(self):
         return self.ops
 
-    def write_abort_marker(self, tp, pid, epoch, coord):
-        self.markers.append((tp, pid, epoch, coord))
+    def write_marker(self, tp, pid, epoch, coord, commit=False):
+        self.markers.append((tp, pid, epoch, coord) + (("COMMIT",) if commit else ()))
         # the marker closes the transaction and releases the LSO
         self.producers[tp] = [OpenTxn(tp[0], tp[1], pid, epoch, coord, NOW, -1)]
         self.off[tp] = Offsets(10, 10)

@@ -1,0 +1,331 @@
+"""audit-markers / repair-markers: every ended transaction held against its partitions' markers.
+
+Reads the coordinators' decisions from `__transaction_state` (the dump library, from `since`), then
+each data partition those decisions name (or the scope's) over the wire from the first offset the
+decisions can concern to the high watermark, batch headers only (`dump partition`'s reader), and
+judges each partition with `kxtx.ops.markers`. Open records that no decision read explains are held
+against the coordinator itself (ListTransactions / DescribeTransactions, as find-hanging): a live
+transaction is left alone, anything else is `undetermined`.
+
+Repair plans one marker per (partition, producer id) whose open records all belong to lost decisions
+of one outcome, and writes it with `kxtx.ops.abort`'s checks (`Target.commit`, `same_writes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kxtx.errors import KafkaOperationError, KxtxError, UsageError
+from kxtx.log import logger
+from kxtx.ops import markers
+from kxtx.ops.abort import Target
+from kxtx.ops.calls import Cluster
+from kxtx.ops.markers import Decision, Finding, PBatch
+from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+from kxtx.settings import Settings
+
+
+@dataclass(frozen=True)
+class Window:
+    #: decisions prepared at or after this time (epoch ms); None: the whole retained history
+    since_ms: int | None = None
+    #: with a topic scope: read its partitions from this offset instead of from the decisions' start
+    from_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class Scope:
+    topic: str | None = None
+    partition: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.partition is not None and self.topic is None:
+            raise UsageError("--partition needs --topic")
+
+    def covers(self, tp: TP) -> bool:
+        return (self.topic is None or tp[0] == self.topic) and (
+            self.partition is None or tp[1] == self.partition
+        )
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    #: transactions the coordinators ended in the window, on the partitions in scope
+    decisions: int = 0
+    partitions_checked: int = 0
+    #: (topic, partition) -> LSO and high watermark when read
+    offsets: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    #: open producer state per partition (DescribeProducers), for a repair's plan
+    producers: dict[TP, list[OpenTxn]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """Findings per class, every class present (0 included): what monitoring exports."""
+        out = dict.fromkeys(markers.MEANING, 0)
+        for f in self.findings:
+            out[f.kind] += 1
+        return out
+
+    @property
+    def needs_action(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind in markers.NEEDS_ACTION]
+
+
+Progress = Callable[[str], None]
+
+
+def read_decisions(settings: Settings, since_ms: int | None, ids: list[str] | None = None) -> list[Decision]:
+    """The transactions in `__transaction_state` from `since_ms` (all of it when None), or only
+    those of `ids` (only their partitions are read)."""
+    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, Start, run_batches
+
+    start = Start("time", since_ms) if since_ms is not None else Start()
+    req = DumpRequest(topic=TXN_TOPIC, ids=list(ids or []), start=start)
+    return markers.decisions(row for batch in run_batches(settings, req) for row in batch)
+
+
+def audit(cluster: Cluster, scope: Scope, window: Window, progress: Progress | None = None) -> Report:
+    report = Report()
+    if progress:
+        progress("reading __transaction_state")
+    history = read_decisions(cluster.settings, window.since_ms)
+    ended = [
+        d for d in history if d.ended and (window.since_ms is None or (d.prepare_ms or 0) >= window.since_ms)
+    ]
+    wanted: dict[str, set[int]] = {}
+    for d in ended:
+        for tp in d.partitions:
+            if scope.covers(tp):
+                wanted.setdefault(tp[0], set()).add(tp[1])
+    if scope.topic is not None:
+        parts = _topic_partitions(cluster, scope.topic)
+        chosen = parts if scope.partition is None else [scope.partition]
+        if scope.partition is not None and scope.partition not in parts:
+            raise UsageError(f"{scope.topic} has no partition {scope.partition} (it has {len(parts)})")
+        wanted[scope.topic] = set(chosen)
+    report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
+    existing = cluster.topics()
+    for topic in sorted(wanted):
+        if topic not in existing:
+            n = sum(1 for d in ended if any(tp[0] == topic for tp in d.partitions))
+            report.warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
+            continue
+        if progress:
+            progress(f"reading {topic} ({len(wanted[topic])} partitions)")
+        _audit_topic(cluster, report, topic, sorted(wanted[topic]), history, ended, window)
+    report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
+    return report
+
+
+def _topic_partitions(cluster: Cluster, topic: str) -> list[int]:
+    try:
+        return sorted(cluster.topics(topic).get(topic, {}))
+    except KafkaOperationError as exc:
+        raise KafkaOperationError(f"topic {topic}: {exc}") from None
+
+
+def _audit_topic(
+    cluster: Cluster,
+    report: Report,
+    topic: str,
+    partitions: list[int],
+    history: list[Decision],
+    ended: list[Decision],
+    window: Window,
+) -> None:
+    from kxtx.dump.partition import read_ranges
+
+    tps = [(topic, p) for p in partitions]
+    states, errors = cluster.describe_producers(tps)
+    for tp, why in sorted(errors.items()):
+        report.warnings.append(
+            f"{tp[0]}:{tp[1]}: producer state not read ({why}); open transactions there not checked"
+        )
+    report.producers.update(states)
+    starts = _starts(cluster, tps, ended, states, window)
+    dumps = read_ranges(cluster.settings, topic, {tp[1]: starts[tp] for tp in tps}, "hw")
+    orphans: dict[TP, dict[int, list[PBatch]]] = {}
+    for d in dumps:
+        tp = (topic, d.summary["partition"])
+        report.partitions_checked += 1
+        report.offsets[tp] = (d.summary["lso"], d.summary["hw"])
+        batches = [_pbatch(b) for b in d.batches if b.transactional]
+        found, unexplained = markers.audit_partition(tp, batches, history)
+        report.findings.extend(found)
+        if unexplained:
+            orphans[tp] = unexplained
+    if orphans:
+        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
+
+
+def _starts(
+    cluster: Cluster,
+    tps: list[TP],
+    ended: list[Decision],
+    states: dict[TP, list[OpenTxn]],
+    window: Window,
+) -> dict[TP, int | str]:
+    """Where to read each partition from: the first offset written at or after the earliest start of
+    a decision on it (less the producers' clock slack), and never after an open transaction's first
+    offset (the records a lost marker left open, whatever their timestamps say)."""
+    if window.from_offset is not None:
+        return dict.fromkeys(tps, window.from_offset)
+    first: dict[TP, int] = {}
+    for d in ended:
+        for tp in d.partitions:
+            first[tp] = min(first.get(tp, d.start_ms), d.start_ms)
+    by_time = cluster.offsets_for_times(
+        {tp: ms - markers.START_SLACK_MS for tp, ms in first.items() if tp in tps}
+    )
+    out: dict[TP, int | str] = {}
+    for tp in tps:
+        if tp in first and tp not in by_time:
+            out[tp] = "earliest"  # the lookup by time failed: read it all rather than miss a marker
+            continue
+        candidates = [o for o in (by_time.get(tp),) if o is not None and o >= 0]
+        candidates += [p.start_offset for p in states.get(tp, []) if p.is_open]
+        # No decision and nothing open: nothing before the end can concern the audit.
+        out[tp] = min(candidates) if candidates else "hw"
+    return out
+
+
+def _pbatch(b) -> PBatch:
+    return PBatch(
+        b.base_offset,
+        b.last_offset,
+        b.count,
+        b.producer_id,
+        b.producer_epoch,
+        b.max_timestamp,
+        b.control_type if b.control else None,
+        None if b.control else b.fate,
+    )
+
+
+def _undetermined(
+    cluster: Cluster, orphans: dict[TP, dict[int, list[PBatch]]], window: Window, warnings: list[str]
+) -> list[Finding]:
+    """Open records no decision read explains: a transaction its coordinator still runs is left
+    alone; the rest are undetermined (compacted or expired history, or before the window)."""
+    from kxtx.ops.hanging import transactional_ids
+
+    pids = {pid for by_pid in orphans.values() for pid in by_pid}
+    ids = transactional_ids(cluster, pids, warnings)
+    descs = cluster.describe_txns([tid for tid, _src in ids.values()])
+    where = "before --since" if window.since_ms is not None else "compacted or expired"
+    out = []
+    for tp, by_pid in sorted(orphans.items()):
+        for pid, batches in sorted(by_pid.items()):
+            tid = ids.get(pid, (None, ""))[0]
+            desc = descs.get(tid) if tid else None
+            if isinstance(desc, CoordinatorTxn) and desc.producer_id == pid and tp in desc.partitions:
+                continue  # its coordinator's transaction still includes the partition: live
+            state = desc.state if isinstance(desc, CoordinatorTxn) else "does not know it"
+            f = Finding(
+                tp[0], tp[1], markers.UNDETERMINED, pid, batches[0].producer_epoch, tid, None, None, None
+            )
+            f.first_offset, f.last_offset = batches[0].base_offset, batches[-1].last_offset
+            f.records, f.fate = sum(b.count for b in batches), markers.OPEN
+            f.detail = (
+                f"open records with no coordinator decision in the history read ({where}); "
+                f"the coordinator {'is in ' + state if tid and isinstance(desc, CoordinatorTxn) else state}"
+            )
+            out.append(f)
+    return out
+
+
+# --- repair --------------------------------------------------------------------------------------------
+def plan_repairs(report: Report, explicit: str | None = None, scope: Scope | None = None) -> list[Target]:
+    """One marker per (partition, producer id) with repairable findings: the decided outcome, or
+    `explicit` ("COMMIT" / "ABORT", the operator's word) for undetermined open records in `scope`."""
+    chosen: dict[tuple[TP, int], Finding] = {}
+    for f in report.findings:
+        decided = f.kind in markers.REPAIRABLE and f.repairable
+        named = bool(explicit) and f.kind == markers.UNDETERMINED and scope is not None and scope.covers(f.tp)
+        if decided or named:
+            chosen.setdefault((f.tp, f.producer_id), f)
+    targets = []
+    for (tp, pid), f in sorted(chosen.items()):
+        state = next((p for p in report.producers.get(tp, []) if p.producer_id == pid and p.is_open), None)
+        if state is None:
+            logger.warning(
+                f"{tp[0]}:{tp[1]} producer {pid}: no open transaction in its producer state; skipped"
+            )
+            continue
+        outcome = f.decided if f.kind != markers.UNDETERMINED else explicit
+        # The marker carries the partition's producer epoch (Target's default): the broker takes any
+        # epoch at or above the one it holds.
+        targets.append(
+            Target(
+                state,
+                transactional_id=f.transactional_id,
+                commit=outcome == markers.COMMIT,
+                same_writes=True,
+            )
+        )
+    return targets
+
+
+# --- the abort guard -----------------------------------------------------------------------------------
+def committed_by_coordinator(cluster: Cluster, rows: list[HangingTxn]) -> dict[TP, str]:
+    """{partition: why} for the hanging rows whose open records a coordinator committed: aborting
+    them would drop committed data. Established from the transactional id's history (a lost COMMIT
+    still open), else from the coordinator's state now (CompleteCommit by that producer id and
+    epoch, or the one after it: transactions v2 bumps it at the end)."""
+    out: dict[TP, str] = {}
+    named = [r for r in rows if r.transactional_id]
+    if not named:
+        return out
+    try:
+        history = read_decisions(
+            cluster.settings, None, sorted({r.transactional_id for r in named if r.transactional_id})
+        )
+    except KxtxError as exc:
+        logger.warning(f"cannot read __transaction_state to check the coordinators' decisions: {exc}")
+        history = []
+    for r in named:
+        why = _committed(cluster, r, history)
+        if why:
+            out[r.tp] = why
+    return out
+
+
+def _committed(cluster: Cluster, r: HangingTxn, history: list[Decision]) -> str | None:
+    from kxtx.dump.partition import read_ranges
+
+    mine = [d for d in history if d.transactional_id == r.transactional_id]
+    if mine:
+        dump = read_ranges(cluster.settings, r.topic, {r.partition: r.start_offset}, "hw")[0]
+        found, _ = markers.audit_partition(r.tp, [_pbatch(b) for b in dump.batches if b.transactional], mine)
+        for f in found:
+            if f.producer_id != r.producer_id or f.kind not in markers.REPAIRABLE:
+                continue
+            if f.kind == markers.LOST_ABORT_OPEN:
+                return None  # established: the coordinator aborted it
+            return (
+                f"the coordinator committed this transaction ({r.transactional_id}, prepared at "
+                f"{_iso(f.decided_ms)}) but its COMMIT marker was lost"
+            )
+    state, pid, epoch = r.coordinator_state, r.coordinator_producer_id, r.coordinator_producer_epoch
+    if (
+        state in ("CompleteCommit", "PrepareCommit")
+        and pid == r.producer_id
+        and epoch
+        in (
+            r.producer_epoch,
+            r.producer_epoch + 1,
+        )
+    ):
+        return (
+            f"the coordinator's last decision for producer {pid} epoch {r.producer_epoch} "
+            f"({r.transactional_id}) was a commit ({state})"
+        )
+    return None
+
+
+def _iso(ms: int | None) -> str:
+    from kxtx.timefmt import iso_ms
+
+    return iso_ms(ms) or "?"

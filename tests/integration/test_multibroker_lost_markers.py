@@ -1,0 +1,204 @@
+"""Lost transaction markers, made for real on the 3-node cluster (KAFKA-20734), found, classified and
+repaired by `audit-markers` / `repair-markers`, and refused by `abort-hanging`.
+
+The scene: four topics, each with partition 0 on node 3 only and partition 1 on node 1 only. Four
+transactional producers (coordinators not on node 3) write 5 records to both partitions of their own
+topic. Node 3 is paused until the controller fences it (partition 0 has no leader); then A and D
+commit, B and C abort. Kafka 4.0-4.4 completes those transactions without partition 0's marker;
+Kafka 3.9 waits for the leader and writes it once node 3 is back. After node 3 is back, C commits a
+second transaction on its partition 0 (so its lost abort is committed with it) and D aborts one (its
+lost commit is dropped with it). Kafka 4 then shows one lost marker of each class; Kafka 3.9 none.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+
+from tests.integration import cluster_helpers as ch
+from tests.integration.kafka_io import end_offsets, read_committed, wait_until
+
+pytestmark = [pytest.mark.multibroker, pytest.mark.versioned, pytest.mark.timeout(900)]
+
+VICTIM = 3  # the node paused while the transactions end
+RECORDS = 5
+FINAL = ("CompleteCommit", "CompleteAbort")
+
+
+def _tid_not_on(kafka, node: int) -> str:
+    """A transactional id whose coordinator is not `node` (the pause must not move it)."""
+    for _ in range(200):
+        tid = f"lost-{uuid.uuid4().hex[:8]}"
+        if ch.coordinator(kafka, tid) != node:
+            return tid
+    raise AssertionError(f"every transactional id tried is coordinated by node {node}")
+
+
+def _producer(kafka, tid: str):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid, "log_level": 2})
+    p.init_transactions(60)
+    return p
+
+
+def _write(p, topic: str, partitions, tag: str) -> None:
+    p.begin_transaction()
+    for part in partitions:
+        for i in range(RECORDS):
+            p.produce(topic, value=f"{tag}-{part}-{i}".encode(), partition=part)
+    assert p.flush(60) == 0
+
+
+def _states(kafka, tids: list[str]) -> dict[str, str]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        return {tid: d.state.value for tid, d in admin.describe_transactions(tids).items()}
+    finally:
+        admin.close()
+
+
+def _committed(kafka, topic: str) -> Counter:
+    return Counter((r.partition, r.value) for r in read_committed(kafka.bootstrap, topic))
+
+
+@pytest.fixture(scope="module")
+def scene(cluster3):
+    kafka = cluster3
+    ch.wait_healthy(kafka, [])
+    names = "ABCD"
+    topics = {
+        n: kafka.create_topic(
+            f"lost{n}-{uuid.uuid4().hex[:6]}", replicas=[[VICTIM], [1]], config={"min.insync.replicas": "1"}
+        )
+        for n in names
+    }
+    _producer(kafka, f"lost-init-{uuid.uuid4().hex[:8]}")  # __transaction_state exists from here on
+    tids = {n: _tid_not_on(kafka, VICTIM) for n in names}
+    producers = {n: _producer(kafka, tids[n]) for n in names}
+    for n in names:
+        _write(producers[n], topics[n], (0, 1), f"{n}1")
+    kafka.sandbox.pause_node(VICTIM)
+    try:
+        wait_until(
+            lambda: all(ch.leaders(kafka, topics[n])[0] < 0 for n in names),
+            90,
+            f"partition 0 without a leader (node {VICTIM} fenced)",
+            every=0.5,
+            tolerate=ch.MOVING,
+        )
+        producers["A"].commit_transaction(60)
+        producers["B"].abort_transaction(60)
+        producers["C"].abort_transaction(60)
+        producers["D"].commit_transaction(60)
+    finally:
+        kafka.sandbox.resume_node(VICTIM)
+    wait_until(
+        lambda: all(ch.leaders(kafka, topics[n])[0] == VICTIM for n in names),
+        120,
+        f"node {VICTIM} leading partition 0 again",
+        every=0.5,
+        tolerate=ch.MOVING,
+    )
+    ch.wait_healthy(kafka, [])
+    wait_until(
+        lambda: set(_states(kafka, list(tids.values())).values()) <= set(FINAL),
+        120,
+        "every transaction completed by its coordinator",
+        every=0.5,
+        tolerate=ch.MOVING,
+    )
+    _write(producers["C"], topics["C"], (0,), "C2")
+    producers["C"].commit_transaction(60)
+    _write(producers["D"], topics["D"], (0,), "D2")
+    producers["D"].abort_transaction(60)
+    for p in producers.values():
+        p.flush(10)
+    return {"kafka": kafka, "topics": topics, "tids": tids, "lost": kafka.major >= 4}
+
+
+def _audit(scene, *args: str):
+    return ch.run(scene["kafka"], "audit-markers", "-o", "json", *args)
+
+
+def _findings(scene, topic_name: str) -> list[dict]:
+    r = _audit(scene, "--topic", scene["topics"][topic_name])
+    assert r.returncode in (0, 3), r.stderr
+    return json.loads(r.stdout)["findings"]
+
+
+def test_audit_classifies_each_lost_marker(scene):
+    r = _audit(scene)
+    doc = json.loads(r.stdout)
+    mine = {f["topic"]: f for f in doc["findings"] if f["topic"] in scene["topics"].values()}
+    if not scene["lost"]:
+        # Kafka 3.9 waits for the leader: every marker was written, nothing to report.
+        assert mine == {}, mine
+        return
+    assert r.returncode == 3, r.stderr
+    t, tid = scene["topics"], scene["tids"]
+    expected = {
+        "A": ("lost-commit-open", "COMMIT", "open", True),
+        "B": ("lost-abort-open", "ABORT", "open", True),
+        "C": ("lost-abort-committed", "ABORT", "committed", False),
+        "D": ("lost-commit-aborted", "COMMIT", "aborted", False),
+    }
+    for n, (kind, decided, fate, repairable) in expected.items():
+        f = mine[t[n]]
+        assert (f["kind"], f["decided"], f["fate"], f["repairable"]) == (kind, decided, fate, repairable), f
+        assert (f["partition"], f["transactional_id"]) == (0, tid[n]), f
+        # exactly the first transaction's records: offsets 0..4 of partition 0, not the second's
+        assert (f["first_offset"], f["last_offset"], f["records"]) == (0, RECORDS - 1, RECORDS), f
+    assert "C" in mine[t["C"]]["ended_by"] or tid["C"] in mine[t["C"]]["ended_by"]
+    # partition 1 of every topic got its markers: nothing reported there
+    assert all(f["partition"] == 0 for f in mine.values())
+
+
+def test_abort_hanging_refuses_a_lost_commit(scene):
+    if not scene["lost"]:
+        pytest.skip("Kafka 3.9 writes every marker: nothing hangs")
+    kafka, topic = scene["kafka"], scene["topics"]["A"]
+    before = end_offsets(kafka.bootstrap, topic)
+    r = ch.run(kafka, "abort-hanging", "--topic", topic, "--max-transaction-timeout", "1s", "--yes")
+    assert r.returncode == 3, r.stderr
+    assert "repair-markers" in r.stderr and "committed" in r.stderr, r.stderr
+    assert end_offsets(kafka.bootstrap, topic) == before  # nothing written: the LSO did not move
+
+
+def test_repair_writes_the_decided_markers(scene):
+    if not scene["lost"]:
+        pytest.skip("Kafka 3.9 writes every marker: nothing to repair")
+    kafka, t = scene["kafka"], scene["topics"]
+    a_before, b_before = _committed(kafka, t["A"]), _committed(kafka, t["B"])
+    assert a_before == Counter({(1, f"A1-1-{i}".encode()): 1 for i in range(RECORDS)})
+    assert b_before == Counter()
+    dry = ch.run(kafka, "repair-markers", "--topic", t["A"], "--dry-run", "-o", "json")
+    assert dry.returncode == 3, dry.stderr
+    assert _committed(kafka, t["A"]) == a_before  # the dry run wrote nothing
+    refused = ch.run(kafka, "repair-markers", "--topic", t["A"])  # no TTY, no --yes
+    assert refused.returncode == 2, refused.stderr
+    for n, marker in (("A", "COMMIT"), ("B", "ABORT")):
+        r = ch.run(kafka, "repair-markers", "--topic", t[n], "--yes", "-o", "json")
+        assert r.returncode == 0, r.stderr
+        rows = json.loads(r.stdout)["transactions"]
+        assert [(x["marker"], x["outcome"], x["partition"]) for x in rows] == [
+            (marker, "committed" if marker == "COMMIT" else "aborted", 0)
+        ], rows
+    # What the coordinators decided, no more: A's records on both partitions, none of B's.
+    assert _committed(kafka, t["A"]) == Counter(
+        {(p, f"A1-{p}-{i}".encode()): 1 for p in (0, 1) for i in range(RECORDS)}
+    )
+    assert _committed(kafka, t["B"]) == Counter()
+    lso, hw = end_offsets(kafka.bootstrap, t["B"]), end_offsets(kafka.bootstrap, t["B"], committed=False)
+    assert lso == hw  # the stuck LSO moved
+    # Audited again: repaired, so healed; the exposed and dropped records cannot be repaired.
+    assert [f["kind"] for f in _findings(scene, "A")] == ["healed"]
+    assert [f["kind"] for f in _findings(scene, "B")] == ["healed"]
+    c = ch.run(kafka, "repair-markers", "--topic", t["C"], "--yes")
+    assert c.returncode == 0 and "no lost marker to write" in c.stderr, c.stderr
+    assert "lost-abort-committed not repaired" in c.stderr, c.stderr
