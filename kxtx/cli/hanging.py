@@ -225,12 +225,16 @@ def _keep_committed(cluster, report) -> list:
     kept = [h for h in report.hanging if h.tp in committed]
     report.hanging = [h for h in report.hanging if h.tp not in committed]
     for h in kept:
-        logger.warning(
-            f"{h.topic}:{h.partition} producer {h.producer_id}: not aborted: {committed[h.tp]}; "
-            f"aborting would drop committed records. Run `kxtx repair-markers --topic {h.topic} "
-            f"--partition {h.partition}` to write its COMMIT (or --drop-committed to abort it anyway)"
-        )
+        logger.warning(_left_for_repair(h.topic, h.partition, h.producer_id, committed[h.tp]))
     return kept
+
+
+def _left_for_repair(topic: str, partition: int, producer_id: int, why: str) -> str:
+    return (
+        f"{topic}:{partition} producer {producer_id}: not aborted: {why}; aborting would drop committed "
+        f"records. Run `kxtx repair-markers --topic {topic} --partition {partition}` to write its COMMIT "
+        "(or --drop-committed to abort it anyway)"
+    )
 
 
 def _offsets(h) -> dict:
@@ -301,6 +305,7 @@ def abort_cmd(
             "--coordinator-epoch", help="With --producer-id (default: the partition's; < 0 becomes 0)."
         ),
     ] = None,
+    drop_committed: DropCommittedOpt = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     bootstrap: BootstrapOpt = None,
@@ -311,7 +316,8 @@ def abort_cmd(
 ) -> None:
     """Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on the Cluster).
 
-    Same preview, confirmation and checks as abort-hanging; exit 0 when it is no longer open. -o json:
+    Same preview, confirmation and checks as abort-hanging, and the same refusal of a transaction its
+    coordinator committed (exit 3, unless --drop-committed); exit 0 when it is no longer open. -o json:
     the rows (the plan, or the result) are under "transactions"."""
     from kxtx.errors import UsageError
     from kxtx.ops import abort
@@ -328,6 +334,16 @@ def abort_cmd(
         t = abort.manual_target(
             cluster, (topic, partition), start_offset, producer_id, producer_epoch, coordinator_epoch
         )
+        if not drop_committed:
+            from kxtx.ops.audit import committed_open
+
+            why = committed_open(cluster, t.expected)
+            if why:
+                from kxtx.log import logger
+
+                logger.warning(_left_for_repair(topic, partition, t.expected.producer_id, why))
+                emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
+                raise typer.Exit(ExitCode.PROBLEM_FOUND)
         o = cluster.offsets([t.expected.tp])[t.expected.tp]
         plan = [
             {

@@ -120,10 +120,10 @@ def audit(cluster: Cluster, scope: Scope, window: Window, progress: Progress | N
 
 
 def _topic_partitions(cluster: Cluster, topic: str) -> list[int]:
-    try:
-        return sorted(cluster.topics(topic).get(topic, {}))
-    except KafkaOperationError as exc:
-        raise KafkaOperationError(f"topic {topic}: {exc}") from None
+    parts = sorted(cluster.topics(topic).get(topic, {}))
+    if not parts:
+        raise KafkaOperationError(f"topic {topic!r} does not exist")
+    return parts
 
 
 def _audit_topic(
@@ -290,6 +290,36 @@ def committed_by_coordinator(cluster: Cluster, rows: list[HangingTxn]) -> dict[T
         if why:
             out[r.tp] = why
     return out
+
+
+def committed_open(cluster: Cluster, t: OpenTxn) -> str | None:
+    """`committed_by_coordinator` for one open transaction found by `kxtx abort`: why aborting it
+    would drop committed records, or None."""
+    from kxtx.ops.hanging import transactional_ids
+
+    warnings: list[str] = []
+    tid = transactional_ids(cluster, {t.producer_id}, warnings).get(t.producer_id, (None, ""))[0]
+    for w in warnings:
+        logger.warning(w)
+    if tid is None:
+        return None
+    row = HangingTxn(
+        t.topic,
+        t.partition,
+        t.producer_id,
+        t.producer_epoch,
+        t.coordinator_epoch,
+        t.start_offset,
+        t.last_timestamp,
+        0,
+        "",
+        transactional_id=tid,
+    )
+    desc = cluster.describe_txns([tid]).get(tid)
+    if isinstance(desc, CoordinatorTxn):
+        row.coordinator_state = desc.state
+        row.coordinator_producer_id, row.coordinator_producer_epoch = desc.producer_id, desc.producer_epoch
+    return committed_by_coordinator(cluster, [row]).get(t.tp)
 
 
 def _committed(cluster: Cluster, r: HangingTxn, history: list[Decision]) -> str | None:

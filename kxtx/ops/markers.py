@@ -110,7 +110,13 @@ def decisions(rows: Iterable[dict]) -> list[Decision]:
             current.pop(tid, None)
             continue
         status, pid, epoch = v.get("transaction_status"), v.get("producer_id"), v.get("producer_epoch")
-        ts = v.get("transaction_last_update_timestamp_ms", row.get("timestamp_ms"))
+        # The value's last-update time is when the coordinator took the step; the record's own
+        # timestamp, when it appended it. A Complete is appended once every marker is acknowledged
+        # (Kafka 3.9 sets its last-update time before that): the later of the two bounds the
+        # markers, the earlier of the two starts them.
+        updated = v.get("transaction_last_update_timestamp_ms", row.get("timestamp_ms"))
+        appended = row.get("timestamp_ms", updated)
+        ts = min(updated, appended)
         d = current.get(tid)
         if status == "Ongoing":
             if d is None or d.outcome is not None:
@@ -139,7 +145,7 @@ def decisions(rows: Iterable[dict]) -> list[Decision]:
             d.partitions = parts
             d.prepared_at = (row["partition"], row["offset"])
         elif status in ("CompleteCommit", "CompleteAbort") and d is not None and d.outcome == _STATUS[status]:
-            d.complete_ms = d.complete_ms if d.complete_ms is not None else ts
+            d.complete_ms = d.complete_ms if d.complete_ms is not None else max(updated, appended)
         # Empty (InitProducerId) starts nothing; a transaction still open there was aborted first.
     return out
 

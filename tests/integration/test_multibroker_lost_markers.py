@@ -137,8 +137,19 @@ def test_audit_classifies_each_lost_marker(scene):
     doc = json.loads(r.stdout)
     mine = {f["topic"]: f for f in doc["findings"] if f["topic"] in scene["topics"].values()}
     if not scene["lost"]:
-        # Kafka 3.9 waits for the leader: every marker was written, nothing to report.
-        assert mine == {}, mine
+        # Kafka 3.9 waits for the leader: every marker was written, nothing to report, and the
+        # records are as the coordinators decided.
+        assert r.returncode == 0 and mine == {}, (r.stderr, mine)
+        assert "nothing to check" not in r.stderr, r.stderr
+        kafka, t = scene["kafka"], scene["topics"]
+        assert _committed(kafka, t["A"]) == Counter(
+            {(p, f"A1-{p}-{i}".encode()): 1 for p in (0, 1) for i in range(RECORDS)}
+        )
+        assert _committed(kafka, t["B"]) == Counter()
+        assert _committed(kafka, t["C"]) == Counter({(0, f"C2-0-{i}".encode()): 1 for i in range(RECORDS)})
+        assert _committed(kafka, t["D"]) == Counter(
+            {(p, f"D1-{p}-{i}".encode()): 1 for p in (0, 1) for i in range(RECORDS)}
+        )
         return
     assert r.returncode == 3, r.stderr
     t, tid = scene["topics"], scene["tids"]
@@ -167,7 +178,23 @@ def test_abort_hanging_refuses_a_lost_commit(scene):
     r = ch.run(kafka, "abort-hanging", "--topic", topic, "--max-transaction-timeout", "1s", "--yes")
     assert r.returncode == 3, r.stderr
     assert "repair-markers" in r.stderr and "committed" in r.stderr, r.stderr
+    one = ch.run(kafka, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0", "--yes")
+    assert one.returncode == 3 and "repair-markers" in one.stderr, one.stderr
     assert end_offsets(kafka.bootstrap, topic) == before  # nothing written: the LSO did not move
+    forced = ch.run(
+        kafka,
+        "abort-hanging",
+        "--topic",
+        topic,
+        "--max-transaction-timeout",
+        "1s",
+        "--drop-committed",
+        "--dry-run",
+    )
+    plan = [json.loads(line) for line in forced.stdout.splitlines()]
+    assert forced.returncode == 3 and [(p["kind"], p["partition"]) for p in plan] == [("plan", 0)], (
+        forced.stderr
+    )
 
 
 def test_repair_writes_the_decided_markers(scene):
