@@ -16,12 +16,13 @@ _kxtx() {
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging check cluster collect create dump fence find-hanging inspect kill-node monitor offsets partition pause-node pipe produce resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging audit-markers check cluster collect create dump fence find-hanging inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
-        "") words="abort abort-hanging cluster dump fence find-hanging inspect monitor pipe produce sandbox topic --debug --version" ;;
-        "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "") words="abort abort-hanging audit-markers cluster dump fence find-hanging inspect monitor pipe produce repair-markers sandbox topic --debug --version" ;;
+        "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --drop-committed --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --drop-committed --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "audit-markers") words="--topic -t --partition -p --since --from -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump") words="offsets partition txn-state" ;;
         "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
@@ -38,6 +39,7 @@ _kxtx() {
         "monitor serve") words="--port --bind --min-interval --scrape-timeout --topic -t --group -g --max-transaction-timeout --lag-scan-max -b --bootstrap-servers -X --config --command-config --timeout" ;;
         "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "repair-markers") words="--topic -t --partition -p --since --from --commit --abort --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "sandbox") words="kill-node pause-node resume-node start start-node status stop stop-node" ;;
         "sandbox kill-node") words="--state-dir --format -o" ;;
         "sandbox pause-node") words="--state-dir --format -o" ;;

@@ -6,7 +6,7 @@ They share the scope options, the rows and their rendering, hence one module.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,10 +22,14 @@ from kxtx.cli.common import (
     confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import emit_rows
+from kxtx.cli.output import OutputFormat, emit_rows
 from kxtx.errors import carry, partial_of
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from kxtx.ops.abort import Target
+    from kxtx.ops.calls import Cluster
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionOpt = Annotated[
@@ -244,7 +248,14 @@ def _offsets(h) -> dict:
 
 
 def apply_plan(
-    cluster, targets, plan, dry_run, yes, fmt, verb: str = "abort", columns: tuple | None = None
+    cluster: Cluster,
+    targets: list[Target],
+    plan: list[dict],
+    dry_run: bool,
+    yes: bool,
+    fmt: OutputFormat | None,
+    verb: str = "abort",
+    columns: tuple[list[str], list[str]] | None = None,
 ) -> None:
     """The shared preview -> confirm -> act -> report sequence of abort-hanging, abort and
     repair-markers (`verb` "repair": markers of either outcome; `columns`: its (plan, result)

@@ -111,8 +111,10 @@ def _run(settings, topic, partition, since, from_offset):
     scope, window = Scope(topic, partition), _window(since, from_offset, topic)
     cluster = Cluster(settings)
     progress = (lambda what: typer.echo(f"kxtx: {what}", err=True)) if is_tty(sys.stderr) else None
+    from kxtx.dump.shards import default_count
+
     try:
-        report = audit(cluster, scope, window, progress)
+        report = audit(cluster, scope, window, progress, workers=default_count())
     except BaseException:
         cluster.close()
         raise
@@ -215,9 +217,8 @@ def repair_markers(
     the rows (the plan, or the results) are under "transactions"."""
     from kxtx.errors import UsageError
     from kxtx.log import logger
-    from kxtx.ops import abort
     from kxtx.ops.audit import plan_repairs
-    from kxtx.ops.markers import NEEDS_ACTION, REPAIRABLE
+    from kxtx.ops.markers import NEEDS_ACTION
 
     if commit and abort_:
         raise UsageError("--commit and --abort exclude each other")
@@ -227,10 +228,7 @@ def repair_markers(
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, scope, report = _run(settings, topic, partition, since, from_offset)
     with cluster:
-        # Checked before planning: nothing is shown as doable that the principal may not do.
-        if not dry_run and any(f.kind in REPAIRABLE for f in report.findings):
-            abort.preflight(cluster, "write transaction markers (WriteTxnMarkers)")
-        targets = plan_repairs(report, explicit, scope)
+        targets = plan_repairs(cluster, report, explicit, scope)
         for f in report.findings:
             if f.kind in NEEDS_ACTION and not any(
                 t.expected.tp == f.tp and t.expected.producer_id == f.producer_id for t in targets

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
+from kxtx.records.batchheader import HEADER_SIZE, Header, headers
 from kxtx.settings import Settings
 from kxtx.timefmt import iso_ms
 
@@ -293,6 +295,30 @@ def read_ranges(
     """Each partition of `starts` read from its start to `end`, in that order. `kxtx monitor`
     counts what a read_committed consumer still gets from a group's committed offset this way,
     giving the log starts it asked for all its topics at once and its own admin client (`admin`)."""
+    with _readers(settings, topic, starts, end, records, log_starts, admin) as readers:
+        return [r.read() for r in readers]
+
+
+def read_headers(
+    settings: Settings, topic: str, starts: dict[int, int | str]
+) -> list[tuple[dict, list[Header]]]:
+    """The marker audit's read: each partition of `starts` from its start to the high watermark, as
+    (its bounds, the headers of its transactional batches), parsed straight from the Fetch bytes
+    (`kxtx.records.batchheader`): no batch object, no record read but the markers'."""
+    with _readers(settings, topic, starts, HW) as readers:
+        return [r.transactional_headers() for r in readers]
+
+
+@contextmanager
+def _readers(
+    settings: Settings,
+    topic: str,
+    starts: dict[int, int | str],
+    end: int | str,
+    records: bool = False,
+    log_starts: dict[int, int] | None = None,
+    admin: KafkaAdminClient | None = None,
+) -> Iterator[list[_PartitionReader]]:
     from kxtx.dump.rawfetch import RawFetchSource
 
     source = RawFetchSource(settings, topic, admin)
@@ -305,10 +331,8 @@ def read_ranges(
             log_starts = {**source.log_starts(wanted), **(log_starts or {})}
         leaders = source.leaders_or_none(wanted)
         heads = _first_fetches(source, starts, log_starts, leaders)
-        return [
-            _PartitionReader(
-                source, p, start, end, records, log_starts[p], leaders.get(p), heads.get(p)
-            ).read()
+        yield [
+            _PartitionReader(source, p, start, end, records, log_starts[p], leaders.get(p), heads.get(p))
             for p, start in starts.items()
         ]
     finally:
@@ -421,7 +445,9 @@ class _PartitionReader:
                 raise KafkaOperationError(f"fetching {self.source.topic}[{self.p}]: no leader answered")
             time.sleep(0.2)
 
-    def read(self) -> PartitionDump:
+    def _open(self) -> tuple[Any, int, int, dict[str, Any]]:
+        """The first Fetch and the range it resolves: (its response from `first`, first, end, the
+        summary's bounds)."""
         topic = self.source.topic
         log_start = self.log_start if self.log_start is not None else self.source.log_starts([self.p])[self.p]
         # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
@@ -441,43 +467,44 @@ class _PartitionReader:
             info["deleted"] = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
         if first != want:
             head = self._fetch(first)
-        batches, fates = self._scan(head, first, end, hw, lso)
+        return head, first, end, info
+
+    def read(self) -> PartitionDump:
+        head, first, end, info = self._open()
+        batches, fates = self._scan(head, first, end, info["hw"], info["lso"])
         return PartitionDump(batches, summarize(self.p, batches, fates.finish(), info))
 
-    def _scan(self, part, first: int, end: int, hw: int, lso: int) -> tuple[list[Batch], Fates]:
-        """Batches overlapping [first, end); then on, headers only, to the markers still missing."""
-        from kxtx.records.control import decode_control
+    def transactional_headers(self) -> tuple[dict[str, Any], list[Header]]:
+        """(the bounds, the headers of every transactional batch from the start to the high
+        watermark): what the marker audit reads. Only message format v2 has transactions; a batch
+        of an older one is passed over."""
+        head, first, _end, info = self._open()
+        found = [
+            raw
+            for raw in self._walk(head, first, info["hw"], lambda _pos: True, headers_only=True)
+            if isinstance(raw, Header) and raw.is_transactional
+        ]
+        return info, found
 
-        shown: list[Batch] = []
-        fates = Fates()
-        pos = first
+    def _walk(
+        self, part, pos: int, hw: int, more: Callable[[int], bool], headers_only: bool = False
+    ) -> Iterator[Any]:
+        """Every batch from `pos` on, below the high watermark and while `more(next position)`,
+        fetching as it goes (leader moves followed, a partition that stops progressing is an error)."""
         stalled_since = time.monotonic()
-        while pos < hw and (pos < end or fates.undecided):
+        while pos < hw and more(pos):
             before = pos
-            for raw in _raw_batches(part.records):
+            for raw in _raw_batches(part.records, headers_only):
                 if raw.base_offset >= hw:
-                    pos = hw
-                    break
+                    return
                 if raw.next_offset <= pos:
                     continue  # a batch fetched again (Fetch returns whole batches)
-                b = _batch(self.p, raw)
-                in_range = raw.base_offset < end
-                offsets = BatchRecords(raw, f"{self.source.topic}[{self.p}]")
-                if b.control:
-                    marker = decode_control(*offsets.first_key_value())
-                    b.control_type, b.coordinator_epoch = marker["type"], marker.get("coordinator_epoch")
-                if in_range:
-                    b.in_range = offsets.count(first, end)
-                    b.committed_view = offsets.count(first, min(end, lso))
-                    if self.records and not b.control:
-                        b.records = offsets
-                    shown.append(b)
-                fates.add(b, in_range)
+                yield raw
                 pos = raw.next_offset
-                if pos >= end and not fates.undecided:
-                    break
-            if pos >= hw or (pos >= end and not fates.undecided):
-                break
+                if not more(pos):
+                    return
+            if pos >= hw:
+                return
             if pos == before and time.monotonic() - stalled_since > self.source.settings.timeout:
                 raise KafkaOperationError(f"fetching {self.source.topic}[{self.p}]: no progress at {pos}")
             if pos != before:
@@ -487,14 +514,45 @@ class _PartitionReader:
                 raise KafkaOperationError(
                     f"fetching {self.source.topic}[{self.p}] at {pos}: broker error code {part.error_code}"
                 )
+
+    def _scan(self, part, first: int, end: int, hw: int, lso: int) -> tuple[list[Batch], Fates]:
+        """Batches overlapping [first, end); then on, headers only, to the markers still missing."""
+        from kxtx.records.control import decode_control
+
+        shown: list[Batch] = []
+        fates = Fates()
+        for raw in self._walk(part, first, hw, lambda pos: pos < end or fates.undecided):
+            b = _batch(self.p, raw)
+            in_range = raw.base_offset < end
+            offsets = BatchRecords(raw, f"{self.source.topic}[{self.p}]")
+            if b.control:
+                marker = decode_control(*offsets.first_key_value())
+                b.control_type, b.coordinator_epoch = marker["type"], marker.get("coordinator_epoch")
+            if in_range:
+                b.in_range = offsets.count(first, end)
+                b.committed_view = offsets.count(first, min(end, lso))
+                if self.records and not b.control:
+                    b.records = offsets
+                shown.append(b)
+            fates.add(b, in_range)
         return shown, fates
 
 
-def _raw_batches(raw: bytes | None) -> Iterable[Any]:
+def _raw_batches(raw: bytes | None, headers_only: bool = False) -> Iterable[Any]:
+    """The batches of a Fetch response's records: kafka-python's, or with `headers_only` our
+    `Header`s as far as the message format is v2 (kafka-python's from there on)."""
     from kafka.record import MemoryRecords
 
     if not raw:
         return
+    if headers_only:
+        at = 0
+        for h in headers(raw):
+            at = h.end
+            yield h
+        if at >= len(raw) or len(raw) - at < HEADER_SIZE or raw[at + 16] == 2:
+            return  # whole, or a v2 batch cut at the end: the next fetch starts with it
+        raw = raw[at:]
     records = MemoryRecords(raw)
     batch = records.next_batch()
     while batch is not None:

@@ -21,9 +21,10 @@ from kxtx.log import logger
 from kxtx.ops import markers
 from kxtx.ops.abort import Target
 from kxtx.ops.calls import Cluster
-from kxtx.ops.markers import Decision, Finding, PBatch
+from kxtx.ops.markers import BatchLike, Decision, Finding
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.settings import Settings
+from kxtx.wording import plural
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,6 @@ class Report:
     #: (topic, partition) -> LSO and high watermark when read
     offsets: dict[TP, tuple[int, int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    #: open producer state per partition (DescribeProducers), for a repair's plan
-    producers: dict[TP, list[OpenTxn]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Findings per class, every class present (0 included): what monitoring exports."""
@@ -76,47 +75,213 @@ class Report:
 Progress = Callable[[str], None]
 
 
-def read_decisions(settings: Settings, since_ms: int | None, ids: list[str] | None = None) -> list[Decision]:
+def read_decisions(
+    settings: Settings,
+    since_ms: int | None,
+    ids: list[str] | None = None,
+    shard: tuple[int, int] | None = None,
+) -> list[Decision]:
     """The transactions in `__transaction_state` from `since_ms` (all of it when None), or only
-    those of `ids` (only their partitions are read)."""
+    those of `ids` (only their partitions are read); `shard` (index, count): only its partitions p
+    with p % count == index (a transactional id lives in one partition: its history stays whole)."""
     from kxtx.dump.engine import TXN_TOPIC, DumpRequest, Start, run_batches
 
     start = Start("time", since_ms) if since_ms is not None else Start()
-    req = DumpRequest(topic=TXN_TOPIC, ids=list(ids or []), start=start)
+    req = DumpRequest(topic=TXN_TOPIC, ids=list(ids or []), start=start, shard=shard)
     return markers.decisions(row for batch in run_batches(settings, req) for row in batch)
 
 
-def audit(cluster: Cluster, scope: Scope, window: Window, progress: Progress | None = None) -> Report:
+#: One partition judged: (partition, (LSO, high watermark), findings, {producer id: open batches no
+#: decision explains}).
+Judged = tuple[TP, tuple[int, int], list[Finding], dict[int, list[BatchLike]]]
+#: What one process reads and judges: {topic: {partition: where to start}}.
+Job = dict[str, dict[int, int | str]]
+
+
+def audit(
+    cluster: Cluster, scope: Scope, window: Window, progress: Progress | None = None, workers: int = 1
+) -> Report:
+    """`workers` > 1: that many processes (forked before any Kafka client exists, as `kxtx dump`'s
+    shards) read a share of `__transaction_state` each, then a share of the data partitions each."""
+    settings = cluster.settings
+    if scope.topic is not None:
+        _check_scope(settings, scope)
+    pool = _Workers.fork(workers, settings, window.since_ms) if workers > 1 else None
+    try:
+        if progress:
+            progress("reading __transaction_state")
+        history = read_decisions(settings, window.since_ms, shard=pool.shard if pool else None)
+        if pool:
+            history += pool.decisions()
+        report = _judge_all(cluster, scope, window, history, pool, progress)
+    except BaseException:
+        if pool:
+            pool.close(stop=True)
+        raise
+    if pool:
+        pool.close()
+    return report
+
+
+def _check_scope(settings: Settings, scope: Scope) -> None:
+    """An unknown topic or partition, before anything is read (and before workers are forked: this
+    client is gone by then)."""
+    assert scope.topic is not None
+    with Cluster(settings) as probe:
+        parts = _topic_partitions(probe, scope.topic)
+    if scope.partition is not None and scope.partition not in parts:
+        raise UsageError(f"{scope.topic} has no partition {scope.partition} (it has {len(parts)})")
+
+
+def _judge_all(
+    cluster: Cluster,
+    scope: Scope,
+    window: Window,
+    history: list[Decision],
+    pool: _Workers | None,
+    progress: Progress | None,
+) -> Report:
     report = Report()
-    if progress:
-        progress("reading __transaction_state")
-    history = read_decisions(cluster.settings, window.since_ms)
-    ended = [
-        d for d in history if d.ended and (window.since_ms is None or (d.prepare_ms or 0) >= window.since_ms)
-    ]
+    since = window.since_ms
+    ended = [d for d in history if d.ended and (since is None or (d.prepare_ms or 0) >= since)]
     wanted: dict[str, set[int]] = {}
     for d in ended:
         for tp in d.partitions:
             if scope.covers(tp):
                 wanted.setdefault(tp[0], set()).add(tp[1])
     if scope.topic is not None:
-        parts = _topic_partitions(cluster, scope.topic)
-        chosen = parts if scope.partition is None else [scope.partition]
-        if scope.partition is not None and scope.partition not in parts:
-            raise UsageError(f"{scope.topic} has no partition {scope.partition} (it has {len(parts)})")
-        wanted[scope.topic] = set(chosen)
+        parts = sorted(cluster.topics(scope.topic).get(scope.topic, {}))
+        wanted[scope.topic] = set(parts if scope.partition is None else [scope.partition])
     report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
+    by_tp: dict[TP, list[Decision]] = {}
+    for d in history:
+        for tp in d.partitions:
+            by_tp.setdefault(tp, []).append(d)
     existing = cluster.topics()
+    job: Job = {}
     for topic in sorted(wanted):
         if topic not in existing:
             n = sum(1 for d in ended if any(tp[0] == topic for tp in d.partitions))
             report.warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
             continue
-        if progress:
-            progress(f"reading {topic} ({len(wanted[topic])} partitions)")
-        _audit_topic(cluster, report, topic, sorted(wanted[topic]), history, ended, window)
+        tps = [(topic, p) for p in sorted(wanted[topic])]
+        job[topic] = {tp[1]: start for tp, start in _starts(cluster, tps, ended, window).items()}
+    if progress:
+        progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
+    jobs = _split(job, pool.count if pool else 1)
+    if pool:
+        pool.send(jobs[1:], by_tp)
+    judged = judge(cluster.settings, jobs[0], by_tp) + (pool.judged() if pool else [])
+    orphans: dict[TP, dict[int, list[BatchLike]]] = {}
+    for tp, offsets, found, unexplained in judged:
+        report.partitions_checked += 1
+        report.offsets[tp] = offsets
+        report.findings.extend(found)
+        if unexplained:
+            orphans[tp] = unexplained
+    if orphans:
+        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
     report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
     return report
+
+
+def _split(job: Job, count: int) -> list[Job]:
+    """Every count-th partition of each topic to each process (neighbouring partitions are alike)."""
+    jobs: list[Job] = [{} for _ in range(count)]
+    for topic, starts in job.items():
+        for i, (p, start) in enumerate(sorted(starts.items())):
+            jobs[i % count].setdefault(topic, {})[p] = start
+    return jobs
+
+
+def judge(settings: Settings, job: Job, by_tp: dict[TP, list[Decision]]) -> list[Judged]:
+    """Read each partition of `job` (batch headers, from its start to the high watermark) and
+    judge it against the decisions naming it."""
+    from kxtx.dump.partition import read_headers
+
+    out: list[Judged] = []
+    for topic, starts in job.items():
+        for p, (bounds, batches) in zip(starts, read_headers(settings, topic, starts)):
+            found, unexplained = markers.audit_partition((topic, p), batches, by_tp.get((topic, p), []))
+            out.append(((topic, p), (bounds["lso"], bounds["hw"]), found, unexplained))
+    return out
+
+
+class _Workers:
+    """Worker processes of one audit, each with a pipe: it sends its share of the decisions, gets
+    its share of the partitions (and the decisions naming them) back, and sends their judgement."""
+
+    def __init__(self, count: int, procs: list, conns: list):
+        self.count, self.procs, self.conns = count, procs, conns
+        self.shard = (0, count)
+
+    @classmethod
+    def fork(cls, count: int, settings: Settings, since_ms: int | None) -> _Workers:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        procs, conns = [], []
+        for index in range(1, count):
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_work, args=(theirs, settings, since_ms, (index, count)), daemon=True)
+            proc.start()
+            theirs.close()
+            procs.append(proc)
+            conns.append(ours)
+        return cls(count, procs, conns)
+
+    def decisions(self) -> list[Decision]:
+        return [d for conn in self.conns for d in _receive(conn)]
+
+    def send(self, jobs: list[Job], by_tp: dict[TP, list[Decision]]) -> None:
+        for conn, job in zip(self.conns, jobs):
+            mine = {(t, p): by_tp.get((t, p), []) for t, starts in job.items() for p in starts}
+            conn.send((job, mine))
+
+    def judged(self) -> list[Judged]:
+        return [j for conn in self.conns for j in _receive(conn)]
+
+    def close(self, stop: bool = False) -> None:
+        """Wait for the workers to end (they end after their answer); `stop`: end them now."""
+        for conn in self.conns:
+            conn.close()
+        for proc in self.procs:
+            if stop:
+                proc.terminate()
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+
+def _receive(conn) -> list:
+    try:
+        kind, payload = conn.recv()
+    except (EOFError, OSError):
+        raise KafkaOperationError("an audit worker process ended without an answer") from None
+    if kind == "error":
+        raise payload
+    return payload
+
+
+def _work(conn, settings: Settings, since_ms: int | None, shard: tuple[int, int]) -> None:
+    """A worker: leave Ctrl-C to the parent (it stops the workers), end at once on SIGTERM."""
+    import signal
+
+    from kxtx.clients import translate
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        conn.send(("decisions", read_decisions(settings, since_ms, shard=shard)))
+        job, by_tp = conn.recv()
+        conn.send(("judged", judge(settings, job, by_tp)))
+    except (EOFError, OSError):
+        pass  # the parent is gone (it failed or was stopped): nothing to answer
+    except Exception as exc:  # noqa: BLE001 - the parent reports it, once
+        conn.send(("error", translate(exc)))
+    finally:
+        conn.close()
 
 
 def _topic_partitions(cluster: Cluster, topic: str) -> list[int]:
@@ -126,50 +291,10 @@ def _topic_partitions(cluster: Cluster, topic: str) -> list[int]:
     return parts
 
 
-def _audit_topic(
-    cluster: Cluster,
-    report: Report,
-    topic: str,
-    partitions: list[int],
-    history: list[Decision],
-    ended: list[Decision],
-    window: Window,
-) -> None:
-    from kxtx.dump.partition import read_ranges
-
-    tps = [(topic, p) for p in partitions]
-    states, errors = cluster.describe_producers(tps)
-    for tp, why in sorted(errors.items()):
-        report.warnings.append(
-            f"{tp[0]}:{tp[1]}: producer state not read ({why}); open transactions there not checked"
-        )
-    report.producers.update(states)
-    starts = _starts(cluster, tps, ended, states, window)
-    dumps = read_ranges(cluster.settings, topic, {tp[1]: starts[tp] for tp in tps}, "hw")
-    orphans: dict[TP, dict[int, list[PBatch]]] = {}
-    for d in dumps:
-        tp = (topic, d.summary["partition"])
-        report.partitions_checked += 1
-        report.offsets[tp] = (d.summary["lso"], d.summary["hw"])
-        batches = [_pbatch(b) for b in d.batches if b.transactional]
-        found, unexplained = markers.audit_partition(tp, batches, history)
-        report.findings.extend(found)
-        if unexplained:
-            orphans[tp] = unexplained
-    if orphans:
-        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
-
-
-def _starts(
-    cluster: Cluster,
-    tps: list[TP],
-    ended: list[Decision],
-    states: dict[TP, list[OpenTxn]],
-    window: Window,
-) -> dict[TP, int | str]:
+def _starts(cluster: Cluster, tps: list[TP], ended: list[Decision], window: Window) -> dict[TP, int | str]:
     """Where to read each partition from: the first offset written at or after the earliest start of
-    a decision on it (less the producers' clock slack), and never after an open transaction's first
-    offset (the records a lost marker left open, whatever their timestamps say)."""
+    a decision on it (less the producers' clock slack), and never after the last stable offset (the
+    first open record: what a lost marker left open, whatever its timestamp says)."""
     if window.from_offset is not None:
         return dict.fromkeys(tps, window.from_offset)
     first: dict[TP, int] = {}
@@ -179,33 +304,23 @@ def _starts(
     by_time = cluster.offsets_for_times(
         {tp: ms - markers.START_SLACK_MS for tp, ms in first.items() if tp in tps}
     )
+    stable = cluster.offsets(tps)
     out: dict[TP, int | str] = {}
     for tp in tps:
-        if tp in first and tp not in by_time:
-            out[tp] = "earliest"  # the lookup by time failed: read it all rather than miss a marker
+        o = stable[tp]
+        if (tp in first and tp not in by_time) or o.lso is None:
+            out[tp] = "earliest"  # a lookup failed: read it all rather than miss a marker
             continue
-        candidates = [o for o in (by_time.get(tp),) if o is not None and o >= 0]
-        candidates += [p.start_offset for p in states.get(tp, []) if p.is_open]
+        candidates = [x for x in (by_time.get(tp),) if x is not None and x >= 0]
+        if o.high_watermark is None or o.lso < o.high_watermark:
+            candidates.append(o.lso)
         # No decision and nothing open: nothing before the end can concern the audit.
         out[tp] = min(candidates) if candidates else "hw"
     return out
 
 
-def _pbatch(b) -> PBatch:
-    return PBatch(
-        b.base_offset,
-        b.last_offset,
-        b.count,
-        b.producer_id,
-        b.producer_epoch,
-        b.max_timestamp,
-        b.control_type if b.control else None,
-        None if b.control else b.fate,
-    )
-
-
 def _undetermined(
-    cluster: Cluster, orphans: dict[TP, dict[int, list[PBatch]]], window: Window, warnings: list[str]
+    cluster: Cluster, orphans: dict[TP, dict[int, list[BatchLike]]], window: Window, warnings: list[str]
 ) -> list[Finding]:
     """Open records no decision read explains: a transaction its coordinator still runs is left
     alone; the rest are undetermined (compacted or expired history, or before the window)."""
@@ -227,7 +342,7 @@ def _undetermined(
                 tp[0], tp[1], markers.UNDETERMINED, pid, batches[0].producer_epoch, tid, None, None, None
             )
             f.first_offset, f.last_offset = batches[0].base_offset, batches[-1].last_offset
-            f.records, f.fate = sum(b.count for b in batches), markers.OPEN
+            f.records, f.fate = sum(b.records_count for b in batches), markers.OPEN
             f.detail = (
                 f"open records with no coordinator decision in the history read ({where}); "
                 f"the coordinator {'is in ' + state if tid and isinstance(desc, CoordinatorTxn) else state}"
@@ -237,32 +352,38 @@ def _undetermined(
 
 
 # --- repair --------------------------------------------------------------------------------------------
-def plan_repairs(report: Report, explicit: str | None = None, scope: Scope | None = None) -> list[Target]:
+def plan_repairs(
+    cluster: Cluster, report: Report, explicit: str | None = None, scope: Scope | None = None
+) -> list[Target]:
     """One marker per (partition, producer id) with repairable findings: the decided outcome, or
-    `explicit` ("COMMIT" / "ABORT", the operator's word) for undetermined open records in `scope`."""
+    `explicit` ("COMMIT" / "ABORT", the operator's word) for undetermined open records in `scope`.
+    Each target is the producer's open transaction as its partition's leader states it now."""
     chosen: dict[tuple[TP, int], Finding] = {}
     for f in report.findings:
         decided = f.kind in markers.REPAIRABLE and f.repairable
         named = bool(explicit) and f.kind == markers.UNDETERMINED and scope is not None and scope.covers(f.tp)
         if decided or named:
             chosen.setdefault((f.tp, f.producer_id), f)
+    if not chosen:
+        return []
+    states, errors = cluster.describe_producers(sorted({tp for tp, _pid in chosen}))
+    for tp, why in sorted(errors.items()):
+        logger.warning(f"{tp[0]}:{tp[1]}: producer state not read ({why}); not repaired")
     targets = []
     for (tp, pid), f in sorted(chosen.items()):
-        state = next((p for p in report.producers.get(tp, []) if p.producer_id == pid and p.is_open), None)
+        state = next((p for p in states.get(tp, []) if p.producer_id == pid and p.is_open), None)
         if state is None:
-            logger.warning(
-                f"{tp[0]}:{tp[1]} producer {pid}: no open transaction in its producer state; skipped"
-            )
+            if tp not in errors:
+                logger.warning(
+                    f"{tp[0]}:{tp[1]} producer {pid}: no open transaction in its producer state; skipped"
+                )
             continue
         outcome = f.decided if f.kind != markers.UNDETERMINED else explicit
         # The marker carries the partition's producer epoch (Target's default): the broker takes any
         # epoch at or above the one it holds.
         targets.append(
             Target(
-                state,
-                transactional_id=f.transactional_id,
-                commit=outcome == markers.COMMIT,
-                same_writes=True,
+                state, transactional_id=f.transactional_id, commit=outcome == markers.COMMIT, same_writes=True
             )
         )
     return targets
@@ -323,12 +444,12 @@ def committed_open(cluster: Cluster, t: OpenTxn) -> str | None:
 
 
 def _committed(cluster: Cluster, r: HangingTxn, history: list[Decision]) -> str | None:
-    from kxtx.dump.partition import read_ranges
+    from kxtx.dump.partition import read_headers
 
     mine = [d for d in history if d.transactional_id == r.transactional_id]
     if mine:
-        dump = read_ranges(cluster.settings, r.topic, {r.partition: r.start_offset}, "hw")[0]
-        found, _ = markers.audit_partition(r.tp, [_pbatch(b) for b in dump.batches if b.transactional], mine)
+        ((_bounds, batches),) = read_headers(cluster.settings, r.topic, {r.partition: r.start_offset})
+        found, _ = markers.audit_partition(r.tp, batches, mine)
         for f in found:
             if f.producer_id != r.producer_id or f.kind not in markers.REPAIRABLE:
                 continue

@@ -19,8 +19,10 @@ became of its records. Nothing here guesses: records whose transaction is not in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kxtx.dump.partition import ABORTED, COMMITTED, OPEN  # a data batch's fate on its partition
 from kxtx.ops.model import TP
@@ -100,6 +102,9 @@ def decisions(rows: Iterable[dict]) -> list[Decision]:
     listed from its Prepare record on (its data epoch then unknown unless transactions v1 says it)."""
     current: dict[str, Decision] = {}
     out: list[Decision] = []
+    #: an ongoing transaction's partitions as its newest Ongoing record lists them (each lists all
+    #: added so far): made a set once, when it prepares or the rows end
+    added: dict[int, list] = {}
     for row in rows:
         key = row.get("key") or {}
         tid = key.get("transactional_id")
@@ -123,7 +128,7 @@ def decisions(rows: Iterable[dict]) -> list[Decision]:
                 d = Decision(tid, pid, epoch, v.get("transaction_start_timestamp_ms", ts))
                 current[tid] = d
                 out.append(d)
-            d.partitions |= _partitions(v)
+            added[id(d)] = v.get("transaction_partitions") or []
         elif status in ("PrepareCommit", "PrepareAbort"):
             parts = _partitions(v)
             if not parts:  # transactions v2 aborting from Empty: nothing was written anywhere
@@ -143,26 +148,48 @@ def decisions(rows: Iterable[dict]) -> list[Decision]:
                 out.append(d)
             d.outcome, d.marker_epoch, d.prepare_ms = _STATUS[status], epoch, ts
             d.partitions = parts
+            added.pop(id(d), None)
             d.prepared_at = (row["partition"], row["offset"])
         elif status in ("CompleteCommit", "CompleteAbort") and d is not None and d.outcome == _STATUS[status]:
             d.complete_ms = d.complete_ms if d.complete_ms is not None else max(updated, appended)
         # Empty (InitProducerId) starts nothing; a transaction still open there was aborted first.
+    for d in out:
+        if id(d) in added:
+            d.partitions = _partitions({"transaction_partitions": added[id(d)]})
     return out
 
 
 # --- one data partition ------------------------------------------------------------------------------
+class BatchLike(Protocol):
+    """What the audit reads of a transactional batch (`kxtx.records.batchheader.Header` has it)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def records_count(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def control_type(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class PBatch:
-    """A transactional batch of a data partition, as much as the audit needs (dump partition's Batch)."""
+    """A transactional batch written by hand (tests): a BatchLike."""
 
     base_offset: int
     last_offset: int
-    count: int
+    records_count: int
     producer_id: int
     producer_epoch: int
     max_timestamp: int
     control_type: str | None = None  # COMMIT / ABORT for a marker, None for data
-    fate: str | None = None  # data: OPEN / COMMITTED / ABORTED on the partition
 
 
 @dataclass
@@ -199,66 +226,86 @@ class Finding:
         return (self.topic, self.partition)
 
 
-def match_markers(markers: list[PBatch], decided: list[Decision]) -> dict[int, Decision]:
+def match_markers(markers: list[BatchLike], decided: list[Decision]) -> dict[int, Decision]:
     """{marker base offset: the decision it carries out} for one producer id on one partition.
 
     In order: each decision takes the first unused later marker of its outcome and epoch written
     inside its Prepare..Complete window, else within MARKER_SLACK_MS of it. A marker no decision
-    takes was written by someone else (an admin's abort or repair)."""
+    takes was written by someone else (an admin's abort or repair). Markers are in offset order,
+    which is their time order: each decision scans on from the last one taken, up to its window's
+    end (linear in markers and decisions together)."""
     taken: dict[int, Decision] = {}
-    after = -1
+    first = 0  # markers before this index are taken or passed
     for d in sorted(decided, key=lambda d: d.prepare_ms or 0):
-        lo, hi = d.prepare_ms or 0, d.complete_ms if d.complete_ms is not None else 2**62
-        fitting = [
-            m
-            for m in markers
-            if m.base_offset > after
-            and m.base_offset not in taken
-            and m.control_type == d.outcome
-            and m.producer_epoch == d.marker_epoch
-        ]
-        exact = [m for m in fitting if lo <= m.max_timestamp <= hi]
-        near = [m for m in fitting if lo - MARKER_SLACK_MS <= m.max_timestamp <= hi + MARKER_SLACK_MS]
-        chosen = (exact or near)[:1]
-        if chosen:
-            taken[chosen[0].base_offset] = d
-            after = chosen[0].base_offset
+        lo = d.prepare_ms or 0
+        hi = d.complete_ms if d.complete_ms is not None else 2**62
+        exact = near = None
+        for i in range(first, len(markers)):
+            mk = markers[i]
+            if mk.max_timestamp > hi + MARKER_SLACK_MS:
+                break
+            if mk.control_type != d.outcome or mk.producer_epoch != d.marker_epoch:
+                continue
+            if lo <= mk.max_timestamp <= hi:
+                exact = i
+                break
+            if near is None and mk.max_timestamp >= lo - MARKER_SLACK_MS:
+                near = i
+        chosen = exact if exact is not None else near
+        if chosen is not None:
+            taken[markers[chosen].base_offset] = d
+            first = chosen + 1
     return taken
 
 
-def assign(batch: PBatch, candidates: list[Decision]) -> tuple[Decision | None, str]:
-    """The transaction (of one producer id, on this partition) that wrote `batch`: (it, how), or
-    (None, "") when none of `candidates` can have. Candidates in order of their Prepare (ongoing ones
-    last)."""
-    by_epoch = [d for d in candidates if d.data_epoch == batch.producer_epoch]
-    epochs_tell = len(by_epoch) == 1 and len({d.data_epoch for d in candidates}) > 1
-    pool = (
-        by_epoch if epochs_tell else [d for d in candidates if d.data_epoch in (None, batch.producer_epoch)]
-    )
-    for d in pool:
-        if d.prepare_ms is None or d.prepare_ms >= batch.max_timestamp:
-            if batch.max_timestamp < d.start_ms - START_SLACK_MS:
-                return None, ""  # written before this transaction began: its own is not in the history
-            return d, "epoch" if epochs_tell else "time"
-    return None, ""
+class _Assigner:
+    """The transaction (of one producer id, on one partition) that wrote a batch: by producer epoch
+    where it names exactly one transaction and epochs differ (transactions v2), else the first
+    transaction prepared at or after the batch's timestamp (ongoing ones last), among those whose
+    data epoch fits. Candidates in order of their Prepare; a bisection per batch."""
+
+    def __init__(self, candidates: list[Decision]):
+        self.candidates = candidates
+        self.by_epoch: dict[int | None, list[Decision]] = {}
+        for d in candidates:
+            self.by_epoch.setdefault(d.data_epoch, []).append(d)
+        self.pools: dict[int, tuple[list[Decision], list[float]]] = {}
+
+    def __call__(self, batch: BatchLike) -> tuple[Decision | None, str]:
+        epoch = batch.producer_epoch
+        same = self.by_epoch.get(epoch, [])
+        if len(same) == 1 and len(self.by_epoch) > 1:
+            return same[0], "epoch"
+        if epoch not in self.pools:
+            pool = [d for d in self.candidates if d.data_epoch in (None, epoch)]
+            self.pools[epoch] = (pool, [float("inf") if d.prepare_ms is None else d.prepare_ms for d in pool])
+        pool, prepared = self.pools[epoch]
+        i = bisect_left(prepared, batch.max_timestamp)
+        if i == len(pool):
+            return None, ""
+        d = pool[i]
+        if batch.max_timestamp < d.start_ms - START_SLACK_MS:
+            return None, ""  # written before this transaction began: its own is not in the history
+        return d, "time"
 
 
 def audit_partition(
-    tp: TP, batches: list[PBatch], history: list[Decision]
-) -> tuple[list[Finding], dict[int, list[PBatch]]]:
+    tp: TP, batches: Sequence[BatchLike], history: list[Decision]
+) -> tuple[list[Finding], dict[int, list[BatchLike]]]:
     """The lost markers of one partition: (findings, {producer id: open data batches no transaction in
-    `history` wrote}). `batches`: the partition's transactional batches in offset order, data batches
-    with their fate; `history`: every decision read (those of other partitions are ignored)."""
+    `history` wrote}). `batches`: the partition's transactional batches in offset order;
+    `history`: the decisions naming it (others are ignored)."""
     findings: list[Finding] = []
-    orphans: dict[int, list[PBatch]] = {}
+    orphans: dict[int, list[BatchLike]] = {}
     by_pid: dict[int, list[Decision]] = {}
     for d in history:
         if tp in d.partitions:
             by_pid.setdefault(d.producer_id, []).append(d)
-    pids = {b.producer_id for b in batches} | set(by_pid)
-    for pid in sorted(pids):
-        mine = [b for b in batches if b.producer_id == pid]
-        found, unexplained = _audit_producer(tp, mine, by_pid.get(pid, []))
+    written: dict[int, list[BatchLike]] = {}
+    for b in batches:
+        written.setdefault(b.producer_id, []).append(b)
+    for pid in sorted(set(written) | set(by_pid)):
+        found, unexplained = _audit_producer(tp, written.get(pid, []), by_pid.get(pid, []))
         findings.extend(found)
         if unexplained:
             orphans[pid] = unexplained
@@ -266,21 +313,23 @@ def audit_partition(
 
 
 def _audit_producer(
-    tp: TP, batches: list[PBatch], decided: list[Decision]
-) -> tuple[list[Finding], list[PBatch]]:
+    tp: TP, batches: list[BatchLike], decided: list[Decision]
+) -> tuple[list[Finding], list[BatchLike]]:
     markers = [b for b in batches if b.control_type in (COMMIT, ABORT)]
     data = [b for b in batches if b.control_type is None]
+    fates = fates_of(batches)
     prepared = sorted((d for d in decided if d.outcome), key=lambda d: d.prepare_ms or 0)
     ongoing = [d for d in decided if not d.outcome]
     matched = match_markers(markers, prepared)
     candidates = prepared + ongoing
-    owned: dict[int, list[PBatch]] = {}
+    assign = _Assigner(candidates)
+    owned: dict[int, list[BatchLike]] = {}
     how: dict[int, str] = {}
     unexplained = []
     for b in data:
-        d, by = assign(b, candidates)
+        d, by = assign(b)
         if d is None:
-            if b.fate == OPEN:
+            if fates[id(b)] == OPEN:
                 unexplained.append(b)
             continue
         owned.setdefault(id(d), []).append(b)
@@ -290,15 +339,36 @@ def _audit_producer(
     out = []
     for d in lost:
         mine = owned.get(id(d), [])
-        f = _finding(tp, d, mine, markers, matched)
+        f = _finding(tp, d, mine, markers, matched, fates)
         f.assigned_by = how.get(id(d))
         out.append(f)
-    _mark_repairable(out, data, owned, {id(d): d for d in candidates})
+    _mark_repairable(out, [b for b in data if fates[id(b)] == OPEN], owned, {id(d): d for d in candidates})
     return out, unexplained
 
 
+def fates_of(batches: list[BatchLike]) -> dict[int, str]:
+    """{id(data batch): its fate on the partition} for one producer id's batches in offset order, as
+    the partition decides it: its producer's next marker there (COMMIT or ABORT), else open."""
+    out: dict[int, str] = {}
+    waiting: list[BatchLike] = []
+    for b in batches:
+        if b.control_type is None:
+            waiting.append(b)
+        elif b.control_type in (COMMIT, ABORT):
+            fate = COMMITTED if b.control_type == COMMIT else ABORTED
+            out.update((id(x), fate) for x in waiting)
+            waiting = []
+    out.update((id(x), OPEN) for x in waiting)
+    return out
+
+
 def _finding(
-    tp: TP, d: Decision, mine: list[PBatch], markers: list[PBatch], matched: dict[int, Decision]
+    tp: TP,
+    d: Decision,
+    mine: list[BatchLike],
+    markers: list[BatchLike],
+    matched: dict[int, Decision],
+    fate_of: dict[int, str],
 ) -> Finding:
     f = Finding(
         tp[0],
@@ -316,9 +386,9 @@ def _finding(
         f.detail = "the transaction wrote nothing to this partition"
         return f
     f.first_offset, f.last_offset = mine[0].base_offset, mine[-1].last_offset
-    f.records = sum(b.count for b in mine)
+    f.records = sum(b.records_count for b in mine)
     f.producer_epoch = mine[0].producer_epoch
-    fates = {b.fate for b in mine}
+    fates = {fate_of[id(b)] for b in mine}
     if len(fates) != 1:
         f.kind, f.detail = (
             UNDETERMINED,
@@ -348,12 +418,14 @@ def _finding(
 
 
 def _mark_repairable(
-    found: list[Finding], data: list[PBatch], owned: dict[int, list[PBatch]], by_id: dict[int, Decision]
+    found: list[Finding],
+    open_batches: list[BatchLike],
+    owned: dict[int, list[BatchLike]],
+    by_id: dict[int, Decision],
 ) -> None:
     """A still-open finding can be repaired with one marker only when every open record of its
     producer on the partition belongs to lost decisions of the same outcome: otherwise the marker
     would also end records of a transaction still running (or decided otherwise)."""
-    open_batches = [b for b in data if b.fate == OPEN]
     owner = {id(b): did for did, bs in owned.items() for b in bs}
     for f in found:
         if f.kind not in REPAIRABLE:
@@ -365,7 +437,7 @@ def _mark_repairable(
 
 
 def repair_blocker(
-    f: Finding, open_batches: list[PBatch], owner: dict[int, int], by_id: dict[int, Decision]
+    f: Finding, open_batches: list[BatchLike], owner: dict[int, int], by_id: dict[int, Decision]
 ) -> str | None:
     """Why one marker for `f`'s producer on its partition would end more than `f`'s decision, or None."""
     for b in open_batches:

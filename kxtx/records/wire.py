@@ -101,6 +101,18 @@ def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
             raise DecodeError(f"varint too long at byte {p}")
 
 
+def read_varint(b: bytes, p: int) -> tuple[int, int]:
+    """Signed zig-zag varint (record fields, spec section 8). Unchecked: the caller bounds `b`."""
+    result = shift = 0
+    while True:
+        c = b[p]
+        p += 1
+        result |= (c & 0x7F) << shift
+        if c < 0x80:
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+
+
 def uuid_text(raw: bytes) -> str:
     """Kafka prints UUIDs as URL-safe base64 without padding (22 characters)."""
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

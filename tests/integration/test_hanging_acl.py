@@ -120,3 +120,77 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert out[-1]["outcome"] == "aborted"
     assert kxtx_as(secure, "admin", "find-hanging", "--topic", topic, "-o", "jsonl").returncode == 0
+
+
+def _acls(internal: str, create: bool) -> None:
+    """READ and DESCRIBE on __transaction_state for `limited` (the audit reads the coordinators'
+    decisions there), granted or taken back by the internal super user."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": internal})
+    args = [
+        (
+            ResourceType.TOPIC,
+            "__transaction_state",
+            ResourcePatternType.LITERAL,
+            "User:limited",
+            "*",
+            op,
+            AclPermissionType.ALLOW,
+        )
+        for op in (AclOperation.READ, AclOperation.DESCRIBE)
+    ]
+    if create:
+        futs = admin.create_acls([AclBinding(*a) for a in args], request_timeout=30).values()
+    else:
+        futs = admin.delete_acls([AclBindingFilter(*a) for a in args], request_timeout=30).values()
+    for f in futs:
+        f.result(timeout=30)
+
+
+def test_repair_names_the_cluster_permission_it_lacks_and_writes_nothing(secure):
+    """A principal that may read everything the audit needs but has neither ALTER nor CLUSTER_ACTION
+    on the Cluster: repair-markers names both and writes nothing; the super user's repair then ends
+    the open records."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.integration.kafka_io import end_offsets
+
+    _bootstrap, listeners = secure
+    internal = f"127.0.0.1:{listeners.internal_port}"
+    topic = f"limited.repair-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": internal})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    wait_until(
+        lambda: admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader >= 0,
+        30,
+        f"a leader of {topic}",
+        tolerate=(KeyError,),
+    )
+    make_hanging(internal, f"limited.r-{uuid.uuid4().hex[:6]}", [(topic, 0)])
+    before = end_offsets(internal, topic)
+    _acls(internal, create=True)
+    try:
+        audit = kxtx_as(secure, "limited", "audit-markers", "--topic", topic, "-o", "jsonl")
+        assert audit.returncode == 3, audit.stderr
+        assert [json.loads(x)["kind"] for x in audit.stdout.splitlines()] == ["undetermined"]
+        args = ["repair-markers", "--topic", topic, "--partition", "0", "--abort", "--yes", "-o", "jsonl"]
+        r = kxtx_as(secure, "limited", *args)
+        assert r.returncode == 1, r.stderr
+        assert "ALTER on Cluster is required" in r.stderr and "CLUSTER_ACTION" in r.stderr, r.stderr
+        assert "nothing was changed" in r.stderr, r.stderr
+        assert end_offsets(internal, topic) == before  # nothing written: the LSO stayed
+    finally:
+        _acls(internal, create=False)
+    r = kxtx_as(secure, "admin", *args)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x).get("outcome") for x in r.stdout.splitlines()][-1] == "aborted"
+    assert kxtx_as(secure, "admin", "audit-markers", "--topic", topic).returncode == 0

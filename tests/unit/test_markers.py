@@ -47,12 +47,12 @@ def txn(outcome, start, prepare, complete, *, epoch=0, marker_epoch=None, tid="t
     return rows
 
 
-def data(offset, ts, fate, *, n=5, epoch=0, pid=PID):
-    return PBatch(offset, offset + n - 1, n, pid, epoch, ts, None, fate)
+def data(offset, ts, *, n=5, epoch=0, pid=PID):
+    return PBatch(offset, offset + n - 1, n, pid, epoch, ts, None)
 
 
 def marker(offset, ts, kind, *, epoch=0, pid=PID):
-    return PBatch(offset, offset, 1, pid, epoch, ts, kind, None)
+    return PBatch(offset, offset, 1, pid, epoch, ts, kind)
 
 
 def audit(rows, batches):
@@ -64,56 +64,56 @@ CASES = [
     (
         "a commit with its marker",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.COMMITTED), marker(5, 205, m.COMMIT)],
+        [data(0, 150), marker(5, 205, m.COMMIT)],
         [],
         0,
     ),
     (
         "a lost commit, still open",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.OPEN)],
+        [data(0, 150)],
         [(m.LOST_COMMIT_OPEN, 0, 4, 5, m.OPEN, True)],
         0,
     ),
     (
         "a lost abort, still open",
         txn(m.ABORT, 100, 200, 210),
-        [data(0, 150, m.OPEN)],
+        [data(0, 150)],
         [(m.LOST_ABORT_OPEN, 0, 4, 5, m.OPEN, True)],
         0,
     ),
     (
         "a lost abort committed by the next transaction (same epoch: told apart by time)",
         txn(m.ABORT, 100, 200, 210) + txn(m.COMMIT, 300, 400, 410),
-        [data(0, 150, m.COMMITTED), data(5, 350, m.COMMITTED), marker(10, 405, m.COMMIT)],
+        [data(0, 150), data(5, 350), marker(10, 405, m.COMMIT)],
         [(m.LOST_ABORT_COMMITTED, 0, 4, 5, m.COMMITTED, False)],
         0,
     ),
     (
         "a lost commit aborted by the next transaction",
         txn(m.COMMIT, 100, 200, 210) + txn(m.ABORT, 300, 400, 410),
-        [data(0, 150, m.ABORTED, n=3), data(3, 350, m.ABORTED), marker(8, 405, m.ABORT)],
+        [data(0, 150, n=3), data(3, 350), marker(8, 405, m.ABORT)],
         [(m.LOST_COMMIT_ABORTED, 0, 2, 3, m.ABORTED, False)],
         0,
     ),
     (
         "a lost commit whose producer's next transaction is still running there: not repairable",
         txn(m.COMMIT, 100, 200, 210) + txn(m.COMMIT, 300, None, None),
-        [data(0, 150, m.OPEN), data(5, 350, m.OPEN)],
+        [data(0, 150), data(5, 350)],
         [(m.LOST_COMMIT_OPEN, 0, 4, 5, m.OPEN, False)],
         0,
     ),
     (
         "two lost commits in a row: one COMMIT repairs both",
         txn(m.COMMIT, 100, 200, 210) + txn(m.COMMIT, 300, 400, 410),
-        [data(0, 150, m.OPEN), data(5, 350, m.OPEN)],
+        [data(0, 150), data(5, 350)],
         [(m.LOST_COMMIT_OPEN, 0, 4, 5, m.OPEN, True), (m.LOST_COMMIT_OPEN, 5, 9, 5, m.OPEN, True)],
         0,
     ),
     (
         "a lost commit then a lost abort, both open: one marker cannot end both",
         txn(m.COMMIT, 100, 200, 210) + txn(m.ABORT, 300, 400, 410),
-        [data(0, 150, m.OPEN), data(5, 350, m.OPEN)],
+        [data(0, 150), data(5, 350)],
         [(m.LOST_COMMIT_OPEN, 0, 4, 5, m.OPEN, False), (m.LOST_ABORT_OPEN, 5, 9, 5, m.OPEN, False)],
         0,
     ),
@@ -122,8 +122,8 @@ CASES = [
         txn(m.ABORT, 100, 200, 210, epoch=4, marker_epoch=5) + txn(m.COMMIT, 300, 400, 410, epoch=5),
         # the second transaction's batch carries a timestamp before the first's Prepare (clock skew)
         [
-            data(0, 150, m.COMMITTED, epoch=4),
-            data(5, 190, m.COMMITTED, epoch=5),
+            data(0, 150, epoch=4),
+            data(5, 190, epoch=5),
             marker(10, 405, m.COMMIT, epoch=5),
         ],
         [(m.LOST_ABORT_COMMITTED, 0, 4, 5, m.COMMITTED, False)],
@@ -139,49 +139,49 @@ CASES = [
     (
         "a lost commit repaired since (a marker no coordinator decided): healed",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.COMMITTED), marker(5, 9000, m.COMMIT)],
+        [data(0, 150), marker(5, 9000, m.COMMIT)],
         [(m.HEALED, 0, 4, 5, m.COMMITTED, False)],
         0,
     ),
     (
         "a marker within the brokers' clock slack of its window is not lost",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.COMMITTED), marker(5, 210 + m.MARKER_SLACK_MS, m.COMMIT)],
+        [data(0, 150), marker(5, 210 + m.MARKER_SLACK_MS, m.COMMIT)],
         [],
         0,
     ),
     (
         "a marker of the wrong outcome is not the decision's: the commit was lost, the abort dropped it",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.ABORTED), marker(5, 205, m.ABORT)],
+        [data(0, 150), marker(5, 205, m.ABORT)],
         [(m.LOST_COMMIT_ABORTED, 0, 4, 5, m.ABORTED, False)],
         0,
     ),
     (
-        "open records older than every decision: not assigned, left to the coordinator check",
+        "open records older than every decision: nobody's; the lost commit after them cannot be repaired alone",
         txn(m.COMMIT, 100_000, 200_000, 210_000),
-        [data(0, 100, m.OPEN), data(5, 150_000, m.COMMITTED), marker(10, 205_000, m.COMMIT)],
-        [],
+        [data(0, 100), data(5, 150_000)],
+        [(m.LOST_COMMIT_OPEN, 5, 9, 5, m.OPEN, False)],
         1,
     ),
     (
         "an ongoing transaction's open records are neither lost nor orphans",
         txn(m.COMMIT, 100, None, None),
-        [data(0, 150, m.OPEN)],
+        [data(0, 150)],
         [],
         0,
     ),
     (
         "a transaction prepared but not completed yet is not judged",
         txn(m.COMMIT, 100, 200, None),
-        [data(0, 150, m.OPEN)],
+        [data(0, 150)],
         [],
         0,
     ),
     (
         "another producer's batches are not this decision's",
         txn(m.COMMIT, 100, 200, 210),
-        [data(0, 150, m.OPEN, pid=99), data(5, 160, m.COMMITTED), marker(10, 205, m.COMMIT)],
+        [data(0, 150, pid=99), data(5, 160), marker(10, 205, m.COMMIT)],
         [],
         1,
     ),
@@ -198,7 +198,7 @@ def test_audit_partition(name, rows, batches, expected, orphans):
 
 def test_findings_name_the_decision_and_what_ended_them():
     rows = txn(m.ABORT, 100, 200, 210, tid="a") + txn(m.COMMIT, 300, 400, 410, tid="a")
-    (f,), _ = audit(rows, [data(0, 150, m.COMMITTED), data(5, 350, m.COMMITTED), marker(10, 405, m.COMMIT)])
+    (f,), _ = audit(rows, [data(0, 150), data(5, 350), marker(10, 405, m.COMMIT)])
     assert (f.transactional_id, f.decided, f.decided_ms, f.completed_ms) == ("a", m.ABORT, 200, 210)
     assert (f.marker_offset, f.marker_type, f.assigned_by) == (10, m.COMMIT, "time")
     assert "commit of a's transaction" in f.ended_by
@@ -207,7 +207,7 @@ def test_findings_name_the_decision_and_what_ended_them():
 
 def test_repair_blocker_names_the_running_transaction():
     rows = txn(m.COMMIT, 100, 200, 210, tid="x") + txn(m.COMMIT, 300, None, None, tid="x")
-    (f,), _ = audit(rows, [data(0, 150, m.OPEN), data(5, 350, m.OPEN)])
+    (f,), _ = audit(rows, [data(0, 150), data(5, 350)])
     assert "still running" in f.detail and "x" in f.detail
 
 
@@ -252,5 +252,12 @@ def test_a_complete_appended_after_its_update_time_bounds_the_markers():
     it after: a marker written in between is the decision's, not a lost one's replacement."""
     rows = txn(m.COMMIT, 100, 200, 210)
     rows[-1]["timestamp_ms"] = 20_000  # appended 19.8 s after its last-update time
-    found, _ = audit(rows, [data(0, 150, m.COMMITTED), marker(5, 15_000, m.COMMIT)])
+    found, _ = audit(rows, [data(0, 150), marker(5, 15_000, m.COMMIT)])
     assert found == []
+
+
+def test_fates_are_the_partitions_own():
+    """A data batch's fate is its producer's next marker on the partition, whatever decided it."""
+    bs = [data(0, 1), data(5, 2), marker(10, 3, m.ABORT), data(11, 4), marker(16, 5, m.COMMIT), data(17, 6)]
+    fates = m.fates_of(bs)
+    assert [fates.get(id(b)) for b in bs] == [m.ABORTED, m.ABORTED, None, m.COMMITTED, None, m.OPEN]
