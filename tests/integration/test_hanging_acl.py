@@ -124,7 +124,8 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
 
 def _acls(internal: str, create: bool) -> None:
     """READ and DESCRIBE on __transaction_state for `limited` (the audit reads the coordinators'
-    decisions there), granted or taken back by the internal super user."""
+    decisions there) and READ on its reader's consumer group, granted or taken back by the internal
+    super user."""
     from confluent_kafka.admin import (
         AclBinding,
         AclBindingFilter,
@@ -136,18 +137,18 @@ def _acls(internal: str, create: bool) -> None:
     )
 
     admin = AdminClient({"bootstrap.servers": internal})
+    user, topic, group = "User:limited", ResourceType.TOPIC, ResourceType.GROUP
+    literal, prefixed, allow = (
+        ResourcePatternType.LITERAL,
+        ResourcePatternType.PREFIXED,
+        AclPermissionType.ALLOW,
+    )
     args = [
-        (
-            ResourceType.TOPIC,
-            "__transaction_state",
-            ResourcePatternType.LITERAL,
-            "User:limited",
-            "*",
-            op,
-            AclPermissionType.ALLOW,
-        )
+        (topic, "__transaction_state", literal, user, "*", op, allow)
         for op in (AclOperation.READ, AclOperation.DESCRIBE)
     ]
+    # the throwaway consumer group of kxtx's __transaction_state reader
+    args.append((group, "kxtx-dump-", prefixed, user, "*", AclOperation.READ, allow))
     if create:
         futs = admin.create_acls([AclBinding(*a) for a in args], request_timeout=30).values()
     else:
