@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
 from kxtx.settings import Settings
@@ -442,7 +442,10 @@ class _PartitionReader:
                     logger.info(f"fetching {self.source.topic}[{self.p}] from broker {self.leader}: {exc}")
             self.leader = None
             if time.monotonic() > deadline:
-                raise KafkaOperationError(f"fetching {self.source.topic}[{self.p}]: no leader answered")
+                raise Unavailable(
+                    f"fetching {self.source.topic}[{self.p}]: no leader answered for {self.source.settings.timeout:g}s"
+                    " (a broker down?); run it again when the partition has a leader"
+                )
             time.sleep(0.2)
 
     def _open(self) -> tuple[Any, int, int, dict[str, Any]]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx import clients
 from kxtx.dump.source import RawRecord, Start
-from kxtx.errors import KafkaOperationError
+from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
@@ -101,7 +101,8 @@ class RawFetchSource:
                 return self._log_starts_once(partitions, min(10.0, self.settings.timeout))
             except KafkaOperationError as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    # asked for three --timeouts while leaders could move: a partition without one
+                    raise Unavailable(f"{exc} (for {3 * self.settings.timeout:g}s: a broker down?)") from exc
                 logger.info(f"{exc}; asking again (a leader may be moving)")
 
     def _log_starts_once(self, partitions: list[int], timeout: float) -> dict[int, int]:

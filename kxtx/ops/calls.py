@@ -291,7 +291,7 @@ class Cluster:
                         fut.result(timeout=self.settings.timeout).offset,
                     )
                 except Exception as exc:  # noqa: BLE001 - one partition; keep the others
-                    logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+                    logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc, 'ListOffsets')}")
         return out
 
     def offsets_for_times(self, times: dict[TP, int]) -> dict[TP, int]:
@@ -311,7 +311,9 @@ class Cluster:
             try:
                 out[(ctp.topic, ctp.partition)] = fut.result(timeout=t).offset
             except Exception as exc:  # noqa: BLE001 - the caller reads such a partition from its start
-                logger.warning(f"ListOffsets by time {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+                logger.warning(
+                    f"ListOffsets by time {ctp.topic}:{ctp.partition}: {_reason(exc, 'ListOffsets')}"
+                )
         return out
 
     def log_starts(self, tps: list[TP]) -> dict[TP, int]:
@@ -331,7 +333,9 @@ class Cluster:
             try:
                 out[(ctp.topic, ctp.partition)] = fut.result(timeout=t).offset
             except Exception as exc:  # noqa: BLE001 - the reader asks for this one itself
-                logger.info(f"ListOffsets earliest {ctp.topic}:{ctp.partition}: {_reason(exc)}")
+                logger.info(
+                    f"ListOffsets earliest {ctp.topic}:{ctp.partition}: {_reason(exc, 'ListOffsets')}"
+                )
         return out
 
     def committed(self, tps: list[TP], groups: list[str] | None = None) -> dict[TP, dict[str, int]]:

@@ -204,6 +204,22 @@ def test_repair_writes_the_decided_markers(scene):
     a_before, b_before = _committed(kafka, t["A"]), _committed(kafka, t["B"])
     assert a_before == Counter({(1, f"A1-1-{i}".encode()): 1 for i in range(RECORDS)})
     assert b_before == Counter()
+    # Its only broker down: a one-line error and exit 75 (run it again), nothing written.
+    kafka.sandbox.pause_node(VICTIM)
+    try:
+        down = ch.run(kafka, "repair-markers", "--topic", t["A"], "--yes", "--timeout", "5")
+    finally:
+        kafka.sandbox.resume_node(VICTIM)
+    assert down.returncode == 75, down.stderr
+    assert down.stderr.startswith("kxtx: error: ") and "Traceback" not in down.stderr, down.stderr
+    wait_until(
+        lambda: ch.leaders(kafka, t["A"])[0] == VICTIM,
+        120,
+        "partition 0 led again",
+        every=0.5,
+        tolerate=ch.MOVING,
+    )
+    assert _committed(kafka, t["A"]) == a_before
     dry = ch.run(kafka, "repair-markers", "--topic", t["A"], "--dry-run", "-o", "json")
     assert dry.returncode == 3, dry.stderr
     assert _committed(kafka, t["A"]) == a_before  # the dry run wrote nothing

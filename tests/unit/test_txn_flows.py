@@ -219,3 +219,31 @@ def test_abort_preflight_names_the_missing_cluster_permission(ops, allowed):
     else:
         with pytest.raises(AuthorizationError, match="ALTER on Cluster is required .*CLUSTER_ACTION"):
             abort.preflight(c)
+
+
+def test_a_repair_writes_commit_and_refuses_a_producer_that_wrote_since_the_plan():
+    tp = ("r", 0)
+    planned = OpenTxn("r", 0, 1, 2, 0, OLD, 5, last_sequence=4)
+    c = FakeCluster(producers={tp: [planned]})
+    (res,) = abort.execute(c, [abort.Target(planned, commit=True, same_writes=True)])
+    assert (res.outcome, res.marker, c.markers) == ("committed", "COMMIT", [(tp, 1, 2, 0, "COMMIT")])
+    moved_on = OpenTxn("r", 0, 1, 2, 0, NOW, 5, last_sequence=9)
+    c = FakeCluster(producers={tp: [moved_on]})
+    (res,) = abort.execute(c, [abort.Target(planned, commit=True, same_writes=True)])
+    assert res.outcome == "failed" and "wrote to the partition since the plan" in res.detail
+    assert c.markers == []  # nothing written
+
+
+def test_a_marker_write_that_meets_a_moving_leader_writes_nothing_and_says_so():
+    from kxtx.errors import KafkaOperationError
+
+    tp = ("r", 0)
+    planned = OpenTxn("r", 0, 1, 2, 0, OLD, 5)
+    c = FakeCluster(producers={tp: [planned]})
+
+    def refuse(*_args, **_kwargs):
+        raise KafkaOperationError("WriteTxnMarkers COMMIT on r:0: NOT_LEADER_OR_FOLLOWER")
+
+    c.write_marker = refuse
+    (res,) = abort.execute(c, [abort.Target(planned, commit=True)])
+    assert res.outcome == "leader moved" and "nothing written" in res.detail and not res.resolved
