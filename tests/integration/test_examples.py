@@ -101,6 +101,8 @@ SCENARIOS: dict[str, list[str]] = {
 }
 #: Examples run elsewhere, with the reason and the tests that cover them.
 ELSEWHERE = {
+    r"kxtx (audit|repair)-markers --since 2h( --dry-run)?": "lost markers need a 3-node cluster and a "
+    "fenced broker: tests/integration/test_multibroker_lost_markers.py runs both lines as written",
     r"bash scripts/test\.sh": "running the suite inside itself would recurse: tests/unit/test_test_script.py "
     "and tests/unit/test_ci_script.py run the script with a recording interpreter",
 }

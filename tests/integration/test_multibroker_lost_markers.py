@@ -132,6 +132,17 @@ def _findings(scene, topic_name: str) -> list[dict]:
     return json.loads(r.stdout)["findings"]
 
 
+def test_the_readme_lines_as_written(scene):
+    """README's two lines (other tests' outages on this cluster may add rows: only exit codes here)."""
+    audit = ch.run(scene["kafka"], "audit-markers", "--since", "2h")
+    plan = ch.run(scene["kafka"], "repair-markers", "--since", "2h", "--dry-run")
+    if scene["lost"]:
+        assert audit.returncode == 3 and plan.returncode == 3, (audit.stderr, plan.stderr)
+    else:
+        assert audit.returncode == 0 and plan.returncode == 0, (audit.stderr, plan.stderr)
+    assert "dry run" in plan.stderr or not scene["lost"], plan.stderr
+
+
 def test_audit_classifies_each_lost_marker(scene):
     r = _audit(scene)
     doc = json.loads(r.stdout)
