@@ -179,6 +179,11 @@ def _judge_all(
         report.findings.extend(found)
         if unexplained:
             orphans[tp] = unexplained
+    if window.from_offset is not None:
+        for f in report.findings:
+            if f.kind == markers.NO_RECORDS:  # its records, if any, may be before the window
+                f.kind = markers.UNDETERMINED
+                f.detail = f"no record of it at or after --from {window.from_offset}: any it wrote are before"
     if orphans:
         report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
     report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))

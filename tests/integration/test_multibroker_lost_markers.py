@@ -126,8 +126,8 @@ def _audit(scene, *args: str):
     return ch.run(scene["kafka"], "audit-markers", "-o", "json", *args)
 
 
-def _findings(scene, topic_name: str) -> list[dict]:
-    r = _audit(scene, "--topic", scene["topics"][topic_name])
+def _findings(scene, topic_name: str, *args: str) -> list[dict]:
+    r = _audit(scene, "--topic", scene["topics"][topic_name], *args)
     assert r.returncode in (0, 3), r.stderr
     return json.loads(r.stdout)["findings"]
 
@@ -176,7 +176,12 @@ def test_audit_classifies_each_lost_marker(scene):
         assert (f["partition"], f["transactional_id"]) == (0, tid[n]), f
         # exactly the first transaction's records: offsets 0..4 of partition 0, not the second's
         assert (f["first_offset"], f["last_offset"], f["records"]) == (0, RECORDS - 1, RECORDS), f
-    assert "C" in mine[t["C"]]["ended_by"] or tid["C"] in mine[t["C"]]["ended_by"]
+    assert tid["C"] in mine[t["C"]]["ended_by"]
+    # an offset window: from 0 the same; past the records, the decision cannot be judged
+    (whole,) = _findings(scene, "A", "--partition", "0", "--from", "0")
+    assert whole["kind"] == "lost-commit-open", whole
+    (past,) = _findings(scene, "A", "--partition", "0", "--from", str(RECORDS))
+    assert past["kind"] == "undetermined" and "--from" in past["detail"], past
     # partition 1 of every topic got its markers: nothing reported there
     assert all(f["partition"] == 0 for f in mine.values())
 
@@ -222,7 +227,8 @@ def test_repair_writes_the_decided_markers(scene):
     finally:
         kafka.sandbox.resume_node(VICTIM)
     assert down.returncode == 75, down.stderr
-    assert down.stderr.startswith("kxtx: error: ") and "Traceback" not in down.stderr, down.stderr
+    errors = [line for line in down.stderr.splitlines() if line.startswith("kxtx: error: ")]
+    assert len(errors) == 1 and "Traceback" not in down.stderr, down.stderr
     wait_until(
         lambda: ch.leaders(kafka, t["A"])[0] == VICTIM,
         120,
