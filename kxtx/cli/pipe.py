@@ -71,11 +71,16 @@ def pipe(
         ),
     ],
     group: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--group", "-g", metavar="GROUP", help="Consumer group; its committed offsets are the progress."
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Consumer group; its committed offsets are the progress. Default: kxtx-pipe-OUT-HASH "
+            "of the input topics, the output topic and the UDF (not of other options), shown in the "
+            "summary: the same line run again resumes where the last run committed.",
         ),
-    ],
+    ] = None,
     transactional_id: Annotated[
         str | None,
         typer.Option(

@@ -14,6 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
+from kxtx.derived import derived_name
 from kxtx.errors import InputError, UsageError
 
 VERSION = 1
@@ -107,9 +108,7 @@ class Checkpoint:
 
 def default_transactional_id(topic: str, paths: list[str]) -> str:
     """Stable across runs of the same command: the topic plus a hash of the absolute input paths."""
-    names = ["-" if p == "-" else os.path.abspath(p) for p in paths]
-    digest = hashlib.sha256("\0".join(names).encode("utf-8")).hexdigest()[:12]
-    return f"kxtx-produce-{topic}-{digest}"
+    return derived_name(f"kxtx-produce-{topic}", ["-" if p == "-" else os.path.abspath(p) for p in paths])
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,24 @@ def test_cli_identity_summary(kafka, run_kxtx, mode):
     assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr
 
 
+def test_the_line_without_group_runs_and_its_rerun_resumes(kafka, run_kxtx):
+    """`kxtx pipe --in A --out B --udf mod:fn` as written: the default group, shown in the summary,
+    is the same for the same line, so the second run reads only what arrived since the first."""
+    src, vals = inputs(kafka, n=500)
+    out = kafka.create_topic()
+    line = ["pipe", "--in", src, "--out", out, "--udf", f"{UDFS}:identity", "--until-idle", "3", "-o", "json"]
+    first = json_doc(run_kxtx(*line))
+    assert first["group"].startswith(f"kxtx-pipe-{out}-")
+    assert first["records_in"] == 500
+    more = [b"later-%d" % i for i in range(200)]
+    produce(kafka.bootstrap, src, more)
+    second = json_doc(run_kxtx(*line))
+    assert second["group"] == first["group"]
+    assert second["records_in"] == 200  # nothing read twice
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals + more)
+    assert sum(committed_offsets(kafka.bootstrap, first["group"], src, 2)) == 700
+
+
 @pytest.mark.parametrize(
     "udf, message",
     [
