@@ -194,7 +194,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from produce" -l records-per-txn -s 
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l bytes-per-txn -r -d "Also commit once the values reach this size (e.g. 64MiB)."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l all-or-nothing -d "The whole input in one transaction (transaction.timeout.ms 15 min unless -X)."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l checkpoint-topic -r -d "Compacted topic holding the input positions; created when missing."
-complete -c kxtx -n "__fish_seen_subcommand_from produce" -l restart -d "Ignore the checkpoint: produce every input again from its beginning (also for a "
+complete -c kxtx -n "__fish_seen_subcommand_from produce" -l restart -d "Ignore the checkpoint: produce every input again from its beginning, writing its"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l on-error -r -a "fail skip dlq:" -d "A bad line: fail (exit 1, open transaction aborted), skip (counted), or dlq:TOPI"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l dry-run -d "Show the plan and change nothing."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -s b -l bootstrap-servers -r -d "Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS."

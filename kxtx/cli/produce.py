@@ -163,8 +163,9 @@ def produce(
         typer.Option(
             "--restart",
             rich_help_panel=_TXN,
-            help="Ignore the checkpoint: produce every input again from its beginning (also for a "
-            "changed file, which is refused otherwise).",
+            help="Ignore the checkpoint: produce every input again from its beginning, writing its "
+            "committed records a second time (for a file changed in its committed part, which is "
+            "refused otherwise).",
         ),
     ] = False,
     on_error: Annotated[
