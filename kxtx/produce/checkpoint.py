@@ -153,10 +153,13 @@ class CommittedPrefix:
         self._ahead = b""  # read past `offset` by `more()`, not hashed yet
 
     def _read(self, n: int) -> bytes:
+        """The next `n` bytes after `offset` (`_ahead` is empty when this is called)."""
         if self._stream is None:
             raw = open(self.path, "rb")  # noqa: SIM115 - closed by close()
-            self._stream = gzip.GzipFile(fileobj=raw, mode="rb") if self.gz else raw  # type: ignore[assignment]
-        assert self._stream is not None
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if self.gz else raw  # type: ignore[assignment]
+            if self.offset:  # opened again after close(): on from where it was
+                stream.seek(self.offset)
+            self._stream = stream
         return self._stream.read(n)
 
     def advance(self, offset: int, keep: int = 0) -> int:
@@ -191,6 +194,9 @@ class CommittedPrefix:
         return self._hash.hexdigest()
 
     def close(self) -> None:
+        """Close the file (a later `advance` opens it again where it was): a run over many
+        inputs keeps no more of them open than it reads."""
+        self._ahead = b""
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -231,6 +237,7 @@ def plan(prev: FilePosition | None, path: str, gz: bool, read_range) -> Resume:
     if more and prev.offset and prefix.last_byte != b"\n":
         prefix.close()
         raise _changed(path, prev, f"its last line {prev.line} had no line break and now goes on")
+    prefix.close()
     if prev.eof and not more:
         return Resume(prev.offset, prev.line, True, "done", prefix)
     return Resume(prev.offset, prev.line, False, "appended" if prev.eof else "resumed", prefix)

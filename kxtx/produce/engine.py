@@ -265,6 +265,8 @@ class Run:
                     "was read); run the same command again to check it against the last commit"
                 )
             pos.committed_sha256 = prefix.hexdigest()
+            if pos.eof:  # read to its end: it moves no more in this run
+                prefix.close()
 
     def _summary(self, plans: list[cpmod.Resume]) -> dict:
         files = []

@@ -204,3 +204,24 @@ def test_a_version_1_checkpoint_still_resumes_or_is_refused_clearly(tmp_path):
     pos.committed_sha256 = cp.sha256(DATA[:7])
     again = cp.Checkpoint.from_bytes(old.to_bytes(), "x")
     assert again == old and b'"version":2' in old.to_bytes()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_committed_prefix_closed_between_commits_hashes_the_same(tmp_path, gz):
+    """A run over many inputs closes each between uses (no file handle per input): opened again,
+    it goes on where it was."""
+    path = tmp_path / ("f.txt.gz" if gz else "f.txt")
+    path.write_bytes(gzip.compress(TEXT) if gz else TEXT)
+    straight = cp.CommittedPrefix(str(path), gz)
+    straight.advance(len(TEXT))
+    stepped = cp.CommittedPrefix(str(path), gz)
+    for offset in (3, AFTER_4, AFTER_4, len(TEXT) - 2, len(TEXT)):
+        stepped.advance(offset, keep=2)
+        assert stepped.window == TEXT[offset - 2 : offset]
+        assert stepped.more() == (offset < len(TEXT))
+        stepped.close()
+    assert stepped.hexdigest() == straight.hexdigest() == cp.sha256(TEXT)
+    straight.close()
+    prev = _committed_after(str(path), 4, gz)
+    got = cp.plan(prev, str(path), gz, read_range)
+    assert got.prefix is not None and got.prefix._stream is None  # planned, verified, closed
