@@ -37,6 +37,29 @@ def is_tty(stream: TextIO | None = None) -> bool:
     return hasattr(out, "isatty") and out.isatty()
 
 
+class StatusLine:
+    """A progress line rewritten in place on a terminal: a carriage return takes the cursor back to
+    the start of the line but erases nothing, so a shorter text is padded with blanks over what the
+    longer one before it left (`lag 0   ,024`)."""
+
+    def __init__(self, stream: TextIO | None = None):
+        self.stream, self.width = stream, 0
+
+    def show(self, text: str) -> None:
+        out = self.stream or sys.stderr
+        out.write(f"\r{text}{' ' * (self.width - len(text))}")
+        out.flush()
+        self.width = len(text)  # what is past it is blank now
+
+    def end(self) -> None:
+        """Leave the line as it is and move below it (nothing when nothing was shown)."""
+        if self.width:
+            out = self.stream or sys.stderr
+            out.write("\n")
+            out.flush()
+            self.width = 0
+
+
 def choose(fmt: OutputFormat | None) -> OutputFormat:
     if fmt is not None:
         return fmt

@@ -21,7 +21,7 @@ from kxtx.cli.common import (
     connection,
     is_tty,
 )
-from kxtx.cli.output import emit
+from kxtx.cli.output import StatusLine, emit
 from kxtx.pipe.settings import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
 
 _BATCH = "Batching and stopping"
@@ -71,11 +71,16 @@ def pipe(
         ),
     ],
     group: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--group", "-g", metavar="GROUP", help="Consumer group; its committed offsets are the progress."
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Consumer group; its committed offsets are the progress. Default: kxtx-pipe-OUT-HASH "
+            "of the input topics, the output topic and the UDF (not of other options), shown in the "
+            "summary: the same line run again resumes where the last run committed.",
         ),
-    ],
+    ] = None,
     transactional_id: Annotated[
         str | None,
         typer.Option(
@@ -246,7 +251,7 @@ class _Progress:
     """A rewritten status line on a terminal; otherwise a plain line every 30 s (for logs)."""
 
     def __init__(self, tty: bool):
-        self.tty, self.shown, self.next_line = tty, False, time.monotonic() + 30
+        self.tty, self.line, self.next_line = tty, StatusLine(), time.monotonic() + 30
 
     def __call__(self, p: dict) -> None:
         lag = "?" if p.get("lag") is None else f"{p['lag']:,}"
@@ -256,15 +261,11 @@ class _Progress:
             f"{p['rate']:,.0f} rec/s  lag {lag}"
         )
         if self.tty:
-            sys.stderr.write(f"\r{text}  ")
-            self.shown = True
+            self.line.show(text)
         elif time.monotonic() >= self.next_line:
             self.next_line = time.monotonic() + 30
             sys.stderr.write(f"kxtx: progress: {text}\n")
-        sys.stderr.flush()
+            sys.stderr.flush()
 
     def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.shown = False
+        self.line.end()

@@ -20,7 +20,7 @@ from kxtx.cli.common import (
     connection,
     is_tty,
 )
-from kxtx.cli.output import emit
+from kxtx.cli.output import StatusLine, emit
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
 
 _MAP = "Record mapping"
@@ -163,8 +163,9 @@ def produce(
         typer.Option(
             "--restart",
             rich_help_panel=_TXN,
-            help="Ignore the checkpoint: produce every input again from its beginning (also for a "
-            "changed file, which is refused otherwise).",
+            help="Ignore the checkpoint: produce every input again from its beginning, writing its "
+            "committed records a second time (for a file changed in its committed part, which is "
+            "refused otherwise).",
         ),
     ] = False,
     on_error: Annotated[
@@ -238,17 +239,13 @@ class _Progress:
     """One rewritten status line on stderr (only when stderr is a terminal)."""
 
     def __init__(self):
-        self.shown = False
+        self.line = StatusLine()
 
     def __call__(self, p: dict) -> None:
-        sys.stderr.write(
-            f"\r{p['records']:,} records  {p['bytes'] / 1e6:,.1f} MB  "
-            f"{p['records_per_s']:,.0f} rec/s  {p['transactions']:,} transactions committed  "
+        self.line.show(
+            f"{p['records']:,} records  {p['bytes'] / 1e6:,.1f} MB  "
+            f"{p['records_per_s']:,.0f} rec/s  {p['transactions']:,} transactions committed"
         )
-        sys.stderr.flush()
-        self.shown = True
 
     def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self.line.end()

@@ -227,6 +227,7 @@ class Pipe(PipeCore):
         outputs = to_records(batch, out, self.cfg.out, self.cfg.dlq, self.loaded.name)
         if outputs.failure is not None:
             self.txn.abort()
+            stats.aborted += 1  # the message says so: the summary counts it
             raise self.udf_failed(outputs.failure)
         self.txn.produce_records(outputs.records)
         t2 = time.perf_counter()

@@ -340,13 +340,18 @@ class ExecutorPipe(PipeCore):
     def _absorb(self, results: list[taskmod.TaskResult]) -> int:
         got = failed = unavailable = 0
         s = self.stats
+        udf_failure = None
         for r in results:
             key = (r.topic, r.partition)
             s.consume_s += r.consume_s
             s.produce_s += r.produce_s + r.udf_s
             s.commit_s += r.commit_s
             if r.status == "udf-error" and r.udf_failure is not None:
-                raise self.udf_failed(r.udf_failure)
+                # The run stops on it once the round is counted: the other tasks of the round
+                # committed or aborted on their own, and the summary must say what they did.
+                s.aborted += 1
+                udf_failure = udf_failure or r.udf_failure
+                continue
             if r.status == "fatal":
                 raise KafkaOperationError(f"{key[0]}[{key[1]}]: {r.error}")
             if r.status == "fenced" and key in self._planned_from:
@@ -374,6 +379,8 @@ class ExecutorPipe(PipeCore):
                         *key,
                         plural(r.recovered, "record"),
                     )
+        if udf_failure is not None:
+            raise self.udf_failed(udf_failure)
         if failed and not got:
             self._failed(f"{failed} task(s) fenced or aborted", unavailable == failed)
         else:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field, fields
 
+from kxtx.derived import derived_name
 from kxtx.errors import UsageError
+from kxtx.pipe.udf import parse_spec
 
 #: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
 #: a hand-written EOS loop (c/b) is 0.86 / 0.99 / 0.99 / 1.00 at 20k / 50k / 100k / 200k records per
@@ -54,8 +55,21 @@ def subscription_conf(props: dict, inputs: list[str]) -> dict:
 
 def default_transactional_id(group: str, inputs: list[str], out: str) -> str:
     """Stable across restarts and hosts, so a restarted pipe fences the one it replaces."""
-    digest = hashlib.sha256("\0".join(sorted(inputs) + ["->", out]).encode()).hexdigest()[:10]
-    return f"kxtx-pipe-{group}-{digest}"
+    return derived_name(f"kxtx-pipe-{group}", sorted(inputs) + ["->", out], digits=10)
+
+
+def default_group(inputs: list[str], out: str, udf: str) -> str:
+    """`kxtx-pipe-OUT-HASH` of what the pipe is: its input topics (or patterns; their order and
+    repeats do not matter), its output topic and its UDF (a file by its absolute path, so the line
+    run from another directory is the same pipe). Nothing else: a rerun with other batch sizes,
+    -X settings, mode, value format or --on-udf-error (e.g. adding a dead-letter topic to get past
+    a bad record) is the same pipe and must resume from its committed offsets, not read its inputs
+    again from the start into the same output."""
+    target = parse_spec(udf)
+    where = str(target.path.resolve()) if target.path is not None else target.module
+    return derived_name(
+        f"kxtx-pipe-{out}", [*sorted(set(inputs)), "->", out, "udf", f"{where}:{target.function}"]
+    )
 
 
 def parse_on_udf_error(text: str) -> str | None:
@@ -74,7 +88,8 @@ class PipeConfig:
 
     inputs: list[str]
     out: str
-    group: str
+    #: None: `default_group` of the inputs, output and UDF
+    group: str | None
     udf: str
     transactional_id: str | None = None
     start: str = "earliest"
@@ -117,13 +132,15 @@ class PipeConfig:
         if batch is None:
             batch = EXECUTOR_BATCH_RECORDS if mode == "executors" else DEFAULT_BATCH_RECORDS
         given = {f.name: getattr(self, f.name) for f in fields(self)}
+        group = self.group if self.group is not None else default_group(self.inputs, self.out, self.udf)
         return RunConfig(
             **{
                 **given,
                 "mode": mode,
                 "batch_max_records": batch,
+                "group": group,
                 "transactional_id": self.transactional_id
-                or default_transactional_id(self.group, self.inputs, self.out),
+                or default_transactional_id(group, self.inputs, self.out),
             }
         )
 
@@ -133,8 +150,8 @@ class PipeConfig:
             raise UsageError("--in: give at least one topic (or a ^regex)")
         if not self.out.strip():
             raise UsageError("--out: give the output topic")
-        if not self.group.strip():
-            raise UsageError("--group: give the consumer group")
+        if self.group is not None and not self.group.strip():
+            raise UsageError("--group: give the consumer group, or leave the option out for the default")
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
         if self.batch_max_records is not None and self.batch_max_records < 1:
@@ -175,7 +192,8 @@ class PipeConfig:
 @dataclass(frozen=True)
 class RunConfig(PipeConfig):
     """A checked PipeConfig with its defaults filled in (made by `PipeConfig.resolve()` only):
-    `mode` is driver or executors, `batch_max_records` and `transactional_id` are set."""
+    `mode` is driver or executors, `group`, `batch_max_records` and `transactional_id` are set."""
 
+    group: str
     batch_max_records: int = DEFAULT_BATCH_RECORDS
     transactional_id: str = ""

@@ -316,17 +316,17 @@ def _plain_values(results: list, json_values: bool) -> list | None:
 
 
 def _call_each(func, inputs: list) -> list:
-    try:
-        return [func(v) for v in inputs]
-    except Exception:  # noqa: BLE001 - again one by one, to pin the error on its record
-        return [_call(func, v) for v in inputs]
-
-
-def _call(func, value) -> Any:
-    try:
-        return func(value)
-    except Exception as exc:  # noqa: BLE001 - a UDF error belongs to its record
-        return _Failed(exc)
+    """The UDF on each input, once: a record it raises on gets a `_Failed` and the calls go on
+    with the next one. (list.extend keeps what `map` gave before an exception, and `rest` is past
+    the failing record: no record is called twice, which a slow UDF or a model call would pay for.)"""
+    results: list = []
+    rest = iter(inputs)
+    while True:
+        try:
+            results.extend(map(func, rest))
+            return results
+        except Exception as exc:  # noqa: BLE001 - a UDF error belongs to its record
+            results.append(_Failed(exc))
 
 
 def _vectorised(func, kind, values: list, record_mode: bool) -> list:

@@ -1,27 +1,37 @@
 """Checkpoints for `kxtx produce`: where each input stands, written in the same transaction as its
 records, to a compacted topic keyed by the transactional id.
 
-A file is recognised by its path, size and a hash of its first bytes; the last record before the
-checkpoint is hashed too, so a file edited in the middle is noticed where the next run would seek. A
-file that only grew (appended lines) continues; any other change is refused unless the caller asks
-to start over.
+A file is recognised by its path and a hash of its committed part: the (uncompressed) bytes before
+the checkpoint's offset, the lines whose records are in the topic. A file whose committed part is
+unchanged continues after it, whatever else changed (a fixed bad line after it, appended lines, a
+new inode or mtime); a change inside the committed part is refused unless the caller asks to start
+over, which writes those records again.
+
+Version 1 checkpoints (before the committed part was hashed) kept the size, a hash of the first
+64 KiB and of the last committed record: they are still read and judged by those, and the next
+commit writes version 2.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from typing import BinaryIO
 
+from kxtx.derived import derived_name
 from kxtx.errors import InputError, UsageError
 
-VERSION = 1
+VERSION = 2
+#: versions this kxtx reads (1: no hash of the committed part)
+READABLE = (1, 2)
 PREFIX_BYTES = 64 * 1024
 DEFAULT_TOPIC = "kxtx-checkpoints"
 
 
-def _sha256(data: bytes) -> str:
+def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -43,7 +53,7 @@ def identify(path: str, prefix_len: int | None = None) -> FileIdentity:
             prefix = f.read(n)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
-    return FileIdentity(full, size, len(prefix), _sha256(prefix))
+    return FileIdentity(full, size, len(prefix), sha256(prefix))
 
 
 @dataclass
@@ -57,13 +67,15 @@ class FilePosition:
     #: the last record before `offset`, line terminator included (to verify the seek target)
     last_len: int = 0
     last_sha256: str = ""
+    #: SHA-256 of the uncompressed bytes [0, offset): the committed part (None: a version 1 checkpoint)
+    committed_sha256: str | None = None
 
     def advance(self, lineno: int, start: int, end: int, raw: bytes) -> None:
         """After the record `raw` (terminator stripped) that spans bytes [start, end)."""
         term = end - start - len(raw)  # 0, 1 (\n) or 2 (\r\n): what the reader stripped
         self.offset, self.line = end, lineno
         self.last_len = end - start
-        self.last_sha256 = _sha256(raw + b"\r\n"[2 - term :] if term else raw)
+        self.last_sha256 = sha256(raw + b"\r\n"[2 - term :] if term else raw)
 
 
 @dataclass
@@ -84,7 +96,7 @@ class Checkpoint:
     def from_bytes(cls, data: bytes, where: str) -> Checkpoint:
         try:
             doc = json.loads(data)
-            if doc.get("version") != VERSION:
+            if doc.get("version") not in READABLE:
                 raise InputError(
                     f"{where}: checkpoint version {doc.get('version')!r} is not "
                     f"{VERSION}; was it written by a newer kxtx?"
@@ -107,9 +119,7 @@ class Checkpoint:
 
 def default_transactional_id(topic: str, paths: list[str]) -> str:
     """Stable across runs of the same command: the topic plus a hash of the absolute input paths."""
-    names = ["-" if p == "-" else os.path.abspath(p) for p in paths]
-    digest = hashlib.sha256("\0".join(names).encode("utf-8")).hexdigest()[:12]
-    return f"kxtx-produce-{topic}-{digest}"
+    return derived_name(f"kxtx-produce-{topic}", ["-" if p == "-" else os.path.abspath(p) for p in paths])
 
 
 @dataclass(frozen=True)
@@ -120,36 +130,142 @@ class Resume:
     line: int = 0
     done: bool = False
     note: str = "new"
+    #: the committed part's hash, read up to `offset`, for the next commit to extend
+    prefix: CommittedPrefix | None = field(default=None, compare=False, repr=False)
+
+
+class CommittedPrefix:
+    """The SHA-256 of a file's first bytes (uncompressed), extended forward as commits move the
+    offset: each byte is read once per run, on a handle of its own opened when the run plans the
+    file. It also keeps the bytes of the last record, to check them against what the producer read."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, path: str, gz: bool):
+        self.path, self.gz = path, gz
+        self._stream: BinaryIO | None = None
+        self._start()
+
+    def _start(self) -> None:
+        self.close()
+        self.offset, self.last_byte, self.window = 0, b"", b""
+        self._hash = hashlib.sha256()
+        self._ahead = b""  # read past `offset` by `more()`, not hashed yet
+
+    def _read(self, n: int) -> bytes:
+        """The next `n` bytes after `offset` (`_ahead` is empty when this is called)."""
+        if self._stream is None:
+            raw = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if self.gz else raw  # type: ignore[assignment]
+            if self.offset:  # opened again after close(): on from where it was
+                stream.seek(self.offset)
+            self._stream = stream
+        return self._stream.read(n)
+
+    def advance(self, offset: int, keep: int = 0) -> int:
+        """Hash up to `offset` (or the end of the file, if sooner), keeping the last `keep` bytes
+        in `window`; the offset reached."""
+        if offset < self.offset:  # started over (--restart): hash from the beginning again
+            self._start()
+        tail = self.window if keep else b""
+        while self.offset < offset:
+            want = min(self.CHUNK, offset - self.offset)
+            if self._ahead:
+                chunk, self._ahead = self._ahead[:want], self._ahead[want:]
+            else:
+                chunk = self._read(want)
+            if not chunk:
+                break
+            self._hash.update(chunk)
+            self.offset += len(chunk)
+            self.last_byte = chunk[-1:]
+            if keep:  # copies at most `keep` bytes of the chunk
+                tail = (tail + chunk[-keep:])[-keep:]
+        self.window = tail[-keep:] if keep else b""
+        return self.offset
+
+    def more(self) -> bool:
+        """Whether the file has bytes after `offset`."""
+        if not self._ahead:
+            self._ahead = self._read(1)
+        return bool(self._ahead)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+    def close(self) -> None:
+        """Close the file (a later `advance` opens it again where it was): a run over many
+        inputs keeps no more of them open than it reads."""
+        self._ahead = b""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def _changed(path: str, prev: FilePosition, why: str) -> InputError:
+    lines = f"lines 1-{prev.line}" if prev.line > 1 else "line 1"
+    return InputError(
+        f"{path}: changed since the last committed checkpoint in the part already produced ({why}); "
+        f"re-run with --restart to produce it again from line 1, which writes the records of {lines} "
+        "a second time (duplicates), or use another --transactional-id"
+    )
 
 
 def plan(prev: FilePosition | None, path: str, gz: bool, read_range) -> Resume:
     """Compare a file with its checkpoint. `read_range(path, gz, start, end)` reads uncompressed
-    bytes (injected so the rules are testable without files). Raises InputError if it changed."""
+    bytes (for version 1 checkpoints; injected so the rules are testable without files). Raises
+    InputError if the committed part changed."""
     if prev is None:
-        return Resume()
+        return Resume(prefix=CommittedPrefix(path, gz))
+    if prev.committed_sha256 is None:
+        resume = _plan_v1(prev, path, gz, read_range)
+        return Resume(resume.offset, resume.line, resume.done, resume.note, CommittedPrefix(path, gz))
+    prefix = CommittedPrefix(path, gz)
+    try:
+        reached = prefix.advance(prev.offset)
+        more = prefix.more()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        prefix.close()
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if reached < prev.offset or prefix.hexdigest() != prev.committed_sha256:
+        prefix.close()
+        if reached < prev.offset:
+            raise _changed(
+                path, prev, f"it now ends at byte {reached}, line {prev.line} ended at {prev.offset}"
+            )
+        raise _changed(path, prev, "its bytes differ")
+    if more and prev.offset and prefix.last_byte != b"\n":
+        prefix.close()
+        raise _changed(path, prev, f"its last line {prev.line} had no line break and now goes on")
+    prefix.close()
+    if prev.eof and not more:
+        return Resume(prev.offset, prev.line, True, "done", prefix)
+    return Resume(prev.offset, prev.line, False, "appended" if prev.eof else "resumed", prefix)
+
+
+def _plan_v1(prev: FilePosition, path: str, gz: bool, read_range) -> Resume:
+    """A version 1 checkpoint: its size, first bytes and last record."""
     old = prev.identity
     now = identify(path, old.prefix_len)
-
-    def changed(why: str) -> InputError:
-        return InputError(
-            f"{path}: changed since the last committed checkpoint ({why}); re-run with --restart "
-            "to produce it again from the beginning, or use another --transactional-id"
-        )
-
     if now.size < old.size:
-        raise changed(f"now {now.size} bytes, was {old.size}")
+        raise _changed(path, prev, f"now {now.size} bytes, was {old.size}")
     if now.prefix_sha256 != old.prefix_sha256:
-        raise changed(f"the first {old.prefix_len} bytes differ")
+        raise _changed(
+            path,
+            prev,
+            f"the first {old.prefix_len} bytes differ; the checkpoint, written by an earlier kxtx, "
+            "has no hash of the produced part to tell whether the change is in it",
+        )
     if prev.last_len:
         try:
             last = read_range(path, gz, prev.offset - prev.last_len, prev.offset)
         except (OSError, EOFError) as exc:
-            raise changed(f"cannot read at byte {prev.offset}: {exc}") from None
-        if _sha256(last) != prev.last_sha256:
-            raise changed(f"line {prev.line} differs")
+            raise _changed(path, prev, f"cannot read at byte {prev.offset}: {exc}") from None
+        if sha256(last) != prev.last_sha256:
+            raise _changed(path, prev, f"line {prev.line} differs")
         grew = now.size > old.size
         if grew and prev.eof and not last.endswith(b"\n"):
-            raise changed(f"it grew, but its last line {prev.line} had no line break then")
+            raise _changed(path, prev, f"it grew, but its last line {prev.line} had no line break then")
     if prev.eof and now.size == old.size:
         return Resume(prev.offset, prev.line, True, "done")
     note = "appended" if prev.eof else "resumed"

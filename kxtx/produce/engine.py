@@ -49,6 +49,8 @@ class Run:
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
         self.signals = Guard()
         self._restarted: set[str] = set()
+        #: absolute path -> its committed part's hash, extended at each commit
+        self.prefixes: dict[str, cpmod.CommittedPrefix] = {}
         self.committed = cpmod.Checkpoint(self.txid, opts.topic)
         #: where each input starts, once the checkpoint is read (the summary's files)
         self.plans: list[cpmod.Resume] | None = None
@@ -127,6 +129,12 @@ class Run:
         )
 
     def _fatal(self, exc, doing: str):
+        if clients.error_name(exc) == "_STATE":
+            # A checkpoint or dead-letter record produced after the broker refused one of the
+            # batch's records: as in `produce_error`, the cause is in that record's report.
+            refused = self._refusal()
+            if refused is not None:
+                return _Abortable(f"{doing}: {refused.str()}", refused)
         err = clients.translate(exc, f"{doing} (transactional id {self.txid})")
         if isinstance(err, FencedError):
             err = self.failover.explain(
@@ -149,6 +157,8 @@ class Run:
                 if self.plans is not None:
                     carry(exc, self._summary(self.plans))
                 raise
+            finally:
+                self._close_prefixes()
 
     def _execute(self) -> dict:
         try:
@@ -214,6 +224,7 @@ class Run:
         return cp
 
     def _plans(self) -> list[cpmod.Resume]:
+        self._close_prefixes()
         plans = []
         for src in self.sources:
             if src.is_stdin:
@@ -222,10 +233,40 @@ class Run:
             path = os.path.abspath(src.path)
             prev = self.committed.files.get(path)
             if prev is None and path in self._restarted:
-                plans.append(cpmod.Resume(note="restarted"))
+                plan = cpmod.Resume(note="restarted", prefix=cpmod.CommittedPrefix(src.path, src.gz))
             else:
-                plans.append(cpmod.plan(prev, src.path, src.gz, inputs.read_range))
+                plan = cpmod.plan(prev, src.path, src.gz, inputs.read_range)
+            assert plan.prefix is not None  # every file's plan has one
+            self.prefixes[path] = plan.prefix
+            plans.append(plan)
         return plans
+
+    def _close_prefixes(self) -> None:
+        for prefix in self.prefixes.values():
+            prefix.close()
+        self.prefixes.clear()
+
+    def _hash_committed_parts(self, state: cpmod.Checkpoint) -> None:
+        """Before a commit: each input's hash of its committed part, extended to its new offset.
+        The bytes are read again on a handle of their own, so the last record's are checked against
+        what the producer read: a file rewritten under the run must not leave a hash of bytes whose
+        records were never produced."""
+        for path, pos in state.files.items():
+            prefix = self.prefixes.get(path)
+            if prefix is None or (prefix.offset == pos.offset and pos.committed_sha256 is not None):
+                continue  # not an input of this run, or not moved since the last commit
+            moved = prefix.offset != pos.offset
+            reached = prefix.advance(pos.offset, keep=pos.last_len if moved else 0)
+            if reached < pos.offset or (
+                moved and pos.last_len and cpmod.sha256(prefix.window) != pos.last_sha256
+            ):
+                raise InputError(
+                    f"{path}: changed while it was being produced (line {pos.line} is no longer what "
+                    "was read); run the same command again to check it against the last commit"
+                )
+            pos.committed_sha256 = prefix.hexdigest()
+            if pos.eof:  # read to its end: it moves no more in this run
+                prefix.close()
 
     def _summary(self, plans: list[cpmod.Resume]) -> dict:
         files = []
@@ -255,6 +296,8 @@ class Run:
         """Commit the open transaction together with `state`, which becomes the new checkpoint."""
         if not self.in_txn:
             self.begin()
+        if self.resumable:
+            self._hash_committed_parts(state)
         state.records += self.stats.pending_records
         state.transactions += 1
         state.updated_ms = int(time.time() * 1000)

@@ -191,6 +191,29 @@ def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
     assert summary["dlq"] == 1
 
 
+def test_a_udf_failure_summary_agrees_with_its_message(kafka, pipe, mode):
+    """Issue 42: the message says the transaction was aborted, so the summary counts it; what the
+    run committed before it stopped (earlier batches; in executors mode the other partition's
+    task of the same round) is in the summary and in the output topic alike."""
+    from kxtx.errors import partial_of
+    from kxtx.pipe.core import UdfFailed
+
+    src = kafka.create_topic(partitions=2)
+    produce(kafka.bootstrap, src, [b"a-%d" % i for i in range(2000)], partition=0)
+    bad = [b"b-%d" % i for i in range(2000)]
+    bad[1500] = b"poison"
+    produce(kafka.bootstrap, src, bad, partition=1)
+    out = kafka.create_topic()
+    with pytest.raises(UdfFailed) as caught:
+        pipe([src], out, "poison", batch_max_records=1000)
+    message, summary = str(caught.value), partial_of(caught.value)
+    assert f"failed on {src}[1]@1500" in message and "the transaction was aborted" in message
+    assert summary["aborted"] == 1
+    written = read_committed(kafka.bootstrap, out)
+    assert summary["records_out"] == len(written) > 0
+    assert summary["transactions"] >= 1
+
+
 def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
     """Default --on-udf-error fail: exit 1 naming the record, nothing visible, offsets unchanged."""
     src = kafka.create_topic()
@@ -251,6 +274,24 @@ def test_cli_identity_summary(kafka, run_kxtx, mode):
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
     assert "Setting default log level" not in r.stderr and "INFO" not in r.stderr
+
+
+def test_the_line_without_group_runs_and_its_rerun_resumes(kafka, run_kxtx):
+    """`kxtx pipe --in A --out B --udf mod:fn` as written: the default group, shown in the summary,
+    is the same for the same line, so the second run reads only what arrived since the first."""
+    src, vals = inputs(kafka, n=500)
+    out = kafka.create_topic()
+    line = ["pipe", "--in", src, "--out", out, "--udf", f"{UDFS}:identity", "--until-idle", "3", "-o", "json"]
+    first = json_doc(run_kxtx(*line))
+    assert first["group"].startswith(f"kxtx-pipe-{out}-")
+    assert first["records_in"] == 500
+    more = [b"later-%d" % i for i in range(200)]
+    produce(kafka.bootstrap, src, more)
+    second = json_doc(run_kxtx(*line))
+    assert second["group"] == first["group"]
+    assert second["records_in"] == 200  # nothing read twice
+    assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals + more)
+    assert sum(committed_offsets(kafka.bootstrap, first["group"], src, 2)) == 700
 
 
 @pytest.mark.parametrize(

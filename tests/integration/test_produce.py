@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 
 import pytest
 
-from tests.integration.kafka_io import read, values
+from tests.integration.kafka_io import read, read_committed, values
 from tests.integration.produce_helpers import summary, write_jsonl
 
 JSONL = (
@@ -145,6 +146,48 @@ def test_changed_file_refused_unless_restart(kafka, topic, run_kxtx, tmp_path):
     p = run_kxtx("produce", str(path), "-t", topic, "--restart")
     assert p.returncode == 0, p.stderr
     assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c", b"a", b"B", b"c"]
+
+
+@pytest.mark.parametrize("name", ["bad.jsonl", "bad.jsonl.gz"])
+def test_a_fixed_bad_line_continues_after_the_committed_part(kafka, run_kxtx, tmp_path, name):
+    """Issue 42: line 500 is bad, 400 records are committed; the line is fixed (a new file, as
+    `sed -i` makes, another size) and the same command continues: 1,000 distinct records, none
+    twice. A change inside the committed part is still refused, saying what --restart would do."""
+    topic = kafka.create_topic(partitions=3)
+    lines = [json.dumps({"order": {"id": i}, "pad": "x" * (i % 13)}).encode() for i in range(1, 1001)]
+    bad = list(lines)
+    bad[499] = b'{"order": {"id": 500}, broken'
+    path = tmp_path / name
+
+    def write(rows):
+        data = b"\n".join(rows) + b"\n"
+        path.unlink(missing_ok=True)
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+
+    write(bad)
+    cmd = ["produce", str(path), "-t", topic, "-k", "order.id", "-n", "100"]
+    p = run_kxtx(*cmd)
+    assert p.returncode == 1 and f"{path}:500: bad JSON" in p.stderr
+    assert len(read_committed(kafka.bootstrap, topic)) == 400
+    write(lines)  # line 500 fixed
+    p = run_kxtx(*cmd)
+    assert p.returncode == 0, p.stderr
+    assert summary(p)["records"] == 600 and summary(p)["files"][0]["start"] == "resumed"
+    got = read_committed(kafka.bootstrap, topic)
+    assert len(got) == 1000 and Counter(r.value for r in got) == Counter(lines)
+    assert {r.key for r in got} == {str(i).encode() for i in range(1, 1001)}
+
+    changed = list(lines)
+    changed[9] = json.dumps({"order": {"id": 10}, "pad": "changed"}).encode()
+    write(changed)
+    p = run_kxtx(*cmd)
+    assert p.returncode == 1
+    assert f"{path}: changed since the last committed checkpoint in the part already produced" in p.stderr
+    assert (
+        "--restart to produce it again from line 1, which writes the records of lines 1-1000 a second time"
+        in (" ".join(p.stderr.split()))
+    )
+    assert len(read_committed(kafka.bootstrap, topic)) == 1000
 
 
 def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx, tmp_path):

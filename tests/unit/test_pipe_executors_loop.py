@@ -194,3 +194,23 @@ def test_a_group_lost_for_too_long_stops_with_exit_75():
     loop._lost_since = time.monotonic() - 0.01
     with pytest.raises(Unavailable, match="consumer group 'g' stayed unavailable"):
         loop.lost()
+
+
+@pytest.mark.parametrize("failing_first", [True, False])
+def test_a_udf_error_is_counted_with_the_rest_of_its_round(failing_first):
+    """The run stops on a task's UDF error, but the summary it carries says what the round did:
+    the failed task's transaction aborted (the message says so), the other task's commit counted,
+    whichever result comes first."""
+    from kxtx.pipe.core import UdfFailed
+    from kxtx.pipe.outputs import UdfFailure
+    from kxtx.pipe.task import TaskResult
+
+    loop = Loop([], until_idle=1)
+    loop.tokens, loop._planned_from, loop._fenced, loop._counted = {}, {}, {}, {}
+    loop.loaded = type("Loaded", (), {"name": "m:f"})()
+    failed = TaskResult("in", 1, "udf-error", udf_failure=UdfFailure("in", 1, 7, "ValueError: x", 1))
+    ok = TaskResult("in", 0, records_in=5, records_out=5, committed=5, token="t")
+    with pytest.raises(UdfFailed, match="the transaction was aborted") as caught:
+        loop._absorb([failed, ok] if failing_first else [ok, failed])
+    assert "in[1]@7" in str(caught.value)
+    assert (loop.stats.aborted, loop.stats.records_in, loop.stats.transactions) == (1, 5, 1)

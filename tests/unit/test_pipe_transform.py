@@ -329,3 +329,31 @@ def test_json_input_is_read_from_the_bytes(monkeypatch):
     monkeypatch.setattr(tf, "_decode_utf8", lambda b: seen.append(type(b)) or decode(b))
     assert tf._inputs(batch_of([b'{"a":1}', b"[2]"]), tf.JSON, False) == [{"a": 1}, [2]]
     assert seen == [bytes, bytes]
+
+
+def test_each_record_is_given_to_the_udf_once_failures_included():
+    """A plain UDF that raises on some records: each record is called once (the records before a
+    failure are not called again), the failures sit at their records' places."""
+    calls = []
+
+    def udf(v):
+        calls.append(v)
+        if v % 4 == 1:
+            raise ValueError(f"bad {v}")
+        return v * 10
+
+    got = tf._call_each(udf, list(range(10)))
+    assert calls == list(range(10))
+    assert [g if not isinstance(g, tf._Failed) else "F" for g in got] == [
+        0,
+        "F",
+        20,
+        30,
+        40,
+        "F",
+        60,
+        70,
+        80,
+        "F",
+    ]
+    assert tf._call_each(udf, []) == []

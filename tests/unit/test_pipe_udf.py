@@ -228,6 +228,77 @@ def test_default_transactional_id_is_stable():
     assert a.startswith("kxtx-pipe-g-")
 
 
+def _group(**kwargs) -> str:
+    """The group a run of these options works under (PipeConfig's own defaults otherwise)."""
+    given = {"inputs": ["a", "b"], "out": "o", "group": None, "udf": "mod:fn", **kwargs}
+    return PipeConfig(**given).resolve().group
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"inputs": ["b", "a"]},
+        {"inputs": ["a", "b", "a"]},
+        {"batch_max_records": 7},
+        {"batch_max_ms": 1},
+        {"max_records": 5, "until_idle": 3.0},
+        {"mode": "driver"},
+        {"master": "spark://elsewhere:7077", "spark_conf": {"spark.x": "1"}},
+        {"value_format": "json", "record_input": True},
+        {"dlq": "dead"},
+        {"start": "latest"},
+        {"transactional_id": "mine"},
+        {"udf": " mod:fn "},
+    ],
+)
+def test_default_group_is_the_same_pipe_whatever_the_other_options(other):
+    """A rerun that changes how, not what, resumes: the same group (and so its committed offsets)."""
+    assert _group(**other) == _group()
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"inputs": ["a"]},
+        {"inputs": ["a", "c"]},
+        {"inputs": ["^a"]},
+        {"out": "o2"},
+        {"udf": "mod:fn2"},
+        {"udf": "other:fn"},
+        {"udf": "mod.py:fn"},
+    ],
+)
+def test_default_group_is_another_pipe_for_other_topics_or_udf(other):
+    assert _group(**other) != _group()
+
+
+def test_default_group_names_the_output_and_is_shown_as_given():
+    assert _group().startswith("kxtx-pipe-o-")
+    assert _group(group="mine") == "mine"
+    resolved = PipeConfig(inputs=["a"], out="o", group=None, udf="mod:fn").resolve()
+    assert resolved.transactional_id == default_transactional_id(resolved.group, ["a"], "o")
+
+
+def test_default_group_of_a_udf_file_is_its_absolute_path(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    relative = _group(udf="sub/u.py:fn")
+    assert _group(udf=f"{tmp_path}/sub/u.py:fn") == relative
+    monkeypatch.chdir(tmp_path / "sub")
+    assert _group(udf="u.py:fn") == relative
+    assert _group(udf="sub/u.py:fn") != relative  # another file: tmp_path/sub/sub/u.py
+
+
+def test_pipe_help_names_the_default_group():
+    from typer.testing import CliRunner
+
+    from kxtx.cli.app import app
+
+    r = CliRunner().invoke(app, ["pipe", "--help"], env={"COLUMNS": "200"}, prog_name="kxtx")
+    assert r.exit_code == 0
+    assert "Default: kxtx-pipe-OUT-HASH of the input topics, the output topic and the UDF" in r.output
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

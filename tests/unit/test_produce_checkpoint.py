@@ -1,5 +1,7 @@
 """Checkpoint record format and the file-identity rules for resuming."""
 
+import gzip
+
 import pytest
 
 from kxtx.errors import InputError, UsageError
@@ -99,3 +101,127 @@ def test_check_topic():
     cp.check_topic(cp.Checkpoint("tid", "t"), "t")
     with pytest.raises(UsageError, match="was used to produce to topic 't'"):
         cp.check_topic(cp.Checkpoint("tid", "t"), "u")
+
+
+def _committed_after(path, n_records, gz=False):
+    """The FilePosition this kxtx commits after `n_records` records of `path`: the version 1 fields
+    and the hash of the committed part, made as the engine makes it (CommittedPrefix)."""
+    pos = _position_after(path, n_records)
+    prefix = cp.CommittedPrefix(path, gz)
+    assert prefix.advance(pos.offset, keep=pos.last_len) == pos.offset
+    assert cp.sha256(prefix.window) == pos.last_sha256 or not pos.last_len
+    pos.committed_sha256 = prefix.hexdigest()
+    prefix.close()
+    return pos
+
+
+LINES = [b"l%d-%s" % (i, b"x" * (i % 7)) for i in range(1, 9)]
+TEXT = b"\n".join(LINES) + b"\n"
+#: where the 4th record ends
+AFTER_4 = sum(len(x) + 1 for x in LINES[:4])
+
+
+def _edit(line_no: int, new: bytes) -> bytes:
+    lines = list(LINES)
+    lines[line_no - 1] = new
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize(
+    "done_records, after, expected",
+    [
+        # (records committed, the file at the next run, Resume or error text)
+        (4, _edit(5, b"fixed, and longer than it was"), cp.Resume(AFTER_4, 4, False, "resumed")),
+        (4, _edit(5, b"f"), cp.Resume(AFTER_4, 4, False, "resumed")),  # now shorter
+        (4, _edit(8, b"l8 fixed"), cp.Resume(AFTER_4, 4, False, "resumed")),
+        (4, TEXT[:AFTER_4], cp.Resume(AFTER_4, 4, False, "resumed")),  # the rest cut off
+        (8, TEXT, cp.Resume(len(TEXT), 8, True, "done")),
+        (8, TEXT + b"l9\n", cp.Resume(len(TEXT), 8, False, "appended")),
+        (4, _edit(4, b"L4"), r"part already produced \(its bytes differ\).*lines 1-4 a second time"),
+        (4, _edit(1, b"L1-"), "its bytes differ"),
+        (1, _edit(1, b"L1"), r"line 1 a second time \(duplicates\)"),
+        (4, TEXT[: AFTER_4 - 1], f"now ends at byte {AFTER_4 - 1}, line 4 ended at {AFTER_4}"),
+        (8, TEXT[:-1], "now ends at byte"),
+    ],
+)
+def test_plan_by_the_committed_part(tmp_path, gz, done_records, after, expected):
+    """Only the committed part decides: a fixed line after it, a new size, inode or mtime do not."""
+    path = tmp_path / ("f.txt.gz" if gz else "f.txt")
+    path.write_bytes(gzip.compress(TEXT) if gz else TEXT)
+    prev = _committed_after(str(path), done_records, gz)
+    path.unlink()  # a new inode, as sed -i makes
+    path.write_bytes(gzip.compress(after, mtime=1) if gz else after)
+    if isinstance(expected, str):
+        with pytest.raises(
+            InputError, match=f"{path}: changed since the last committed checkpoint.*{expected}"
+        ):
+            cp.plan(prev, str(path), gz, read_range)
+    else:
+        got = cp.plan(prev, str(path), gz, read_range)
+        assert got == expected
+        assert got.prefix is not None and got.prefix.offset == expected.offset
+        got.prefix.close()
+
+
+def test_plan_by_the_committed_part_refuses_growth_of_an_unterminated_line(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"a\nb")
+    prev = _committed_after(str(path), 2)
+    assert prev.eof and prev.offset == 3
+    path.write_bytes(b"a\nbc\n")
+    with pytest.raises(InputError, match="its last line 2 had no line break and now goes on"):
+        cp.plan(prev, str(path), False, read_range)
+    path.write_bytes(b"a\nb")
+    assert cp.plan(prev, str(path), False, read_range) == cp.Resume(3, 2, True, "done")
+
+
+#: A checkpoint as the previous kxtx wrote it (version 1: no hash of the committed part), after the
+#: first 2 records of b"l1\nl2\r\nl3\n" in /d/f.txt.
+V1 = (
+    b'{"version":1,"transactional_id":"tid","topic":"t","files":[{"identity":{"path":"/d/f.txt",'
+    b'"size":10,"prefix_len":10,"prefix_sha256":"'
+    + cp.sha256(DATA).encode()
+    + b'"},"offset":7,"line":2,"eof":false,"last_len":4,"last_sha256":"'
+    + cp.sha256(b"l2\r\n").encode()
+    + b'"}],"records":2,"transactions":1,"updated_ms":1}'
+)
+
+
+def test_a_version_1_checkpoint_still_resumes_or_is_refused_clearly(tmp_path):
+    old = cp.Checkpoint.from_bytes(V1, "kxtx-checkpoints/0@0")
+    (pos,) = old.files.values()
+    assert pos.committed_sha256 is None and (pos.offset, pos.line) == (7, 2)
+    path = tmp_path / "f.txt"
+    path.write_bytes(DATA)
+    got = cp.plan(pos, str(path), False, read_range)
+    assert got == cp.Resume(7, 2, False, "resumed") and got.prefix is not None
+    got.prefix.close()
+    path.write_bytes(b"l1\nl2\r\nL3\n")  # inside the first 64 KiB: version 1 cannot tell where
+    with pytest.raises(InputError, match="written by an earlier kxtx.*lines 1-2 a second time"):
+        cp.plan(pos, str(path), False, read_range)
+    # written again by this kxtx: version 2, with the hash, read back the same
+    pos.committed_sha256 = cp.sha256(DATA[:7])
+    again = cp.Checkpoint.from_bytes(old.to_bytes(), "x")
+    assert again == old and b'"version":2' in old.to_bytes()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_committed_prefix_closed_between_commits_hashes_the_same(tmp_path, gz):
+    """A run over many inputs closes each between uses (no file handle per input): opened again,
+    it goes on where it was."""
+    path = tmp_path / ("f.txt.gz" if gz else "f.txt")
+    path.write_bytes(gzip.compress(TEXT) if gz else TEXT)
+    straight = cp.CommittedPrefix(str(path), gz)
+    straight.advance(len(TEXT))
+    stepped = cp.CommittedPrefix(str(path), gz)
+    for offset in (3, AFTER_4, AFTER_4, len(TEXT) - 2, len(TEXT)):
+        stepped.advance(offset, keep=2)
+        assert stepped.window == TEXT[offset - 2 : offset]
+        assert stepped.more() == (offset < len(TEXT))
+        stepped.close()
+    assert stepped.hexdigest() == straight.hexdigest() == cp.sha256(TEXT)
+    straight.close()
+    prev = _committed_after(str(path), 4, gz)
+    got = cp.plan(prev, str(path), gz, read_range)
+    assert got.prefix is not None and got.prefix._stream is None  # planned, verified, closed

@@ -8,7 +8,10 @@ import os
 import stat
 import subprocess
 import sys
+from io import StringIO
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,3 +99,52 @@ def test_readme_says_to_install_in_a_virtualenv():
     readme = (ROOT / "README.md").read_text()
     install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
     assert "virtualenv" in install and "python3 -m venv" in install
+
+
+def _screen(written: str) -> str:
+    """What a terminal shows of one line after `written`: a carriage return moves back to column 0
+    and the characters that follow overwrite, nothing more."""
+    cells: list[str] = []
+    col = 0
+    for ch in written:
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            raise AssertionError("the status line wrote a line break")
+        else:
+            cells[col : col + 1] = [ch]
+            col += 1
+    return "".join(cells).rstrip()
+
+
+def test_pipe_progress_line_shrinking_leaves_nothing_behind(monkeypatch):
+    from kxtx.cli.pipe import _Progress
+
+    err = StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    progress = _Progress(tty=True)
+    counts = {"records_in": 1024, "records_out": 1024, "dlq": 0, "transactions": 3, "aborted": 0}
+    for lag in (1_048_576, 1_024, 0):
+        progress({**counts, "rate": 12_345.0, "lag": lag})
+    assert _screen(err.getvalue()) == ("1,024 in  1,024 out  0 dlq  3 txns  0 aborted  12,345 rec/s  lag 0")
+    progress.done()
+    assert err.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["a long status line", "short"],
+        ["short", "a long status line", "mid length"],
+        ["same", "same"],
+        ["x" * 50, "", "y"],
+    ],
+)
+def test_status_line_shows_only_the_last_text(texts):
+    from kxtx.cli.output import StatusLine
+
+    out = StringIO()
+    line = StatusLine(out)
+    for text in texts:
+        line.show(text)
+    assert _screen(out.getvalue()) == texts[-1]
