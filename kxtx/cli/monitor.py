@@ -224,7 +224,9 @@ def serve_cmd(
             metavar="SECONDS",
             min=0.1,
             help="A scrape waits this long for a running collection, then answers kxtx_up 0 (keep it "
-            "below Prometheus's scrape_timeout); the collection goes on, never a second at once.",
+            "below Prometheus's scrape_timeout); the collection goes on. No call of a collection waits "
+            "longer (nor --timeout); a scrape that finds one running for longer starts a new one "
+            "beside it, never more than two at once.",
         ),
     ] = 8.0,
     topic: TopicOpt = None,
@@ -242,13 +244,19 @@ def serve_cmd(
 
     \b
     Example: kxtx monitor serve --port 9464 --min-interval 30"""
+    import dataclasses
+
     from kxtx import __version__
+    from kxtx.clients import reach
     from kxtx.ops import exposition
     from kxtx.ops.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
+    # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)
+    settings = dataclasses.replace(settings, timeout=min(settings.timeout, bound))
 
     def one() -> str:
+        reach(settings, again=True)  # a cluster down since the last collection fails it at once
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
         return exposition.exposition(snap, __version__)
 

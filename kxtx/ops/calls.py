@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kxtx.authz import Need
 from kxtx.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
-from kxtx.errors import KafkaOperationError, Unreachable
+from kxtx.errors import KafkaOperationError, Unavailable, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
@@ -93,8 +93,16 @@ class Cluster:
         return out
 
     def broker_ids(self) -> list[int]:
+        """The brokers in fresh metadata; Unavailable (exit 75) when the answer lists none."""
         t = self.settings.timeout
-        return sorted(ride_out(lambda: self.admin.list_topics(timeout=t), "reading metadata", t).brokers)
+        ids = sorted(ride_out(lambda: self.admin.list_topics(timeout=t), "reading metadata", t).brokers)
+        if not ids:
+            # librdkafka answers with no broker after a broker stalled (SIGSTOP) until it has
+            # reconnected: an empty list, which callers indexed ("list index out of range")
+            raise Unavailable(
+                "reading metadata: the answer lists no broker (a broker stalled or restarting?)"
+            )
+        return ids
 
     # --- DescribeProducers ---------------------------------------------------------------------------
     def describe_producers(
