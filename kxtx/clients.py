@@ -217,15 +217,17 @@ class _LogTap(logging.Handler):
             target.handle(record)
 
 
-def reach(settings: Settings) -> None:
+def reach(settings: Settings, again: bool = False) -> None:
     """Raise `Unreachable` (exit 69) when no bootstrap broker answers: within a few seconds when
     every address refuses or does not resolve (librdkafka then reports all brokers down), within
     --timeout when one is silent. Once per process and bootstrap list, before its first client:
     without it every command waited its whole --timeout for a refused port and exited 1, so a cron
-    script could not tell a down cluster from a bad argument."""
+    script could not tell a down cluster from a bad argument. `again`: ask even when reached before
+    (`monitor serve` before each collection: a cluster that went down since costs a second, not
+    every call's timeout)."""
     from confluent_kafka.admin import AdminClient
 
-    if settings.bootstrap in _reached:
+    if settings.bootstrap in _reached and not again:
         return
     errors = BrokerErrors()
     # A logger of its own, outside kxtx's (whose handler would print what it is given).

@@ -145,7 +145,9 @@ def check_cmd(
             "-w",
             metavar="METRIC=RANGE",
             help="WARNING when METRIC (hanging, open-age in seconds, lso-gap, lag) lies outside RANGE "
-            "([@]start:end, the plugin range syntax; @ alerts inside). Repeatable.",
+            "([@]start:end, the plugin range syntax; @ alerts inside). Repeatable. lag: the largest "
+            "read_committed lag of a group on a topic, summed over its partitions (as "
+            "kxtx_consumergroup_lag_records); lso-gap: the largest partition's.",
         ),
     ] = None,
     crit: Annotated[
@@ -166,7 +168,9 @@ def check_cmd(
 ) -> None:
     """A Nagios/Icinga/Sensu-style check: one status line on stdout with perfdata after '|'. Exit codes
     are the plugin API's, unlike every other kxtx command: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no
-    broker, bad thresholds, any error). Part of the cluster not seen (no DESCRIBE): at least WARNING.
+    broker, bad thresholds, any error). Part of the cluster not seen (no DESCRIBE): at least WARNING;
+    a metric with a threshold that could not be computed (a read failed): UNKNOWN, unless what was
+    seen already crosses it.
 
     \b
     Example: kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000"""
@@ -184,17 +188,11 @@ def check_cmd(
 
         typer.echo(check.unknown(scrub(str(translate(exc)))))
         raise typer.Exit(check.PluginStatus.UNKNOWN) from None
-    s = snap.summary()
-    values = {
-        "hanging": s["hanging_transactions"],
-        "open-age": s["oldest_open_age_seconds"],
-        "lso-gap": s["max_lso_gap_records"],
-        "lag": s["max_read_committed_lag_records"],
-    }
+    values, floors = (check.values_of(snap.summary(floor=f)) for f in (False, True))
     incomplete = (
         f"{plural(len(snap.unseen), 'thing')} not seen ({snap.unseen[0]['why']})" if snap.unseen else ""
     )
-    status, line = check.verdict(values, warns, crits, incomplete)
+    status, line = check.verdict(values, warns, crits, incomplete, floors)
     typer.echo(line)
     if status is not check.PluginStatus.OK:
         raise typer.Exit(int(status))
@@ -226,7 +224,9 @@ def serve_cmd(
             metavar="SECONDS",
             min=0.1,
             help="A scrape waits this long for a running collection, then answers kxtx_up 0 (keep it "
-            "below Prometheus's scrape_timeout); the collection goes on, never a second at once.",
+            "below Prometheus's scrape_timeout); the collection goes on. No call of a collection waits "
+            "longer (nor --timeout); a scrape that finds one running for longer starts a new one "
+            "beside it, never more than two at once.",
         ),
     ] = 8.0,
     topic: TopicOpt = None,
@@ -244,13 +244,19 @@ def serve_cmd(
 
     \b
     Example: kxtx monitor serve --port 9464 --min-interval 30"""
+    import dataclasses
+
     from kxtx import __version__
+    from kxtx.clients import reach
     from kxtx.ops import exposition
     from kxtx.ops.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
+    # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)
+    settings = dataclasses.replace(settings, timeout=min(settings.timeout, bound))
 
     def one() -> str:
+        reach(settings, again=True)  # a cluster down since the last collection fails it at once
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
         return exposition.exposition(snap, __version__)
 

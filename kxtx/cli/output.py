@@ -89,6 +89,8 @@ def _default(value: Any) -> Any:
     orjson does natively; library rows carry plain values anyway."""
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, Streamed):
+        return list(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, (_dt.datetime, _dt.date)):
@@ -120,6 +122,18 @@ ROWS_KEY = "rows"
 STATUS_KEYS = ("status", "exit_code", "error")
 
 
+class Streamed:
+    """A list in a json document whose items are made while the document is written (`emit` an
+    object holding one): a long result (`dump partition -o json --records`) is never held whole,
+    its rows nor its text. The bytes are those of the whole document rendered at once."""
+
+    def __init__(self, items: Iterable[Any]):
+        self.items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+
 class Document:
     """The one json document of a command run (`-o json`): the result it emitted (an object, or
     rows), the message of its failure or stop, and what its exception carried. `write` renders it
@@ -144,8 +158,31 @@ class Document:
         return doc
 
     def write(self, code: int) -> None:
-        sys.stdout.write(_dumps(self.render(code), indent=2) + "\n")
+        doc = self.render(code)
+        if not any(isinstance(v, Streamed) for v in doc.values()):
+            sys.stdout.write(_dumps(doc, indent=2) + "\n")
+        else:
+            _write_streamed(doc)
         sys.stdout.flush()
+
+
+def _write_streamed(doc: dict) -> None:
+    """`doc` as `_dumps(doc, indent=2)` would write it, its `Streamed` lists item by item: each
+    item rendered alone and indented to its depth (JSON strings hold no raw newline, so every
+    line of an item is indented alike)."""
+    out = sys.stdout
+    out.write("{")
+    for i, (key, value) in enumerate(doc.items()):
+        out.write(("," if i else "") + "\n  " + _dumps(key) + ": ")
+        if not isinstance(value, Streamed):
+            out.write(_dumps(value, indent=2).replace("\n", "\n  "))
+            continue
+        n = 0
+        for item in value:
+            out.write(("," if n else "[") + "\n    " + _dumps(item, indent=2).replace("\n", "\n    "))
+            n += 1
+        out.write("\n  ]" if n else "[]")
+    out.write("\n}\n" if doc else "}\n")
 
 
 _open: Document | None = None

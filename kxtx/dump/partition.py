@@ -466,6 +466,11 @@ class _PartitionReader:
         first, end = resolve(self.start, self.end, log_start, lso, hw)
         info: dict[str, Any] = {"from": first, "to": end, "log_start": log_start, "lso": lso, "hw": hw}
         asked = max(0, _offset(self.start, log_start, lso, hw))
+        if asked > hw:  # not an empty range to show as a result: a start that cannot be
+            raise UsageError(
+                f"--from {asked}: beyond the end of {topic}:{self.p} (high watermark {hw}, its next "
+                f"offset); nothing to read"
+            )
         if asked < log_start:
             info["deleted"] = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
         if first != want:

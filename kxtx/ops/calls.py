@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from kxtx.authz import Need
 from kxtx.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
-from kxtx.errors import KafkaOperationError, Unreachable
+from kxtx.errors import KafkaOperationError, Unavailable, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.settings import Settings
@@ -93,8 +93,16 @@ class Cluster:
         return out
 
     def broker_ids(self) -> list[int]:
+        """The brokers in fresh metadata; Unavailable (exit 75) when the answer lists none."""
         t = self.settings.timeout
-        return sorted(ride_out(lambda: self.admin.list_topics(timeout=t), "reading metadata", t).brokers)
+        ids = sorted(ride_out(lambda: self.admin.list_topics(timeout=t), "reading metadata", t).brokers)
+        if not ids:
+            # librdkafka answers with no broker after a broker stalled (SIGSTOP) until it has
+            # reconnected: an empty list, which callers indexed ("list index out of range")
+            raise Unavailable(
+                "reading metadata: the answer lists no broker (a broker stalled or restarting?)"
+            )
+        return ids
 
     # --- DescribeProducers ---------------------------------------------------------------------------
     def describe_producers(
@@ -285,13 +293,13 @@ class Cluster:
         for attr, futs in asked:
             for ctp, fut in futs.items():
                 try:
-                    setattr(
-                        out[(ctp.topic, ctp.partition)],
-                        attr,
-                        fut.result(timeout=self.settings.timeout).offset,
-                    )
+                    offset = _offset(fut.result(timeout=self.settings.timeout).offset)
+                    setattr(out[(ctp.topic, ctp.partition)], attr, offset)
                 except Exception as exc:  # noqa: BLE001 - one partition; keep the others
-                    logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {_reason(exc, 'ListOffsets')}")
+                    why = _reason(exc, "ListOffsets")
+                    logger.warning(f"ListOffsets {ctp.topic}:{ctp.partition}: {why}")
+                    # the value stays None: unread, never a 0 (the callers say what is missing)
+                    out[(ctp.topic, ctp.partition)].why = why
         return out
 
     def offsets_for_times(self, times: dict[TP, int]) -> dict[TP, int]:
@@ -331,7 +339,7 @@ class Cluster:
         out: dict[TP, int] = {}
         for ctp, fut in futs.items():
             try:
-                out[(ctp.topic, ctp.partition)] = fut.result(timeout=t).offset
+                out[(ctp.topic, ctp.partition)] = _offset(fut.result(timeout=t).offset)
             except Exception as exc:  # noqa: BLE001 - the reader asks for this one itself
                 logger.info(
                     f"ListOffsets earliest {ctp.topic}:{ctp.partition}: {_reason(exc, 'ListOffsets')}"
@@ -360,38 +368,52 @@ class Cluster:
 
     def group_ids(self) -> list[str]:
         """Every consumer group the principal may DESCRIBE (raises what the client raised)."""
-        t = self.settings.timeout
-        return sorted(
-            g.group_id for g in self.admin.list_consumer_groups(request_timeout=t).result(timeout=t).valid
-        )
+        return self.group_listing()[0]
+
+    def group_listing(self) -> tuple[list[str], list[str]]:
+        """(every consumer group the principal may DESCRIBE, why each broker that did not answer
+        ListGroups did not: the groups it coordinates are missing from the list). Raises when the
+        cluster's brokers cannot be listed.
+
+        kafka-python's admin client, not librdkafka's: librdkafka aborts the process when a group
+        request times out (`rd_kafka_enq_once_del_source_return: Assertion eonce->refcnt > 0`,
+        librdkafka issue 4605, still in 2.16): a frozen broker would kill `monitor serve`."""
+        ids: set[str] = set()
+        errors: list[str] = []
+        for broker in self.broker_ids():
+            try:
+                ids.update(g["group_id"] for g in self.txn.list_groups(broker_ids=[broker]))
+            except Exception as exc:  # noqa: BLE001 - one broker; its groups are the unseen part
+                errors.append(f"broker {broker}: {_reason(exc, 'ListGroups')}")
+        return sorted(ids), errors
 
     def group_offsets(
         self, groups: list[str], tps: list[TP] | None = None
     ) -> tuple[dict[str, dict[TP, int]], dict[str, str]]:
         """({group: {partition: committed offset}}, {group: why it could not be read}) over `tps`,
-        or over every partition the group committed when None."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        or over every partition the group committed when None. A partition-level error fails its
+        group (kafka-python raises it): a group is read whole or not at all. kafka-python for the
+        reason given in `group_listing`."""
+        from kafka.structs import TopicPartition
 
-        t = self.settings.timeout
-        wanted = None if tps is None else [TopicPartition(tp_[0], tp_[1]) for tp_ in tps]
-        futs = {}
-        for g in groups:
-            req = ConsumerGroupTopicPartitions(g, wanted)
-            futs.update(self.admin.list_consumer_group_offsets([req], request_timeout=t))
-        out: dict[str, dict[TP, int]] = {}
-        failed: dict[str, str] = {}
-        for gid, fut in futs.items():
-            try:
-                res = fut.result(timeout=t)
-            except Exception as exc:  # noqa: BLE001 - one group; keep the others
-                failed[gid] = _reason(exc)
-                continue
-            out[gid] = {
-                (ctp.topic, ctp.partition): ctp.offset
-                for ctp in res.topic_partitions
-                if ctp.error is None and ctp.offset >= 0
-            }
-        return out, failed
+        wanted = None if tps is None else [TopicPartition(t, p) for t, p in tps]
+        if not groups:
+            return {}, {}
+        try:  # one OffsetFetch per coordinator for every group (KIP-709)
+            res = self.txn.list_group_offsets(dict.fromkeys(groups, wanted))
+        except Exception as exc:  # noqa: BLE001 - which group? asked one by one below
+            if unreachable(exc) or len(groups) == 1:
+                # a broker that does not answer would cost every group its timeout again
+                return {}, dict.fromkeys(groups, _reason(exc, "OffsetFetch"))
+            res = {}
+            failed: dict[str, str] = {}
+            for g in groups:
+                try:
+                    res.update(self.txn.list_group_offsets({g: wanted}))
+                except Exception as exc1:  # noqa: BLE001 - one group; keep the others
+                    failed[g] = _reason(exc1, "OffsetFetch")
+            return _committed_offsets(res), failed
+        return _committed_offsets(res), {}
 
     # --- writes --------------------------------------------------------------------------------------
     def write_marker(
@@ -438,6 +460,22 @@ def _raise_marker_errors(response) -> None:
             for partition in topic.partitions:
                 if partition.error_code:
                     raise errors.for_code(partition.error_code)()
+
+
+def _committed_offsets(res: dict) -> dict[str, dict[TP, int]]:
+    """kafka-python's {group: {TopicPartition: OffsetAndMetadata}}, without "no offset" (-1)."""
+    return {
+        g: {(tp.topic, tp.partition): o.offset for tp, o in offs.items() if o.offset >= 0}
+        for g, offs in res.items()
+    }
+
+
+def _offset(offset: int) -> int:
+    """A ListOffsets answer's offset; a request that timed out resolves with -1001 (librdkafka's
+    OFFSET_INVALID) instead of an error: that is no offset (taken as one, a lag became 0)."""
+    if offset < 0:
+        raise KafkaOperationError(f"no offset in the answer ({offset}: the request timed out or failed)")
+    return offset
 
 
 def _state(s) -> str:

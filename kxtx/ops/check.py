@@ -64,8 +64,22 @@ METRICS = {
     "hanging": Metric("hanging", "", "hanging transactions"),
     "open-age": Metric("open_age", "s", "oldest open transaction age"),
     "lso-gap": Metric("lso_gap", "", "largest LSO gap in records"),
-    "lag": Metric("lag", "", "largest read_committed lag in records"),
+    # per group and topic, summed over its partitions: kxtx_consumergroup_lag_records, the figure the
+    # alert rules compare (a largest single-partition lag made `--crit lag=14` OK while `> 14` fired)
+    "lag": Metric("lag", "", "largest read_committed lag of a group on a topic in records"),
 }
+
+
+def values_of(summary: dict) -> dict[str, float | None]:
+    """The metrics' values from a monitor snapshot's `summary()` (None: could not be computed)."""
+    return {
+        "hanging": summary["hanging_transactions"],
+        "open-age": summary["oldest_open_age_seconds"],
+        "lso-gap": summary["max_lso_gap_records"],
+        "lag": summary["max_group_lag_records"],
+    }
+
+
 #: Without any threshold on `hanging`, a hanging transaction is CRITICAL.
 DEFAULT_CRIT = {"hanging": "0"}
 
@@ -88,37 +102,67 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
 
 
-def perfdata(values: dict[str, float], warn: dict[str, Range], crit: dict[str, Range]) -> str:
-    """`'label'=value[UOM];[warn];[crit];[min];[max]` for each metric, space-separated."""
+def perfdata(values: dict[str, float | None], warn: dict[str, Range], crit: dict[str, Range]) -> str:
+    """`'label'=value[UOM];[warn];[crit];[min];[max]` for each metric, space-separated; a value
+    not known is `U` (the guidelines' "could not be determined")."""
     parts = []
     for key, m in METRICS.items():
         w = warn[key].text if key in warn else ""
         c = crit[key].text if key in crit else ""
-        parts.append(f"{m.label}={_fmt(values[key])}{m.uom};{w};{c};0;")
+        v = values[key]
+        parts.append(f"{m.label}={'U' if v is None else _fmt(v) + m.uom};{w};{c};0;")
     return " ".join(parts)
 
 
+def _alerts(rng: Range, value: float | None, floor: float | None) -> tuple[bool, str]:
+    """(whether the range alerts, the value's words). A value not known alerts only when the part
+    seen (`floor`, a lower bound of it) already lies above the range's end."""
+    if value is not None:
+        return rng.alerts(value), _fmt(value)
+    sure = floor is not None and not rng.inside and floor > rng.end
+    return sure, f"at least {_fmt(floor or 0)}"
+
+
 def verdict(
-    values: dict[str, float], warn: dict[str, Range], crit: dict[str, Range], incomplete: str = ""
+    values: dict[str, float | None],
+    warn: dict[str, Range],
+    crit: dict[str, Range],
+    incomplete: str = "",
+    floors: dict[str, float | None] | None = None,
 ) -> tuple[PluginStatus, str]:
-    """(status, the one status line). `incomplete`: what the collection could not see; it makes an
-    OK at least a WARNING (a check that saw part of the cluster cannot say all is well)."""
+    """(status, the one status line). A value None could not be computed (part of what it counts
+    was not read): a threshold on it is UNKNOWN unless `floors` (the part seen) already alerts, or
+    another metric does. `incomplete`: what the collection could not see; it makes an OK at least
+    a WARNING (a check that saw part of the cluster cannot say all is well)."""
     crit = {**{k: parse_range(v) for k, v in DEFAULT_CRIT.items() if k not in warn}, **crit}
+    floors = floors or {}
     status = PluginStatus.OK
     why = []
+    unknown = []
     for key, m in METRICS.items():
         v = values[key]
-        if key in crit and crit[key].alerts(v):
-            status = max(status, PluginStatus.CRITICAL)
-            why.append(f"{m.words} {_fmt(v)}{m.uom} (critical {crit[key].text})")
-        elif key in warn and warn[key].alerts(v):
-            status = max(status, PluginStatus.WARNING)
-            why.append(f"{m.words} {_fmt(v)}{m.uom} (warning {warn[key].text})")
+        alerted = False
+        for level, ranges in ((PluginStatus.CRITICAL, crit), (PluginStatus.WARNING, warn)):
+            if key not in ranges:
+                continue
+            alerts, shown = _alerts(ranges[key], v, floors.get(key))
+            if alerts:
+                status = max(status, level)
+                why.append(f"{m.words} {shown}{m.uom} ({level.name.lower()} {ranges[key].text})")
+                alerted = True
+                break
+        if v is None and not alerted and (key in crit or key in warn):
+            unknown.append(m.words)
+    if unknown:
+        why.append(f"{', '.join(unknown)} not known")
+        if status is PluginStatus.OK:
+            status = PluginStatus.UNKNOWN
     if incomplete:
-        status = max(status, PluginStatus.WARNING)
+        if status is PluginStatus.OK:
+            status = PluginStatus.WARNING
         why.append(incomplete)
     if not why:
-        why.append(", ".join(f"{m.words} {_fmt(values[k])}{m.uom}" for k, m in METRICS.items()))
+        why.append(", ".join(f"{m.words} {_fmt(values[k] or 0)}{m.uom}" for k, m in METRICS.items()))
     line = f"KXTX {status.name} - {'; '.join(why)} | {perfdata(values, warn, crit)}"
     return PluginStatus(status), line
 

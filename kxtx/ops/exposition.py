@@ -5,7 +5,8 @@ Names: prefix `kxtx_`, base units in the name (`_seconds`, `_records`), `_info` 
 sample carries a timestamp: Prometheus stamps the scrape. Labels are bounded: `topic`,`partition`
 only for partitions with an open transaction; `group`,`topic` per group and topic it committed on
 (summed over partitions); `state` from a fixed list; `what` from a fixed list. Never a producer id,
-transactional id or offset as a label.
+transactional id or offset as a label. A value the collection could not read is absent (and counted
+in `kxtx_collect_unseen`), never 0 or the part it read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kxtx.ops.monitor import STATES, Snapshot
+from kxtx.ops.monitor import STATES, Snapshot, group_topic_lags
 
 PREFIX = "kxtx_"
 #: the content type Prometheus expects for this format
@@ -106,7 +107,7 @@ def _collection(snap: Snapshot) -> list[Family]:
     unseen = _g(
         "collect_unseen",
         "Things the last collection could not read (no DESCRIBE, a broker down), by kind: "
-        "partitions, transactional_ids, groups, lag.",
+        "partitions, transactional_ids, groups, offsets, lag; the values they feed are absent.",
     )
     for what, n in snap.unseen_counts().items():
         unseen.add(n, what=what)
@@ -118,7 +119,11 @@ def _collection(snap: Snapshot) -> list[Family]:
     )
     maxt.add(snap.max_timeout_ms / 1000)
     s = snap.summary()
-    hanging = _g("hanging_transactions", "Hanging transactions (Kafka's find-hanging rule), all partitions.")
+    hanging = _g(
+        "hanging_transactions",
+        "Hanging transactions (Kafka's find-hanging rule), all partitions; absent when a partition's "
+        "producers could not be read.",
+    )
     hanging.add(s["hanging_transactions"])
     return [done, unseen, checked, maxt, hanging]
 
@@ -174,7 +179,8 @@ def _groups(snap: Snapshot) -> list[Family]:
     lag = _g(
         "consumergroup_lag_records",
         "Records a read_committed consumer of the group still receives up to the LSO (markers and "
-        "aborted records excluded), summed over the topic's partitions.",
+        "aborted records excluded), summed over the topic's partitions; absent when one was not read. "
+        "`monitor check`'s lag.",
     )
     hw = _g("consumergroup_hw_lag_records", "High watermark - committed offset (naive lag), summed.")
     inv = _g(
@@ -182,13 +188,7 @@ def _groups(snap: Snapshot) -> list[Family]:
         "Markers and aborted records between the committed offset and the LSO: the part of the naive "
         "lag a read_committed consumer never receives, summed (where counted).",
     )
-    sums: dict[tuple[str, str], list[int]] = {}
-    for g in snap.groups:
-        acc = sums.setdefault((g.group, g.topic), [0, 0, 0])
-        acc[0] += g.lag_records or 0
-        acc[1] += g.hw_lag_records or 0
-        acc[2] += g.invisible_records or 0
-    for (group, topic), (a, b, c) in sorted(sums.items()):
+    for (group, topic), (a, b, c) in sorted(group_topic_lags(snap).items()):
         lag.add(a, group=group, topic=topic)
         hw.add(b, group=group, topic=topic)
         inv.add(c, group=group, topic=topic)

@@ -63,6 +63,8 @@ class Offsets:
 
     lso: int | None = None
     high_watermark: int | None = None
+    #: why a value is None: the ListOffsets error (None while both were read)
+    why: str | None = None
 
     @property
     def held_back(self) -> int | None:

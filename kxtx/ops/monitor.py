@@ -67,9 +67,10 @@ class GroupLag:
     committed: int
     high_watermark: int | None
     lso: int | None
-    #: naive lag: high watermark - committed
+    #: naive lag: high watermark - committed (None: not read)
     hw_lag_records: int | None
     #: what a read_committed consumer still receives: data records below the LSO, not aborted
+    #: (None: not read; never guessed)
     lag_records: int | None
     #: markers and aborted records between the committed offset and the LSO: the part of the
     #: naive lag that never reaches a read_committed consumer
@@ -93,7 +94,7 @@ class Snapshot:
     #: {non-final state: age in seconds of its oldest transaction}
     oldest_in_state_s: dict[str, float] = field(default_factory=dict)
     groups: list[GroupLag] = field(default_factory=list)
-    #: what could not be seen: {"what": partitions|transactional_ids|groups|lag, "name", "why"}
+    #: what could not be seen: {"what": partitions|transactional_ids|groups|offsets|lag, "name", "why"}
     unseen: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -107,19 +108,58 @@ class Snapshot:
             out[u["what"]] += 1
         return out
 
-    def summary(self) -> dict[str, float | int | None]:
-        """The headline figures (check mode's metrics)."""
+    def _unseen_any(self, *kinds: str) -> bool:
+        return any(u["what"] in kinds for u in self.unseen)
+
+    def summary(self, floor: bool = False) -> dict[str, float | int | None]:
+        """The headline figures (check mode's metrics). A figure that depends on something the
+        collection could not read is None, never the part it saw; `floor`: the part it saw instead
+        (a lower bound of the true figure: every one is a count or a maximum)."""
+        lags = group_topic_lags(self)
+        producers = floor or not self._unseen_any("partitions")
+        ages = producers and (floor or not self._unseen_any("transactional_ids"))
+        gaps = [p.lso_gap_records for p in self.partitions]
+        rows = [g.lag_records for g in self.groups]
+        sums = [lag for lag, _hw, _inv in lags.values()]
+        groups = floor or not self._unseen_any("groups")
         return {
-            "hanging_transactions": len(self.hanging),
-            "hanging_partitions": len({h.tp for h in self.hanging}),
-            "open_transactions": sum(p.open_transactions for p in self.partitions),
-            "oldest_open_age_seconds": max((p.oldest_open_age_s for p in self.partitions), default=0.0),
-            "max_lso_gap_records": max((p.lso_gap_records or 0 for p in self.partitions), default=0),
-            "max_read_committed_lag_records": max((g.lag_records or 0 for g in self.groups), default=0),
+            "hanging_transactions": len(self.hanging) if producers else None,
+            "hanging_partitions": len({h.tp for h in self.hanging}) if producers else None,
+            "open_transactions": sum(p.open_transactions for p in self.partitions) if producers else None,
+            "oldest_open_age_seconds": (
+                max((p.oldest_open_age_s for p in self.partitions), default=0.0) if ages else None
+            ),
+            "max_lso_gap_records": _max(gaps, floor) if producers else None,
+            "max_read_committed_lag_records": _max(rows, floor) if groups else None,
+            "max_group_lag_records": _max(sums, floor) if groups else None,
         }
 
 
-UNSEEN_KINDS = ("partitions", "transactional_ids", "groups", "lag")
+def _max(values: list[int | None], floor: bool) -> int | None:
+    """The largest value; None when one is unknown, unless `floor` (then of the known ones)."""
+    if not floor and any(v is None for v in values):
+        return None
+    return max((v for v in values if v is not None), default=0)
+
+
+def group_topic_lags(snap: Snapshot) -> dict[tuple[str, str], tuple[int | None, int | None, int | None]]:
+    """{(group, topic): (read_committed lag, naive lag, invisible records)}, each summed over the
+    topic's partitions the group committed on: what `kxtx_consumergroup_*_records` export and
+    `check`'s `lag` thresholds. A sum with a partition not read is None (the part read would look
+    like the whole); the invisible records are summed where counted (a lag not read record by
+    record has none counted) and None when a partition's lag was not read."""
+    out: dict[tuple[str, str], tuple[int | None, int | None, int | None]] = {}
+    for g in snap.groups:
+        lag, hw, inv = out.get((g.group, g.topic), (0, 0, 0))
+        out[(g.group, g.topic)] = (
+            None if lag is None or g.lag_records is None else lag + g.lag_records,
+            None if hw is None or g.hw_lag_records is None else hw + g.hw_lag_records,
+            None if inv is None or g.lag_records is None else inv + (g.invisible_records or 0),
+        )
+    return out
+
+
+UNSEEN_KINDS = ("partitions", "transactional_ids", "groups", "offsets", "lag")
 
 
 def collect(
@@ -153,6 +193,11 @@ def collect(
     committed = _committed(cluster, snap, groups, set(tps))
     wanted = sorted(set(open_by_tp) | {tp for offsets in committed.values() for tp in offsets})
     offsets = cluster.offsets(wanted)
+    snap.unseen += [
+        _unseen("offsets", f"{t}:{p}", o.why or "not answered")
+        for (t, p), o in sorted(offsets.items())
+        if o.lso is None or o.high_watermark is None
+    ]
     pid_ids = {pid: tid for tid, (pid, _state) in listed.items()}
     hanging_on: dict[TP, int] = {}
     for h in snap.hanging:
@@ -233,10 +278,12 @@ def _committed(
     """{group: {partition in scope: committed offset}}; groups not readable are listed as unseen."""
     if groups is None:
         try:
-            groups = cluster.group_ids()
+            groups, errors = cluster.group_listing()
         except Exception as exc:  # noqa: BLE001 - groups add to the picture; the rest still stands
             snap.unseen.append(_unseen("groups", "*", f"ListGroups: {exc}"))
             return {}
+        # a broker that did not answer ListGroups hides the groups it coordinates
+        snap.unseen += [_unseen("groups", "*", f"ListGroups: {why}") for why in errors]
     by_group, failed = cluster.group_offsets(groups)
     snap.unseen += [_unseen("groups", g, why) for g, why in sorted(failed.items())]
     return {g: {tp: off for tp, off in offs.items() if tp in in_scope} for g, offs in by_group.items()}
@@ -253,6 +300,7 @@ def _lags(
     for group, offs in sorted(committed.items()):
         for tp, c in sorted(offs.items()):
             o = offsets.get(tp, Offsets())
+            # an offset not read leaves its lag None (unseen, listed as such), never 0
             hw_lag = None if o.high_watermark is None else max(0, o.high_watermark - c)
             lag = None if o.lso is None else max(0, o.lso - c)
             # nothing between the committed offset and the LSO: nothing to read, nothing invisible
@@ -295,9 +343,12 @@ def _read_batch(
     mine = {p: lows[(topic, p)] for p in batch if (topic, p) in lows}
     try:
         dumps = read_ranges(cluster.settings, topic, starts, "lso", log_starts=mine, admin=cluster.txn)
-    except KxtxError as exc:  # the rows keep their offset lag (an upper bound); say what is missing
+    except KxtxError as exc:  # the rows' lag is not known: unseen, not the offset lag (which is
+        # not the figure a row within --lag-scan-max claims to be)
         logger.info(f"{topic}: reading from the committed offsets: {exc}")
         snap.unseen += [_unseen("lag", f"{r.group} {topic}:{p}", str(exc)) for p, r in batch.items()]
+        for r in batch.values():
+            r.lag_records = r.invisible_records = None
         return
     for r, dump in zip(batch.values(), dumps):
         s = dump.summary

@@ -1,11 +1,15 @@
 """`kxtx monitor serve`: the collection as a Prometheus exporter over HTTP (`/metrics`).
 
-Collections happen on scrape, not on a timer, and at most one at a time: a scrape within
-`min_interval` of the last collection gets that one's text; a scrape while a collection runs waits
-for it at most `bound` seconds and otherwise gets the last text with `kxtx_up 0` for "not answered
-in time" (the slow collection goes on and is served when done). So a slow cluster never piles up
-collections, however often and however many Prometheus servers scrape. A failed collection (cluster
-down) is `kxtx_up 0`, and the server keeps serving.
+Collections happen on scrape, not on a timer: a scrape within `min_interval` of the last
+collection gets that one's text; a scrape while a collection runs waits for it at most `bound`
+seconds and otherwise gets `kxtx_up 0` for "not answered in time" (the slow collection goes on and
+is served when done). A scrape that finds the running collection started more than `bound` ago
+starts a new one beside it: the old one may have begun while the cluster was frozen and only now
+get its answers, and a scrape after the cluster came back must not wait for it when a new one
+can finish in time. Never more than two at once, so a slow cluster never piles up collections,
+however often and however many Prometheus servers scrape; a collection's text replaces the served
+one only when it started later. A failed collection (cluster down) is `kxtx_up 0`, and the server
+keeps serving.
 """
 
 from __future__ import annotations
@@ -38,42 +42,52 @@ class Exporter:
         self._clock = clock
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
-        self._running: threading.Thread | None = None
+        #: the collections running, oldest first: (their thread, when they started)
+        self._runs: list[tuple[threading.Thread, float]] = []
         self._text: str | None = None
-        self._at: float | None = None
+        self._at: float | None = None  # when the served text's collection finished
+        self._since: float | None = None  # when it started
         #: counters over the exporter's life: `_total`, as the format's rules ask of counters
         self.collections = 0
         self.failures = 0
 
+    #: at most this many collections at once: the running one and one begun beside it
+    MAX_RUNNING = 2
+
     def scrape(self) -> str:
         with self._lock:
-            fresh = self._at is not None and self._clock() - self._at < self.min_interval
+            now = self._clock()
+            fresh = self._at is not None and now - self._at < self.min_interval
             if self._text is not None and fresh:
                 return self._text + self._counters()
-            if self._running is None:
-                self._running = threading.Thread(target=self._run, name="kxtx-collect", daemon=True)
-                self._running.start()
-            running = self._running
-            self._done.wait_for(lambda: self._running is not running, timeout=self.bound)
-            if self._running is running:  # not done within the bound: say so, keep it going
+            stale = not self._runs or now - self._runs[-1][1] >= self.bound
+            if stale and len(self._runs) < self.MAX_RUNNING:
+                started = now
+                thread = threading.Thread(target=self._run, args=(started,), name="kxtx-collect", daemon=True)
+                self._runs.append((thread, started))
+                thread.start()
+            newest = self._runs[-1]
+            self._done.wait_for(lambda: newest not in self._runs, timeout=self.bound)
+            if newest in self._runs:  # not done within the bound: say so, keep it going
                 return exposition.failure(self._version, self.bound) + self._counters()
             assert self._text is not None
             return self._text + self._counters()
 
-    def _run(self) -> None:
-        started = self._clock()
+    def _run(self, started: float) -> None:
         try:
             text = self._collect()
             failed = False
         except Exception as exc:  # noqa: BLE001 - reported as kxtx_up 0; the server keeps serving
-            logger.warning(f"collection failed: {exc}")
+            logger.warning(f"collection failed: {meaning(exc)}")
             text = exposition.failure(self._version, self._clock() - started)
             failed = True
         with self._lock:
-            self._text, self._at = text, self._clock()
+            # an older collection finishing after a newer one is not served over it
+            if self._since is None or started >= self._since:
+                self._text, self._at, self._since = text, self._clock(), started
             self.collections += 1
             self.failures += int(failed)
-            self._running = None
+            self._runs = [r for r in self._runs if r[0] is not threading.current_thread()]
             self._done.notify_all()
 
     def _counters(self) -> str:
@@ -84,6 +98,27 @@ class Exporter:
         )
         failed.samples.append(({}, self.failures))
         return exposition.render([total, failed])
+
+
+def meaning(exc: BaseException) -> str:
+    """One line saying what went wrong: kxtx's message, a client error's translation, or, for any
+    other Python error (a bug: "list index out of range" said nothing), where it happened; the
+    traceback goes to the debug log."""
+    import traceback
+
+    from kxtx.clients import translate
+    from kxtx.errors import KxtxError
+
+    if isinstance(exc, KxtxError) or type(exc).__module__.split(".")[0] in (
+        "kafka",
+        "cimpl",
+        "confluent_kafka",
+    ):
+        return str(translate(exc))
+    logger.debug("".join(traceback.format_exception(exc)))
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" in {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    return f"internal error{where} ({type(exc).__name__}: {exc}); a kxtx bug: please report it with --debug's traceback"
 
 
 def handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:

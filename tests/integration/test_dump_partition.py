@@ -219,6 +219,31 @@ def test_bad_range_and_missing_topic(run_kxtx, log):
     assert r.returncode == 1 and json.loads(r.stdout)["status"] == "error"
 
 
+def test_from_beyond_the_high_watermark_is_an_error(run_kxtx, log):
+    """Issue 43: a start past the end used to be an empty result with exit 0 (`"from": 700, "to":
+    662`); it is a usage error naming the partition's end. The end itself is an empty range."""
+    hw = _dump(run_kxtx, log)["summary"][0]["hw"]
+    r = run_kxtx("dump", "partition", log, "--from", str(hw + 38), "-o", "json", "--timeout", "30")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["status"] == "usage", r.stdout + r.stderr
+    assert f"--from {hw + 38}: beyond the end of {log}:0 (high watermark {hw}" in doc["error"], doc
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    at_end = _dump(run_kxtx, log, "--from", str(hw))
+    assert at_end["batches"] == [] and at_end["summary"][0]["from"] == hw
+
+
+def test_json_with_records_is_streamed_with_the_same_bytes(run_kxtx, log):
+    """Issue 43: `-o json --records` writes its batches as they are made (796 MB held for a 47 MB
+    partition before, bench/README); the bytes are those of the whole document rendered at once."""
+    from kxtx.cli.output import _dumps
+
+    r = run_kxtx("dump", "partition", log, "--records", "-o", "json", "--timeout", "30", timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["batches"] and any(b.get("records") for b in doc["batches"]), doc
+    assert r.stdout == _dumps(doc, indent=2) + "\n"
+
+
 def test_range_through_compressed_batches(run_kxtx, log):
     """Bounds inside compressed batches: only their records in the range are counted."""
     codec = _by_codec(_dump(run_kxtx, log)["batches"])

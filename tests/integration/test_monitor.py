@@ -189,6 +189,24 @@ def test_lag_counted_record_by_record_on_several_partitions_at_once(broker, mult
     assert got == {part: (c, 10, 10 - c, lag, inv, True) for part, (c, lag, inv) in MULTI.items()}
 
 
+def test_check_lag_is_the_metric_lag_per_group_and_topic(broker, multi):
+    """Issue 43, item 4: `check`'s `lag` is kxtx_consumergroup_lag_records (the group's lag on the
+    topic, summed over its partitions: 5 + 2 + 2 = 9), not the largest partition's (5): a
+    threshold of 8 is CRITICAL in both (before, check said OK while an alert `> 8` fired)."""
+    topic, group = multi
+    scope = ("--topic", topic, "-g", group)
+    metrics = samples(kxtx(broker, "monitor", "collect", *scope, "-o", "prometheus").stdout)
+    assert metrics[("kxtx_consumergroup_lag_records", (("group", group), ("topic", topic)))] == 9
+    doc = json_doc(kxtx(broker, "monitor", "collect", *scope, "-o", "json"))
+    assert (doc["max_group_lag_records"], doc["max_read_committed_lag_records"]) == (9, 5)
+    r = kxtx(broker, "monitor", "check", *scope, "--crit", "lag=8")
+    assert r.returncode == 2 and r.stdout.startswith("KXTX CRITICAL - ") and " lag=9;;8;0;" in r.stdout, (
+        r.stdout
+    )
+    r = kxtx(broker, "monitor", "check", *scope, "--crit", "lag=9")
+    assert r.returncode == 0 and " lag=9;;9;0;" in r.stdout, r.stdout
+
+
 def test_lag_reads_alone_what_the_shared_fetch_left_out(broker, multi, monkeypatch):
     """A shared first Fetch bounded to 1 byte brings one batch of the first partition only: the
     others are fetched on their own, with the same counts."""

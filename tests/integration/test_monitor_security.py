@@ -6,6 +6,7 @@ trust store's password) is in any metric, in stdout, in stderr or in a log line,
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -110,3 +111,63 @@ def test_serve_over_sasl_shows_the_scene_and_no_secret(sec, scene, tmp_path):
     logs = log.read_text()
     assert "kxtx: info:" in logs, "no debug log: nothing was checked"
     _no_secret(sec, *bodies, out, logs)
+
+
+@pytest.fixture(scope="module")
+def half_granted(sec):
+    """A topic `limited` may DESCRIBE but not READ: its producers (DescribeProducers needs READ)
+    and its records (the lag scan's Fetch) cannot be read, its offsets and metadata can. On it 5
+    plain records (0-4), a truly hanging transaction (5-6) and a group of `limited`'s that committed
+    offset 1: lag 4 offsets below the LSO (5), within --lag-scan-max, so read record by record."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = sec.create_topic(f"mon-half-{uuid.uuid4().hex[:6]}")
+    sec.grant("limited", "topic", topic, "DESCRIBE")
+    p = Producer({**sec.conf("admin"), "log_level": 3})
+    for i in range(5):
+        p.produce(topic, f"r{i}".encode(), partition=0)
+    assert p.flush(60) == 0
+    sec.make_hanging(f"tx-mon-half-{topic}", topic)
+    group = f"limited.mon-half-{topic}"
+    c = Consumer({**sec.conf("admin"), "group.id": group, "log_level": 3})
+    try:
+        commit_retrying(c, [TopicPartition(topic, 0, 1)])
+    finally:
+        c.close()
+    return {"topic": topic, "group": group}
+
+
+def test_producers_and_lag_a_principal_may_not_read_are_unseen(sec, half_granted):
+    """Issue 43: the hanging count of a collection that could not read a partition's producers,
+    and a lag whose scan failed, are absent (before: `kxtx_hanging_transactions 0` and the lag by
+    offsets, 4, as if read), and a threshold on them is not OK."""
+    topic, group = half_granted["topic"], half_granted["group"]
+    args = ("monitor", "collect", "--topic", topic, "--group", group)
+    r = sec.kxtx("limited", *args, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["complete"] is False
+    assert sorted((u["what"], u["name"]) for u in doc["unseen"]) == [
+        ("lag", f"{group} {topic}:0"),
+        ("partitions", f"{topic}:0"),
+    ], doc["unseen"]
+    assert doc["hanging_transactions"] is None and doc["max_group_lag_records"] is None, doc
+    [row] = doc["groups"]
+    assert row["committed"] == 1 and row["lso"] == 5 and row["lag_records"] is None, row
+    r = sec.kxtx("limited", *args, "-o", "prometheus")
+    assert r.returncode == 0, r.stderr
+    s = samples(r.stdout)
+    assert s[("kxtx_up", ())] == 1
+    assert s[("kxtx_collect_unseen", (("what", "partitions"),))] == 1
+    assert s[("kxtx_collect_unseen", (("what", "lag"),))] == 1
+    assert ("kxtx_hanging_transactions", ()) not in s
+    labels = (("group", group), ("topic", topic))
+    assert ("kxtx_consumergroup_lag_records", labels) not in s
+    assert s[("kxtx_consumergroup_hw_lag_records", labels)] == 6  # read: high watermark 7 - 1
+    for threshold in ("lag=3", "hanging=5"):  # true: lag 4, 1 hanging: over the first, not the second
+        r = sec.kxtx("limited", "monitor", "check", "--topic", topic, "--group", group, "--crit", threshold)
+        assert r.returncode == 3 and r.stdout.startswith("KXTX UNKNOWN - "), (threshold, r.stdout, r.stderr)
+    # as admin, the same collection reads it all: the figures the limited one could not read
+    r = sec.kxtx("admin", *args, "-o", "prometheus")
+    s = samples(r.stdout)
+    assert s[("kxtx_hanging_transactions", ())] == 1 and s[("kxtx_consumergroup_lag_records", labels)] == 4

@@ -26,10 +26,10 @@ class MonitorCluster(FakeCluster):
     def transactions(self):
         return self.listing
 
-    def group_ids(self):
+    def group_listing(self):
         if self.group_error:
             raise KafkaOperationError(self.group_error)
-        return sorted(self.groups)
+        return sorted(self.groups), []
 
     def group_offsets(self, groups, tps=None):
         return {g: self.groups[g] for g in groups if g in self.groups}, {}

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kxtx.errors import UsageError
-from kxtx.ops import check, exposition
+from kxtx.ops import check, exposition, monitor
 from kxtx.ops.model import HangingTxn
 from kxtx.ops.monitor import GroupLag, PartitionHealth, Snapshot
 
@@ -206,6 +206,87 @@ def test_exposition_parses_and_follows_the_naming_rules():
     assert by[("kxtx_transaction_max_timeout_seconds", ())] == 900
     # bounded labels: never a producer id, transactional id or unseen item's name
     assert "tx-1" not in text and "secret-group" not in text
+
+
+@pytest.mark.parametrize(
+    ("values", "floors", "warn", "crit", "status", "words"),
+    [
+        # issue 43: a value not read is not 0: a threshold on it is UNKNOWN, never OK
+        ({**ZERO, "lag": None}, ZERO, [], ["lag=10"], check.PluginStatus.UNKNOWN, "lag=U;;10;0;"),
+        ({**ZERO, "lso-gap": None}, ZERO, ["lso-gap=1"], [], check.PluginStatus.UNKNOWN, "lso_gap=U;1;;0;"),
+        # ... unless the part seen already lies above the range: then the alert is sure
+        (
+            {**ZERO, "lag": None},
+            {**ZERO, "lag": 15},
+            [],
+            ["lag=10"],
+            check.PluginStatus.CRITICAL,
+            "in records at least 15 (critical 10)",
+        ),
+        # the default critical on hanging: unknown when producers were not read and none seen
+        (
+            {**ZERO, "hanging": None},
+            ZERO,
+            [],
+            [],
+            check.PluginStatus.UNKNOWN,
+            "hanging transactions not known",
+        ),
+        (
+            {**ZERO, "hanging": None},
+            {**ZERO, "hanging": 2},
+            [],
+            [],
+            check.PluginStatus.CRITICAL,
+            "at least 2",
+        ),
+        # a range alerting inside (@) is never sure from a lower bound
+        ({**ZERO, "lag": None}, {**ZERO, "lag": 5}, [], ["lag=@1:10"], check.PluginStatus.UNKNOWN, "lag=U;"),
+        # another metric's alert stands; the unknown one is still named
+        (
+            {**ZERO, "lag": None, "open-age": 900},
+            ZERO,
+            ["open-age=600"],
+            ["lag=10"],
+            check.PluginStatus.WARNING,
+            "largest read_committed lag of a group on a topic in records not known",
+        ),
+        # no threshold on the unknown metric: the incomplete collection's WARNING only
+        ({**ZERO, "lag": None}, ZERO, [], [], check.PluginStatus.WARNING, "lag=U;;;0;"),
+    ],
+)
+def test_verdict_on_values_not_read(values, floors, warn, crit, status, words):
+    got, line = check.verdict(
+        values,
+        check.parse_thresholds(warn, "--warn"),
+        check.parse_thresholds(crit, "--crit"),
+        "1 thing not seen",
+        floors,
+    )
+    assert got is status, line
+    assert line.startswith(f"KXTX {status.name} - ") and words in line, line
+    assert all(p.count(";") == 4 for p in line.partition(" | ")[2].split(" "))
+
+
+def test_group_topic_lags_are_none_when_a_partition_was_not_read():
+    """The exported sum and check's `lag` (the same function): a partition not read makes its
+    group and topic's sum unknown, not the sum of the others."""
+
+    def row(topic, p, lag, hw, inv):
+        return monitor.GroupLag("g", topic, p, 0, hw, lag, hw, lag, inv, inv is not None)
+
+    snap = monitor.Snapshot(
+        groups=[
+            row("a", 0, 3, 5, 2),
+            row("a", 1, 4, 4, None),
+            row("b", 0, None, 9, None),
+            row("b", 1, 1, None, 0),
+        ]
+    )
+    assert monitor.group_topic_lags(snap) == {("g", "a"): (7, 9, 2), ("g", "b"): (None, None, None)}
+    assert snap.summary()["max_group_lag_records"] is None
+    assert snap.summary(floor=True)["max_group_lag_records"] == 7
+    assert snap.summary(floor=True)["max_read_committed_lag_records"] == 4
 
 
 def test_failure_exposition_says_down_and_nothing_else():

@@ -7,10 +7,12 @@ import threading
 import urllib.error
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kxtx.errors import Unavailable
 from kxtx.ops import exposition
-from kxtx.ops.serve import Exporter, server
+from kxtx.ops.serve import Exporter, meaning, server
 
 OK = exposition.render(exposition.base_families("1", True, 0.1))
 
@@ -40,7 +42,7 @@ def test_scrapes_within_the_minimum_interval_share_a_collection():
     assert _values(ex.scrape())["kxtx_collections_total"] == 2 and len(calls) == 2
 
 
-def test_a_slow_collection_is_never_started_twice():
+def test_slow_collections_are_never_more_than_two_at_once():
     release, started = threading.Event(), threading.Event()
     calls = []
 
@@ -52,14 +54,42 @@ def test_a_slow_collection_is_never_started_twice():
 
     ex = Exporter(slow, "1", min_interval=0, bound=0.05)
     try:
-        late = [_values(ex.scrape()) for _ in range(3)]  # each waits its bound, none starts another
-        assert started.is_set() and len(calls) == 1
+        # each waits its bound; the second finds the first older than the bound and starts one
+        # beside it; the third starts none
+        late = [_values(ex.scrape()) for _ in range(3)]
+        assert started.is_set() and len(calls) == 2
         assert all(v["kxtx_up"] == 0 and v["kxtx_collections_total"] == 0 for v in late)
     finally:
         release.set()
-    ex.bound = 60  # now it finishes: its metrics are served
+    ex.bound = 60  # now they finish: their metrics are served
     got = _values(ex.scrape())
-    assert got["kxtx_up"] == 1 and len(calls) in (1, 2)
+    assert got["kxtx_up"] == 1 and len(calls) in (2, 3)
+
+
+def test_a_collection_older_than_the_bound_is_not_waited_for_nor_served_over_a_newer_one():
+    """Issue 43, item 3: a collection begun while the cluster was frozen may get its answers
+    only long after; a scrape then starts a new one and is answered by it, and the old one's
+    text, when it ends, does not replace the newer one's."""
+    release = threading.Event()
+    texts = iter(["old", "new"])
+
+    def collect() -> str:
+        text = next(texts)
+        if text == "old":
+            release.wait(60)
+        return exposition.render(exposition.base_families(text, True, 0.1))
+
+    ex = Exporter(collect, "1", min_interval=60, bound=0.2)
+    assert _values(ex.scrape())["kxtx_up"] == 0  # the old one hangs past the bound
+    got = ex.scrape()  # the old one is older than the bound: a new one, answered in time
+    assert 'version="new"' in got and _values(got)["kxtx_up"] == 1
+    release.set()
+    for _ in range(100):  # the old one ends: counted, not served
+        if _values(ex.scrape())["kxtx_collections_total"] == 2:
+            break
+        threading.Event().wait(0.05)
+    final = ex.scrape()
+    assert 'version="new"' in final and _values(final)["kxtx_collections_total"] == 2
 
 
 def test_a_failed_collection_is_up_0_and_the_next_one_tries_again():
@@ -101,3 +131,28 @@ def test_http_metrics_and_404():
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def _raised(exc: Exception) -> Exception:
+    try:
+        raise exc
+    except Exception as caught:  # noqa: BLE001 - a traceback to name
+        return caught
+
+
+@pytest.mark.parametrize(
+    ("exc", "want"),
+    [
+        (
+            Unavailable("reading metadata: the answer lists no broker"),
+            "reading metadata: the answer lists no broker",
+        ),
+        # a Python error is a bug: where it happened, not only its text ("list index out of range")
+        (IndexError("list index out of range"), "internal error in test_monitor_serve.py:"),
+    ],
+)
+def test_a_failed_collection_is_logged_as_one_line_with_its_meaning(exc, want):
+    got = meaning(_raised(exc))
+    assert got.startswith(want) and "\n" not in got, got
+    if isinstance(exc, IndexError):
+        assert "(IndexError: list index out of range)" in got and "report it" in got

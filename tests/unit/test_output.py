@@ -140,3 +140,25 @@ def test_a_table_into_a_file_is_not_squeezed_to_80_columns(capsys, monkeypatch):
     header = next(line for line in lines if "producer_id" in line)
     assert all(c in header for c in HANGING[0])
     assert any("kxtx-pipe-enricher-3f9a2c" in line and "CompleteAbort" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"batches": [], "summary": []},
+        {
+            "batches": [{"a": 1, "records": [{"k": "x\ny", "v": None}, {}]}, {"b": []}],
+            "summary": [{"n": 1.5}],
+        },
+        {"batches": [{"nested": {"deep": [1, [2, {}]]}}], "summary": {"s": 'é "q"'}},
+    ],
+)
+def test_a_streamed_document_has_the_bytes_of_the_whole_one(capsys, body):
+    whole = output.Document()
+    whole.body = body
+    whole.write(0)
+    expected = capsys.readouterr().out
+    streamed = output.Document()
+    streamed.body = {**body, "batches": output.Streamed(iter(body["batches"]))}
+    streamed.write(0)
+    assert capsys.readouterr().out == expected
