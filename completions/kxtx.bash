@@ -34,9 +34,9 @@ _kxtx() {
         "inspect partition") words="--max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect txn") words="--no-history --no-scan --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "monitor") words="check collect serve" ;;
-        "monitor check") words="--topic -t --group -g --warn -w --crit -c --max-transaction-timeout --lag-scan-max -b --bootstrap-servers -X --config --command-config --timeout" ;;
-        "monitor collect") words="--topic -t --group -g --max-transaction-timeout --lag-scan-max --textfile --textfile-name -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "monitor serve") words="--port --bind --min-interval --scrape-timeout --topic -t --group -g --max-transaction-timeout --lag-scan-max -b --bootstrap-servers -X --config --command-config --timeout" ;;
+        "monitor check") words="--topic -t --group -g --warn -w --crit -c --max-transaction-timeout --lag-scan-max --audit-markers -b --bootstrap-servers -X --config --command-config --timeout" ;;
+        "monitor collect") words="--topic -t --group -g --max-transaction-timeout --lag-scan-max --audit-markers --textfile --textfile-name -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "monitor serve") words="--port --bind --min-interval --scrape-timeout --topic -t --group -g --max-transaction-timeout --lag-scan-max --audit-markers -b --bootstrap-servers -X --config --command-config --timeout" ;;
         "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "repair-markers") words="--topic -t --partition -p --since --from --commit --abort --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;

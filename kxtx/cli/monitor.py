@@ -43,12 +43,33 @@ LagScanOpt = Annotated[
 ]
 
 
-def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max):
+AuditMarkersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--audit-markers",
+        metavar="SINCE",
+        help="Also count lost transaction markers by kind (audit-markers) among the transactions "
+        "prepared since SINCE: an age like 1h (from each collection's time) or a time. It reads "
+        "__transaction_state and the partitions those transactions wrote to: a window of hours, not days.",
+    ),
+]
+
+
+def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, audit_markers=None):
     from kxtx.ops.calls import Cluster
     from kxtx.ops.monitor import collect
+    from kxtx.parsers import parse_time
 
+    since = parse_time(audit_markers) if audit_markers is not None else None
     with Cluster(settings) as cluster:
-        return collect(cluster, topic, groups or None, _minutes(max_transaction_timeout), lag_scan_max)
+        return collect(
+            cluster,
+            topic,
+            groups or None,
+            _minutes(max_transaction_timeout),
+            lag_scan_max,
+            markers_since_ms=since,
+        )
 
 
 @app.command("collect")
@@ -58,6 +79,7 @@ def collect_cmd(
     group: GroupOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
     lag_scan_max: LagScanOpt = 1000,
+    audit_markers: AuditMarkersOpt = None,
     textfile: Annotated[
         str | None,
         typer.Option(
@@ -102,7 +124,7 @@ def collect_cmd(
     settings = connection(bootstrap, config, command_config, timeout)
     started = time.monotonic()
     try:
-        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
     except Exception:
         # the scrape still learns the collection failed, and stale figures are not left behind
         text = exposition.failure(__version__, time.monotonic() - started)
@@ -144,7 +166,8 @@ def check_cmd(
             "--warn",
             "-w",
             metavar="METRIC=RANGE",
-            help="WARNING when METRIC (hanging, open-age in seconds, lso-gap, lag) lies outside RANGE "
+            help="WARNING when METRIC (hanging, open-age in seconds, lso-gap, lag, lost-markers with "
+            "--audit-markers) lies outside RANGE "
             "([@]start:end, the plugin range syntax; @ alerts inside). Repeatable. lag: the largest "
             "read_committed lag of a group on a topic, summed over its partitions (as "
             "kxtx_consumergroup_lag_records); lso-gap: the largest partition's.",
@@ -156,11 +179,13 @@ def check_cmd(
             "--crit",
             "-c",
             metavar="METRIC=RANGE",
-            help="CRITICAL likewise (default: hanging=0, any hanging transaction is critical).",
+            help="CRITICAL likewise (default: hanging=0 and, with --audit-markers, lost-markers=0: any "
+            "hanging transaction or lost marker needing action is critical).",
         ),
     ] = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
     lag_scan_max: LagScanOpt = 1000,
+    audit_markers: AuditMarkersOpt = None,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
@@ -180,8 +205,12 @@ def check_cmd(
     try:
         warns = check.parse_thresholds(warn, "--warn")
         crits = check.parse_thresholds(crit, "--crit")
+        if audit_markers is None and "lost-markers" in {**warns, **crits}:
+            from kxtx.errors import UsageError
+
+            raise UsageError("a lost-markers threshold needs --audit-markers SINCE (the window audited)")
         settings = connection(bootstrap, config, command_config, timeout)
-        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
     except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
         from kxtx.clients import translate
         from kxtx.security import scrub
@@ -233,6 +262,7 @@ def serve_cmd(
     group: GroupOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
     lag_scan_max: LagScanOpt = 1000,
+    audit_markers: AuditMarkersOpt = None,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
@@ -257,7 +287,7 @@ def serve_cmd(
 
     def one() -> str:
         reach(settings, again=True)  # a cluster down since the last collection fails it at once
-        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max)
+        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
         return exposition.exposition(snap, __version__)
 
     srv = server(Exporter(one, __version__, min_interval, bound), bind, port)

@@ -67,6 +67,8 @@ METRICS = {
     # per group and topic, summed over its partitions: kxtx_consumergroup_lag_records, the figure the
     # alert rules compare (a largest single-partition lag made `--crit lag=14` OK while `> 14` fired)
     "lag": Metric("lag", "", "largest read_committed lag of a group on a topic in records"),
+    # with --audit-markers only: lost markers that need an operator (audit-markers exit 3's kinds)
+    "lost-markers": Metric("lost_markers", "", "lost transaction markers needing action"),
 }
 
 
@@ -77,11 +79,13 @@ def values_of(summary: dict) -> dict[str, float | None]:
         "open-age": summary["oldest_open_age_seconds"],
         "lso-gap": summary["max_lso_gap_records"],
         "lag": summary["max_group_lag_records"],
+        **({"lost-markers": summary["lost_markers"]} if "lost_markers" in summary else {}),
     }
 
 
-#: Without any threshold on `hanging`, a hanging transaction is CRITICAL.
-DEFAULT_CRIT = {"hanging": "0"}
+#: Without any threshold on `hanging`, a hanging transaction is CRITICAL; likewise a lost marker
+#: that needs action, when markers are audited.
+DEFAULT_CRIT = {"hanging": "0", "lost-markers": "0"}
 
 
 def parse_thresholds(items: list[str] | None, option: str) -> dict[str, Range]:
@@ -107,6 +111,8 @@ def perfdata(values: dict[str, float | None], warn: dict[str, Range], crit: dict
     not known is `U` (the guidelines' "could not be determined")."""
     parts = []
     for key, m in METRICS.items():
+        if key not in values:
+            continue  # not measured (lost-markers without --audit-markers)
         w = warn[key].text if key in warn else ""
         c = crit[key].text if key in crit else ""
         v = values[key]
@@ -140,6 +146,8 @@ def verdict(
     why = []
     unknown = []
     for key, m in METRICS.items():
+        if key not in values:
+            continue
         v = values[key]
         alerted = False
         for level, ranges in ((PluginStatus.CRITICAL, crit), (PluginStatus.WARNING, warn)):
@@ -162,7 +170,9 @@ def verdict(
             status = PluginStatus.WARNING
         why.append(incomplete)
     if not why:
-        why.append(", ".join(f"{m.words} {_fmt(values[k] or 0)}{m.uom}" for k, m in METRICS.items()))
+        why.append(
+            ", ".join(f"{m.words} {_fmt(values[k] or 0)}{m.uom}" for k, m in METRICS.items() if k in values)
+        )
     line = f"KXTX {status.name} - {'; '.join(why)} | {perfdata(values, warn, crit)}"
     return PluginStatus(status), line
 

@@ -93,7 +93,7 @@ def failure(version: str, duration_s: float) -> str:
 
 def families(snap: Snapshot, version: str) -> list[Family]:
     out = base_families(version, True, snap.duration_s)
-    out += _collection(snap) + _partitions(snap) + _states(snap) + _groups(snap)
+    out += _collection(snap) + _partitions(snap) + _states(snap) + _groups(snap) + _markers(snap)
     return out
 
 
@@ -107,7 +107,7 @@ def _collection(snap: Snapshot) -> list[Family]:
     unseen = _g(
         "collect_unseen",
         "Things the last collection could not read (no DESCRIBE, a broker down), by kind: "
-        "partitions, transactional_ids, groups, offsets, lag; the values they feed are absent.",
+        "partitions, transactional_ids, groups, offsets, lag, markers; the values they feed are absent.",
     )
     for what, n in snap.unseen_counts().items():
         unseen.add(n, what=what)
@@ -126,6 +126,20 @@ def _collection(snap: Snapshot) -> list[Family]:
     )
     hanging.add(s["hanging_transactions"])
     return [done, unseen, checked, maxt, hanging]
+
+
+def _markers(snap: Snapshot) -> list[Family]:
+    """With --audit-markers: lost markers per kind (absent when the audit could not be made)."""
+    if not snap.markers_audited:
+        return []
+    lost = _g(
+        "lost_markers",
+        "Ended transactions whose marker a partition never got, in the --audit-markers window, by "
+        "what became of their records (kind: audit-markers' classes).",
+    )
+    for kind, n in (snap.lost_markers or {}).items():
+        lost.add(n, kind=kind)
+    return [lost]
 
 
 def _partitions(snap: Snapshot) -> list[Family]:

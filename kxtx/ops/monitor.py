@@ -97,6 +97,10 @@ class Snapshot:
     #: what could not be seen: {"what": partitions|transactional_ids|groups|offsets|lag, "name", "why"}
     unseen: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: with `markers_since_ms`: lost transaction markers by kind (audit-markers'); None when not
+    #: asked for, or when the audit could not be made (then it is in `unseen`)
+    lost_markers: dict[str, int] | None = None
+    markers_audited: bool = False
 
     @property
     def complete(self) -> bool:
@@ -132,7 +136,16 @@ class Snapshot:
             "max_lso_gap_records": _max(gaps, floor) if producers else None,
             "max_read_committed_lag_records": _max(rows, floor) if groups else None,
             "max_group_lag_records": _max(sums, floor) if groups else None,
+            **({"lost_markers": self.lost_markers_needing_action()} if self.markers_audited else {}),
         }
+
+    def lost_markers_needing_action(self) -> int | None:
+        """Lost markers of the kinds that need an operator (held back, exposed, dropped, unknown)."""
+        from kxtx.ops.markers import NEEDS_ACTION
+
+        if self.lost_markers is None:
+            return None
+        return sum(n for kind, n in self.lost_markers.items() if kind in NEEDS_ACTION)
 
 
 def _max(values: list[int | None], floor: bool) -> int | None:
@@ -159,7 +172,7 @@ def group_topic_lags(snap: Snapshot) -> dict[tuple[str, str], tuple[int | None, 
     return out
 
 
-UNSEEN_KINDS = ("partitions", "transactional_ids", "groups", "offsets", "lag")
+UNSEEN_KINDS = ("partitions", "transactional_ids", "groups", "offsets", "lag", "markers")
 
 
 def collect(
@@ -169,9 +182,12 @@ def collect(
     max_timeout_minutes: float | None = None,
     lag_scan_max: int = LAG_SCAN_MAX,
     now_ms: int | None = None,
+    markers_since_ms: int | None = None,
 ) -> Snapshot:
     """One pass. `topic`: only its partitions (transactional id states stay cluster-wide: an id is
-    not bound to a topic). `groups`: only these groups (default every group)."""
+    not bound to a topic). `groups`: only these groups (default every group). `markers_since_ms`:
+    also audit the transactions prepared since then for lost markers (audit-markers, in this
+    process)."""
     started = time.monotonic()
     snap = Snapshot()
     report = Report()
@@ -205,9 +221,26 @@ def collect(
     for tp, rows in sorted(open_by_tp.items()):
         snap.partitions.append(_partition(tp, rows, offsets[tp], pid_ids, descs, hanging_on.get(tp, 0), now))
     snap.groups = _lags(cluster, snap, committed, offsets, lag_scan_max)
+    if markers_since_ms is not None:
+        _lost_markers(cluster, snap, topic, markers_since_ms)
     snap.collected_at_ms = int(time.time() * 1000)
     snap.duration_s = time.monotonic() - started
     return snap
+
+
+def _lost_markers(cluster: Cluster, snap: Snapshot, topic: str | None, since_ms: int) -> None:
+    """audit-markers over the window; a failure leaves the counts unseen, never 0."""
+    from kxtx.ops.audit import Scope as AuditScope
+    from kxtx.ops.audit import Window, audit
+
+    snap.markers_audited = True
+    try:
+        report = audit(cluster, AuditScope(topic), Window(since_ms))
+    except KxtxError as exc:
+        snap.unseen.append(_unseen("markers", "lost markers", str(exc)))
+        return
+    snap.lost_markers = report.counts()
+    snap.warnings += report.warnings
 
 
 def _unseen(what: str, name: str, why: str) -> dict:
@@ -393,4 +426,5 @@ def document(snap: Snapshot) -> dict:
         "groups": [asdict(g) for g in snap.groups],
         "unseen": snap.unseen,
         "warnings": snap.warnings,
+        **({"lost_markers": snap.lost_markers} if snap.markers_audited else {}),
     }

@@ -186,6 +186,20 @@ def test_audit_classifies_each_lost_marker(scene):
     assert all(f["partition"] == 0 for f in mine.values())
 
 
+def test_monitor_counts_lost_markers(scene):
+    kafka, topic = scene["kafka"], scene["topics"]["A"]
+    r = ch.run(kafka, "monitor", "collect", "--topic", topic, "--audit-markers", "2h", "-o", "prometheus")
+    assert r.returncode == 0, r.stderr
+    want = 1 if scene["lost"] else 0
+    assert f'kxtx_lost_markers{{kind="lost-commit-open"}} {want}' in r.stdout, r.stdout
+    check = ch.run(kafka, "monitor", "check", "--topic", topic, "--audit-markers", "2h")
+    if scene["lost"]:
+        assert check.returncode == 2, check.stdout
+        assert "lost transaction markers needing action 1" in check.stdout, check.stdout
+    else:
+        assert check.returncode == 0 and "lost_markers=0;" in check.stdout, check.stdout
+
+
 def test_abort_hanging_refuses_a_lost_commit(scene):
     if not scene["lost"]:
         pytest.skip("Kafka 3.9 writes every marker: nothing hangs")

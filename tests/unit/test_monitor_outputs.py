@@ -375,3 +375,43 @@ def test_shipped_nagios_command_has_valid_thresholds():
     crit = [words[i + 1] for i, w in enumerate(words) if w == "--crit"]
     assert set(check.parse_thresholds(warn, "--warn")) == {"open-age", "lag"}
     assert set(check.parse_thresholds(crit, "--crit")) == {"hanging"}
+
+
+def _audited(counts):
+    snap = Snapshot(collected_at_ms=1_700_000_000_000, duration_s=0.5, max_timeout_ms=900_000)
+    snap.markers_audited, snap.lost_markers = True, counts
+    return snap
+
+
+def test_lost_markers_are_exported_by_kind_and_checked_only_when_audited():
+    from kxtx.ops.markers import MEANING
+
+    counts = dict.fromkeys(MEANING, 0) | {"lost-commit-open": 2, "healed": 3}
+    snap = _audited(counts)
+    fams = {f.name: f for f in text_string_to_metric_families(exposition.exposition(snap, "t"))}
+    got = {s.labels["kind"]: s.value for s in fams["kxtx_lost_markers"].samples}
+    assert got == {k: float(v) for k, v in counts.items()}
+    values = check.values_of(snap.summary())
+    assert values["lost-markers"] == 2  # healed needs nothing
+    status, line = check.verdict(values, {}, {})
+    assert status is check.PluginStatus.CRITICAL and "lost transaction markers needing action 2" in line
+    assert "lost_markers=2;;0;0;" in line
+    # not asked for: no family, no metric, no default threshold
+    plain = Snapshot(collected_at_ms=1_700_000_000_000, duration_s=0.5, max_timeout_ms=900_000)
+    assert "kxtx_lost_markers" not in exposition.exposition(plain, "t")
+    values = check.values_of(plain.summary())
+    assert "lost-markers" not in values
+    status, line = check.verdict(values, {}, {})
+    assert status is check.PluginStatus.OK and "lost_markers" not in line
+
+
+def test_an_audit_that_failed_is_unseen_and_unknown_not_zero():
+    snap = _audited(None)
+    snap.unseen.append({"what": "markers", "name": "lost markers", "why": "not authorized"})
+    text = exposition.exposition(snap, "t")
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    assert fams["kxtx_lost_markers"].samples == []
+    assert {s.labels["what"]: s.value for s in fams["kxtx_collect_unseen"].samples}["markers"] == 1
+    values = check.values_of(snap.summary())
+    status, line = check.verdict(values, {}, {})
+    assert status is check.PluginStatus.UNKNOWN and "lost_markers=U" in line
