@@ -67,10 +67,6 @@ class Report:
             out[f.kind] += 1
         return out
 
-    @property
-    def needs_action(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind in markers.NEEDS_ACTION]
-
 
 Progress = Callable[[str], None]
 
