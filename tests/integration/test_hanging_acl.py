@@ -43,13 +43,14 @@ def kxtx_as(secure, user, *args):
     )
 
 
-def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
+def _hanging_topic(secure, prefix: str) -> tuple[str, str]:
+    """(the internal listener, a new one-partition topic with a leader), made through the internal
+    listener: PLAINTEXT with a super-user principal, for set-up only."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     _bootstrap, listeners = secure
-    # The internal listener is PLAINTEXT with a super-user principal: set-up only.
     internal = f"127.0.0.1:{listeners.internal_port}"
-    topic = f"limited.hang-{uuid.uuid4().hex[:6]}"
+    topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": internal})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     wait_until(
@@ -58,6 +59,11 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
         f"a leader of {topic}",
         tolerate=(KeyError,),
     )
+    return internal, topic
+
+
+def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
+    internal, topic = _hanging_topic(secure, "limited.hang")
     _p, starts = make_hanging(internal, f"other-{uuid.uuid4().hex[:6]}", [(topic, 0)])
 
     r = kxtx_as(
@@ -161,21 +167,9 @@ def test_repair_names_the_cluster_permission_it_lacks_and_writes_nothing(secure)
     """A principal that may read everything the audit needs but has neither ALTER nor CLUSTER_ACTION
     on the Cluster: repair-markers names both and writes nothing; the super user's repair then ends
     the open records."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from tests.integration.kafka_io import end_offsets
 
-    _bootstrap, listeners = secure
-    internal = f"127.0.0.1:{listeners.internal_port}"
-    topic = f"limited.repair-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": internal})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    wait_until(
-        lambda: admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader >= 0,
-        30,
-        f"a leader of {topic}",
-        tolerate=(KeyError,),
-    )
+    internal, topic = _hanging_topic(secure, "limited.repair")
     make_hanging(internal, f"limited.r-{uuid.uuid4().hex[:6]}", [(topic, 0)])
     before = end_offsets(internal, topic)
     _acls(internal, create=True)
