@@ -357,7 +357,7 @@ CASES = [
         "{dir}",
     ),
     _sandbox("status", ExitCode.PROBLEM_FOUND, lambda doc, s: doc["running"] is False),
-    _sandbox("stop", 0, lambda doc, s: doc["stopped"] is False),
+    _sandbox("stop", ExitCode.PROBLEM_FOUND, lambda doc, s: doc["stopped"] is False),
     _no_node("stop-node"),
     _no_node("kill-node"),
     _no_node("start-node"),
