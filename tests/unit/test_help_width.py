@@ -4,8 +4,6 @@ vars shown are typer's own (its renderer, run on the same command at 400 columns
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 
 import pytest
@@ -14,26 +12,18 @@ from typer.core import TyperCommand
 from typer.testing import CliRunner
 
 from kxtx.cli import docs
-from kxtx.cli.app import app
+from tests.unit.helptext import CLI, render_help, render_with
 
 PATHS = [c.path[1:] for c in docs._leaves(docs.tree())]
 EXTRAS = re.compile(r"\[(?:default|env var): [^\]]*\]")
 
 
-CLI = typer.main.get_command(app)  # built once: each CliRunner run would build every command again
-
-
-def _render(path: list[str], columns: int, monkeypatch, own: bool = False) -> str:
+def _render(path: list[str], columns: int, own: bool = False) -> str:
     """`kxtx PATH --help` at `columns`; `own`: typer's renderer on the same command."""
-    monkeypatch.setenv("COLUMNS", str(columns))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        if own:
-            cmd, ctx = _command(path)
-            TyperCommand.format_help(cmd, ctx, None)
-        else:
-            assert CLI.main([*path, "--help"], prog_name="kxtx", standalone_mode=False) == 0
-    return out.getvalue()
+    if not own:
+        return render_help(path, columns)
+    cmd, ctx = _command(path)
+    return render_with(lambda: TyperCommand.format_help(cmd, ctx, None), columns)
 
 
 def _command(path: list[str]):
@@ -55,8 +45,8 @@ def _lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[" ".join(p) or "kxtx" for p in PATHS])
-def test_nothing_is_cut_at_80_columns(path, monkeypatch):
-    text = _render(path, 80, monkeypatch)
+def test_nothing_is_cut_at_80_columns(path):
+    text = _render(path, 80)
     assert "…" not in text, text
     assert max(map(len, text.splitlines())) <= 80, text
     lines = _lines(text)
@@ -67,7 +57,7 @@ def test_nothing_is_cut_at_80_columns(path, monkeypatch):
         for word in " ".join((opt.help or "").split()).split():
             assert any(word in line for line in lines), (opt.opts, word, text)
     if isinstance(_command(path)[0], TyperCommand):
-        for extra in set(EXTRAS.findall(_render(path, 400, monkeypatch, own=True))):
+        for extra in set(EXTRAS.findall(_render(path, 400, own=True))):
             assert any(extra in line for line in lines), (extra, text)
 
 
@@ -97,6 +87,6 @@ def test_a_long_option_name_and_type_fit_beside_a_long_word():
 
 
 @pytest.mark.parametrize("columns", [40, 60, 80, 120, 200])
-def test_monitor_serve_at_any_width(columns, monkeypatch):
-    text = _render(["monitor", "serve"], columns, monkeypatch)
+def test_monitor_serve_at_any_width(columns):
+    text = _render(["monitor", "serve"], columns)
     assert "…" not in text and "--max-transaction-timeout" in text
