@@ -133,18 +133,19 @@ def _range(kind: Any) -> str:
 
 
 def default_text(param: Any) -> str:
-    """The default as typer shows it: a flag pair's name (`no-x`), an enum's value, a list joined
-    by commas; nothing for a plain flag, None, an empty list or a computed default."""
+    """The default as typer words it: `(TEXT)` for a show_default text, a flag pair's name
+    (`no-x`), an enum's value, a list joined by commas, `(dynamic)` for a computed one; nothing for
+    None, an empty list or a plain flag that is off."""
     if isinstance(param.show_default, str):
-        return param.show_default
+        return f"({param.show_default})"
     if param.show_default is False:
         return ""
     value = param.default
-    if param.is_flag:
-        if not param.secondary_opts:
-            return ""
+    if callable(value):
+        return "(dynamic)"
+    if param.is_flag and param.secondary_opts:
         return (param.opts if value else param.secondary_opts)[0].lstrip("-")
-    if value is None or callable(value) or value == [] or value == ():
+    if value is None or (value is False and param.is_flag):
         return ""
     if isinstance(value, list | tuple):
         return ", ".join(_value(v) for v in value)

@@ -4,6 +4,7 @@ vars shown are typer's own (its renderer, run on the same command at 400 columns
 
 from __future__ import annotations
 
+import enum
 import re
 
 import pytest
@@ -13,6 +14,11 @@ from typer.testing import CliRunner
 
 from kxtx.cli import docs
 from tests.unit.helptext import CLI, render_help, render_with
+
+
+class Mode(str, enum.Enum):
+    fast = "fast"
+
 
 PATHS = [c.path[1:] for c in docs._leaves(docs.tree())]
 EXTRAS = re.compile(r"\[(?:default|env var): [^\]]*\]")
@@ -90,3 +96,33 @@ def test_a_long_option_name_and_type_fit_beside_a_long_word():
 def test_monitor_serve_at_any_width(columns):
     text = _render(["monitor", "serve"], columns)
     assert "…" not in text and "--max-transaction-timeout" in text
+
+
+def test_defaults_are_worded_as_typer_words_them():
+    """Each kind of default typer shows, in a command of its own: kxtx's panel shows the same
+    `[default: ...]` as typer's renderer."""
+    demo = typer.Typer()
+
+    @demo.command()
+    def cmd(
+        number: int = typer.Option(3, "--number"),
+        ratio: float = typer.Option(0.5, "--ratio"),
+        mode: Mode = typer.Option(Mode.fast, "--mode"),
+        names: list[str] = typer.Option(["a", "b"], "--name"),
+        none: str | None = typer.Option(None, "--none"),
+        flag_on: bool = typer.Option(True, "--on"),
+        flag_off: bool = typer.Option(False, "--off"),
+        pair: bool = typer.Option(False, "--pair/--no-pair"),
+        told: str = typer.Option("x", "--told", show_default="as you like"),
+        computed: str = typer.Option(lambda: "now", "--computed"),
+        hidden_default: str = typer.Option("y", "--quiet-default", show_default=False),
+    ) -> None:
+        pass
+
+    typers = CliRunner().invoke(demo, ["--help"], env={"COLUMNS": "300"}).output
+    from kxtx.cli.app import _reflow_help
+
+    _reflow_help(demo)
+    ours = CliRunner().invoke(demo, ["--help"], env={"COLUMNS": "300"}).output
+    assert sorted(EXTRAS.findall(ours)) == sorted(EXTRAS.findall(typers)), (typers, ours)
+    assert len(EXTRAS.findall(ours)) >= 8, ours
