@@ -16,7 +16,7 @@ _kxtx() {
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging audit-markers check cluster collect create dump fence find-hanging inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging audit-markers check cluster collect count create dump fence find-hanging inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
         "") words="abort abort-hanging audit-markers cluster dump fence find-hanging inspect monitor pipe produce repair-markers sandbox topic --debug --version" ;;
@@ -49,7 +49,8 @@ _kxtx() {
         "sandbox status") words="--state-dir --format -o" ;;
         "sandbox stop") words="--state-dir --format -o" ;;
         "sandbox stop-node") words="--state-dir --format -o" ;;
-        "topic") words="create" ;;
+        "topic") words="count create" ;;
+        "topic count") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "topic create") words="--partitions -p --replication-factor -r --topic-config -c --if-not-exists --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -5,6 +5,9 @@ Partitions and replication factor default to the broker's `num.partitions` and
 `default.replication.factor` (CreateTopics with -1, Kafka 2.4+). Errors: a topic that exists is
 `TopicExists` (unless `if_not_exists`); options the broker refuses (partitions, replication factor,
 config, name) are usage errors naming its reason; a missing permission names CREATE on the topic.
+
+`count_records`: a topic's records per partition and in total, as `dump partition`'s summary
+counts them (markers never counted as records).
 """
 
 from __future__ import annotations
@@ -159,3 +162,37 @@ def _row(spec: TopicSpec, created: bool, partitions, replication, note: str | No
 
 def _plural(n: int | None, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+#: The counts of `dump partition`'s summary a count shows, per partition and summed.
+COUNTS = (
+    "records",
+    "read_committed",
+    "committed_records",
+    "aborted_records",
+    "open_records",
+    "non_transactional_records",
+    "markers",
+)
+
+
+def count_records(settings: Settings, topic: str, partitions: list[int] | None = None) -> list[dict]:
+    """One row per partition from its log start to its high watermark, then a `total` row.
+    `records` are the data records a read_uncommitted consumer gets, `read_committed` those a
+    read_committed consumer gets now (below the LSO, not aborted); markers are counted apart."""
+    from kxtx.dump.partition import EARLIEST, HW, dump_partitions
+
+    rows: list[dict] = []
+    for dump in dump_partitions(settings, topic, partitions, EARLIEST, HW, name=False):
+        s = dump.summary
+        rows.append(
+            {
+                "kind": "partition",
+                "partition": s["partition"],
+                **{k: s[k] for k in COUNTS},
+                **{k: s[k] for k in ("log_start", "lso", "hw")},
+            }
+        )
+    total = {k: sum(r[k] for r in rows) for k in COUNTS}
+    rows.append({"kind": "total", "partition": None, **total, "log_start": None, "lso": None, "hw": None})
+    return rows

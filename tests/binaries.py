@@ -14,6 +14,9 @@ import pytest
 
 #: the Debian package that brings each program
 PACKAGES = {
+    "java": "openjdk-17-jre-headless",
+    "mvn": "maven",
+    "openssl": "openssl",
     "prometheus": "prometheus",
     "promtool": "prometheus",
     "prometheus-node-exporter": "prometheus-node-exporter",

@@ -6,10 +6,12 @@ import inspect as pyinspect
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from kxtx import __version__
 from kxtx.cli import cluster, dump, fence, hanging, inspect, markers, monitor, pipe, produce, sandbox, topic
 from kxtx.cli.common import STATE
+from kxtx.cli.helpfmt import KxtxCommand
 
 app = typer.Typer(
     name="kxtx",
@@ -52,10 +54,13 @@ def reflow(text: str) -> str:
 
 
 def _reflow_help(typer_app: typer.Typer) -> None:
-    """Every command's help (given, or its docstring) reflowed before typer builds the commands."""
+    """Every command's help (given, or its docstring) reflowed before typer builds the commands,
+    and its option panels laid out by kxtx (kxtx.cli.helpfmt: nothing cut at any width)."""
     for info in typer_app.registered_commands:
         text = info.help if info.help is not None else pyinspect.getdoc(info.callback)
         info.help = reflow(text) if text else text
+        if info.cls in (None, TyperCommand):  # typer's default: no command class of its own
+            info.cls = KxtxCommand
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
             if isinstance(group.typer_instance.info.help, str):

@@ -168,6 +168,8 @@ def find_hanging(
     )
     if report.hanging:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
+    # Without a terminal the rows are JSON lines: none at all would say nothing to someone reading.
+    typer.echo(f"kxtx: nothing hangs ({plural(report.partitions_checked, 'partition')} checked)", err=True)
     if report.errors:
         raise typer.Exit(ExitCode.ERROR)
 

@@ -3,6 +3,7 @@ KRaft Kafka cluster (one node, or N with a controller quorum) on loopback."""
 
 from __future__ import annotations
 
+import shlex
 import time
 from enum import Enum
 from pathlib import Path
@@ -118,8 +119,10 @@ def start(
         bool,
         typer.Option(
             "--export",
-            help="Print only a line for the shell, export KXTX_BOOTSTRAP_SERVERS=HOST:PORT, on stdout: "
-            'eval "$(kxtx sandbox start --port 0 --export)" starts it and sets the variable.',
+            help="Print only a line for the shell on stdout, export KXTX_BOOTSTRAP_SERVERS=HOST:PORT "
+            "KXTX_SANDBOX_DIR=DIR: "
+            'eval "$(kxtx sandbox start --port 0 --export)" starts it and sets both, so later '
+            "commands, sandbox status and stop included, find it.",
         ),
     ] = False,
     fmt: FormatOpt = None,
@@ -150,7 +153,12 @@ def start(
         brokers=brokers,
         heap=heap,
     )
-    export_line = f"export KXTX_BOOTSTRAP_SERVERS={info.bootstrap}"
+    # The state dir too: without it `sandbox status` and `stop` look in the default one and miss a
+    # sandbox started with --state-dir.
+    export_line = (
+        f"export KXTX_BOOTSTRAP_SERVERS={shlex.quote(info.bootstrap)} "
+        f"KXTX_SANDBOX_DIR={shlex.quote(str(Path(info.state_dir).resolve()))}"
+    )
     if export:  # stdout is the shell's to eval; progress stayed on stderr
         typer.echo(export_line)
         return
@@ -180,12 +188,20 @@ def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
 @app.command()
 @boundary
 def stop(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Stop every node and remove the state directory (data, logs, config)."""
+    """Stop every node, wait until their JVMs are gone, and remove the state directory (data, logs,
+    config). Exit 3 when there is no sandbox at the state directory (nothing was stopped)."""
     from kxtx.sandbox import Sandbox
 
     sandbox = Sandbox(state_dir)
     info = sandbox.stop()
     emit({"stopped": info is not None, "state_dir": str(sandbox.dir)}, fmt, title="sandbox")
+    if info is None:  # a script's `stop` must not pass for one that stopped a broker
+        typer.echo(
+            f"kxtx: no sandbox at {sandbox.dir}: nothing stopped (--state-dir or KXTX_SANDBOX_DIR "
+            "names another one)",
+            err=True,
+        )
+        raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
 
 NodeArg = Annotated[int, typer.Argument(metavar="ID", help="Node id (see `kxtx sandbox status`).")]

@@ -1,4 +1,5 @@
-"""`kxtx topic create NAME`: make the topics the other commands read and write."""
+"""`kxtx topic create NAME`: make the topics the other commands read and write. `kxtx topic count
+TOPIC`: how many records a topic holds, read_committed and not."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.output import emit
+from kxtx.cli.output import emit, emit_rows
 
-app = typer.Typer(help="Create topics.", no_args_is_help=True)
+app = typer.Typer(help="Create topics; count their records.", no_args_is_help=True)
 
 
 @app.command("create")
@@ -80,3 +81,43 @@ def create(
         validate_only=dry_run,
     )
     emit(row, fmt, title=f"topic {name}")
+
+
+COUNT_COLUMNS = [
+    "kind",
+    "partition",
+    "records",
+    "read_committed",
+    "committed_records",
+    "aborted_records",
+    "open_records",
+    "non_transactional_records",
+    "markers",
+    "lso",
+    "hw",
+]
+
+
+@app.command("count")
+@boundary(rows="partitions")
+def count(
+    target: Annotated[
+        str, typer.Argument(metavar="TOPIC[:P,...]", help="Topic, or some of its partitions: orders:0,2.")
+    ],
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Count a topic's records per partition and in total: all data records (records, as
+    read_uncommitted reads them) and what a read_committed consumer reads now (read_committed), with
+    committed, aborted, open and non-transactional records apart. Markers are not records (markers
+    column). Reads every batch over the wire, as `dump partition` does. -o json: the rows are under
+    "partitions", the last one the total."""
+    from kxtx.dump.partition import parse_target
+    from kxtx.topics import count_records
+
+    topic, partitions = parse_target(target)
+    rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions)
+    emit_rows(rows, fmt, COUNT_COLUMNS, title=f"records in {topic}")

@@ -266,8 +266,10 @@ def dump_partitions(
     start: int | str,
     end: int | str,
     records: bool = False,
+    name: bool = True,
 ) -> list[PartitionDump]:
-    """`records`: keep each data batch's records in the range for `batchrecords.record_rows`."""
+    """`records`: keep each data batch's records in the range for `batchrecords.record_rows`.
+    `name`: look up the producers' transactional ids (counting needs none)."""
     from kxtx.dump.engine import partition_count
 
     count = partition_count(settings, topic)
@@ -279,7 +281,8 @@ def dump_partitions(
         raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
     starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
     dumps = read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end, records)
-    name_producers(settings, dumps)
+    if name:
+        name_producers(settings, dumps)
     return dumps
 
 

@@ -394,7 +394,13 @@ class Sandbox:
         All nodes at once: one by one, the last voters would wait for a quorum that is gone."""
         info = self.info()
         if info:
-            _nodes.terminate_all([n.pid for n in info.node_list()], wait_s)
+            pids = [n.pid for n in info.node_list()]
+            _nodes.terminate_all(pids, wait_s)
+            left = [p for p in pids if _nodes.alive(p)]
+            if left:  # "stopped" must mean the JVMs are gone; keep the state for another try
+                raise KxtxError(
+                    f"sandbox node process(es) {left} still alive after SIGKILL; state kept in {self.dir}"
+                )
         if remove and self.dir.exists() and (self.dir / STATE_FILE).exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return info

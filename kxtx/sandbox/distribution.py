@@ -51,9 +51,20 @@ class KafkaDistribution:
 TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
-def cache_root() -> Path:
+def _kxtx_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kxtx" / "kafka"
+    return Path(base) / "kxtx"
+
+
+def cache_root() -> Path:
+    return _kxtx_cache() / "kafka"
+
+
+def mvn_command(mvn: str, goal_args: list[str]) -> list[str]:
+    """The mvn command line, its local repository under kxtx's cache dir: Maven's default is
+    ~/.m2 of Java's user.home, which comes from the password database, not $HOME, so a run with
+    another HOME (a test, a CI job) would still fill the real user's ~/.m2."""
+    return [mvn, "-B", f"-Dmaven.repo.local={_kxtx_cache() / 'maven'}", *goal_args]
 
 
 def require_tool(name: str) -> str:
@@ -159,7 +170,7 @@ def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
     with tempfile.TemporaryDirectory(prefix="kxtx-mvn-") as tmp:
         Path(tmp, "pom.xml").write_text(pom)
         proc = subprocess.Popen(
-            [mvn, "-B", *goal_args], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            mvn_command(mvn, goal_args), cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         errors, small = [], 0
         try:

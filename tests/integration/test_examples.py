@@ -53,6 +53,12 @@ pytestmark = pytest.mark.kafka
 
 SCENARIOS: dict[str, list[str]] = {
     "install-completion": [r"kxtx --install-completion"],
+    "install": [
+        r"python3 -m venv ~/\.venvs/kxtx && \. ~/\.venvs/kxtx/bin/activate",
+        r"pip wheel \. --no-deps -w dist",
+        r"pip install dist/kxtx-\*\.whl",
+        r"pip install '\.\[spark\]'",
+    ],
     "first-steps": [
         r'eval "\$\(kxtx sandbox start --port 0 --export\)"',
         r"kxtx topic create orders -p 6",
@@ -251,6 +257,45 @@ def test_install_completion(ctx, tmp_path):
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "kxtx" in (home / ".bashrc").read_text()
+
+
+def test_install_lines(tmp_path):
+    """The README's install lines as written, in a copy of the tracked files (a fresh clone), with
+    HOME in a temporary directory so that their virtualenv is a new one: first the wheel (kxtx from
+    site-packages, not the clone), then the clone with the spark extra, in that virtualenv. pip's
+    cache is the real one (nothing is fetched twice across runs)."""
+    src = tmp_path / "clone"
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    venv, wheel, install_wheel, install_clone = (_by("install", p).text for p in SCENARIOS["install"])
+    # run outside the clone, so that `import kxtx` cannot come from the current directory
+    where = '(cd / && kxtx --version && python -c "import kxtx; print(kxtx.__file__)")'
+    spark = '(cd / && python -c "import pyspark; print(pyspark.__version__)")'
+    script = "\n".join(["set -e", venv, wheel, install_wheel, where, install_clone, where, spark])
+    pip_cache = subprocess.run(
+        [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True
+    ).stdout.strip()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    # python3 is the interpreter that runs the tests (>= 3.10), not the virtualenv it runs in
+    env.update(HOME=str(home), PIP_CACHE_DIR=pip_cache or str(Path.home() / ".cache" / "pip"))
+    env["PATH"] = os.pathsep.join([str(Path(sys.base_prefix) / "bin"), env["PATH"]])
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    r = subprocess.run(["bash", "-c", script], cwd=src, env=env, capture_output=True, text=True, timeout=1500)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    out = [line for line in r.stdout.splitlines() if line.startswith(("kxtx ", "/"))]
+    site = str(home / ".venvs" / "kxtx" / "lib")
+    # the wheel, then the clone: both installed kxtx into the new virtualenv's site-packages
+    assert len(out) == 4 and out[0].startswith("kxtx ") and out[2].startswith("kxtx "), r.stdout
+    assert out[1].startswith(site) and "site-packages" in out[1], r.stdout
+    assert out[3].startswith(site) and "site-packages" in out[3], r.stdout
+    assert r.stdout.splitlines()[-1][:1].isdigit(), r.stdout  # pyspark's version
 
 
 def test_first_steps(ctx, tmp_path):

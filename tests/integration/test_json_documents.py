@@ -391,6 +391,23 @@ CASES = [
     ),
     Case("topic create", "exists", lambda s: [s.data], ExitCode.ERROR, lambda doc, s: s.data in doc["error"]),
     _unreachable("topic create", lambda s: ["t"]),
+    Case(
+        "topic count",
+        "ok",
+        lambda s: [s.data],
+        0,
+        lambda doc, s: (
+            doc["partitions"][-1]["kind"] == "total" and doc["partitions"][-1]["read_committed"] == 3
+        ),
+    ),
+    Case(
+        "topic count",
+        "no topic",
+        lambda s: ["no-such-topic-x"],
+        ExitCode.ERROR,
+        lambda doc, s: "no-such" in doc["error"],
+    ),
+    _unreachable("topic count", lambda s: ["t"]),
     _sandbox(
         "start",
         ExitCode.ERROR,
@@ -401,7 +418,7 @@ CASES = [
         "{dir}",
     ),
     _sandbox("status", ExitCode.PROBLEM_FOUND, lambda doc, s: doc["running"] is False),
-    _sandbox("stop", 0, lambda doc, s: doc["stopped"] is False),
+    _sandbox("stop", ExitCode.PROBLEM_FOUND, lambda doc, s: doc["stopped"] is False),
     _no_node("stop-node"),
     _no_node("kill-node"),
     _no_node("start-node"),

@@ -78,7 +78,8 @@ def test_cli_sandbox_lifecycle(run_kxtx, tmp_path):
     info = json.loads(started.stdout)
     assert info["running"] is True and info["bootstrap"].startswith("127.0.0.1:")
     # a line a shell can take as it is (README: eval it, or copy it)
-    assert f"export KXTX_BOOTSTRAP_SERVERS={info['bootstrap']}" in started.stderr.splitlines()
+    line = f"export KXTX_BOOTSTRAP_SERVERS={info['bootstrap']} KXTX_SANDBOX_DIR={state}"
+    assert line in started.stderr.splitlines()
     status = run_kxtx("sandbox", "status", "--state-dir", str(state), "-o", "jsonl")
     assert status.returncode == 0 and json.loads(status.stdout)["pid"] == info["pid"]
     stopped = run_kxtx("sandbox", "stop", "--state-dir", str(state))
@@ -86,3 +87,69 @@ def test_cli_sandbox_lifecycle(run_kxtx, tmp_path):
     assert not state.exists()
     after = run_kxtx("sandbox", "status", "--state-dir", str(state))
     assert after.returncode == 3
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a node outlives the `start` that launched it)."""
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def test_export_lets_status_and_stop_find_the_sandbox(tmp_path):
+    """`eval "$(kxtx sandbox start --port 0 --export --state-dir DIR)"`, then `status` and `stop` with
+    no --state-dir find that sandbox; `stop` returns once the JVM is gone; a `stop` that finds no
+    sandbox exits 3 and says so."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    state = tmp_path / "sb"
+    script = "\n".join(
+        [
+            "set -e",
+            'kxtx() { "$KXTX_TEST_PYTHON" -m kxtx "$@"; }',
+            f'eval "$(kxtx sandbox start --port 0 --export --state-dir {state})"',
+            "kxtx sandbox status -o json > status.json",
+            "kxtx sandbox stop -o json > stop.json",
+            "set +e",
+            "kxtx sandbox stop -o json > again.json 2> again.err",
+            'echo "again: $?" >&2',
+        ]
+    )
+    env = {**os.environ, "KXTX_TEST_PYTHON": sys.executable, "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    env.pop("KXTX_SANDBOX_DIR", None)  # only the eval line may set it
+    env.pop("KXTX_BOOTSTRAP_SERVERS", None)
+    try:
+        r = subprocess.run(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", str(state)],
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+    assert r.returncode == 0, r.stderr[-3000:]
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["running"] is True and status["state_dir"] == str(state), status
+    stop = json.loads((tmp_path / "stop.json").read_text())
+    assert stop["stopped"] is True and stop["status"] == "ok", stop
+    assert not _alive(status["pid"]), "sandbox stop returned while the broker JVM still runs"
+    assert not state.exists()
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["stopped"] is False and again["status"] == "problem_found", again
+    assert "again: 3" in r.stderr.splitlines()
+    assert f"no sandbox at {state}" in (tmp_path / "again.err").read_text()

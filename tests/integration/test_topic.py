@@ -126,3 +126,53 @@ def test_dry_run_validates_and_creates_nothing(kafka, run_kxtx):
     assert json_doc(r)["created"] is False and not _exists(kafka, name)
     r = run_kxtx("topic", "create", name, "-r", "3", "--dry-run")
     assert r.returncode == 2 and "INVALID_REPLICATION_FACTOR" in r.stderr
+
+
+def test_count_per_partition_and_total(kafka, run_kxtx):
+    """Committed, aborted, open and plain records, and markers: `records` counts every data record,
+    `read_committed` what a read_committed consumer gets now, markers apart."""
+    from confluent_kafka import Producer
+
+    name = kafka.create_topic(_name(), partitions=2)
+    tx = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"tx-count-{uuid.uuid4().hex}"})
+    tx.init_transactions(30)
+    tx.begin_transaction()
+    for i in range(5):  # committed: 3 on partition 0, 2 on partition 1
+        tx.produce(name, f"c{i}".encode(), partition=0 if i < 3 else 1)
+    tx.commit_transaction(30)
+    tx.begin_transaction()
+    for i in range(2):
+        tx.produce(name, f"a{i}".encode(), partition=0)
+    tx.flush(30)
+    tx.abort_transaction(30)
+    plain = Producer({"bootstrap.servers": kafka.bootstrap})
+    plain.produce(name, b"plain", partition=0)
+    assert plain.flush(30) == 0
+    tx.begin_transaction()
+    for i in range(4):  # open while kxtx counts: holds partition 1's LSO
+        tx.produce(name, f"o{i}".encode(), partition=1)
+    tx.flush(30)
+    try:
+        r = run_kxtx("topic", "count", name, "-o", "json")
+        jsonl = run_kxtx("topic", "count", f"{name}:1", "-o", "jsonl")
+        table = run_kxtx("topic", "count", name, env={"COLUMNS": "200"})
+    finally:
+        tx.abort_transaction(30)
+    doc = json_doc(r)
+    keys = ("records", "read_committed", "committed_records", "aborted_records", "open_records")
+    got = [
+        [row["kind"], row["partition"], *(row[k] for k in keys), row["non_transactional_records"]]
+        for row in doc["partitions"]
+    ]
+    assert got == [
+        ["partition", 0, 6, 4, 3, 2, 0, 1],
+        ["partition", 1, 6, 2, 2, 0, 4, 0],
+        ["total", None, 12, 6, 5, 2, 4, 1],
+    ], doc
+    assert [row["markers"] for row in doc["partitions"]] == [2, 1, 3]  # commit + abort; commit
+    assert doc["partitions"][1]["lso"] == 3 and doc["partitions"][1]["hw"] == 7  # 2 + marker, then 4 open
+    rows = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert jsonl.returncode == 0 and [(x["partition"], x["records"]) for x in rows] == [(1, 6), (None, 6)]
+    assert table.returncode == 0 and "total" in table.stdout and "read_committed" in table.stdout, (
+        table.stdout
+    )

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from kxtx.cli import docs
 from kxtx.cli.app import app, reflow
+from tests.unit.helptext import render_help
 
 COMMANDS = list(docs._leaves(docs.tree()))
 PATHS = [c.path[1:] for c in COMMANDS]
@@ -60,9 +61,7 @@ def _command_cells(text: str) -> list[list[str]]:
 
 
 def _help(path: list[str], columns: int) -> str:
-    r = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(columns)}, prog_name="kxtx")
-    assert r.exit_code == 0, r.output
-    return r.output
+    return render_help(path, columns)
 
 
 @pytest.mark.parametrize("columns", [80, 120])

@@ -147,3 +147,28 @@ def test_an_unbalanced_quote_in_the_jvm_options_is_a_usage_error(monkeypatch):
     monkeypatch.setenv("KXTX_SANDBOX_JVM_OPTIONS", "-Dx='a")
     with pytest.raises(UsageError, match="KXTX_SANDBOX_JVM_OPTIONS: No closing quotation"):
         env_jvm_options()
+
+
+@pytest.mark.parametrize("xdg", [False, True])
+def test_maven_repository_is_under_kxtxs_cache_dir(tmp_path, monkeypatch, xdg):
+    """mvn's downloads land in kxtx's cache dir, which follows HOME / XDG_CACHE_HOME: not in the
+    ~/.m2 of the user in the password database (Java's user.home), whatever HOME says."""
+    from kxtx.sandbox import distribution
+
+    calls = tmp_path / "argv"
+    fake = tmp_path / "mvn"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {calls}\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr("kxtx.sandbox.distribution.require_tool", lambda name: str(fake))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if xdg:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        cache = tmp_path / "xdg" / "kxtx"
+    else:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+        cache = tmp_path / "home" / ".cache" / "kxtx"
+    distribution._mvn("<project/>", ["dependency:list"], "listing")
+    argv = calls.read_text().splitlines()
+    assert f"-Dmaven.repo.local={cache / 'maven'}" in argv
+    assert argv[-1] == "dependency:list"
+    assert distribution.cache_root() == cache / "kafka"

@@ -12,14 +12,17 @@ timed out); waiting twice takes at least 2T, so the bound is 2T with T = 15 s, f
 The commands mostly wait, so they run side by side: the refused-address ones four at a time (eight
 Python start-ups at once on a loaded 2-core machine took ~13 s each, near their 15 s bound), the
 silent-address ones all at once, so the module waits T once rather than once per command (six
-start-ups at once stay far below T)."""
+start-ups at once stay far below T); the refused ones run while the silent ones wait, once those
+are past their start-up (connected to their listener)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -80,9 +83,11 @@ def _run(args: list[str], address: str, tmp_path: Path, timeout_s: float | None 
 
 
 @pytest.fixture(scope="module")
-def refused(tmp_path_factory):
+def refused(tmp_path_factory, silent_started):
     """Every command against a refused address (the default --timeout: 30 s), four at a time: they
-    mostly wait on start-up and the refusal; per command: (CompletedProcess, seconds, address)."""
+    mostly wait on start-up and the refusal; per command: (CompletedProcess, seconds, address).
+    They run while the silent-address commands (`silent_started`, past their start-up) wait out
+    their --timeout: the module waits T once in all, not T after these."""
     from concurrent.futures import ThreadPoolExecutor
 
     dirs = {name: tmp_path_factory.mktemp("cmd") for name in COMMANDS}  # mktemp is not thread-safe
@@ -110,10 +115,13 @@ SILENT = [*TIMED, "cluster", "produce"]
 
 
 @pytest.fixture(scope="module")
-def silent(tmp_path_factory):
-    """Every SILENT command at once, each against its own listener that accepts connections and never
-    answers a request; per command: (returncode, stderr, seconds from its start to its exit, address)."""
-    listeners, started = [], {}
+def silent_started(tmp_path_factory):
+    """Every SILENT command at once, each against its own listener that accepts connections and
+    never answers a request; yields per command (process, its start, address) once each has
+    connected (its start-up is over: from then on it only waits, and the refused-address commands
+    do not compete with six start-ups), and the exits, timed as they happen."""
+    listeners, started, connections = [], {}, []
+    ended: dict[str, float] = {}
     try:
         for name in SILENT:
             listener = socket.socket()
@@ -131,24 +139,39 @@ def silent(tmp_path_factory):
                 stderr=subprocess.PIPE,
             )
             started[name] = (proc, time.monotonic(), address)
-        ended: dict[str, float] = {}
-        deadline = time.monotonic() + 180
-        while len(ended) < len(started) and time.monotonic() < deadline:
-            for name, (proc, _, _) in started.items():
-                if name not in ended and proc.poll() is not None:
-                    ended[name] = time.monotonic()  # a one-line stderr: its pipe cannot fill meanwhile
-            time.sleep(0.05)
-        results = {}
-        for name, (proc, t0, address) in started.items():
-            _, err = proc.communicate(timeout=5)  # raises for a command still running after 180 s
-            results[name] = (proc.returncode, err.decode(), ended[name] - t0, address)
-        return results
+        for name, (proc, _, _) in started.items():
+            threading.Thread(target=_time_exit, args=(proc, name, ended), daemon=True).start()
+        for listener in listeners:
+            listener.settimeout(60)
+            with contextlib.suppress(OSError):  # never connected: the test of that command says so
+                connections.append(listener.accept()[0])  # held open, never answered
+        yield started, ended
     finally:
         for proc, _, _ in started.values():
             if proc.poll() is None:
                 proc.kill()
-        for listener in listeners:
-            listener.close()
+        for sock in [*connections, *listeners]:
+            sock.close()
+
+
+def _time_exit(proc: subprocess.Popen, name: str, ended: dict[str, float]) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=180)  # a one-line stderr: its pipe cannot fill meanwhile
+        ended[name] = time.monotonic()
+
+
+@pytest.fixture(scope="module")
+def silent(silent_started):
+    """Per SILENT command: (returncode, stderr, seconds from its start to its exit, address)."""
+    started, ended = silent_started
+    deadline = time.monotonic() + 180
+    while len(ended) < len(started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    results = {}
+    for name, (proc, t0, address) in started.items():
+        _, err = proc.communicate(timeout=5)  # raises for a command still running after 180 s
+        results[name] = (proc.returncode, err.decode(), ended[name] - t0, address)
+    return results
 
 
 @pytest.mark.parametrize("name", SILENT)
