@@ -343,6 +343,20 @@ CASES = [
         ExitCode.ERROR,
         lambda doc, s: "nope-" in doc["error"],
     ),
+    Case(
+        "audit-markers",
+        "a window with nothing",
+        lambda s: ["--topic", s.data, "--since", "1ms"],
+        0,
+        lambda doc, s: doc["findings"] == [],
+    ),
+    Case(
+        "audit-markers",
+        "a window in the future",
+        lambda s: ["--since", "2999-01-01T00:00:00Z"],
+        ExitCode.USAGE,
+        lambda doc, s: "in the future" in doc["error"],
+    ),
     _unreachable("audit-markers"),
     Case(
         "repair-markers",
