@@ -449,17 +449,19 @@ def _committed(cluster: Cluster, r: HangingTxn, history: list[Decision]) -> str 
 
     mine = [d for d in history if d.transactional_id == r.transactional_id]
     if mine:
+        # The id's history is readable: it says whether a decision covering these records was a
+        # commit. Nothing found means no decision of it names this partition (Kafka's classic
+        # hanging transaction, which an abort ends rightly), whatever its last decision was.
         ((_bounds, batches),) = read_headers(cluster.settings, r.topic, {r.partition: r.start_offset})
         found, _ = markers.audit_partition(r.tp, batches, mine)
-        for f in found:
-            if f.producer_id != r.producer_id or f.kind not in markers.REPAIRABLE:
-                continue
-            if f.kind == markers.LOST_ABORT_OPEN:
-                return None  # established: the coordinator aborted it
-            return (
-                f"the coordinator committed this transaction ({r.transactional_id}, prepared at "
-                f"{_iso(f.decided_ms)}) but its COMMIT marker was lost"
-            )
+        lost = [f for f in found if f.producer_id == r.producer_id and f.kind == markers.LOST_COMMIT_OPEN]
+        if not lost:
+            return None
+        return (
+            f"the coordinator committed this transaction ({r.transactional_id}, prepared at "
+            f"{_iso(lost[0].decided_ms)}) but its COMMIT marker was lost"
+        )
+    # No history (compacted to its last record, or unreadable): the coordinator's state now.
     state, pid, epoch = r.coordinator_state, r.coordinator_producer_id, r.coordinator_producer_epoch
     if (
         state in ("CompleteCommit", "PrepareCommit")

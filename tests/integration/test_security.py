@@ -246,7 +246,7 @@ def test_limited_abort_hanging_aborts_nothing(sec, scene):
         "--yes",
         debug=True,
     )
-    _fails_naming(sec, r, "ALTER on Cluster is required to write transaction markers")
+    _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
 
 
@@ -264,7 +264,7 @@ def test_limited_manual_abort_and_dump_offsets(sec, scene):
         "--yes",
         debug=True,
     )
-    _fails_naming(sec, r, "ALTER on Cluster is required to write transaction markers")
+    _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
     r = sec.kxtx("limited", "dump", "offsets", debug=True)
     _fails_naming(sec, r, "DESCRIBE on Topic '__consumer_offsets'")
