@@ -385,10 +385,11 @@ def _end_jvm(grace: float = 15.0) -> None:
         proc.stdin.close()
     except OSError:
         pass
-    if _CDS_PENDING is not None:
+    if _CDS_PENDING is not None and not _stopping():
         # Writing the class archive at exit takes ~8 s of CPU on a quiet 2-core machine, many
         # times that on a loaded one: killed at the usual grace it is lost, and the next start
-        # writes it again (seen in a loaded test run).
+        # writes it again (seen in a loaded test run). Not when a stop signal ends the run: the
+        # user wants out, and a SIGTERM'd first pipe waited the whole grace (2 minutes, loaded).
         grace = max(grace, jvmcds.WRITE_GRACE_S)
     try:
         proc.wait(grace)
@@ -398,6 +399,18 @@ def _end_jvm(grace: float = 15.0) -> None:
         proc.wait()
     jvmcds.settle(_CDS_PENDING, proc.returncode)
     _CDS_PENDING = None
+
+
+def _stopping() -> bool:
+    """Whether this runs in the clean-up of a stop signal (Ctrl-C, SIGTERM, SIGHUP): the signal's
+    own exception, or the Interrupted a command turns it into (the pipe's, with its summary)."""
+    import sys
+
+    from kxtx.errors import Interrupted
+    from kxtx.signals import stop_of
+
+    exc = sys.exc_info()[1]
+    return isinstance(exc, Interrupted) or stop_of(exc) is not None
 
 
 def _quiet_log4j() -> str:

@@ -491,7 +491,10 @@ def _run_stopped(case: Case, s: Scene) -> tuple[int, str, str]:
         assert case.ready is not None and case.stop is not None
         wait_until(lambda: case.ready(proc, s), 120, f"{_id(case)}: ready for {case.stop.name}", procs=[proc])
         proc.send_signal(case.stop)
-        code = proc.wait(120)
+        # A stop during Spark's start waits for its JVM to finish starting (kxtx.signals.Guard): the
+        # first pipe of a new virtualenv starts without a class-data archive, on a loaded CI
+        # machine in up to ~100 s (measured: 102 s at load 20).
+        code = proc.wait(240)
     finally:
         if proc.poll() is None:
             proc.kill()
