@@ -58,7 +58,11 @@ def test_a_shell_that_execs_is_counted_under_the_program_it_became(tmp_path):
     script = f"sleep 0.6; exec {sys.executable} -c '{burn}'"
     assert cpu_by_kind.main([str(out), "--", "bash", "-c", script]) == 0
     got = json.loads(out.read_text())["by_kind"]
-    assert 0.6 <= got["python other"]["cpu_s"] <= 1.5, got
+    assert got["python other"]["cpu_s"] >= 0.6, got
+    # The sampler counts every process of the machine: a bound on the kind holds only when the
+    # burner was its one process (in the full suite, other Python processes run beside it).
+    if got["python other"]["processes"] == 1:
+        assert got["python other"]["cpu_s"] <= 1.5, got
     assert "bash -c" not in got, got
 
 
