@@ -40,7 +40,10 @@ def scene(kafka):
         pytest.skip("freezes the broker: needs the sandbox broker, not KXTX_TEST_BOOTSTRAP")
     topic = kafka.create_topic(f"mon-unseen-{uuid.uuid4().hex[:6]}")
     group = f"mon-unseen-g-{topic}"
-    done = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"{topic}-done"})
+    # Timeouts far above the module's length: librdkafka's 60 s default let a loaded CI machine's
+    # coordinator abort the committing transaction (FENCED at commit) or the one left open.
+    long = {"bootstrap.servers": kafka.bootstrap, "transaction.timeout.ms": 600_000}
+    done = Producer({**long, "transactional.id": f"{topic}-done"})
     done.init_transactions(60)
     done.begin_transaction()
     for i in range(15):
@@ -51,7 +54,7 @@ def scene(kafka):
         commit_retrying(c, [TopicPartition(topic, 0, 2)])
     finally:
         c.close()
-    left_open = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"{topic}-open"})
+    left_open = Producer({**long, "transactional.id": f"{topic}-open"})
     left_open.init_transactions(60)
     left_open.begin_transaction()
     left_open.produce(topic, b"open-0", partition=0)
