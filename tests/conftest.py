@@ -133,6 +133,11 @@ class Brokers:
     def __init__(self) -> None:
         self._started: dict[tuple, Kafka] = {}
 
+    @staticmethod
+    def _key(broker_config: dict | None, nodes: int, security: str | None, version: str | None) -> tuple:
+        version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
+        return (version, nodes, security, tuple(sorted((broker_config or {}).items())))
+
     def __call__(
         self,
         broker_config: dict | None = None,
@@ -141,12 +146,20 @@ class Brokers:
         security: str | None = None,
         version: str | None = None,
     ) -> Kafka:
-        version = version or os.environ.get("KXTX_TEST_KAFKA_VERSION", "4")
-        config = dict(broker_config or {})
-        key = (version, nodes, security, tuple(sorted(config.items())))
+        key = self._key(broker_config, nodes, security, version)
         if key not in self._started:
-            self._started[key] = self._start(version, nodes, security, config)
+            self._started[key] = self._start(key[0], nodes, security, dict(broker_config or {}))
         return self._started[key]
+
+    def stop_module_brokers(self) -> None:
+        """Stop every sandbox but the session broker (`kafka`) and the 3-node cluster (`cluster3`).
+        The others (a secured broker, one with verification off, another version) are asked for by
+        module-scoped fixtures only, whose tests run one after the other on one worker: kept to the
+        session's end, each idled beside the tests that followed (3-4 per worker), where starting
+        one again for a later module costs one broker start."""
+        keep = {self._key(None, 1, None, None), self._key(CLUSTER3_CONFIG, 3, None, None)}
+        extra = [key for key in self._started if key not in keep]
+        self._stop([self._started.pop(key) for key in extra])
 
     @staticmethod
     def _start(version: str, nodes: int, security: str | None, config: dict) -> Kafka:
@@ -173,8 +186,12 @@ class Brokers:
         return Kafka(info.bootstrap, info.kafka_version, info.libs, sandbox, listeners)
 
     def stop_all(self) -> None:
-        """Stop every sandbox, even when stopping one fails (that error is raised after)."""
         started, self._started = list(self._started.values()), {}
+        self._stop(started)
+
+    @staticmethod
+    def _stop(started: list[Kafka]) -> None:
+        """Stop every sandbox, even when stopping one fails (that error is raised after)."""
         errors = []
         for k in started:
             try:
@@ -193,6 +210,18 @@ def brokers():
         yield factory
     finally:
         factory.stop_all()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_brokers(request):
+    """At the end of each integration module, stop the sandboxes its module-scoped fixtures asked
+    for (Brokers.stop_module_brokers). Autouse, so set up before those fixtures and torn down after."""
+    if "integration" not in request.path.parts:
+        yield
+        return
+    factory = request.getfixturevalue("brokers")
+    yield
+    factory.stop_module_brokers()
 
 
 @pytest.fixture(scope="session")

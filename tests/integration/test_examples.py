@@ -287,6 +287,9 @@ def test_install_lines(tmp_path):
     env.update(HOME=str(home), PIP_CACHE_DIR=pip_cache or str(Path.home() / ".cache" / "pip"))
     env["PATH"] = os.pathsep.join([str(Path(sys.base_prefix) / "bin"), env["PATH"]])
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    # pip's settings, not the lines: no byte-compiling of the ~2,500 modules of pyspark, pandas,
+    # pyarrow and numpy in a throw-away virtualenv that imports a few of them once.
+    env["PIP_NO_COMPILE"] = "1"
     r = subprocess.run(["bash", "-c", script], cwd=src, env=env, capture_output=True, text=True, timeout=1500)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     out = [line for line in r.stdout.splitlines() if line.startswith(("kxtx ", "/"))]
