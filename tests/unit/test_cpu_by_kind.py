@@ -46,7 +46,10 @@ def test_a_child_that_burns_cpu_is_counted_under_its_kind(tmp_path):
     assert cpu_by_kind.main([str(out), "--", sys.executable, "-c", burn]) == 0
     got = json.loads(out.read_text())
     assert got["exit_code"] == 0 and got["wall_s"] >= 1.0
-    assert 0.6 <= got["by_kind"]["python other"]["cpu_s"] <= 1.5, got
+    python = got["by_kind"]["python other"]
+    assert python["cpu_s"] >= 0.6, got
+    if python["processes"] == 1:  # the sampler counts the whole machine (see the test below)
+        assert python["cpu_s"] <= 1.5, got
     assert got["machine_busy_cpu_s"] >= got["by_kind"]["python other"]["cpu_s"] - 0.3, got
 
 
