@@ -179,9 +179,9 @@ def loop(
 def kxtx_pipe(
     bootstrap: str, src: str, n: int, batch_size: int, session, udf: str, value_format: str = "raw"
 ) -> dict:
+    from kxtx.client.settings import Settings
     from kxtx.pipe.modes import run
     from kxtx.pipe.settings import PipeConfig
-    from kxtx.settings import Settings
 
     out = new_topic(bootstrap, 2)
     cfg = PipeConfig(

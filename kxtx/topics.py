@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kxtx import clients
-from kxtx.authz import Need
+from kxtx.client import clients
+from kxtx.client.authz import Need
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.settings import Settings
 
 #: CreateTopics errors that mean "the request was wrong": exit 2, as a bad option.
 _REFUSED = {

@@ -212,8 +212,8 @@ def check_cmd(
         settings = connection(bootstrap, config, command_config, timeout)
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
     except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
-        from kxtx.clients import translate
-        from kxtx.security import scrub
+        from kxtx.client.clients import translate
+        from kxtx.client.properties import scrub
 
         typer.echo(check.unknown(scrub(str(translate(exc)))))
         raise typer.Exit(check.PluginStatus.UNKNOWN) from None
@@ -277,7 +277,7 @@ def serve_cmd(
     import dataclasses
 
     from kxtx import __version__
-    from kxtx.clients import reach
+    from kxtx.client.clients import reach
     from kxtx.ops import exposition
     from kxtx.ops.serve import Exporter, server
 

@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kxtx.client.settings import Settings
 from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
-from kxtx.settings import Settings
 from kxtx.timefmt import iso_ms
 
 if TYPE_CHECKING:

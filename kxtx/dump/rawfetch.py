@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from kxtx import clients
+from kxtx.client import clients
+from kxtx.client.settings import Settings
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
-from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.ops import markers
@@ -23,7 +24,6 @@ from kxtx.ops.abort import Target
 from kxtx.ops.calls import Cluster
 from kxtx.ops.markers import BatchLike, Decision, Finding
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
-from kxtx.settings import Settings
 from kxtx.wording import plural
 
 
@@ -269,7 +269,7 @@ def _work(conn, settings: Settings, since_ms: int | None, shard: tuple[int, int]
     """A worker: leave Ctrl-C to the parent (it stops the workers), end at once on SIGTERM."""
     import signal
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

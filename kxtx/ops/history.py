@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kxtx.settings import Settings
+from kxtx.client.settings import Settings
 
 
 def histories(settings: Settings, transactional_ids: list[str]) -> dict[str, list[dict]]:

@@ -106,7 +106,7 @@ def meaning(exc: BaseException) -> str:
     traceback goes to the debug log."""
     import traceback
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
     from kxtx.errors import KxtxError
 
     if isinstance(exc, KxtxError) or type(exc).__module__.split(".")[0] in (

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import KxtxError, Unavailable, carry
 from kxtx.log import logger
 from kxtx.pipe import consumerconf, preflight

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 
-from kxtx import clients, gcpause
+from kxtx import gcpause
+from kxtx.client import clients
 from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
@@ -130,7 +131,7 @@ class Pipe(PipeCore):
                 # an open batch is committed).
                 from confluent_kafka import KafkaException
 
-                from kxtx.authz import Need
+                from kxtx.client.authz import Need
 
                 kind = _AUTHZ_NEEDS[err.name()]
                 name = self.cfg.group if kind == "Group" else (m.topic() or None)

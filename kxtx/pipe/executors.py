@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds

@@ -266,7 +266,8 @@ def worker_modules() -> list:
     """Every kxtx module the worker code reaches (pickled by value on a cluster). One left out is
     pickled by reference, and executors without kxtx installed then cannot unpickle the task
     (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
-    from kxtx import errnames, gcpause, kafkaerrors, txwriter, wording
+    from kxtx import gcpause, wording
+    from kxtx.client import errnames, kafkaerrors, txwriter
     from kxtx.pipe import arrays, consumerconf, contract, jsontext, outputs, task, transform, udf
 
     return [

@@ -253,7 +253,7 @@ def grant_limited_acls(bootstrap: str, admin_conf: dict) -> None:
         ResourceType,
     )
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
 
     admin = AdminClient(
         {"bootstrap.servers": bootstrap, "log.connection.close": False, "log_level": 3, **admin_conf}

@@ -5,9 +5,9 @@ import dataclasses
 import json
 import sys
 
+from kxtx.client.settings import Settings
 from kxtx.pipe import task as taskmod
 from kxtx.pipe import transform as tf
-from kxtx.settings import Settings
 from tests.integration import pipe_udfs
 
 

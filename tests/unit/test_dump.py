@@ -3,10 +3,10 @@
 import pytest
 
 import kxtx.dump.engine as dump
+from kxtx.client.settings import Settings
 from kxtx.dump.engine import DumpRequest, Start
 from kxtx.errors import UsageError
 from kxtx.records.partition import partition_for
-from kxtx.settings import Settings
 from tests.unit import record_encoder as e
 
 TXN, OFF = dump.TXN_TOPIC, dump.OFFSETS_TOPIC

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from kxtx.client.settings import Settings
 from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
 from kxtx.pipe.settings import PipeConfig
 from kxtx.pipe.stats import Stats
-from kxtx.settings import Settings
 from kxtx.signals import Guard
 
 

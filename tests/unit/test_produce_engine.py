@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable, partial_of
 from kxtx.produce import broker, engine
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 
 
 class FakeProducer:
@@ -158,7 +158,7 @@ def test_fenced_stops_with_a_message(fake, tmp_path):
     "first,expected,message",
     [
         # the cluster failing over made the transaction fail: the coordinator ended it and bumped the
-        # epoch (kxtx.failover): exit 75, not 1 "taken over" (the message still names both)
+        # epoch (kxtx.client.failover): exit 75, not 1 "taken over" (the message still names both)
         (
             KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "too few", txn_requires_abort=True),
             Unavailable,

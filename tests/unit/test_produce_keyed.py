@@ -11,11 +11,11 @@ from collections import Counter
 import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2  # the Java client's, in Python
 
+from kxtx.client.settings import Settings
 from kxtx.errors import InputError
 from kxtx.produce import broker, engine, inputs, keyed, murmur
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 from tests.unit.test_produce_plain import _Msg
 

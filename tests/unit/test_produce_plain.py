@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from kxtx.client.settings import Settings
 from kxtx.produce import broker, engine, inputs, keyed, plain
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 
 DATA = (
