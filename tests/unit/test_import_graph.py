@@ -1,8 +1,16 @@
-"""kxtx/'s modules import on their own and import one another without a cycle.
+"""kxtx/'s modules import on their own, keep to their tier, and import one another without a cycle.
 
 A cycle hidden behind function-level imports works until someone imports the modules in another
-order or moves an import to the top; so every `import` counts here, wherever it stands, except
-those under `if TYPE_CHECKING:` (they never run)."""
+order or moves an import to the top, and one under `if TYPE_CHECKING:` is a cycle the moment an
+annotation is evaluated; so every `import` counts here, wherever it stands.
+
+The tiers are the folders (README's module map):
+- the base, the modules at the top of kxtx/, imports only the base;
+- the client tier, kxtx/client/, imports only the base and itself;
+- nothing outside kxtx/cli/ (and `python -m kxtx`'s __main__, which starts it) imports kxtx.cli,
+  typer or rich;
+- the packages do not import each other in a circle (collapsed to one node each, the base one).
+"""
 
 from __future__ import annotations
 
@@ -27,38 +35,81 @@ def modules(package_dir: Path) -> dict[str, Path]:
     return found
 
 
-def _runtime_imports(tree: ast.AST):
-    """Import nodes anywhere in `tree` (functions included) but under `if TYPE_CHECKING:`."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in _runtime_imports(child))
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        yield from _runtime_imports(node)
-
-
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of `known` that module `name` imports."""
+def all_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every module that module `name` imports, wherever the import stands (in functions, under
+    `if TYPE_CHECKING:`): those of `known` by name, any other (typer, json) as written."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
-        else:
+        elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        found |= {t for t in targets if t in known and t != name}
+        else:
+            continue
+        found |= {t for t in targets if t != name}
     return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that module `name` imports."""
+    return {t for t in all_imports(name, path, known) if t in known}
 
 
 def graph(package_dir: Path) -> dict[str, set[str]]:
     found = modules(package_dir)
     return {name: imports(name, path, set(found)) for name, path in found.items()}
+
+
+#: the tiers by folder: "" is the base (a module at the top of the package)
+BASE, CLIENT, CLI = "", "client", "cli"
+#: what only the command line may import
+CLI_ONLY = ("typer", "rich")
+
+
+def tier(package_dir: Path, path: Path) -> str:
+    """The folder below `package_dir` that holds `path` ("" at the top). __main__ starts the CLI:
+    it counts as the CLI's."""
+    parts = path.relative_to(package_dir).parts
+    return CLI if parts == ("__main__.py",) else (parts[0] if len(parts) > 1 else BASE)
+
+
+def layer_violations(package_dir: Path) -> list[str]:
+    """Each import that breaks a tier rule (module docstring), as `module -> what it imports`."""
+    found = modules(package_dir)
+    known = set(found)
+    tiers = {name: tier(package_dir, path) for name, path in found.items()}
+    bad = []
+    for name, path in found.items():
+        mine = tiers[name]
+        for target in sorted(all_imports(name, path, known)):
+            if target not in known:
+                if mine != CLI and target.split(".")[0] in CLI_ONLY:
+                    bad.append(f"{name} -> {target} (only the CLI imports {', '.join(CLI_ONLY)})")
+                continue
+            theirs = tiers[target]
+            if mine == BASE and theirs != BASE:
+                bad.append(f"{name} -> {target} (the base imports only the base)")
+            elif mine == CLIENT and theirs not in (BASE, CLIENT):
+                bad.append(f"{name} -> {target} (the client tier imports only the base and itself)")
+            elif mine != CLI and theirs == CLI:
+                bad.append(f"{name} -> {target} (only the CLI imports the CLI)")
+    return sorted(bad)
+
+
+def package_graph(package_dir: Path) -> dict[str, set[str]]:
+    """The module graph with each folder collapsed into one node (the base is "")."""
+    found = modules(package_dir)
+    tiers = {name: tier(package_dir, path) for name, path in found.items()}
+    edges: dict[str, set[str]] = {t: set() for t in tiers.values()}
+    for name, targets in graph(package_dir).items():
+        edges[tiers[name]] |= {tiers[t] for t in targets} - {tiers[name]}
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -122,19 +173,89 @@ def test_kxtx_has_no_import_cycle():
     assert found == [], "import cycles: " + "; ".join(" -> ".join(c) for c in found)
 
 
+def test_kxtx_packages_import_each_other_without_a_cycle():
+    found = cycles(package_graph(ROOT / "kxtx"))
+    assert found == [], "cycles between packages: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_kxtx_keeps_its_tiers():
+    assert layer_violations(ROOT / "kxtx") == []
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_the_check_sees_a_cycle_hidden_in_functions(tmp_path):
-    """The check can fail: engine and executors importing each other lazily, as they once did."""
-    pkg = tmp_path / "kx" / "pipe"
-    pkg.mkdir(parents=True)
-    (tmp_path / "kx" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "engine.py").write_text("def run():\n    from kx.pipe import executors\n")
-    (pkg / "executors.py").write_text("def failed():\n    from kx.pipe.engine import run\n")
-    (pkg / "typed.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.pipe import other\n"
+    """The check can fail: engine and executors importing each other lazily, as they once did, and
+    two modules whose cycle runs through an import under `if TYPE_CHECKING:`."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "pipe/__init__.py": "",
+            "pipe/engine.py": "def run():\n    from kx.pipe import executors\n",
+            "pipe/executors.py": "def failed():\n    from kx.pipe.engine import run\n",
+            "pipe/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.pipe import other\n",
+            "pipe/other.py": "from . import typed\n",
+        },
     )
-    (pkg / "other.py").write_text("from . import typed\n")
-    assert cycles(graph(tmp_path / "kx")) == [["kx.pipe.engine", "kx.pipe.executors", "kx.pipe.engine"]]
+    assert cycles(graph(tmp_path / "kx")) == [
+        ["kx.pipe.engine", "kx.pipe.executors", "kx.pipe.engine"],
+        ["kx.pipe.other", "kx.pipe.typed", "kx.pipe.other"],
+    ]
+
+
+def test_the_check_sees_each_broken_tier_rule(tmp_path):
+    """The check can fail: a planted package breaking each rule once, lazily or for typing only
+    where that is the harder case, beside imports that keep the rules."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "__main__.py": "from kx.cli import app\n",
+            "errors.py": "import json\n",
+            "log.py": "def f():\n    from kx.client import settings\n",
+            "client/__init__.py": "",
+            "client/settings.py": "from kx import errors\nfrom kx.client import auth\n",
+            "client/auth.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.ops import calls\n",
+            "ops/__init__.py": "",
+            "ops/calls.py": "from kx.client import settings\nfrom kx.dump import reader\n",
+            "ops/show.py": "def f():\n    import rich\n    from kx.cli.output import emit\n",
+            "dump/__init__.py": "",
+            "dump/reader.py": "def f():\n    from kx.ops import show\n",
+            "cli/__init__.py": "",
+            "cli/output.py": "import typer\nfrom kx.ops import calls\n",
+            "cli/app.py": "from kx.cli import output\n",
+        },
+    )
+    assert layer_violations(tmp_path / "kx") == [
+        "kx.client.auth -> kx.ops.calls (the client tier imports only the base and itself)",
+        "kx.log -> kx.client.settings (the base imports only the base)",
+        "kx.ops.show -> kx.cli.output (only the CLI imports the CLI)",
+        "kx.ops.show -> rich (only the CLI imports typer, rich)",
+    ]
+
+
+def test_the_check_sees_packages_in_a_circle(tmp_path):
+    """The check can fail: two packages whose modules import each other without a module cycle,
+    as dump/partition.py and ops/ once did (partition -> ops.calls, ops.markers -> partition)."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "ops/__init__.py": "",
+            "ops/calls.py": "from kx import errors\n",
+            "ops/markers.py": "from kx.dump.partition import OPEN\n",
+            "dump/__init__.py": "",
+            "dump/partition.py": "from kx import errors\ndef name():\n    from kx.ops.calls import Cluster\n",
+        },
+    )
+    assert cycles(graph(tmp_path / "kx")) == []
+    assert cycles(package_graph(tmp_path / "kx")) == [["dump", "ops", "dump"]]
 
 
 @pytest.mark.parametrize(
@@ -146,7 +267,7 @@ def test_the_check_sees_a_cycle_hidden_in_functions(tmp_path):
         ("from . import a", {"kx.a"}),
         ("from .a import thing", {"kx.a"}),
         ("def f():\n    import kx.a", {"kx.a"}),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kx.a", set()),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kx.a", {"kx.a"}),
         ("import json", set()),
     ],
 )
