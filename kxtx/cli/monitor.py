@@ -56,8 +56,8 @@ AuditMarkersOpt = Annotated[
 
 
 def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, audit_markers=None):
+    from kxtx.monitor.snapshot import collect
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.monitor import collect
     from kxtx.parsers import parse_time
 
     since = parse_time(audit_markers) if audit_markers is not None else None
@@ -117,7 +117,7 @@ def collect_cmd(
     import time
 
     from kxtx import __version__
-    from kxtx.ops import exposition
+    from kxtx.monitor import exposition
 
     if textfile is not None:
         exposition.textfile_path(textfile, textfile_name)
@@ -150,7 +150,7 @@ def collect_cmd(
 
 def _emit(snap, fmt: MonitorFormat | None) -> None:
     from kxtx.cli.output import OutputFormat, emit
-    from kxtx.ops.monitor import document
+    from kxtx.monitor.snapshot import document
 
     emit(document(snap), None if fmt is None else OutputFormat(fmt.value), title="kxtx monitor")
 
@@ -199,7 +199,7 @@ def check_cmd(
 
     \b
     Example: kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000"""
-    from kxtx.ops import check
+    from kxtx.monitor import check
     from kxtx.wording import plural
 
     try:
@@ -278,8 +278,8 @@ def serve_cmd(
 
     from kxtx import __version__
     from kxtx.client.clients import reach
-    from kxtx.ops import exposition
-    from kxtx.ops.serve import Exporter, server
+    from kxtx.monitor import exposition
+    from kxtx.monitor.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
     # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kxtx.log import logger
-from kxtx.ops import exposition
+from kxtx.monitor import exposition
 
 
 class Exporter:
