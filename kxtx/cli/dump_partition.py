@@ -125,7 +125,7 @@ def partition_cmd(
 
 def _batch_rows(dumps, how: ValueFormat):
     """Per batch: its row, then its records' rows (with --records), in offset order."""
-    from kxtx.dump.batchrecords import record_rows
+    from kxtx.records.batchrecords import record_rows
 
     for d in dumps:
         s = d.summary

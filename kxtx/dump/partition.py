@@ -12,7 +12,7 @@ read_committed fetches.) A transaction without a marker up to the high watermark
 
 A run of `dump partition` (the group's committed offsets as a start, the producers named by
 transactional id) is `kxtx.ops.dump_partition`. With `records`, each data batch keeps its
-`BatchRecords` (kxtx/dump/batchrecords.py) for the CLI to show.
+`BatchRecords` (kxtx/records/batchrecords.py) for the CLI to show.
 
 Counting: a transaction is counted once, in the range, when one of its data batches is in the range;
 `read_committed` is what a read_committed consumer reads in the range now: data records below the
@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client.settings import Settings
-from kxtx.dump.batchrecords import BatchRecords
 from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
+from kxtx.records.batchrecords import BatchRecords
 from kxtx.timefmt import iso_ms
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
-"""Pure decoders for Kafka's internal topics (`__transaction_state`, `__consumer_offsets`).
+"""Pure decoders for Kafka's internal topics (`__transaction_state`, `__consumer_offsets`), and of
+record batches as Fetch returns them (`batchheader`: the headers; `batchrecords`: a batch's records).
 
-No client library, no I/O: bytes in, `Record` out. Written from `../shared/spec/internal-records.md`.
+No I/O: bytes in, `Record` out. Written from `../shared/spec/internal-records.md`.
 """
 
 from __future__ import annotations
