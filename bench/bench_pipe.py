@@ -212,7 +212,8 @@ def spark_fixed_cost(session) -> float:
     """Median ms of a one-row job through kxtx's transform: Spark's fixed cost per batch."""
     import pyarrow as pa
 
-    from kxtx.pipe import spark, transform, udf
+    from kxtx.pipe import spark, udf
+    from kxtx.pipe.worker import transform
 
     job = spark.batch_job(
         session, transform.make_ipc_task(transform.make_mapper(identity, udf.ROW, "raw", False))

@@ -45,7 +45,7 @@ current librdkafka.
 Producer settings every transactional writer shares are set here once (`producer_conf`).
 
 No kxtx imports at module level but the two dependency-free tables: Spark executors get this module
-by value (`kxtx.pipe.spark.worker_modules()`); driver-side translation imports lazily.
+by value (`kxtx.pipe.worker.SHIPPED_WITH`); driver-side translation imports lazily.
 """
 
 from __future__ import annotations

@@ -16,12 +16,13 @@ from typing import Any
 from kxtx.client import clients
 from kxtx.errors import KxtxError, Unavailable, carry
 from kxtx.log import logger
-from kxtx.pipe import consumerconf, preflight
+from kxtx.pipe import preflight
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.outputs import UdfFailure
 from kxtx.pipe.settings import RunConfig, subscription_conf
 from kxtx.pipe.stats import Stats, interrupted
+from kxtx.pipe.worker import consumerconf
+from kxtx.pipe.worker.outputs import UdfFailure
 from kxtx.signals import Guard
 
 

@@ -20,11 +20,11 @@ from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
-from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
 from kxtx.pipe.offsets import Committed, batch_offsets
-from kxtx.pipe.outputs import to_records
 from kxtx.pipe.txn import Abortable, TxnProducer
+from kxtx.pipe.worker import transform as tf
+from kxtx.pipe.worker.outputs import to_records
 from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.

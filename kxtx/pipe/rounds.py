@@ -11,7 +11,7 @@ from kxtx.client.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
 
 if TYPE_CHECKING:
-    from kxtx.pipe.task import TaskResult
+    from kxtx.pipe.worker.task import TaskResult
 
 #: librdkafka's default max.poll.interval.ms.
 MAX_POLL_INTERVAL_MS = 300_000

@@ -35,23 +35,31 @@ def modules(package_dir: Path) -> dict[str, Path]:
     return found
 
 
-def all_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every module that module `name` imports, wherever the import stands (in functions, under
-    `if TYPE_CHECKING:`): those of `known` by name, any other (typer, json) as written."""
+def _import_nodes(tree: ast.AST, lazy: bool):
+    """The import statements of `tree`; those inside functions only when `lazy`."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif lazy or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _import_nodes(node, lazy)
+
+
+def all_imports(name: str, path: Path, known: set[str], lazy: bool = True) -> set[str]:
+    """Every module that module `name` imports, wherever the import stands (in functions unless
+    `lazy` is false, under `if TYPE_CHECKING:`): those of `known` by name, any other (typer, json)
+    as written."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _import_nodes(ast.parse(path.read_text(), str(path)), lazy):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        else:
-            continue
         found |= {t for t in targets if t != name}
     return found
 
@@ -277,6 +285,66 @@ def test_what_counts_as_an_import(tmp_path, source, want):
     (tmp_path / "kx" / "a.py").write_text("thing = 1\n")
     (tmp_path / "kx" / "b.py").write_text(source + "\n")
     assert graph(tmp_path / "kx")["kx.b"] == want
+
+
+def shipping_violations(package_dir: Path, worker: str, shipped_with: tuple[str, ...]) -> list[str]:
+    """What breaks "a worker module imports only what is shipped": the modules of package `worker`
+    (its face, `__init__`, is not shipped) and `shipped_with` go to Spark's workers by value, so
+    - a worker module imports (anywhere, lazily too) only shipped modules;
+    - a module of `shipped_with` imports only shipped modules when it is loaded (its functions
+      that import more run on the driver alone: a task never calls them);
+    - `shipped_with` is exactly what the worker modules reach outside their package."""
+    found = modules(package_dir)
+    known = set(found)
+    workers = {n for n in found if n.startswith(worker + ".")}
+    shipped = workers | set(shipped_with)
+    bad, reached, todo = [], set(), sorted(workers)
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in found:
+            continue
+        reached.add(name)
+        targets = {t for t in all_imports(name, found[name], known, lazy=name in workers) if t in known}
+        bad += [f"{name} -> {t} (not shipped to the workers)" for t in sorted(targets - shipped)]
+        todo += sorted(targets & shipped)
+    bad += [f"{n} is shipped but no worker module imports it" for n in sorted(set(shipped_with) - reached)]
+    bad += [f"{n} is shipped but is no module" for n in sorted(set(shipped_with) - known)]
+    return sorted(bad)
+
+
+def test_the_worker_modules_import_only_what_is_shipped():
+    from kxtx.pipe import worker
+
+    assert shipping_violations(ROOT / "kxtx", "kxtx.pipe.worker", worker.SHIPPED_WITH) == []
+    package = {n for n in modules(ROOT / "kxtx") if n.startswith("kxtx.pipe.worker.")}
+    assert sorted(m.__name__ for m in worker.modules()) == sorted(package | set(worker.SHIPPED_WITH))
+
+
+def test_the_shipping_check_sees_what_is_not_shipped(tmp_path):
+    """The check can fail: a worker module importing the driver's errors lazily, a shipped module
+    importing an unshipped one when loaded, and a shipped module nothing needs."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "wording.py": "",
+            "gcpause.py": "",
+            "clients.py": "",
+            "writer.py": "from kx import wording\ndef driver_only():\n    from kx import clients\n",
+            "worker/__init__.py": "import importlib\n",
+            "worker/task.py": "from kx import writer\nfrom kx.worker import udf\n",
+            "worker/udf.py": "def load():\n    from kx.errors import UsageError\n",
+        },
+    )
+    assert shipping_violations(tmp_path / "kx", "kx.worker", ("kx.writer", "kx.wording")) == [
+        "kx.worker.udf -> kx.errors (not shipped to the workers)"
+    ]
+    assert shipping_violations(tmp_path / "kx", "kx.worker", ("kx.writer", "kx.gcpause")) == [
+        "kx.gcpause is shipped but no worker module imports it",
+        "kx.worker.udf -> kx.errors (not shipped to the workers)",
+        "kx.writer -> kx.wording (not shipped to the workers)",
+    ]
 
 
 #: Imports each module named on its command line in a child forked from an interpreter that has

@@ -7,7 +7,7 @@ import pytest
 from kxtx.pipe.core import UdfFailed, udf_failed
 from kxtx.pipe.engine import Pipe
 from kxtx.pipe.executors import ExecutorPipe
-from kxtx.pipe.outputs import UdfFailure
+from kxtx.pipe.worker.outputs import UdfFailure
 
 BYTES = " (the UDF got the value as bytes: --value-format json or string decodes it)"
 

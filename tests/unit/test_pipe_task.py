@@ -1,4 +1,4 @@
-"""The executor-side task's client settings (kxtx/pipe/task.py), without a broker."""
+"""The executor-side task's client settings (kxtx/pipe/worker/task.py), without a broker."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from kxtx.pipe import task
+from kxtx.pipe.worker import task
 
 
 def job(conf: dict) -> task.Job:

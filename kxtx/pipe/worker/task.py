@@ -47,9 +47,9 @@ from typing import Any
 from kxtx import gcpause
 from kxtx.client import txwriter as tw
 from kxtx.client.errnames import PRODUCER_FENCED
-from kxtx.pipe import transform as tf
-from kxtx.pipe.consumerconf import exactly_once
-from kxtx.pipe.outputs import Outputs, UdfFailure, plain_records, to_records
+from kxtx.pipe.worker import transform as tf
+from kxtx.pipe.worker.consumerconf import exactly_once
+from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records
 
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
