@@ -1,4 +1,4 @@
-"""What both modes of `kxtx pipe` do alike; `engine.Pipe` (driver mode) and
+"""What both modes of `kxtx pipe` do alike; `driver.DriverPipe` (driver mode) and
 `executors.ExecutorPipe` (executors mode) add only what differs.
 
 A run: the checks that can fail before a record is read (`prepare`), the group membership

@@ -1,4 +1,5 @@
-"""The exactly-once loop: consume (read_committed) → Spark UDF → produce, offsets in the same transaction.
+"""Driver mode of `kxtx pipe` (`DriverPipe`): this process runs the exactly-once loop, consume
+(read_committed) → Spark UDF → produce, offsets in the same transaction.
 
 One Kafka transaction per batch: begin → transform → produce → send_offsets_to_transaction(offsets,
 consumer_group_metadata) → commit. The consumer's group metadata lets the broker fence a zombie that
@@ -34,7 +35,7 @@ _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAIL
 MAX_ATTEMPTS = 5
 
 
-class Pipe(PipeCore):
+class DriverPipe(PipeCore):
     """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
     it in one transaction of its own producer."""
 
