@@ -181,7 +181,7 @@ def kxtx_pipe(
 ) -> dict:
     from kxtx.client.settings import Settings
     from kxtx.pipe.modes import run
-    from kxtx.pipe.settings import PipeConfig
+    from kxtx.pipe.runconfig import PipeConfig
 
     out = new_topic(bootstrap, 2)
     cfg = PipeConfig(

@@ -80,7 +80,7 @@ def read_decisions(
     """The transactions in `__transaction_state` from `since_ms` (all of it when None), or only
     those of `ids` (only their partitions are read); `shard` (index, count): only its partitions p
     with p % count == index (a transactional id lives in one partition: its history stays whole)."""
-    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, Start, run_batches
+    from kxtx.dump.runner import TXN_TOPIC, DumpRequest, Start, run_batches
 
     start = Start("time", since_ms) if since_ms is not None else Start()
     req = DumpRequest(topic=TXN_TOPIC, ids=list(ids or []), start=start, shard=shard)

@@ -6,8 +6,8 @@ named by its transactional id where it can be found (`kxtx.ops.hanging.named_pro
 from __future__ import annotations
 
 from kxtx.client.settings import Settings
-from kxtx.dump.engine import partition_count
 from kxtx.dump.partition import COMMITTED_PREFIX, OPEN, PartitionDump, read_ranges
+from kxtx.dump.runner import partition_count
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.ops.calls import Cluster

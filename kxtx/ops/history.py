@@ -73,6 +73,6 @@ def _partitions(value) -> list[str]:
 
 
 def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[dict]:
-    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, run
+    from kxtx.dump.runner import TXN_TOPIC, DumpRequest, run
 
     yield from run(settings, DumpRequest(topic=TXN_TOPIC, ids=list(ids or [])))

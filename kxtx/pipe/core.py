@@ -19,7 +19,7 @@ from kxtx.log import logger
 from kxtx.pipe import preflight
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.settings import RunConfig, subscription_conf
+from kxtx.pipe.runconfig import RunConfig, subscription_conf
 from kxtx.pipe.stats import Stats, interrupted
 from kxtx.pipe.worker import consumerconf
 from kxtx.pipe.worker.outputs import UdfFailure

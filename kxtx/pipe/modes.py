@@ -10,7 +10,7 @@ from __future__ import annotations
 from kxtx.pipe.core import PipeCore
 from kxtx.pipe.driver import DriverPipe
 from kxtx.pipe.executors import ExecutorPipe
-from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.runconfig import PipeConfig
 from kxtx.signals import Guard
 
 MODES: dict[str, type[PipeCore]] = {"driver": DriverPipe, "executors": ExecutorPipe}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kxtx.client import clients
 from kxtx.errors import UsageError
 from kxtx.log import logger
-from kxtx.pipe.settings import INTERNAL_TOPICS, matches
+from kxtx.pipe.runconfig import INTERNAL_TOPICS, matches
 
 
 def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:

@@ -1,7 +1,7 @@
 """The fast path of `kxtx produce` for mapped records: keys from a JSON field (dotted paths too) or
 a CSV column, values as they are, from a field or a CSV row as JSON (`--value-as-json`), timestamps
 and headers from fields, `--partition-field`; to topics of any partition count. Same records,
-checks, transactions and checkpoints as the general path (`engine`); the transaction loop is the
+checks, transactions and checkpoints as the general path (`loop`); the transaction loop is the
 plain fast path's (`plain`), only reading and producing differ.
 
 Why it is faster (CPU per record in-process, 200k JSON lines of ~100 bytes keyed to 6 partitions,

@@ -1,6 +1,6 @@
 """The fast path of `kxtx produce`: JSON lines or plain lines whose value is the line as it is (no
 key, headers or fields) into a topic of one partition. Same records, checks, transactions and
-checkpoints as the general path in `engine`, at a fraction of the Python work per record.
+checkpoints as the general path in `loop`, at a fraction of the Python work per record.
 
 Why it is faster (measured with cProfile on 1M lines of 100 bytes; the general path spends about as
 much time around each record as librdkafka's produce() itself):

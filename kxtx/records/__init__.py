@@ -7,7 +7,7 @@ No I/O: bytes in, `Record` out. Written from `../shared/spec/internal-records.md
 from __future__ import annotations
 
 from kxtx.records import group_log, txn_log
-from kxtx.records.model import Record
+from kxtx.records.record import Record
 
 TXN_TOPIC = txn_log.TOPIC
 OFFSETS_TOPIC = group_log.TOPIC

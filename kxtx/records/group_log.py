@@ -7,7 +7,7 @@ from typing import Any
 
 from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
-from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
+from kxtx.records.record import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged, uuid_text
 from kxtx.timefmt import ISO, iso_ms
 

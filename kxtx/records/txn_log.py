@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
+from kxtx.records.record import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import Array, Layouts, NullableArray, Struct, Tagged
 from kxtx.timefmt import ISO, iso_ms
 

@@ -11,7 +11,7 @@ import pytest
 from kxtx.client.settings import Settings
 from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
-from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.runconfig import PipeConfig
 from kxtx.pipe.stats import Stats
 from kxtx.signals import Guard
 

@@ -6,7 +6,7 @@ import pytest
 
 from kxtx.errors import UsageError
 from kxtx.pipe import udf
-from kxtx.pipe.settings import PipeConfig, default_transactional_id, parse_on_udf_error
+from kxtx.pipe.runconfig import PipeConfig, default_transactional_id, parse_on_udf_error
 from kxtx.pipe.worker import transform as tf
 
 

@@ -13,7 +13,7 @@ from kafka.partitioner.default import murmur2 as java_murmur2  # the Java client
 
 from kxtx.client.settings import Settings
 from kxtx.errors import InputError
-from kxtx.produce import broker, engine, inputs, keyed, murmur
+from kxtx.produce import brokerside, inputs, keyed, loop, murmur
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.options import ProduceOptions
 from tests.unit.test_produce_engine import FakeProducer
@@ -115,19 +115,21 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
         return cls
 
     monkeypatch.setattr(keyed, "fast_file", fast_file)
-    monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
+    monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
     monkeypatch.setattr(
-        broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000)
+        brokerside,
+        "describe_topic",
+        lambda a, s, t, what="topic": brokerside.TopicInfo(t, partitions, 10_000),
     )
-    monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
+    monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
+    monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
         made["p"] = (fake or Capture)(conf, {})
         return made["p"]
 
-    monkeypatch.setattr(engine.clients, "producer", producer)
-    summary = engine.Run(
+    monkeypatch.setattr(loop.clients, "producer", producer)
+    summary = loop.Run(
         Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
     ).execute()
     assert all(taken) == fast
@@ -398,7 +400,7 @@ def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
 
     class R:
         settings = Settings(props={"bootstrap.servers": "x:1", **props})
-        topic = broker.TopicInfo("t", 6, 10_000)
+        topic = brokerside.TopicInfo("t", 6, 10_000)
 
     src = inputs.detect(_write(tmp_path, "a." + {"lines": "txt"}.get(fmt, fmt), b""))
     assert (_FAST_FILE(R, src, Mapper(spec, fmt)) is not None) == fast

@@ -4,7 +4,7 @@ and hand anything unusual (None) to them."""
 import pytest
 
 from kxtx.records import group_log, txn_log
-from kxtx.records.model import decode_key, decode_value
+from kxtx.records.record import decode_key, decode_value
 from tests.unit import record_encoder as e
 
 

@@ -21,7 +21,7 @@ from kxtx.dump.source import ConfluentSource, Start
 from kxtx.errors import UsageError
 from kxtx.log import logger
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, group_log, txn_log
-from kxtx.records.partition import partition_for
+from kxtx.records.partitioner import partition_for
 
 if TYPE_CHECKING:
     from kxtx.dump.rawfetch import RawFetchSource

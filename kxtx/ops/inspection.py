@@ -167,7 +167,7 @@ def _txn_view(
 def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTxn | None) -> dict:
     """Where the id's state lives: its `__transaction_state` partition, whose leader is the
     coordinator (the broker that moves when that leader moves)."""
-    from kxtx.records.partition import partition_for
+    from kxtx.records.partitioner import partition_for
 
     try:
         parts = cluster.topics("__transaction_state").get("__transaction_state", {})

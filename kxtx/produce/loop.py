@@ -19,12 +19,12 @@ from kxtx.client import clients, txwriter
 from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
 from kxtx.log import logger
-from kxtx.produce import broker, inputs, keyed
+from kxtx.produce import brokerside, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
+from kxtx.produce.counters import Stats
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
-from kxtx.produce.stats import Stats
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
@@ -83,11 +83,11 @@ class Run:
         # auto.create.topics.enable create a missing topic (and the checkpoint topic without
         # compaction): a missing topic must be an error, and the checkpoint topic ours to create.
         admin = self._admin = clients.admin(s, **{"allow.auto.create.topics": False})
-        self.topic = broker.describe_topic(admin, s, o.topic)
+        self.topic = brokerside.describe_topic(admin, s, o.topic)
         if self.dlq:
-            broker.describe_topic(admin, s, self.dlq, "dead-letter topic")
+            brokerside.describe_topic(admin, s, self.dlq, "dead-letter topic")
         if self.resumable:
-            broker.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
+            brokerside.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
         # Fences an older instance with this id and completes or aborts its open transaction.
         self.writer.init()
 
@@ -217,7 +217,7 @@ class Run:
     def _load_checkpoint(self) -> cpmod.Checkpoint:
         cp = None
         if self.resumable:
-            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
+            cp = brokerside.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
         if cp is None:
             return cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)

@@ -51,7 +51,7 @@ def txn(
     uses one id per input partition (ID.TOPIC.PARTITION), each of those and a verdict for the pipe.
     Exit 1 for an unknown id."""
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.inspect import inspect_txn
+    from kxtx.ops.inspection import inspect_txn
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         out = inspect_txn(
@@ -87,7 +87,7 @@ def partition(
     when known) and the consumer groups it blocks."""
     from kxtx.errors import UsageError
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.inspect import inspect_partition
+    from kxtx.ops.inspection import inspect_partition
     from kxtx.parsers import parse_topic_partitions
 
     tp = parse_topic_partitions(topic_partition)
