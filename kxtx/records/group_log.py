@@ -212,7 +212,7 @@ def _offset_key(key: bytes | None) -> dict | None:
     }
 
 
-def fast(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
+def fast_offset_commit(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
     """(key fields, version, value fields) of an OffsetCommit record with value v3, or v4 with no tag
     but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing
     for speed (a dump decodes millions); anything unusual returns None (the generic path decides).
@@ -272,7 +272,7 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
     t = key_type(key)
     if t == 1:
-        found = fast(key, value)
+        found = fast_offset_commit(key, value)
         if found is not None:
             key_fields, version, value_fields = found
             return Record(1, "OffsetCommit", key_fields, version, value_fields, tombstone=value is None)
