@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
-from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
+from kxtx.cli.hanging import MaxTimeoutOpt
+from kxtx.parsers import parse_minutes
 
 app = typer.Typer(
     help="Transaction health for monitoring: Prometheus metrics, a textfile for node_exporter, "
@@ -66,7 +67,7 @@ def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, aud
             cluster,
             topic,
             groups or None,
-            _minutes(max_transaction_timeout),
+            parse_minutes(max_transaction_timeout),
             lag_scan_max,
             markers_since_ms=since,
         )

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client.settings import Settings
-from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
+from kxtx.dump.rawfetch import LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
@@ -366,7 +366,7 @@ class _PartitionReader:
                 try:
                     resp = self.source.fetch(self.leader, {self.p: offset})
                     part = resp.responses[0].partitions[0]
-                    if part.error_code not in _LEADER_MOVED:
+                    if part.error_code not in LEADER_MOVED:
                         return part
                 except KafkaOperationError as exc:
                     logger.info(f"fetching {self.source.topic}[{self.p}] from broker {self.leader}: {exc}")

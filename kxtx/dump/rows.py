@@ -1,8 +1,8 @@
 """Raw records -> output rows, a batch at a time (the hot loop of `kxtx dump`).
 
 A row is built once, as the final dict: the common record kinds go through the decoders' straight-line
-fast paths (`txn_log.fast_transaction`, `group_log.fast_offset_commit`: no `Record` in between); everything else through `kxtx.records.decode`, whose
-notes, raw bytes and warnings the row carries.
+fast paths (`txn_log.fast_transaction`, `group_log.fast_offset_commit`: no `Record` in between);
+everything else through `kxtx.records.decode`, whose notes, raw bytes and warnings the row carries.
 """
 
 from __future__ import annotations

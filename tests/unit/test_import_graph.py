@@ -287,6 +287,28 @@ def test_what_counts_as_an_import(tmp_path, source, want):
     assert graph(tmp_path / "kx")["kx.b"] == want
 
 
+def private_imports(package_dir: Path) -> list[str]:
+    """Each `from X import _name` of the package's own modules: a name another module uses is public."""
+    prefix = package_dir.name
+    found = []
+    for name, path in modules(package_dir).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == prefix:
+                found += [
+                    f"{name} imports {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    return sorted(found)
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path):
+    assert private_imports(ROOT / "kxtx") == []
+    # the check can fail
+    _write(tmp_path / "kx", {"__init__.py": "", "a.py": "_x = 1\n", "b.py": "from kx.a import _x\n"})
+    assert private_imports(tmp_path / "kx") == ["kx.b imports kx.a._x"]
+
+
 def shipping_violations(package_dir: Path, worker: str, shipped_with: tuple[str, ...]) -> list[str]:
     """What breaks "a worker module imports only what is shipped": the modules of package `worker`
     (its face, `__init__`, is not shipped) and `shipped_with` go to Spark's workers by value, so

@@ -370,11 +370,11 @@ def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
 def test_value_as_json_equals_json_dumps():
     """--value-as-json in the fast path uses orjson.dumps; the general path json.dumps."""
     from kxtx.produce.columns import _dumps
-    from kxtx.produce.mapping import _to_bytes
+    from kxtx.produce.mapping import value_bytes
 
     texts = ["".join(map(chr, range(0, 128))), "é€😀\u2028\u2029\ufeff", 'a\\b"c', ""]
     row = dict(zip(map(str, range(len(texts))), texts))
-    assert _dumps(row) == _to_bytes(row)
+    assert _dumps(row) == value_bytes(row)
 
 
 @pytest.mark.parametrize(
