@@ -1,6 +1,6 @@
 """Reading `__transaction_state`: a transactional id's history, and producer id -> transactional id.
 
-Both go through the dump library (`kxtx.dump.run`, which decodes with `kxtx.records.txn_log`); this
+Both go through the dump library (`kxtx.dump.runner`, which decodes with `kxtx.records.txn_log`); this
 module is the one seam between the transaction tools and it.
 """
 
