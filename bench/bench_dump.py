@@ -267,8 +267,8 @@ def fold_memory() -> None:
     import struct
     import tracemalloc
 
-    from kxtx.dump.engine import _fold
     from kxtx.dump.rows import builder
+    from kxtx.dump.runner import _fold
 
     build = builder(OFFSETS, None, with_keys=True)
 

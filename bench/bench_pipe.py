@@ -179,9 +179,9 @@ def loop(
 def kxtx_pipe(
     bootstrap: str, src: str, n: int, batch_size: int, session, udf: str, value_format: str = "raw"
 ) -> dict:
+    from kxtx.client.settings import Settings
     from kxtx.pipe.modes import run
-    from kxtx.pipe.settings import PipeConfig
-    from kxtx.settings import Settings
+    from kxtx.pipe.runconfig import PipeConfig
 
     out = new_topic(bootstrap, 2)
     cfg = PipeConfig(
@@ -212,7 +212,8 @@ def spark_fixed_cost(session) -> float:
     """Median ms of a one-row job through kxtx's transform: Spark's fixed cost per batch."""
     import pyarrow as pa
 
-    from kxtx.pipe import spark, transform, udf
+    from kxtx.pipe import spark, udf
+    from kxtx.pipe.worker import transform
 
     job = spark.batch_job(
         session, transform.make_ipc_task(transform.make_mapper(identity, udf.ROW, "raw", False))

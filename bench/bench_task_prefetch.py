@@ -1,6 +1,6 @@
 """Benchmark: how much an executors-mode task's consumer prefetches past its round, by `queued.min.messages`.
 
-A task (kxtx.pipe.task) assigns its partition, reads its round with `_consume` and unassigns; what
+A task (kxtx.pipe.worker.task) assigns its partition, reads its round with `_consume` and unassigns; what
 librdkafka prefetched past the round is dropped. This runs that read path in this process against a
 sandbox broker: one partition of RECORDS JSON records (~110 B, bench_pipe's), tasks of ROUND records
 from offset 0, ROUND, 2*ROUND..., each setting of `queued.min.messages` in turn, the settings
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_pipe import fill, json_doc, new_topic  # noqa: E402
 
-from kxtx.pipe import task as taskmod  # noqa: E402
+from kxtx.pipe.worker import task as taskmod  # noqa: E402
 from kxtx.sandbox import Sandbox  # noqa: E402
 from tests.integration.pipe_task_runner import job  # noqa: E402
 

@@ -162,7 +162,7 @@ def truth(bootstrap: str, topic: str, group: str) -> dict | None:
 
 
 def prometheus(target: str, workdir: Path, interval: float) -> tuple[subprocess.Popen, str]:
-    from kxtx.sandbox.broker import free_port
+    from kxtx.sandbox.nodes import free_port
 
     config = {
         "global": {"scrape_interval": f"{interval:g}s", "scrape_timeout": f"{interval:g}s"},

@@ -124,6 +124,16 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
+def parse_minutes(text: str | None) -> float | None:
+    """A plain number of minutes, or a duration (`parse_duration`) in minutes; None stays None."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return parse_duration(text) / 60
+
+
 def parse_time(text: str, now: datetime | None = None) -> int:
     """`--since` values: ISO-8601 (naive = UTC), epoch milliseconds, or an age like `15m` (ago).
 

@@ -48,7 +48,7 @@ class Kafka:
         return int((self.version or "4").split(".")[0])
 
     def settings(self, **props):
-        from kxtx.settings import Settings
+        from kxtx.client.settings import Settings
 
         return Settings(props={"bootstrap.servers": self.bootstrap, **props}, timeout=30)
 

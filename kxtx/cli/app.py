@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-import inspect as pyinspect
+import inspect
 from typing import Annotated
 
 import typer
 from typer.core import TyperCommand
 
 from kxtx import __version__
-from kxtx.cli import cluster, dump, fence, hanging, inspect, markers, monitor, pipe, produce, sandbox, topic
+from kxtx.cli import (
+    cluster,
+    dump,
+    fence,
+    hanging,
+    inspection,
+    markers,
+    monitor,
+    pipe,
+    produce,
+    sandbox,
+    topic,
+)
 from kxtx.cli.common import STATE
 from kxtx.cli.helpfmt import KxtxCommand
 
@@ -29,7 +41,7 @@ app.command("produce", rich_help_panel=DATA)(produce.produce)
 app.command("pipe", rich_help_panel=DATA)(pipe.pipe)
 
 app.add_typer(dump.app, name="dump", rich_help_panel=LOOK)
-app.add_typer(inspect.app, name="inspect", rich_help_panel=LOOK)
+app.add_typer(inspection.app, name="inspect", rich_help_panel=LOOK)
 
 app.command("find-hanging", rich_help_panel=HANG)(hanging.find_hanging)
 app.command("abort-hanging", rich_help_panel=HANG)(hanging.abort_hanging)
@@ -49,7 +61,7 @@ def reflow(text: str) -> str:
     width but keeps the line breaks it is given, so a docstring's source line breaks would show as
     breaks mid-sentence at any other width. Click's no-rewrap marker (a paragraph starting with
     \\b) is kept as it is."""
-    paragraphs = pyinspect.cleandoc(text).split("\n\n")
+    paragraphs = inspect.cleandoc(text).split("\n\n")
     return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
 
 
@@ -57,7 +69,7 @@ def _reflow_help(typer_app: typer.Typer) -> None:
     """Every command's help (given, or its docstring) reflowed before typer builds the commands,
     and its option panels laid out by kxtx (kxtx.cli.helpfmt: nothing cut at any width)."""
     for info in typer_app.registered_commands:
-        text = info.help if info.help is not None else pyinspect.getdoc(info.callback)
+        text = info.help if info.help is not None else inspect.getdoc(info.callback)
         info.help = reflow(text) if text else text
         if info.cls in (None, TyperCommand):  # typer's default: no command class of its own
             info.cls = KxtxCommand

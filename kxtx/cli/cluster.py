@@ -23,6 +23,6 @@ def cluster(
     fmt: FormatOpt = None,
 ) -> None:
     """Check the connection: brokers, controller, transaction.version (KIP-890) and group.version."""
-    from kxtx import clusterinfo as lib
+    from kxtx.ops import clusterinfo as lib
 
     emit(lib.describe(connection(bootstrap, config, command_config, timeout)), fmt, title="cluster")

@@ -19,7 +19,7 @@ from kxtx.errors import Interrupted, KxtxError, partial_of
 from kxtx.exitcodes import ExitCode
 
 if TYPE_CHECKING:
-    from kxtx.settings import Settings
+    from kxtx.client.settings import Settings
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -115,15 +115,15 @@ def connection(
     timeout: float | None = None,
 ) -> Settings:
     """Build the one Settings object from the shared connection options."""
+    from kxtx.client.settings import resolve
     from kxtx.parsers import parse_kv_list
-    from kxtx.settings import resolve
 
     return resolve(bootstrap, parse_kv_list(config), command_config, timeout)
 
 
 # --- the error boundary -----------------------------------------------------------------------------
 def fail(message: str, code: int) -> NoReturn:
-    from kxtx.security import scrub
+    from kxtx.client.properties import scrub
 
     message = scrub(message)
     output.note_error(message)
@@ -134,7 +134,7 @@ def fail(message: str, code: int) -> NoReturn:
 def stopped(message: str, code: int) -> NoReturn:
     """A stop by a signal (Ctrl-C, SIGTERM) after cleaning up: one line on stderr saying so and
     what was done, not an "error", and exit 130 / 143 (see `kxtx.errors.Interrupted`)."""
-    from kxtx.security import scrub
+    from kxtx.client.properties import scrub
     from kxtx.signals import ignore_stop_signals
 
     ignore_stop_signals()  # an impatient second Ctrl-C must not turn 130 into -2 at exit
@@ -210,7 +210,7 @@ def _report(exc: BaseException) -> NoReturn:
         # The reader is gone (`kxtx dump ... | head`): stop quietly, as cat does.
         _stdout_to_devnull()
         raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
 
     _debug_traceback()
     err = translate(exc)
@@ -255,7 +255,7 @@ def _stdout_to_devnull() -> None:
 
 def _debug_traceback() -> None:
     if STATE.debug:
-        from kxtx.security import scrub
+        from kxtx.client.properties import scrub
 
         sys.stderr.write(scrub(traceback.format_exc()))
 
@@ -263,7 +263,7 @@ def _debug_traceback() -> None:
 class _StderrHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         level = "warning" if record.levelno >= logging.WARNING else "info"
-        from kxtx.security import scrub
+        from kxtx.client.properties import scrub
 
         sys.stderr.write(f"kxtx: {level}: {scrub(record.getMessage())}\n")
         sys.stderr.flush()

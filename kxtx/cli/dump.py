@@ -104,7 +104,7 @@ LatestOpt = Annotated[
 
 
 def _start(from_beginning: bool, from_offset: int | None, since: str | None):
-    from kxtx.dump.engine import Start
+    from kxtx.dump.runner import Start
     from kxtx.errors import UsageError
     from kxtx.parsers import parse_time
 
@@ -169,7 +169,7 @@ def txn_state(
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions. -o json: the rows are under
     "records"."""
-    from kxtx.dump.engine import TXN_TOPIC, DumpRequest
+    from kxtx.dump.runner import TXN_TOPIC, DumpRequest
 
     req = DumpRequest(
         topic=TXN_TOPIC,
@@ -236,7 +236,7 @@ def offsets(
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
     By default only what the coordinator materializes (transactional commits once committed). -o json:
     the rows are under "records"."""
-    from kxtx.dump.engine import OFFSETS_TOPIC, DumpRequest
+    from kxtx.dump.runner import OFFSETS_TOPIC, DumpRequest
 
     req = DumpRequest(
         topic=OFFSETS_TOPIC,
@@ -283,7 +283,7 @@ OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "val
 def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
     """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
     exit code is the worst of them."""
-    from kxtx.dump.engine import partition_count, run_batches, validate
+    from kxtx.dump.runner import partition_count, run_batches, validate
 
     fmt = choose(fmt)
     count = _worker_count(req, fmt, workers)
@@ -314,7 +314,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
 
 
 def _worker_count(req, fmt, workers: int | None) -> int:
-    from kxtx.dump.engine import shardable
+    from kxtx.dump.runner import shardable
     from kxtx.dump.shards import default_count
     from kxtx.errors import UsageError
 

@@ -96,8 +96,9 @@ def partition_cmd(
     -o json: the rows are under "batches" (with --records each has its "records"), the summaries
     under "summary"; jsonl: one line per batch (followed by its records), then one per partition
     summary ("kind")."""
-    from kxtx.dump.partition import around_lso, dump_partitions, parse_from, parse_target, parse_to
+    from kxtx.dump.partition import around_lso, parse_from, parse_target, parse_to
     from kxtx.errors import UsageError
+    from kxtx.ops.dump_partition import dump_partitions
 
     topic, partitions = parse_target(target)
     if around is not None and (start is not None or end is not None):
@@ -124,7 +125,7 @@ def partition_cmd(
 
 def _batch_rows(dumps, how: ValueFormat):
     """Per batch: its row, then its records' rows (with --records), in offset order."""
-    from kxtx.dump.batchrecords import record_rows
+    from kxtx.records.batchrecords import record_rows
 
     for d in dumps:
         s = d.summary

@@ -25,6 +25,7 @@ from kxtx.cli.common import (
 from kxtx.cli.output import OutputFormat, emit_rows
 from kxtx.errors import carry, partial_of
 from kxtx.exitcodes import ExitCode
+from kxtx.parsers import parse_minutes
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
@@ -101,17 +102,6 @@ RESULT_COLUMNS = [
 ]
 
 
-def _minutes(text: str | None) -> float | None:
-    from kxtx.parsers import parse_duration
-
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return parse_duration(text) / 60
-
-
 def _scan(settings, topic, partition, broker_id, max_timeout):
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
     from kxtx.log import logger
@@ -119,7 +109,7 @@ def _scan(settings, topic, partition, broker_id, max_timeout):
     from kxtx.ops.hanging import Scope, find_hanging
 
     cluster = Cluster(settings)
-    report = find_hanging(cluster, Scope(topic, partition, broker_id), _minutes(max_timeout))
+    report = find_hanging(cluster, Scope(topic, partition, broker_id), parse_minutes(max_timeout))
     for tp, why in sorted(report.errors.items()):
         logger.warning(f"{tp[0]}:{tp[1]} not checked: {why}")
     for w in report.warnings:

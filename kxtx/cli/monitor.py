@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
-from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
+from kxtx.cli.hanging import MaxTimeoutOpt
+from kxtx.parsers import parse_minutes
 
 app = typer.Typer(
     help="Transaction health for monitoring: Prometheus metrics, a textfile for node_exporter, "
@@ -56,8 +57,8 @@ AuditMarkersOpt = Annotated[
 
 
 def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, audit_markers=None):
+    from kxtx.monitor.snapshot import collect
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.monitor import collect
     from kxtx.parsers import parse_time
 
     since = parse_time(audit_markers) if audit_markers is not None else None
@@ -66,7 +67,7 @@ def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, aud
             cluster,
             topic,
             groups or None,
-            _minutes(max_transaction_timeout),
+            parse_minutes(max_transaction_timeout),
             lag_scan_max,
             markers_since_ms=since,
         )
@@ -117,7 +118,7 @@ def collect_cmd(
     import time
 
     from kxtx import __version__
-    from kxtx.ops import exposition
+    from kxtx.monitor import exposition
 
     if textfile is not None:
         exposition.textfile_path(textfile, textfile_name)
@@ -150,7 +151,7 @@ def collect_cmd(
 
 def _emit(snap, fmt: MonitorFormat | None) -> None:
     from kxtx.cli.output import OutputFormat, emit
-    from kxtx.ops.monitor import document
+    from kxtx.monitor.snapshot import document
 
     emit(document(snap), None if fmt is None else OutputFormat(fmt.value), title="kxtx monitor")
 
@@ -199,7 +200,7 @@ def check_cmd(
 
     \b
     Example: kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000"""
-    from kxtx.ops import check
+    from kxtx.monitor import check
     from kxtx.wording import plural
 
     try:
@@ -212,8 +213,8 @@ def check_cmd(
         settings = connection(bootstrap, config, command_config, timeout)
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
     except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
-        from kxtx.clients import translate
-        from kxtx.security import scrub
+        from kxtx.client.clients import translate
+        from kxtx.client.properties import scrub
 
         typer.echo(check.unknown(scrub(str(translate(exc)))))
         raise typer.Exit(check.PluginStatus.UNKNOWN) from None
@@ -277,9 +278,9 @@ def serve_cmd(
     import dataclasses
 
     from kxtx import __version__
-    from kxtx.clients import reach
-    from kxtx.ops import exposition
-    from kxtx.ops.serve import Exporter, server
+    from kxtx.client.clients import reach
+    from kxtx.monitor import exposition
+    from kxtx.monitor.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
     # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)

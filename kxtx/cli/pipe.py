@@ -22,7 +22,7 @@ from kxtx.cli.common import (
     is_tty,
 )
 from kxtx.cli.output import StatusLine, emit
-from kxtx.pipe.settings import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
+from kxtx.pipe.runconfig import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
 
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
@@ -211,7 +211,7 @@ def pipe(
     with Guard() as signals:
         from kxtx.parsers import parse_duration, parse_kv_list, split_csv
         from kxtx.pipe.modes import run
-        from kxtx.pipe.settings import PipeConfig, parse_on_udf_error
+        from kxtx.pipe.runconfig import PipeConfig, parse_on_udf_error
         from kxtx.pipe.stats import PipeInterrupted
 
         # Checked here, before any connection, and not again: run() takes it as it is.

@@ -195,7 +195,7 @@ def produce(
     Example: kxtx produce orders.jsonl.gz -t orders -k order.id -b localhost:9092
     """
     from kxtx.produce.dryrun import dry_run as run_dry
-    from kxtx.produce.engine import Run
+    from kxtx.produce.loop import Run
     from kxtx.produce.mapping import MappingSpec, parse_header_options
     from kxtx.produce.options import ProduceOptions
 

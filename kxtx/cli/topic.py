@@ -70,8 +70,8 @@ def create(
 
     Example: kxtx topic create orders -p 6 -c retention.ms=604800000
     """
+    from kxtx.ops.topics import TopicSpec, create_topic
     from kxtx.parsers import parse_kv_list
-    from kxtx.topics import TopicSpec, create_topic
 
     spec = TopicSpec(name, partitions, replication_factor, parse_kv_list(topic_config, "--topic-config"))
     row = create_topic(
@@ -116,7 +116,7 @@ def count(
     column). Reads every batch over the wire, as `dump partition` does. -o json: the rows are under
     "partitions", the last one the total."""
     from kxtx.dump.partition import parse_target
-    from kxtx.topics import count_records
+    from kxtx.ops.topics import count_records
 
     topic, partitions = parse_target(target)
     rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions)

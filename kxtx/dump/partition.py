@@ -10,9 +10,9 @@ until every transaction with data in the range has its marker, or the high water
 (The Fetch response's aborted-transactions list is not used: brokers fill it only for
 read_committed fetches.) A transaction without a marker up to the high watermark is `open`.
 
-Transactional batches and the summary's producers are named by transactional id where it can be
-found (`kxtx.ops.hanging.named_producers`, which `inspect partition` uses too). With `records`,
-each data batch keeps its `BatchRecords` (kxtx/dump/batchrecords.py) for the CLI to show.
+A run of `dump partition` (the group's committed offsets as a start, the producers named by
+transactional id) is `kxtx.ops.dump_partition`. With `records`, each data batch keeps its
+`BatchRecords` (kxtx/records/batchrecords.py) for the CLI to show.
 
 Counting: a transaction is counted once, in the range, when one of its data batches is in the range;
 `read_committed` is what a read_committed consumer reads in the range now: data records below the
@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kxtx.dump.batchrecords import BatchRecords
-from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
+from kxtx.client.settings import Settings
+from kxtx.dump.rawfetch import LEADER_MOVED  # look up the leader, fetch again
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
-from kxtx.settings import Settings
+from kxtx.records.batchrecords import BatchRecords
 from kxtx.timefmt import iso_ms
 
 if TYPE_CHECKING:
@@ -259,33 +259,6 @@ class PartitionDump:
     summary: dict[str, Any]
 
 
-def dump_partitions(
-    settings: Settings,
-    topic: str,
-    partitions: list[int] | None,
-    start: int | str,
-    end: int | str,
-    records: bool = False,
-    name: bool = True,
-) -> list[PartitionDump]:
-    """`records`: keep each data batch's records in the range for `batchrecords.record_rows`.
-    `name`: look up the producers' transactional ids (counting needs none)."""
-    from kxtx.dump.engine import partition_count
-
-    count = partition_count(settings, topic)
-    if count is None:
-        raise KafkaOperationError(f"topic {topic} does not exist (or has no partitions)")
-    chosen = partitions if partitions is not None else list(range(count))
-    missing = [p for p in chosen if p >= count]
-    if missing:
-        raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
-    starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
-    dumps = read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end, records)
-    if name:
-        name_producers(settings, dumps)
-    return dumps
-
-
 def read_ranges(
     settings: Settings,
     topic: str,
@@ -364,52 +337,6 @@ def _first_fetches(
     return heads
 
 
-def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
-    """Each transactional batch and producer of the summaries named by its transactional id where it
-    can be found: ListTransactions, and for open transactions `__transaction_state` too, as
-    `inspect partition` names them. Not finding it (no DESCRIBE on the ids, say) leaves it unnamed,
-    with a warning."""
-    from kxtx.errors import KxtxError
-    from kxtx.ops.calls import Cluster
-    from kxtx.ops.hanging import named_producers
-
-    pids = {b.producer_id for d in dumps for b in d.batches if b.transactional}
-    if not pids:
-        return
-    # __transaction_state is read whole: only for what holds an LSO, as inspect partition does
-    holding = {b.producer_id for d in dumps for b in d.batches if b.fate == OPEN}
-    try:
-        with Cluster(settings) as cluster:
-            ids = named_producers(cluster, pids, in_log=holding)
-    except KxtxError as exc:
-        logger.warning(f"transactional ids of producer ids {', '.join(map(str, sorted(pids)))}: {exc}")
-        return
-    for d in dumps:
-        for b in d.batches:
-            if b.transactional:
-                b.transactional_id = ids.get(b.producer_id)
-        for p in d.summary["producers"]:
-            p["transactional_id"] = ids.get(p["producer_id"])
-
-
-def _committed(settings: Settings, topic: str, partitions: list[int], start: str) -> dict[int, int]:
-    """`committed:GROUP`: the group's committed offset of each partition (where it would read on)."""
-    if not start.startswith(COMMITTED_PREFIX):
-        return {}
-    from kxtx.ops.calls import Cluster
-
-    group = start[len(COMMITTED_PREFIX) :]
-    with Cluster(settings) as cluster:
-        found = cluster.committed([(topic, p) for p in partitions], groups=[group])
-    offsets = {p: found[(topic, p)][group] for p in partitions if group in found.get((topic, p), {})}
-    missing = [p for p in partitions if p not in offsets]
-    if missing:
-        raise KafkaOperationError(
-            f"group {group!r} has no committed offset for {topic}:{','.join(map(str, missing))}"
-        )
-    return offsets
-
-
 class _PartitionReader:
     def __init__(
         self,
@@ -439,7 +366,7 @@ class _PartitionReader:
                 try:
                     resp = self.source.fetch(self.leader, {self.p: offset})
                     part = resp.responses[0].partitions[0]
-                    if part.error_code not in _LEADER_MOVED:
+                    if part.error_code not in LEADER_MOVED:
                         return part
                 except KafkaOperationError as exc:
                     logger.info(f"fetching {self.source.topic}[{self.p}] from broker {self.leader}: {exc}")

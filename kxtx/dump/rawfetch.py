@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from kxtx import clients
+from kxtx.client import clients
+from kxtx.client.settings import Settings
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
-from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ _NONE = object()
 #: Fetch errors that mean "this broker does not lead the partition (now)": LEADER_NOT_AVAILABLE,
 #: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
 #: UNKNOWN_LEADER_EPOCH. The partition's leader is looked up again and the fetch retried.
-_LEADER_MOVED = {5, 6, 7, 56, 74, 75}
+LEADER_MOVED = {5, 6, 7, 56, 74, 75}
 
 
 class _Partition:
@@ -195,7 +195,7 @@ class RawFetchSource:
                 for t in resp.responses:
                     for part in t.partitions:
                         p = part.partition_index
-                        if part.error_code in _LEADER_MOVED:
+                        if part.error_code in LEADER_MOVED:
                             stale.add(p)
                             continue
                         if part.error_code:

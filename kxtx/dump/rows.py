@@ -1,8 +1,8 @@
 """Raw records -> output rows, a batch at a time (the hot loop of `kxtx dump`).
 
 A row is built once, as the final dict: the common record kinds go through the decoders' straight-line
-`fast` paths (no `Record` object in between); everything else through `kxtx.records.decode`, whose
-notes, raw bytes and warnings the row carries.
+fast paths (`txn_log.fast_transaction`, `group_log.fast_offset_commit`: no `Record` in between);
+everything else through `kxtx.records.decode`, whose notes, raw bytes and warnings the row carries.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, tx
 from kxtx.timefmt import ISO, iso_ms
 
 #: topic -> (type id, type name, fast decoder) of the record kind that dominates the topic
-_FAST = {TXN_TOPIC: (0, "TransactionLog", txn_log.fast), OFFSETS_TOPIC: (1, "OffsetCommit", group_log.fast)}
+_FAST = {
+    TXN_TOPIC: (0, "TransactionLog", txn_log.fast_transaction),
+    OFFSETS_TOPIC: (1, "OffsetCommit", group_log.fast_offset_commit),
+}
 
 
 def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) -> Callable[[list], list]:

@@ -18,10 +18,10 @@ from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
 from typing import cast
 
-from kxtx import clients
+from kxtx.client import clients
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
 
 _second = itemgetter(1)  # of Message.timestamp(): (type, ms)

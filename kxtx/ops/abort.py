@@ -62,7 +62,7 @@ class Target:
 def preflight(cluster: Cluster, purpose: str = "abort transactions (WriteTxnMarkers)") -> None:
     """Before asking anything: WriteTxnMarkers needs ALTER (Kafka 3.8+) or CLUSTER_ACTION on the
     Cluster. Raises when the broker says the principal has neither; unknown passes."""
-    from kxtx.authz import check_cluster_ops
+    from kxtx.client.authz import check_cluster_ops
 
     check_cluster_ops(cluster.cluster_operations(), ["ALTER", "CLUSTER_ACTION"], purpose)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.ops import markers
@@ -23,7 +24,6 @@ from kxtx.ops.abort import Target
 from kxtx.ops.calls import Cluster
 from kxtx.ops.markers import BatchLike, Decision, Finding
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
-from kxtx.settings import Settings
 from kxtx.wording import plural
 
 
@@ -80,7 +80,7 @@ def read_decisions(
     """The transactions in `__transaction_state` from `since_ms` (all of it when None), or only
     those of `ids` (only their partitions are read); `shard` (index, count): only its partitions p
     with p % count == index (a transactional id lives in one partition: its history stays whole)."""
-    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, Start, run_batches
+    from kxtx.dump.runner import TXN_TOPIC, DumpRequest, Start, run_batches
 
     start = Start("time", since_ms) if since_ms is not None else Start()
     req = DumpRequest(topic=TXN_TOPIC, ids=list(ids or []), start=start, shard=shard)
@@ -269,7 +269,7 @@ def _work(conn, settings: Settings, since_ms: int | None, shard: tuple[int, int]
     """A worker: leave Ctrl-C to the parent (it stops the workers), end at once on SIGTERM."""
     import signal
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

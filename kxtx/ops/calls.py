@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from kxtx.authz import Need
-from kxtx.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
+from kxtx.client.authz import Need
+from kxtx.client.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, Unavailable, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
-from kxtx.settings import Settings
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from kxtx.authz import Need
-from kxtx.clients import producer, translate
+from kxtx.client.authz import Need
+from kxtx.client.clients import producer, translate
 from kxtx.errors import KxtxError
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster

@@ -21,7 +21,7 @@ from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.wording import plural
 
 #: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
-_ALL_CLUSTER_OPS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"}
+ALL_CLUSTER_OPS = {"ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"}
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def acl_warning(cluster: Cluster, report: Report) -> None:
     """The broker silently hides transactional ids and topics the principal may not DESCRIBE, which
     turns live transactions into "hanging" ones. Warn unless the principal can do everything."""
     ops = cluster.cluster_operations()
-    if ops is not None and ops >= _ALL_CLUSTER_OPS:
+    if ops is not None and ops >= ALL_CLUSTER_OPS:
         return
     suspect = [r for r in report.hanging if r.reason != decide.REASON_ID_NOT_FOUND]
     if not suspect:

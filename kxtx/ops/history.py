@@ -1,6 +1,6 @@
 """Reading `__transaction_state`: a transactional id's history, and producer id -> transactional id.
 
-Both go through the dump library (`kxtx.dump.run`, which decodes with `kxtx.records.txn_log`); this
+Both go through the dump library (`kxtx.dump.runner`, which decodes with `kxtx.records.txn_log`); this
 module is the one seam between the transaction tools and it.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kxtx.settings import Settings
+from kxtx.client.settings import Settings
 
 
 def histories(settings: Settings, transactional_ids: list[str]) -> dict[str, list[dict]]:
@@ -73,6 +73,6 @@ def _partitions(value) -> list[str]:
 
 
 def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[dict]:
-    from kxtx.dump.engine import TXN_TOPIC, DumpRequest, run
+    from kxtx.dump.runner import TXN_TOPIC, DumpRequest, run
 
     yield from run(settings, DumpRequest(topic=TXN_TOPIC, ids=list(ids or [])))

@@ -1,7 +1,7 @@
 """A `kxtx pipe`'s transactional ids in executors mode, and a verdict for the pipe as a whole.
 
 Executors mode gives every input partition a transactional id of its own, `PIPE-ID.TOPIC.PARTITION`
-(`kxtx.pipe.task.transactional_id`); PIPE-ID itself is never used. `inspect txn PIPE-ID` finds
+(`kxtx.pipe.worker.task.transactional_id`); PIPE-ID itself is never used. `inspect txn PIPE-ID` finds
 those ids with ListTransactions when PIPE-ID is unknown to its coordinator.
 """
 
@@ -52,7 +52,7 @@ def input_of(pipe_id: str, transactional_id: str) -> TP | None:
     Topic names may hold dots, so the partition is what follows the last one. Ambiguous by
     construction: pipe `a`'s ids include what pipe `a.b` uses for topic `t` (`a.b.t.0` is `a`'s
     for topic `b.t`); inspect asks only when `a` itself is unknown."""
-    from kxtx.pipe.task import transactional_id as pipe_txn_id
+    from kxtx.pipe.worker.task import transactional_id as pipe_txn_id
 
     prefix = f"{pipe_id}."
     if not transactional_id.startswith(prefix):

@@ -1,4 +1,4 @@
-"""What both modes of `kxtx pipe` do alike; `engine.Pipe` (driver mode) and
+"""What both modes of `kxtx pipe` do alike; `driver.DriverPipe` (driver mode) and
 `executors.ExecutorPipe` (executors mode) add only what differs.
 
 A run: the checks that can fail before a record is read (`prepare`), the group membership
@@ -13,15 +13,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import KxtxError, Unavailable, carry
 from kxtx.log import logger
-from kxtx.pipe import consumerconf, preflight
+from kxtx.pipe import preflight
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import udf as udfmod
-from kxtx.pipe.outputs import UdfFailure
-from kxtx.pipe.settings import RunConfig, subscription_conf
+from kxtx.pipe.runconfig import RunConfig, subscription_conf
 from kxtx.pipe.stats import Stats, interrupted
+from kxtx.pipe.worker import consumerconf
+from kxtx.pipe.worker.outputs import UdfFailure
 from kxtx.signals import Guard
 
 

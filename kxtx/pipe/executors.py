@@ -6,7 +6,7 @@ its partitions stay paused), so the group decides which input partitions are its
 partitions and pattern-matched topics arrive by rebalance, and instances that share the group split
 the partitions as in driver mode. Per round it compares the group's committed offsets with the last
 stable offset of each of its partitions and runs one Spark task per partition with work
-(`kxtx.pipe.task`: consume, UDF, produce and commit in the task's own transaction, fenced by a
+(`kxtx.pipe.worker.task`: consume, UDF, produce and commit in the task's own transaction, fenced by a
 transactional id per partition; the module docstring there says why that is exactly once).
 
 Two fences guard each commit: the partition's transactional id fences every other copy of the task
@@ -28,14 +28,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
-from kxtx.pipe import task as taskmod
-from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
+from kxtx.pipe.worker import task as taskmod
+from kxtx.pipe.worker import transform as tf
 from kxtx.wording import plural
 
 #: Give up after this many rounds in a row in which no task committed and some failed.

@@ -1,6 +1,6 @@
 """`kxtx pipe`'s entry point: the one place that decides which mode runs.
 
-driver (kxtx.pipe.engine): this process consumes and produces, Spark runs the UDF; executors
+driver (kxtx.pipe.driver): this process consumes and produces, Spark runs the UDF; executors
 (kxtx.pipe.executors): Spark tasks do the Kafka work. Both share kxtx.pipe.core; `auto` resolves
 in `PipeConfig.resolved_mode`.
 """
@@ -8,12 +8,12 @@ in `PipeConfig.resolved_mode`.
 from __future__ import annotations
 
 from kxtx.pipe.core import PipeCore
-from kxtx.pipe.engine import Pipe
+from kxtx.pipe.driver import DriverPipe
 from kxtx.pipe.executors import ExecutorPipe
-from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.runconfig import PipeConfig
 from kxtx.signals import Guard
 
-MODES: dict[str, type[PipeCore]] = {"driver": Pipe, "executors": ExecutorPipe}
+MODES: dict[str, type[PipeCore]] = {"driver": DriverPipe, "executors": ExecutorPipe}
 
 
 def run(settings, cfg: PipeConfig, progress=None, session=None, signals: Guard | None = None) -> dict:

@@ -15,7 +15,7 @@ from kxtx.log import logger
 
 def batch_offsets(batch: list, consumer) -> list:
     """Per partition of the batch: its highest offset + 1, or the consumer's position if further
-    (the batch holds every record read so far: see `Pipe._loop`)."""
+    (the batch holds every record read so far: see `DriverPipe._loop`)."""
     from confluent_kafka import TopicPartition
 
     nxt: dict[tuple[str, int], int] = {}

@@ -7,10 +7,10 @@ request naming a missing topic would create it on a broker with auto.create.topi
 
 from __future__ import annotations
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import UsageError
 from kxtx.log import logger
-from kxtx.pipe.settings import INTERNAL_TOPICS, matches
+from kxtx.pipe.runconfig import INTERNAL_TOPICS, matches
 
 
 def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
@@ -41,7 +41,7 @@ def _require(admin, settings, md, topic: str, what: str, operation: str) -> None
 def _hidden_by_acl(admin, settings, topic: str, what: str, operation: str) -> None:
     """A topic the principal may not DESCRIBE is left out of the full listing: ask for it by name
     (safe: this client may not auto-create) and name the missing permission."""
-    from kxtx.authz import Need, explain
+    from kxtx.client.authz import Need, explain
 
     try:
         t = admin.list_topics(topic, timeout=settings.timeout).topics.get(topic)

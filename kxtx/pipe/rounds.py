@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kxtx.kafkaerrors import code_of, worth_waiting
+from kxtx.client.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
 
 if TYPE_CHECKING:
-    from kxtx.pipe.task import TaskResult
+    from kxtx.pipe.worker.task import TaskResult
 
 #: librdkafka's default max.poll.interval.ms.
 MAX_POLL_INTERVAL_MS = 300_000
@@ -44,7 +44,7 @@ def log_round(plans: list, results: list[TaskResult], plan_s: float, job_s: floa
 
 def later(exc) -> bool:
     """An error that a later round gets past (the partition is new, its leader moves or came back
-    with a new epoch): Kafka's retriable codes whatever librdkafka's flag says (kxtx.kafkaerrors)."""
+    with a new epoch): Kafka's retriable codes whatever librdkafka's flag says (kxtx.client.kafkaerrors)."""
     err = exc.args[0] if exc.args else None
     if err is None or not hasattr(err, "code"):
         return False

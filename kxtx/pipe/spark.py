@@ -263,16 +263,11 @@ def ship(session, source: Path | None, module) -> None:
 
 
 def worker_modules() -> list:
-    """Every kxtx module the worker code reaches (pickled by value on a cluster). One left out is
-    pickled by reference, and executors without kxtx installed then cannot unpickle the task
-    (tests/unit/test_pipe_shipping.py unpickles it where kxtx cannot be imported)."""
-    from kxtx import errnames, gcpause, kafkaerrors, txwriter, wording
-    from kxtx.pipe import arrays, consumerconf, contract, jsontext, outputs, task, transform, udf
+    """Every kxtx module the worker code reaches (`kxtx.pipe.worker.modules()`), pickled by value
+    on a cluster."""
+    from kxtx.pipe import worker
 
-    return [
-        *(transform, arrays, contract, jsontext, udf, outputs, consumerconf, task),
-        *(wording, errnames, txwriter, kafkaerrors, gcpause),
-    ]
+    return worker.modules()
 
 
 @dataclass(frozen=True)
@@ -327,7 +322,7 @@ def _run_job(sc, table, job: BatchJob):
     batch: ~2.7 s a batch, 1.2 s of it JVM CPU. Streams as bytes through an RDD (the JVM copies
     opaque bytes): ~0.35-0.65 s. Local tasks reading and writing files, the JVM moving only
     their names: ~0.14 s, about the cost of an empty job."""
-    from kxtx.pipe.transform import output_schema, read_ipc, write_ipc
+    from kxtx.pipe.worker.transform import output_schema, read_ipc, write_ipc
 
     n = max(1, min(sc.defaultParallelism, -(-table.num_rows // job.chunk)))
     size = -(-table.num_rows // n)

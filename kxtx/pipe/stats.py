@@ -12,7 +12,7 @@ from kxtx.signals import signal_number
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
-    from kxtx.pipe.settings import PipeConfig
+    from kxtx.pipe.runconfig import PipeConfig
 
 
 @dataclass

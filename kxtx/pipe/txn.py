@@ -1,12 +1,12 @@
-"""`kxtx pipe`'s driver-side transactional producer: `kxtx.txwriter.TxWriter` (the retry policy,
+"""`kxtx pipe`'s driver-side transactional producer: `kxtx.client.txwriter.TxWriter` (the retry policy,
 error translation, failover watch) plus the driver's record writing.
 """
 
 from __future__ import annotations
 
+from kxtx.client.txwriter import Abortable, TxWriter
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
-from kxtx.txwriter import Abortable, TxWriter
 
 
 class TxnProducer(TxWriter):

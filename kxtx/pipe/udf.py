@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from kxtx.errors import UsageError
+from kxtx.pipe.worker.kinds import ARROW, PANDAS, PANDAS_ITER, ROW
 from kxtx.wording import article
-
-#: How kxtx calls the function on Spark's workers.
-ROW, PANDAS, PANDAS_ITER, ARROW = "row", "pandas", "pandas-iter", "arrow"
 
 # pyspark.util.PythonEvalType values (stable since Spark 2.x / 4.1), mirrored so this module does not
 # import pyspark; `load()` checks them against pyspark when it is there.

@@ -1,7 +1,7 @@
 """`kxtx produce`: exactly-once transactional ingest from files, resumable after a crash.
 
 `inputs` reads files (offsets and line numbers per record), `mapping` turns lines into records,
-`checkpoint` records and verifies where each input stands, `engine` runs the transactions.
+`checkpoint` records and verifies where each input stands, `loop` runs the transactions.
 """
 
 #: Records per transaction. Measured (bench/bench_produce.py, 1M lines of ~100 B, local broker,

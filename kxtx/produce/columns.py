@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter, methodcaller
 from typing import Any
 
 from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
-from kxtx.produce.mapping import BadRecord, MappingSpec, _to_bytes, parse_partition, parse_timestamp
+from kxtx.produce.mapping import BadRecord, MappingSpec, parse_partition, parse_timestamp, value_bytes
 
 try:
     from orjson import dumps as _dumps
@@ -383,7 +383,7 @@ def _as_bytes(col: list, odd: set, unset) -> tuple[list, bool]:
     out = []
     for i, v in enumerate(col):
         try:
-            out.append(_to_bytes(v))
+            out.append(value_bytes(v))
         except (UnicodeEncodeError, ValueError, TypeError):
             odd.add(i)
             out.append(b"")
@@ -440,7 +440,7 @@ def _header_column(spec: MappingSpec, get, const_headers, odd: set, unset, longe
     for i, row in enumerate(zip(*cols)):
         try:
             hs = const + [
-                (name, _to_bytes(v)) for name, v in zip(names, row) if v is not None and v is not unset
+                (name, value_bytes(v)) for name, v in zip(names, row) if v is not None and v is not unset
             ]
         except (UnicodeEncodeError, ValueError, TypeError):
             odd.add(i)

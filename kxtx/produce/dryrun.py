@@ -6,17 +6,17 @@ from __future__ import annotations
 import time
 
 from kxtx.errors import UsageError
-from kxtx.produce import broker, inputs
+from kxtx.produce import brokerside, inputs
+from kxtx.produce.counters import Stats
 from kxtx.produce.mapping import BadRecord, Mapper
 from kxtx.produce.options import ProduceOptions, error_policy, sources_of
-from kxtx.produce.stats import Stats
 
 
 def dry_run(opts: ProduceOptions, progress=None) -> dict:
     """Parse and map every record from the beginning of each input; connect to nothing."""
     error_policy(opts.on_error)
     stats = Stats(opts.topic, "", progress)
-    limit = broker.CLIENT_MAX_BYTES
+    limit = brokerside.CLIENT_MAX_BYTES
     files = []
     for src in sources_of(opts.paths, opts.input_format):
         mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records

@@ -1,7 +1,7 @@
 """The fast path of `kxtx produce` for mapped records: keys from a JSON field (dotted paths too) or
 a CSV column, values as they are, from a field or a CSV row as JSON (`--value-as-json`), timestamps
 and headers from fields, `--partition-field`; to topics of any partition count. Same records,
-checks, transactions and checkpoints as the general path (`engine`); the transaction loop is the
+checks, transactions and checkpoints as the general path (`loop`); the transaction loop is the
 plain fast path's (`plain`), only reading and producing differ.
 
 Why it is faster (CPU per record in-process, 200k JSON lines of ~100 bytes keyed to 6 partitions,
@@ -10,7 +10,7 @@ a shared 2-core machine: a hand-written `produce(topic, line, orjson.loads(line)
 - a block's lines become columns in a few passes in C (`columns`): msgspec decodes each line to
   just the mapped fields, keys are encoded by map(str.encode), partitions hashed for the whole
   block at once (`murmur`);
-- the records of a segment are produced by a loop in C (`plain._stop_at`) with the partition given
+- the records of a segment are produced by a loop in C (`plain.call_until_error`) with the partition given
   explicitly;
 - no delivery report per record: kxtx chose each record's partition, so it counts them; only the
   first and the last record of each partition in a segment ask for a report, which gives the
@@ -37,7 +37,7 @@ from kxtx.produce.checkpoint import Resume
 from kxtx.produce.dryrun import set_header
 from kxtx.produce.mapping import BadRecord, Record
 from kxtx.produce.murmur import Partitioner
-from kxtx.produce.plain import PlainFile, _stop_at
+from kxtx.produce.plain import PlainFile, call_until_error
 
 
 def fast_file(run, src, mapper):
@@ -217,7 +217,7 @@ class KeyedFile(PlainFile):
         if cols.stamps is not None or cols.headers is not None:  # fewer arguments parse faster
             args += [repeat(None), repeat(None), _column(cols.stamps, 0), _column(cols.headers)]
         while k < end:
-            k, exc = _stop_at(self.produce, (BufferError, KafkaException), k, end, *args)
+            k, exc = call_until_error(self.produce, (BufferError, KafkaException), k, end, *args)
             if isinstance(exc, BufferError):
                 self.run.producer.poll(0.05)
             elif exc is not None:

@@ -111,7 +111,7 @@ def parse_header_options(constants: list[str] | None, fields: list[str] | None):
     return tuple(consts), tuple(from_fields)
 
 
-def _to_bytes(value: Any) -> bytes:
+def value_bytes(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (dict, list)):
@@ -216,14 +216,14 @@ class Mapper:
             k = get(doc, spec.key_field)
             if k is None:
                 raise BadRecord(f"missing key field {spec.key_field!r}")
-            key = _to_bytes(k)
+            key = value_bytes(k)
         if spec.value_field:
             v = get(doc, spec.value_field)
             if v is None:
                 raise BadRecord(f"missing value field {spec.value_field!r}")
-            value = _to_bytes(v)
+            value = value_bytes(v)
         elif spec.value_as_json:
-            value = _to_bytes(dict(zip(self.columns, doc)))
+            value = value_bytes(dict(zip(self.columns, doc)))
         else:
             value = line.raw
         headers = self.const_headers
@@ -232,7 +232,7 @@ class Mapper:
             for name, field in spec.header_fields:
                 h = get(doc, field)
                 if h is not None:  # a missing header field leaves the header out
-                    headers.append((name, _to_bytes(h)))
+                    headers.append((name, value_bytes(h)))
             headers = headers or None
         partition = timestamp = None
         if spec.partition_field:

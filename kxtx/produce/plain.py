@@ -1,6 +1,6 @@
 """The fast path of `kxtx produce`: JSON lines or plain lines whose value is the line as it is (no
 key, headers or fields) into a topic of one partition. Same records, checks, transactions and
-checkpoints as the general path in `engine`, at a fraction of the Python work per record.
+checkpoints as the general path in `loop`, at a fraction of the Python work per record.
 
 Why it is faster (measured with cProfile on 1M lines of 100 bytes; the general path spends about as
 much time around each record as librdkafka's produce() itself):
@@ -214,7 +214,7 @@ class PlainFile:
         check = _check if block.utf8 and _check is not None else _loads
         while k < end:
             # validate [k, end) first; a line that fails ends the run of good lines at `bad`
-            bad = _stop_at(check, _NOT_JSON, k, end, values)[0] if self.jsonl else end
+            bad = call_until_error(check, _NOT_JSON, k, end, values)[0] if self.jsonl else end
             if self.jsonl and _TAKES_TOO_DEEP[check]:
                 bad = first_too_deep(values, k, bad)
             self._produce_run(block, k, bad)
@@ -230,7 +230,7 @@ class PlainFile:
         values, produce = block.values, self.produce
         topic, part = repeat(self.topic), repeat(self.partition)
         while k < end:
-            k, exc = _stop_at(
+            k, exc = call_until_error(
                 produce, (BufferError, KafkaException), k, end, topic, values, repeat(None), part
             )
             if isinstance(exc, BufferError):  # the local queue is full: serve delivery reports
@@ -268,7 +268,7 @@ class PlainFile:
         return _BAD
 
 
-def _stop_at(fn, errors: tuple, k: int, end: int, *columns):
+def call_until_error(fn, errors: tuple, k: int, end: int, *columns):
     """Call fn(*row) for the rows [k, end) of `columns` in order (lists are read from k, other
     iterables as they come; one list at least) until one raises one of `errors`: (the index of that
     row, the exception), or (end, None). A loop in C: the map is drained by a zero-length deque."""

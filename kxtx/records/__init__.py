@@ -1,12 +1,13 @@
-"""Pure decoders for Kafka's internal topics (`__transaction_state`, `__consumer_offsets`).
+"""Pure decoders for Kafka's internal topics (`__transaction_state`, `__consumer_offsets`), and of
+record batches as Fetch returns them (`batchheader`: the headers; `batchrecords`: a batch's records).
 
-No client library, no I/O: bytes in, `Record` out. Written from `../shared/spec/internal-records.md`.
+No I/O: bytes in, `Record` out. Written from `../shared/spec/internal-records.md`.
 """
 
 from __future__ import annotations
 
 from kxtx.records import group_log, txn_log
-from kxtx.records.model import Record
+from kxtx.records.record import Record
 
 TXN_TOPIC = txn_log.TOPIC
 OFFSETS_TOPIC = group_log.TOPIC

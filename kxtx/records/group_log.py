@@ -7,7 +7,7 @@ from typing import Any
 
 from kxtx.records import group_modern as m
 from kxtx.records.consumer_protocol import decode_assignment, decode_subscription
-from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
+from kxtx.records.record import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import ZERO_UUID, Array, DecodeError, Layouts, Struct, Tagged, uuid_text
 from kxtx.timefmt import ISO, iso_ms
 
@@ -212,7 +212,7 @@ def _offset_key(key: bytes | None) -> dict | None:
     }
 
 
-def fast(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
+def fast_offset_commit(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
     """(key fields, version, value fields) of an OffsetCommit record with value v3, or v4 with no tag
     but topicId, or its tombstone: what 2.1+ brokers write by far the most. Straight-line parsing
     for speed (a dump decodes millions); anything unusual returns None (the generic path decides).
@@ -272,7 +272,7 @@ def decode(key: bytes | None, value: bytes | None) -> Record:
     """Decode one `__consumer_offsets` record; never raises."""
     t = key_type(key)
     if t == 1:
-        found = fast(key, value)
+        found = fast_offset_commit(key, value)
         if found is not None:
             key_fields, version, value_fields = found
             return Record(1, "OffsetCommit", key_fields, version, value_fields, tombstone=value is None)

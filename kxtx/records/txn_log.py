@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from kxtx.records.model import Record, decode_key, decode_value, key_type, unknown_record
+from kxtx.records.record import Record, decode_key, decode_value, key_type, unknown_record
 from kxtx.records.wire import Array, Layouts, NullableArray, Struct, Tagged
 from kxtx.timefmt import ISO, iso_ms
 
@@ -72,7 +72,7 @@ _TAILS: dict[bytes, tuple] = {b"\x00": _TAG_DEFAULTS}
 _CACHE = 65536
 
 
-def fast(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
+def fast_transaction(key: bytes | None, value: bytes | None) -> tuple[dict, int | None, dict | None] | None:
     """(key fields, version, value fields) of a well-formed TransactionLog record (value v0/v1 or a
     tombstone, known state): every record a broker writes. Straight-line parsing, each dict built
     once, because a dump decodes hundreds of thousands of them; anything unusual (unknown tags, odd

@@ -17,14 +17,14 @@ import socket
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.sandbox import nodes as _nodes
 from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, resolve_distribution
-from kxtx.sandbox.nodes import NodeInfo
+from kxtx.sandbox.nodes import NodeInfo, SandboxInfo, free_port
 
 if TYPE_CHECKING:
     from kxtx.sandbox.security import SecureListeners
@@ -55,48 +55,6 @@ def env_jvm_options() -> list[str]:
 def default_heap(nodes: int) -> str:
     """1 GiB for one node; 512 MiB each from two on (3 nodes stay well under 4 GiB resident)."""
     return "1g" if nodes <= 1 else "512m"
-
-
-@dataclass
-class SandboxInfo:
-    bootstrap: str
-    kafka_version: str
-    pid: int  # node 1's (the only node of a one-node sandbox)
-    port: int  # node 1's
-    controller_port: int
-    state_dir: str
-    libs: str
-    started_at: float
-    broker_config: dict[str, str] = field(default_factory=dict)
-    #: True when every node runs
-    running: bool = True
-    #: extra data other parts add (e.g. security material paths)
-    extra: dict = field(default_factory=dict)
-    nodes: list[dict] = field(default_factory=list)
-    heap: str = "1g"
-    #: JVM options added to every node's (kept here so a restarted node runs with them too)
-    jvm_options: list[str] = field(default_factory=list)
-
-    @property
-    def distribution(self) -> KafkaDistribution:
-        return KafkaDistribution(self.kafka_version, Path(self.libs))
-
-    def node_list(self) -> list[NodeInfo]:
-        return [NodeInfo(**n) for n in self.nodes]
-
-    def node(self, node_id: int) -> NodeInfo:
-        for n in self.node_list():
-            if n.id == node_id:
-                return n
-        ids = ", ".join(str(n.id) for n in self.node_list())
-        raise UsageError(f"no node {node_id} in the sandbox at {self.state_dir} (nodes: {ids})")
-
-
-def free_port() -> int:
-    """A loopback port free now (for programs that cannot say which port 0 gave them)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _port_open(port: int) -> bool:

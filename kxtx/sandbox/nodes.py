@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from kxtx.errors import UsageError
+from kxtx.sandbox.distribution import KafkaDistribution
 
 #: Settings suited to transactions on loopback. Unknown keys are ignored by older brokers.
 BASE_CONFIG = {
@@ -166,3 +170,45 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+@dataclass
+class SandboxInfo:
+    bootstrap: str
+    kafka_version: str
+    pid: int  # node 1's (the only node of a one-node sandbox)
+    port: int  # node 1's
+    controller_port: int
+    state_dir: str
+    libs: str
+    started_at: float
+    broker_config: dict[str, str] = field(default_factory=dict)
+    #: True when every node runs
+    running: bool = True
+    #: extra data other parts add (e.g. security material paths)
+    extra: dict = field(default_factory=dict)
+    nodes: list[dict] = field(default_factory=list)
+    heap: str = "1g"
+    #: JVM options added to every node's (kept here so a restarted node runs with them too)
+    jvm_options: list[str] = field(default_factory=list)
+
+    @property
+    def distribution(self) -> KafkaDistribution:
+        return KafkaDistribution(self.kafka_version, Path(self.libs))
+
+    def node_list(self) -> list[NodeInfo]:
+        return [NodeInfo(**n) for n in self.nodes]
+
+    def node(self, node_id: int) -> NodeInfo:
+        for n in self.node_list():
+            if n.id == node_id:
+                return n
+        ids = ", ".join(str(n.id) for n in self.node_list())
+        raise UsageError(f"no node {node_id} in the sandbox at {self.state_dir} (nodes: {ids})")
+
+
+def free_port() -> int:
+    """A loopback port free now (for programs that cannot say which port 0 gave them)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

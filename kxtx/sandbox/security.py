@@ -21,12 +21,9 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
-
-if TYPE_CHECKING:
-    from kxtx.sandbox.broker import SandboxInfo
+from kxtx.sandbox.nodes import SandboxInfo, free_port
 
 MODES = ("plaintext", "sasl_plaintext", "sasl_ssl", "ssl")
 USERS = ("admin", "limited")
@@ -97,8 +94,6 @@ class SecureListeners:
         self, state_dir: str | Path, port: int, controller_port: int | None
     ) -> dict[str, str]:
         """One node's listeners: secured client listener, plaintext INTERNAL (and CONTROLLER)."""
-        from kxtx.sandbox.broker import free_port
-
         if self.dir is None:  # called without prepare(): a one-node sandbox
             self.prepare(state_dir, [port])
         self.internal_port = self.internal_port or free_port()
@@ -253,7 +248,7 @@ def grant_limited_acls(bootstrap: str, admin_conf: dict) -> None:
         ResourceType,
     )
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
 
     admin = AdminClient(
         {"bootstrap.servers": bootstrap, "log.connection.close": False, "log_level": 3, **admin_conf}

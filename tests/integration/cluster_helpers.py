@@ -80,7 +80,7 @@ def isr_full(kafka, topic: str, replicas: int = 3) -> bool:
 def coordinator(kafka, key: str, internal_topic: str = "__transaction_state") -> int:
     """The broker leading `key`'s partition of __transaction_state (or __consumer_offsets): the
     transaction (or group) coordinator of that transactional id (or group)."""
-    from kxtx.records.partition import partition_for
+    from kxtx.records.partitioner import partition_for
 
     md = _admin(kafka).list_topics(internal_topic, timeout=10).topics[internal_topic]
     return md.partitions[partition_for(key, len(md.partitions))].leader

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kxtx.sandbox.broker import free_port
+from kxtx.sandbox.nodes import free_port
 from tests.binaries import need
 from tests.integration.kafka_io import wait_until
 

@@ -54,7 +54,7 @@ def run_in_process(kafka, session, inputs: list[str], out: str, udf: str, **conf
     returns its summary. `udf` names a function of pipe_udfs; `config` sets other PipeConfig
     fields (`mode` "driver" unless given)."""
     from kxtx.pipe.modes import run
-    from kxtx.pipe.settings import PipeConfig
+    from kxtx.pipe.runconfig import PipeConfig
 
     cfg = PipeConfig(
         inputs=inputs,

@@ -1,13 +1,13 @@
-"""Run one executor-mode task (`kxtx.pipe.task.run_plan`) outside Spark and print its result as
+"""Run one executor-mode task (`kxtx.pipe.worker.task.run_plan`) outside Spark and print its result as
 JSON: `python pipe_task_runner.py BOOTSTRAP GROUP PIPE_ID TOPIC PARTITION OUT UDF_NAME`."""
 
 import dataclasses
 import json
 import sys
 
-from kxtx.pipe import task as taskmod
-from kxtx.pipe import transform as tf
-from kxtx.settings import Settings
+from kxtx.client.settings import Settings
+from kxtx.pipe.worker import task as taskmod
+from kxtx.pipe.worker import transform as tf
 from tests.integration import pipe_udfs
 
 

@@ -48,7 +48,7 @@ class SecureBroker:
         return {"bootstrap.servers": self.bootstrap, **self.listeners.client_config(user)}
 
     def settings(self, user: str = "admin"):
-        from kxtx.settings import Settings
+        from kxtx.client.settings import Settings
 
         return Settings(props=self.conf(user), timeout=30)
 

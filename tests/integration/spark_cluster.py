@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyspark
 
-from kxtx.sandbox.broker import free_port
+from kxtx.sandbox.nodes import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 

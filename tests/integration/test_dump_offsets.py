@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from kxtx.records.partition import partition_for
+from kxtx.records.partitioner import partition_for
 from kxtx.records.wire import snake
 from tests.integration.dump_helpers import (
     assert_agrees,

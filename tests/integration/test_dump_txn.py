@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from kxtx.records.partition import partition_for
+from kxtx.records.partitioner import partition_for
 from tests.integration.dump_helpers import (
     assert_agrees,
     dump,

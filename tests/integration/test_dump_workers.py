@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from kxtx.records.partition import partition_for
+from kxtx.records.partitioner import partition_for
 
 
 def _commit_many(kafka, groups: list[str], rounds: int) -> None:

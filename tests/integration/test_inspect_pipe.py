@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from kxtx.ops import pipeids
-from kxtx.pipe.task import transactional_id
+from kxtx.pipe.worker.task import transactional_id
 from tests.conftest import json_doc
 
 pytestmark = [pytest.mark.kafka, pytest.mark.versioned]

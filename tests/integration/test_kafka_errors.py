@@ -1,4 +1,4 @@
-"""kxtx.kafkaerrors holds Kafka's own definition of a retriable error: compared, code by code, with
+"""kxtx.client.kafkaerrors holds Kafka's own definition of a retriable error: compared, code by code, with
 the `Errors` enum in the jars of the broker under test (Kafka 4.x, and 3.9 in the versioned stage)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kxtx import kafkaerrors
+from kxtx.client import kafkaerrors
 
 pytestmark = pytest.mark.versioned
 

@@ -210,8 +210,8 @@ def test_check_lag_is_the_metric_lag_per_group_and_topic(broker, multi):
 def test_lag_reads_alone_what_the_shared_fetch_left_out(broker, multi, monkeypatch):
     """A shared first Fetch bounded to 1 byte brings one batch of the first partition only: the
     others are fetched on their own, with the same counts."""
+    from kxtx.client.settings import Settings
     from kxtx.dump import partition
-    from kxtx.settings import Settings
 
     topic, _group = multi
     monkeypatch.setattr(partition, "_FIRST_FETCHES_MAX_BYTES", 1)
@@ -325,8 +325,19 @@ def test_serve_answers_and_stops_on_sigterm(broker, scene, down):
 
     # --scrape-timeout well above a collection's time on a loaded machine: the bound is not under
     # test here (test_monitor_unseen.py), and CI's first collection once took more than the 8 s default.
-    argv = [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", "--min-interval", "0",
-            "--scrape-timeout", "90"]
+    argv = [
+        sys.executable,
+        "-m",
+        "kxtx",
+        "monitor",
+        "serve",
+        "--port",
+        "0",
+        "--min-interval",
+        "0",
+        "--scrape-timeout",
+        "90",
+    ]
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
     with serving(argv + (["-b", "127.0.0.1:1"] if down else []), env, ROOT) as url:
         first, second = _scrape(url), _scrape(url)  # a down cluster: the server keeps answering

@@ -21,7 +21,7 @@ import uuid
 import pytest
 
 from kxtx import __version__
-from kxtx.ops import check, exposition, monitor
+from kxtx.monitor import check, exposition, snapshot
 from kxtx.ops.calls import Cluster
 from tests.integration.kafka_io import commit_retrying
 from tests.integration.monitor_helpers import samples
@@ -64,7 +64,7 @@ def scene(kafka):
     left_open.abort_transaction(60)
 
 
-def _collect(scene, frozen: str | None = None) -> monitor.Snapshot:
+def _collect(scene, frozen: str | None = None) -> snapshot.Snapshot:
     """One collection of the scene; `frozen`: the Cluster method during which the broker is frozen."""
     kafka = scene["kafka"]
     with Cluster(kafka.settings()) as cluster:
@@ -80,10 +80,10 @@ def _collect(scene, frozen: str | None = None) -> monitor.Snapshot:
                     kafka.sandbox.resume_node(1)
 
             setattr(cluster, frozen, call)
-        return monitor.collect(cluster, scene["topic"], [scene["group"]])
+        return snapshot.collect(cluster, scene["topic"], [scene["group"]])
 
 
-def _check(snap: monitor.Snapshot, option: str, threshold: str) -> tuple[check.PluginStatus, str]:
+def _check(snap: snapshot.Snapshot, option: str, threshold: str) -> tuple[check.PluginStatus, str]:
     """What `kxtx monitor check {option} {threshold}` says of `snap` (the CLI's own steps)."""
     values, floors = (check.values_of(snap.summary(floor=f)) for f in (False, True))
     warn = check.parse_thresholds([threshold] if option == "--warn" else [], "--warn")
@@ -115,7 +115,7 @@ def test_a_failed_list_offsets_is_unseen_not_zero(scene):
     snap = _collect(scene, frozen="offsets")
     assert not snap.complete
     assert [(u["what"], u["name"]) for u in snap.unseen] == [("offsets", f"{scene['topic']}:0")], snap.unseen
-    doc = monitor.document(snap)
+    doc = snapshot.document(snap)
     assert doc["complete"] is False
     assert doc["max_lso_gap_records"] is None and doc["max_group_lag_records"] is None, doc
     s = samples(exposition.exposition(snap, __version__))
@@ -140,7 +140,7 @@ def test_a_failed_list_offsets_is_unseen_not_zero(scene):
 def test_failed_group_offsets_are_unseen_not_zero(scene):
     snap = _collect(scene, frozen="group_offsets")
     assert [(u["what"], u["name"]) for u in snap.unseen] == [("groups", scene["group"])], snap.unseen
-    doc = monitor.document(snap)
+    doc = snapshot.document(snap)
     assert doc["complete"] is False and doc["max_group_lag_records"] is None, doc
     s = samples(exposition.exposition(snap, __version__))
     assert s[("kxtx_collect_unseen", (("what", "groups"),))] == 1

@@ -37,7 +37,7 @@ def _forget_cached_task_clients():
     producers for the next task. Closed after each test: left open, they logged "Connection
     refused" every few milliseconds once the session broker stopped."""
     yield
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
 
     state = sys.modules.pop(taskmod._STATE, None)
     for consumer in getattr(state, "consumers", {}).values():
@@ -48,7 +48,7 @@ def test_a_frozen_task_is_fenced_by_the_next_one(kafka, tmp_path):
     """A task reads its start offset and is frozen (SIGSTOP) mid-UDF; the task that replaces it
     (same partition, so the same transactional id) fences it, reads the same start offset and
     commits. Thawed, the zombie's transaction is refused: every input's output exactly once."""
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
     from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
@@ -106,7 +106,7 @@ def test_a_task_whose_cached_producer_was_fenced_reports_the_fence(kafka):
     that producer, and nothing of the round is committed; the next round starts a new one."""
     from confluent_kafka import Producer
 
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
     from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
@@ -138,7 +138,7 @@ def test_a_retry_counts_what_an_attempt_with_a_lost_result_committed(kafka):
     the driver's count is not this run's work and is not counted."""
     import dataclasses
 
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
     from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
@@ -171,7 +171,7 @@ def test_a_task_fetches_little_past_its_round(kafka):
     batch queued, not librdkafka's default 100000 records."""
     import dataclasses
 
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
     from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()
@@ -203,7 +203,7 @@ def test_a_partition_without_committed_offset_starts_where_from_says(kafka, star
     commit, so what arrives after it is read, and only once."""
     import dataclasses
 
-    from kxtx.pipe import task as taskmod
+    from kxtx.pipe.worker import task as taskmod
     from tests.integration.pipe_task_runner import job
 
     src, out = kafka.create_topic(), kafka.create_topic()

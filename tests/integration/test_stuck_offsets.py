@@ -1,4 +1,4 @@
-"""The send_offsets_to_transaction watchdog (kxtx.txwriter) on a real broker: a broker that stalls
+"""The send_offsets_to_transaction watchdog (kxtx.client.txwriter) on a real broker: a broker that stalls
 (SIGSTOP) while a transaction sends its offsets. librdkafka waits for that call without a bound of
 its own (issues #5456/#5511); the writer must give control back within the call's timeout plus
 its margin, and exactly once must hold: the stuck transaction's records are aborted when a new
@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from kxtx import txwriter as tw
+from kxtx.client import txwriter as tw
 from tests.integration.kafka_io import read_committed, read_uncommitted, values
 
 #: Distinct from the session broker's config, so `brokers` starts a broker of its own. The stall
@@ -115,7 +115,7 @@ DRIVER = """
 import sys
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kxtx.errors import KxtxError
-from kxtx.txwriter import TxWriter
+from kxtx.client.txwriter import TxWriter
 
 bootstrap, tid, src, out = sys.argv[1:5]
 w = TxWriter(tid, float(sys.argv[5]))

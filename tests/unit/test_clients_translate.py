@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kxtx.clients import translate
+from kxtx.client.clients import translate
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 
 
@@ -83,7 +83,7 @@ def _kp(name: str):
     ],
 )
 def test_which_errors_a_command_asks_again_after(exc, waits):
-    from kxtx.clients import waits_out
+    from kxtx.client.clients import waits_out
 
     assert waits_out(exc) is waits
 
@@ -102,7 +102,7 @@ class Calls:
 
 
 def test_ride_out_asks_again_while_the_cluster_moves():
-    from kxtx.clients import ride_out
+    from kxtx.client.clients import ride_out
 
     call = Calls(_kp("CoordinatorLoadInProgressError"), _confluent("FENCED_LEADER_EPOCH"))
     assert ride_out(call, "describing", 30) == "done"
@@ -119,7 +119,7 @@ def test_ride_out_asks_again_while_the_cluster_moves():
     ],
 )
 def test_ride_out_gives_up_at_its_bound_with_exit_75(error, cls):
-    from kxtx.clients import ride_out
+    from kxtx.client.clients import ride_out
 
     call = Calls(*[error] * 1000)
     with pytest.raises(cls) as info:
@@ -129,7 +129,7 @@ def test_ride_out_gives_up_at_its_bound_with_exit_75(error, cls):
 
 
 def test_ride_out_reports_other_errors_at_once():
-    from kxtx.clients import ride_out
+    from kxtx.client.clients import ride_out
 
     call = Calls(_confluent("TOPIC_AUTHORIZATION_FAILED"))
     with pytest.raises(KafkaOperationError):

@@ -2,11 +2,11 @@
 
 import pytest
 
-import kxtx.dump.engine as dump
-from kxtx.dump.engine import DumpRequest, Start
+import kxtx.dump.runner as dump
+from kxtx.client.settings import Settings
+from kxtx.dump.runner import DumpRequest, Start
 from kxtx.errors import UsageError
-from kxtx.records.partition import partition_for
-from kxtx.settings import Settings
+from kxtx.records.partitioner import partition_for
 from tests.unit import record_encoder as e
 
 TXN, OFF = dump.TXN_TOPIC, dump.OFFSETS_TOPIC

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kxtx.dump.batchrecords import BatchRecords, show
-from kxtx.dump.batchrecords import BatchRecords as Offsets
 from kxtx.dump.partition import (
     ABORTED,
     COMMITTED,
@@ -19,6 +17,8 @@ from kxtx.dump.partition import (
     summarize,
 )
 from kxtx.errors import KxtxError, UsageError
+from kxtx.records.batchrecords import BatchRecords, show
+from kxtx.records.batchrecords import BatchRecords as Offsets
 
 
 @pytest.mark.parametrize(
@@ -316,7 +316,7 @@ _RECORDS = [
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
 def test_records_decoded_as_kafka_python_decodes_them(codec):
     """kxtx's own record decoder against kafka-python's reader, on batches of every codec."""
-    from kxtx.dump.batchrecords import _decode
+    from kxtx.records.batchrecords import _decode
 
     ours = _decode(_built(codec, _RECORDS))
     theirs = [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in _built(codec, _RECORDS)]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kxtx.dump import shards as shards_mod
-from kxtx.dump.engine import DumpRequest, choose_partitions, shardable
+from kxtx.dump.runner import DumpRequest, choose_partitions, shardable
 from kxtx.dump.shards import Shards
 from kxtx.errors import UsageError
 
@@ -140,7 +140,7 @@ def test_what_can_be_sharded(opts, ok):
 
 
 def test_sharding_what_cannot_be_is_a_usage_error():
-    from kxtx.dump.engine import validate
+    from kxtx.dump.runner import validate
 
     with pytest.raises(UsageError, match="--latest"):
         validate(DumpRequest(topic="__consumer_offsets", latest=True, shard=(0, 2)))

@@ -1,8 +1,16 @@
-"""kxtx/'s modules import on their own and import one another without a cycle.
+"""kxtx/'s modules import on their own, keep to their tier, and import one another without a cycle.
 
 A cycle hidden behind function-level imports works until someone imports the modules in another
-order or moves an import to the top; so every `import` counts here, wherever it stands, except
-those under `if TYPE_CHECKING:` (they never run)."""
+order or moves an import to the top, and one under `if TYPE_CHECKING:` is a cycle the moment an
+annotation is evaluated; so every `import` counts here, wherever it stands.
+
+The tiers are the folders (README's module map):
+- the base, the modules at the top of kxtx/, imports only the base;
+- the client tier, kxtx/client/, imports only the base and itself;
+- nothing outside kxtx/cli/ (and `python -m kxtx`'s __main__, which starts it) imports kxtx.cli,
+  typer or rich;
+- the packages do not import each other in a circle (collapsed to one node each, the base one).
+"""
 
 from __future__ import annotations
 
@@ -27,22 +35,22 @@ def modules(package_dir: Path) -> dict[str, Path]:
     return found
 
 
-def _runtime_imports(tree: ast.AST):
-    """Import nodes anywhere in `tree` (functions included) but under `if TYPE_CHECKING:`."""
+def _import_nodes(tree: ast.AST, lazy: bool):
+    """The import statements of `tree`; those inside functions only when `lazy`."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            yield from (n for child in node.orelse for n in _runtime_imports(child))
-            continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        yield from _runtime_imports(node)
+        elif lazy or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _import_nodes(node, lazy)
 
 
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of `known` that module `name` imports."""
+def all_imports(name: str, path: Path, known: set[str], lazy: bool = True) -> set[str]:
+    """Every module that module `name` imports, wherever the import stands (in functions unless
+    `lazy` is false, under `if TYPE_CHECKING:`): those of `known` by name, any other (typer, json)
+    as written."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+    for node in _import_nodes(ast.parse(path.read_text(), str(path)), lazy):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -52,13 +60,64 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
                 base = ".".join(anchor + ([base] if base else []))
             # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        found |= {t for t in targets if t in known and t != name}
+        found |= {t for t in targets if t != name}
     return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that module `name` imports."""
+    return {t for t in all_imports(name, path, known) if t in known}
 
 
 def graph(package_dir: Path) -> dict[str, set[str]]:
     found = modules(package_dir)
     return {name: imports(name, path, set(found)) for name, path in found.items()}
+
+
+#: the tiers by folder: "" is the base (a module at the top of the package)
+BASE, CLIENT, CLI = "", "client", "cli"
+#: what only the command line may import
+CLI_ONLY = ("typer", "rich")
+
+
+def tier(package_dir: Path, path: Path) -> str:
+    """The folder below `package_dir` that holds `path` ("" at the top). __main__ starts the CLI:
+    it counts as the CLI's."""
+    parts = path.relative_to(package_dir).parts
+    return CLI if parts == ("__main__.py",) else (parts[0] if len(parts) > 1 else BASE)
+
+
+def layer_violations(package_dir: Path) -> list[str]:
+    """Each import that breaks a tier rule (module docstring), as `module -> what it imports`."""
+    found = modules(package_dir)
+    known = set(found)
+    tiers = {name: tier(package_dir, path) for name, path in found.items()}
+    bad = []
+    for name, path in found.items():
+        mine = tiers[name]
+        for target in sorted(all_imports(name, path, known)):
+            if target not in known:
+                if mine != CLI and target.split(".")[0] in CLI_ONLY:
+                    bad.append(f"{name} -> {target} (only the CLI imports {', '.join(CLI_ONLY)})")
+                continue
+            theirs = tiers[target]
+            if mine == BASE and theirs != BASE:
+                bad.append(f"{name} -> {target} (the base imports only the base)")
+            elif mine == CLIENT and theirs not in (BASE, CLIENT):
+                bad.append(f"{name} -> {target} (the client tier imports only the base and itself)")
+            elif mine != CLI and theirs == CLI:
+                bad.append(f"{name} -> {target} (only the CLI imports the CLI)")
+    return sorted(bad)
+
+
+def package_graph(package_dir: Path) -> dict[str, set[str]]:
+    """The module graph with each folder collapsed into one node (the base is "")."""
+    found = modules(package_dir)
+    tiers = {name: tier(package_dir, path) for name, path in found.items()}
+    edges: dict[str, set[str]] = {t: set() for t in tiers.values()}
+    for name, targets in graph(package_dir).items():
+        edges[tiers[name]] |= {tiers[t] for t in targets} - {tiers[name]}
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -122,19 +181,89 @@ def test_kxtx_has_no_import_cycle():
     assert found == [], "import cycles: " + "; ".join(" -> ".join(c) for c in found)
 
 
+def test_kxtx_packages_import_each_other_without_a_cycle():
+    found = cycles(package_graph(ROOT / "kxtx"))
+    assert found == [], "cycles between packages: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_kxtx_keeps_its_tiers():
+    assert layer_violations(ROOT / "kxtx") == []
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_the_check_sees_a_cycle_hidden_in_functions(tmp_path):
-    """The check can fail: engine and executors importing each other lazily, as they once did."""
-    pkg = tmp_path / "kx" / "pipe"
-    pkg.mkdir(parents=True)
-    (tmp_path / "kx" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "engine.py").write_text("def run():\n    from kx.pipe import executors\n")
-    (pkg / "executors.py").write_text("def failed():\n    from kx.pipe.engine import run\n")
-    (pkg / "typed.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.pipe import other\n"
+    """The check can fail: engine and executors importing each other lazily, as they once did, and
+    two modules whose cycle runs through an import under `if TYPE_CHECKING:`."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "pipe/__init__.py": "",
+            "pipe/engine.py": "def run():\n    from kx.pipe import executors\n",
+            "pipe/executors.py": "def failed():\n    from kx.pipe.engine import run\n",
+            "pipe/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.pipe import other\n",
+            "pipe/other.py": "from . import typed\n",
+        },
     )
-    (pkg / "other.py").write_text("from . import typed\n")
-    assert cycles(graph(tmp_path / "kx")) == [["kx.pipe.engine", "kx.pipe.executors", "kx.pipe.engine"]]
+    assert cycles(graph(tmp_path / "kx")) == [
+        ["kx.pipe.engine", "kx.pipe.executors", "kx.pipe.engine"],
+        ["kx.pipe.other", "kx.pipe.typed", "kx.pipe.other"],
+    ]
+
+
+def test_the_check_sees_each_broken_tier_rule(tmp_path):
+    """The check can fail: a planted package breaking each rule once, lazily or for typing only
+    where that is the harder case, beside imports that keep the rules."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "__main__.py": "from kx.cli import app\n",
+            "errors.py": "import json\n",
+            "log.py": "def f():\n    from kx.client import settings\n",
+            "client/__init__.py": "",
+            "client/settings.py": "from kx import errors\nfrom kx.client import auth\n",
+            "client/auth.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kx.ops import calls\n",
+            "ops/__init__.py": "",
+            "ops/calls.py": "from kx.client import settings\nfrom kx.dump import reader\n",
+            "ops/show.py": "def f():\n    import rich\n    from kx.cli.output import emit\n",
+            "dump/__init__.py": "",
+            "dump/reader.py": "def f():\n    from kx.ops import show\n",
+            "cli/__init__.py": "",
+            "cli/output.py": "import typer\nfrom kx.ops import calls\n",
+            "cli/app.py": "from kx.cli import output\n",
+        },
+    )
+    assert layer_violations(tmp_path / "kx") == [
+        "kx.client.auth -> kx.ops.calls (the client tier imports only the base and itself)",
+        "kx.log -> kx.client.settings (the base imports only the base)",
+        "kx.ops.show -> kx.cli.output (only the CLI imports the CLI)",
+        "kx.ops.show -> rich (only the CLI imports typer, rich)",
+    ]
+
+
+def test_the_check_sees_packages_in_a_circle(tmp_path):
+    """The check can fail: two packages whose modules import each other without a module cycle,
+    as dump/partition.py and ops/ once did (partition -> ops.calls, ops.markers -> partition)."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "ops/__init__.py": "",
+            "ops/calls.py": "from kx import errors\n",
+            "ops/markers.py": "from kx.dump.partition import OPEN\n",
+            "dump/__init__.py": "",
+            "dump/partition.py": "from kx import errors\ndef name():\n    from kx.ops.calls import Cluster\n",
+        },
+    )
+    assert cycles(graph(tmp_path / "kx")) == []
+    assert cycles(package_graph(tmp_path / "kx")) == [["dump", "ops", "dump"]]
 
 
 @pytest.mark.parametrize(
@@ -146,7 +275,7 @@ def test_the_check_sees_a_cycle_hidden_in_functions(tmp_path):
         ("from . import a", {"kx.a"}),
         ("from .a import thing", {"kx.a"}),
         ("def f():\n    import kx.a", {"kx.a"}),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kx.a", set()),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kx.a", {"kx.a"}),
         ("import json", set()),
     ],
 )
@@ -156,6 +285,88 @@ def test_what_counts_as_an_import(tmp_path, source, want):
     (tmp_path / "kx" / "a.py").write_text("thing = 1\n")
     (tmp_path / "kx" / "b.py").write_text(source + "\n")
     assert graph(tmp_path / "kx")["kx.b"] == want
+
+
+def private_imports(package_dir: Path) -> list[str]:
+    """Each `from X import _name` of the package's own modules: a name another module uses is public."""
+    prefix = package_dir.name
+    found = []
+    for name, path in modules(package_dir).items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == prefix:
+                found += [
+                    f"{name} imports {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    return sorted(found)
+
+
+def test_no_module_imports_another_modules_private_names(tmp_path):
+    assert private_imports(ROOT / "kxtx") == []
+    # the check can fail
+    _write(tmp_path / "kx", {"__init__.py": "", "a.py": "_x = 1\n", "b.py": "from kx.a import _x\n"})
+    assert private_imports(tmp_path / "kx") == ["kx.b imports kx.a._x"]
+
+
+def shipping_violations(package_dir: Path, worker: str, shipped_with: tuple[str, ...]) -> list[str]:
+    """What breaks "a worker module imports only what is shipped": the modules of package `worker`
+    (its face, `__init__`, is not shipped) and `shipped_with` go to Spark's workers by value, so
+    - a worker module imports (anywhere, lazily too) only shipped modules;
+    - a module of `shipped_with` imports only shipped modules when it is loaded (its functions
+      that import more run on the driver alone: a task never calls them);
+    - `shipped_with` is exactly what the worker modules reach outside their package."""
+    found = modules(package_dir)
+    known = set(found)
+    workers = {n for n in found if n.startswith(worker + ".")}
+    shipped = workers | set(shipped_with)
+    bad, reached, todo = [], set(), sorted(workers)
+    while todo:
+        name = todo.pop()
+        if name in reached or name not in found:
+            continue
+        reached.add(name)
+        targets = {t for t in all_imports(name, found[name], known, lazy=name in workers) if t in known}
+        bad += [f"{name} -> {t} (not shipped to the workers)" for t in sorted(targets - shipped)]
+        todo += sorted(targets & shipped)
+    bad += [f"{n} is shipped but no worker module imports it" for n in sorted(set(shipped_with) - reached)]
+    bad += [f"{n} is shipped but is no module" for n in sorted(set(shipped_with) - known)]
+    return sorted(bad)
+
+
+def test_the_worker_modules_import_only_what_is_shipped():
+    from kxtx.pipe import worker
+
+    assert shipping_violations(ROOT / "kxtx", "kxtx.pipe.worker", worker.SHIPPED_WITH) == []
+    package = {n for n in modules(ROOT / "kxtx") if n.startswith("kxtx.pipe.worker.")}
+    assert sorted(m.__name__ for m in worker.modules()) == sorted(package | set(worker.SHIPPED_WITH))
+
+
+def test_the_shipping_check_sees_what_is_not_shipped(tmp_path):
+    """The check can fail: a worker module importing the driver's errors lazily, a shipped module
+    importing an unshipped one when loaded, and a shipped module nothing needs."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "wording.py": "",
+            "gcpause.py": "",
+            "clients.py": "",
+            "writer.py": "from kx import wording\ndef driver_only():\n    from kx import clients\n",
+            "worker/__init__.py": "import importlib\n",
+            "worker/task.py": "from kx import writer\nfrom kx.worker import udf\n",
+            "worker/udf.py": "def load():\n    from kx.errors import UsageError\n",
+        },
+    )
+    assert shipping_violations(tmp_path / "kx", "kx.worker", ("kx.writer", "kx.wording")) == [
+        "kx.worker.udf -> kx.errors (not shipped to the workers)"
+    ]
+    assert shipping_violations(tmp_path / "kx", "kx.worker", ("kx.writer", "kx.gcpause")) == [
+        "kx.gcpause is shipped but no worker module imports it",
+        "kx.worker.udf -> kx.errors (not shipped to the workers)",
+        "kx.writer -> kx.wording (not shipped to the workers)",
+    ]
 
 
 #: Imports each module named on its command line in a child forked from an interpreter that has
@@ -214,7 +425,7 @@ def test_every_module_imports_in_a_fresh_interpreter():
     """Each module first, with no other kxtx module loaded: an import cycle that breaks only
     when a given module is imported first shows here. (kxtx.__main__ runs the CLI: left out.)"""
     names = sorted(n for n in modules(ROOT / "kxtx") if n != "kxtx.__main__")
-    assert "kxtx.pipe.engine" in names and "kxtx.pipe.executors" in names
+    assert "kxtx.pipe.driver" in names and "kxtx.pipe.executors" in names
     got = subprocess.run(
         [sys.executable, "-c", IMPORT_EACH, *names], cwd=ROOT, capture_output=True, text=True, timeout=300
     )

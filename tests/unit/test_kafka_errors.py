@@ -1,4 +1,4 @@
-"""kxtx.kafkaerrors: which errors a command waits out, code by code (the table itself is compared
+"""kxtx.client.kafkaerrors: which errors a command waits out, code by code (the table itself is compared
 with Kafka's own `Errors` enum in tests/integration/test_kafka_errors.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from kafka import errors as kp_errors
 
-from kxtx import kafkaerrors
-from kxtx.kafkaerrors import code_of, stale_metadata, worth_waiting
+from kxtx.client import kafkaerrors
+from kxtx.client.kafkaerrors import code_of, stale_metadata, worth_waiting
 
 
 @pytest.mark.parametrize(
@@ -108,6 +108,6 @@ def test_code_of_reads_both_client_libraries(exc, code):
     ],
 )
 def test_which_errors_are_a_cluster_failing_over(code, failing_over):
-    from kxtx import failover
+    from kxtx.client import failover
 
     assert failover.failing_over(KafkaError(code)) is failing_over

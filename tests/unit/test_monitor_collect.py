@@ -1,4 +1,4 @@
-"""monitor.collect over the fake cluster of test_txn_flows: which figures come from which answer.
+"""snapshot.collect over the fake cluster of test_txn_flows: which figures come from which answer.
 The real Kafka behaviour (markers, aborted records, hanging transactions) is proven on a broker in
 tests/integration/test_monitor.py; here the bookkeeping: ages, states, hanging counts, lag bounds,
 what could not be seen."""
@@ -11,7 +11,8 @@ import pytest
 
 from kxtx.dump import partition as dump_partition
 from kxtx.errors import KafkaOperationError
-from kxtx.ops import history, monitor
+from kxtx.monitor import snapshot
+from kxtx.ops import history
 from kxtx.ops.model import Offsets
 from tests.unit.test_txn_flows import NOW, OLD, FakeCluster, _desc, _o
 
@@ -85,7 +86,7 @@ def _cluster(**kw):
 
 
 def test_partitions_states_and_lags(scans):
-    snap = monitor.collect(_cluster(), lag_scan_max=8, now_ms=NOW)
+    snap = snapshot.collect(_cluster(), lag_scan_max=8, now_ms=NOW)
     by = {(p.topic, p.partition): p for p in snap.partitions}
     assert set(by) == {("a", 0), ("a", 1)}
     a0, a1 = by[("a", 0)], by[("a", 1)]
@@ -115,7 +116,7 @@ def test_partitions_states_and_lags(scans):
 
 
 def test_topic_scope_and_what_could_not_be_seen(scans):
-    snap = monitor.collect(_cluster(group_error="GROUP_AUTHORIZATION_FAILED"), topic="a", now_ms=NOW)
+    snap = snapshot.collect(_cluster(group_error="GROUP_AUTHORIZATION_FAILED"), topic="a", now_ms=NOW)
     assert {(p.topic, p.partition) for p in snap.partitions} == {("a", 0), ("a", 1)}
     assert snap.partitions_checked == 2 and snap.groups == []
     assert not snap.complete and snap.unseen_counts()["groups"] == 1

@@ -11,9 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kxtx.errors import UsageError
-from kxtx.ops import check, exposition, monitor
+from kxtx.monitor import check, exposition, snapshot
+from kxtx.monitor.snapshot import GroupLag, PartitionHealth, Snapshot
 from kxtx.ops.model import HangingTxn
-from kxtx.ops.monitor import GroupLag, PartitionHealth, Snapshot
 
 INF = math.inf
 
@@ -273,9 +273,9 @@ def test_group_topic_lags_are_none_when_a_partition_was_not_read():
     group and topic's sum unknown, not the sum of the others."""
 
     def row(topic, p, lag, hw, inv):
-        return monitor.GroupLag("g", topic, p, 0, hw, lag, hw, lag, inv, inv is not None)
+        return snapshot.GroupLag("g", topic, p, 0, hw, lag, hw, lag, inv, inv is not None)
 
-    snap = monitor.Snapshot(
+    snap = snapshot.Snapshot(
         groups=[
             row("a", 0, 3, 5, 2),
             row("a", 1, 4, 4, None),
@@ -283,7 +283,7 @@ def test_group_topic_lags_are_none_when_a_partition_was_not_read():
             row("b", 1, 1, None, 0),
         ]
     )
-    assert monitor.group_topic_lags(snap) == {("g", "a"): (7, 9, 2), ("g", "b"): (None, None, None)}
+    assert snapshot.group_topic_lags(snap) == {("g", "a"): (7, 9, 2), ("g", "b"): (None, None, None)}
     assert snap.summary()["max_group_lag_records"] is None
     assert snap.summary(floor=True)["max_group_lag_records"] == 7
     assert snap.summary(floor=True)["max_read_committed_lag_records"] == 4

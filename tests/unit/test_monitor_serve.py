@@ -11,8 +11,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kxtx.errors import Unavailable
-from kxtx.ops import exposition
-from kxtx.ops.serve import Exporter, meaning, server
+from kxtx.monitor import exposition
+from kxtx.monitor.serve import Exporter, meaning, server
 
 OK = exposition.render(exposition.base_families("1", True, 0.1))
 

@@ -5,6 +5,7 @@ from kxtx.parsers import (
     TopicPartitions,
     parse_duration,
     parse_kv,
+    parse_minutes,
     parse_properties,
     parse_time,
     parse_topic_partitions,
@@ -104,3 +105,11 @@ def test_parse_time():
     assert parse_time("2026-01-31T13:00:00+01:00", now) == epoch_now
     with pytest.raises(UsageError, match="ISO"):
         parse_time("yesterday", now)
+
+
+@pytest.mark.parametrize(
+    "text, minutes",
+    [(None, None), ("15", 15.0), ("2.5", 2.5), ("90s", 1.5), ("1h", 60.0), ("30000ms", 0.5)],
+)
+def test_parse_minutes(text, minutes):
+    assert parse_minutes(text) == minutes

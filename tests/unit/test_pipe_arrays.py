@@ -1,4 +1,4 @@
-"""kxtx/pipe/arrays.py: the same arrays `pa.array` builds, without pyarrow's import of pandas."""
+"""kxtx/pipe/worker/arrays.py: the same arrays `pa.array` builds, without pyarrow's import of pandas."""
 
 import random
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 np = pytest.importorskip("numpy")
 
-from kxtx.pipe import arrays  # noqa: E402
+from kxtx.pipe.worker import arrays  # noqa: E402
 
 RNG = random.Random(28)
 
@@ -61,8 +61,8 @@ def test_all_false(n):
 # the records to produce. pandas must not be imported (pyarrow's pa.array would import it).
 PLAIN_PATH = """
 import json, sys
-from kxtx.pipe import transform as tf
-from kxtx.pipe.outputs import to_records
+from kxtx.pipe.worker import transform as tf
+from kxtx.pipe.worker.outputs import to_records
 import pyarrow as pa
 
 class Msg:

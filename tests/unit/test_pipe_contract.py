@@ -1,8 +1,8 @@
-"""The UDF output contract (kxtx.pipe.contract), without Spark or a broker."""
+"""The UDF output contract (kxtx.pipe.worker.contract), without Spark or a broker."""
 
 import pytest
 
-from kxtx.pipe.contract import ContractError, Out, any_spec, encode_headers, to_outputs
+from kxtx.pipe.worker.contract import ContractError, Out, any_spec, encode_headers, to_outputs
 
 
 def value_only(v):

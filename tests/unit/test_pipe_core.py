@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kxtx.pipe.core import UdfFailed, udf_failed
-from kxtx.pipe.engine import Pipe
+from kxtx.pipe.driver import DriverPipe
 from kxtx.pipe.executors import ExecutorPipe
-from kxtx.pipe.outputs import UdfFailure
+from kxtx.pipe.worker.outputs import UdfFailure
 
 BYTES = " (the UDF got the value as bytes: --value-format json or string decodes it)"
 
@@ -16,7 +16,7 @@ BYTES = " (the UDF got the value as bytes: --value-format json or string decodes
     "mode, value_format, failure, want",
     [
         (
-            Pipe,
+            DriverPipe,
             "json",
             UdfFailure("in", 1, 7, "KeyError: 'x'", 1),
             "UDF f failed on in[1]@7: KeyError: 'x'; the transaction was aborted: nothing of this "
@@ -33,7 +33,7 @@ BYTES = " (the UDF got the value as bytes: --value-format json or string decodes
             "such records aside instead)",
         ),
         (
-            Pipe,
+            DriverPipe,
             "raw",
             UdfFailure("in", 0, 0, "TypeError: a bytes-like object is required", 2),
             f"UDF f failed on in[0]@0: TypeError: a bytes-like object is required{BYTES} (and 1 "

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from kxtx.client.settings import Settings
 from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
-from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.runconfig import PipeConfig
 from kxtx.pipe.stats import Stats
-from kxtx.settings import Settings
 from kxtx.signals import Guard
 
 
@@ -113,7 +113,7 @@ def _absorbing(monkeypatch) -> executors.ExecutorPipe:
 
 def test_rounds_failing_while_the_cluster_fails_over_give_up_with_exit_75(monkeypatch):
     from kxtx.errors import Unavailable
-    from kxtx.pipe.task import TaskResult
+    from kxtx.pipe.worker.task import TaskResult
 
     pipe = _absorbing(monkeypatch)
     failed = TaskResult("in", 0, status="aborted", error="FENCED_LEADER_EPOCH: ...", unavailable=True)
@@ -124,7 +124,7 @@ def test_rounds_failing_while_the_cluster_fails_over_give_up_with_exit_75(monkey
 
 def test_rounds_failing_otherwise_give_up_with_exit_1(monkeypatch):
     from kxtx.errors import KafkaOperationError, Unavailable
-    from kxtx.pipe.task import TaskResult
+    from kxtx.pipe.worker.task import TaskResult
 
     pipe = _absorbing(monkeypatch)
     results = [
@@ -202,8 +202,8 @@ def test_a_udf_error_is_counted_with_the_rest_of_its_round(failing_first):
     the failed task's transaction aborted (the message says so), the other task's commit counted,
     whichever result comes first."""
     from kxtx.pipe.core import UdfFailed
-    from kxtx.pipe.outputs import UdfFailure
-    from kxtx.pipe.task import TaskResult
+    from kxtx.pipe.worker.outputs import UdfFailure
+    from kxtx.pipe.worker.task import TaskResult
 
     loop = Loop([], until_idle=1)
     loop.tokens, loop._planned_from, loop._fenced, loop._counted = {}, {}, {}, {}

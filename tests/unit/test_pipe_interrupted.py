@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from kxtx.errors import partial_of
-from kxtx.pipe.settings import PipeConfig
+from kxtx.pipe.runconfig import PipeConfig
 from kxtx.pipe.stats import PipeInterrupted, Stats, interrupted
 from kxtx.signals import Stopped
 

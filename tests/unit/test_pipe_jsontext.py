@@ -1,4 +1,4 @@
-"""kxtx.pipe.jsontext writes the standard library's bytes, byte for byte, and takes msgspec where it can.
+"""kxtx.pipe.worker.jsontext writes the standard library's bytes, byte for byte, and takes msgspec where it can.
 
 The expected bytes are always the standard library's (the contract's reference), computed here."""
 
@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 
-from kxtx.pipe import jsontext
-from kxtx.pipe.jsontext import fast_writes, json_bytes, json_values
+from kxtx.pipe.worker import jsontext
+from kxtx.pipe.worker.jsontext import fast_writes, json_bytes, json_values
 
 _std = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 

@@ -1,4 +1,4 @@
-"""kxtx/pipe/outputs.py `to_records`: a UDF's output table as the records both modes produce."""
+"""kxtx/pipe/worker/outputs.py `to_records`: a UDF's output table as the records both modes produce."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from kxtx.pipe import transform as tf  # noqa: E402
-from kxtx.pipe.outputs import Outputs, UdfFailure, to_records  # noqa: E402
+from kxtx.pipe.worker import transform as tf  # noqa: E402
+from kxtx.pipe.worker.outputs import Outputs, UdfFailure, to_records  # noqa: E402
 
 
 @dataclass
@@ -160,7 +160,7 @@ MAP_CASES = {
 @pytest.mark.parametrize("case", MAP_CASES.values(), ids=MAP_CASES.keys())
 @pytest.mark.parametrize("dlq", [None, "dlq"])
 def test_map_values_gives_the_records_the_arrow_batches_give(case, chunk, dlq):
-    from kxtx.pipe.outputs import plain_records
+    from kxtx.pipe.worker.outputs import plain_records
 
     func, kind, fmt, values = case
     msgs = [Msg(v, b"k%d" % i, [("h", b"%d" % i)] if i % 2 else None, 100 + i) for i, v in enumerate(values)]

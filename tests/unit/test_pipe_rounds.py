@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kxtx.pipe import rounds
-from kxtx.pipe.task import TaskResult
+from kxtx.pipe.worker.task import TaskResult
 
 
 def test_a_round_says_where_its_time_went_with_debug(caplog):

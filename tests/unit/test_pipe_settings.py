@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kxtx.errors import UsageError
-from kxtx.pipe.settings import (
+from kxtx.pipe.runconfig import (
     DEFAULT_BATCH_RECORDS,
     EXECUTOR_BATCH_RECORDS,
     PipeConfig,

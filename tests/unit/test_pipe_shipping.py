@@ -18,7 +18,8 @@ from tests.integration.spark_cluster import NO_KXTX
 PICKLE = textwrap.dedent("""
     import sys
     from pyspark import cloudpickle
-    from kxtx.pipe import spark, task, transform
+    from kxtx.pipe import spark
+    from kxtx.pipe.worker import task, transform
 
     for mod in spark.worker_modules() + [task]:
         cloudpickle.register_pickle_by_value(mod)

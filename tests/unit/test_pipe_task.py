@@ -1,4 +1,4 @@
-"""The executor-side task's client settings (kxtx/pipe/task.py), without a broker."""
+"""The executor-side task's client settings (kxtx/pipe/worker/task.py), without a broker."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from kxtx.pipe import task
+from kxtx.pipe.worker import task
 
 
 def job(conf: dict) -> task.Job:
@@ -153,7 +153,7 @@ def test_a_stuck_send_offsets_fails_the_round_for_retry_and_drops_the_producer(w
     """A producer whose send_offsets_to_transaction hangs (librdkafka #5456/#5511): the round is a
     retriable failure ('aborted', unavailable, no token) and the worker's cache no longer holds the
     producer, so the next round for the partition starts a new one (init_transactions fences it)."""
-    from kxtx import txwriter as tw
+    from kxtx.client import txwriter as tw
 
     release = threading.Event()
 
@@ -197,7 +197,7 @@ def test_a_task_runs_with_the_cyclic_collector_paused_and_puts_it_back(worker_st
 
     from confluent_kafka import KafkaError, KafkaException
 
-    from kxtx import txwriter as tw
+    from kxtx.client import txwriter as tw
 
     j = job({})
     tid = task.transactional_id(j.pipe_id, "in", 0)

@@ -1,9 +1,9 @@
-"""The worker-side fast paths and the Arrow IPC task of kxtx.pipe.transform (no Spark needed)."""
+"""The worker-side fast paths and the Arrow IPC task of kxtx.pipe.worker.transform (no Spark needed)."""
 
 import pytest
 
-from kxtx.pipe import transform as tf
 from kxtx.pipe import udf
+from kxtx.pipe.worker import transform as tf
 
 pa = pytest.importorskip("pyarrow")
 
@@ -47,7 +47,7 @@ def test_one_value_per_record(func, value_format, values, expected):
 
 def test_str_results_equal_the_contracts_encoding():
     # the column-wise str -> bytes path must give the bytes encode_value gives
-    from kxtx.pipe.contract import encode_value
+    from kxtx.pipe.worker.contract import encode_value
 
     texts = ["plain", "ünï", "\u2028", "😀", ""]
     out = mapped(lambda v: texts[int(v)], [str(i).encode() for i in range(len(texts))])
@@ -148,7 +148,7 @@ DICTS = [
 @pytest.mark.parametrize("fmt", ["raw", "json"])
 def test_dict_results_equal_the_contracts_encoding(fmt):
     # the column-wise dict -> JSON path must give the bytes encode_value gives, record for record
-    from kxtx.pipe.contract import encode_value
+    from kxtx.pipe.worker.contract import encode_value
 
     values = [str(i).encode() for i in range(len(DICTS))]
     if fmt == "json":
@@ -231,7 +231,7 @@ def test_the_worker_code_pickles_by_value():
 
     from pyspark import cloudpickle
 
-    from kxtx.pipe import contract
+    from kxtx.pipe.worker import contract
 
     for mod in (tf, contract):
         try:

@@ -5,9 +5,9 @@ import textwrap
 import pytest
 
 from kxtx.errors import UsageError
-from kxtx.pipe import transform as tf
 from kxtx.pipe import udf
-from kxtx.pipe.settings import PipeConfig, default_transactional_id, parse_on_udf_error
+from kxtx.pipe.runconfig import PipeConfig, default_transactional_id, parse_on_udf_error
+from kxtx.pipe.worker import transform as tf
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable, partial_of
-from kxtx.produce import broker, engine
+from kxtx.produce import brokerside, loop
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 
 
 class FakeProducer:
@@ -55,18 +55,18 @@ def fake(monkeypatch):
     made = {}
 
     def install(fail_commits=None, checkpoint=None):
-        monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
+        monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
         monkeypatch.setattr(
-            broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 1_000_000)
+            brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 1_000_000)
         )
-        monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-        monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: checkpoint)
+        monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
+        monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: checkpoint)
 
         def producer(settings, **conf):
             made["p"] = FakeProducer(conf, fail_commits or {})
             return made["p"]
 
-        monkeypatch.setattr(engine.clients, "producer", producer)
+        monkeypatch.setattr(loop.clients, "producer", producer)
         return made
 
     return install
@@ -86,7 +86,7 @@ def _checkpoints(p: FakeProducer):
 
 
 def _run(path, **opts):
-    return engine.Run(
+    return loop.Run(
         Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=[str(path)], **opts)
     ).execute()
 
@@ -158,7 +158,7 @@ def test_fenced_stops_with_a_message(fake, tmp_path):
     "first,expected,message",
     [
         # the cluster failing over made the transaction fail: the coordinator ended it and bumped the
-        # epoch (kxtx.failover): exit 75, not 1 "taken over" (the message still names both)
+        # epoch (kxtx.client.failover): exit 75, not 1 "taken over" (the message still names both)
         (
             KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "too few", txn_requires_abort=True),
             Unavailable,
@@ -219,6 +219,6 @@ INF = float("inf")
     ],
 )
 def test_txn_due_one_rule_for_every_loop(records, bytes_, n, nb, due):
-    run = engine.Run.__new__(engine.Run)  # the rule only: no cluster, no inputs
+    run = loop.Run.__new__(loop.Run)  # the rule only: no cluster, no inputs
     run.records_limit, run.bytes_limit = records, bytes_
     assert run.txn_due(n, nb) is due

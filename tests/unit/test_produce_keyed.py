@@ -11,11 +11,11 @@ from collections import Counter
 import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2  # the Java client's, in Python
 
+from kxtx.client.settings import Settings
 from kxtx.errors import InputError
-from kxtx.produce import broker, engine, inputs, keyed, murmur
+from kxtx.produce import brokerside, inputs, keyed, loop, murmur
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 from tests.unit.test_produce_plain import _Msg
 
@@ -115,19 +115,21 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
         return cls
 
     monkeypatch.setattr(keyed, "fast_file", fast_file)
-    monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
+    monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
     monkeypatch.setattr(
-        broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, partitions, 10_000)
+        brokerside,
+        "describe_topic",
+        lambda a, s, t, what="topic": brokerside.TopicInfo(t, partitions, 10_000),
     )
-    monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
+    monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
+    monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
         made["p"] = (fake or Capture)(conf, {})
         return made["p"]
 
-    monkeypatch.setattr(engine.clients, "producer", producer)
-    summary = engine.Run(
+    monkeypatch.setattr(loop.clients, "producer", producer)
+    summary = loop.Run(
         Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
     ).execute()
     assert all(taken) == fast
@@ -368,11 +370,11 @@ def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
 def test_value_as_json_equals_json_dumps():
     """--value-as-json in the fast path uses orjson.dumps; the general path json.dumps."""
     from kxtx.produce.columns import _dumps
-    from kxtx.produce.mapping import _to_bytes
+    from kxtx.produce.mapping import value_bytes
 
     texts = ["".join(map(chr, range(0, 128))), "é€😀\u2028\u2029\ufeff", 'a\\b"c', ""]
     row = dict(zip(map(str, range(len(texts))), texts))
-    assert _dumps(row) == _to_bytes(row)
+    assert _dumps(row) == value_bytes(row)
 
 
 @pytest.mark.parametrize(
@@ -398,7 +400,7 @@ def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
 
     class R:
         settings = Settings(props={"bootstrap.servers": "x:1", **props})
-        topic = broker.TopicInfo("t", 6, 10_000)
+        topic = brokerside.TopicInfo("t", 6, 10_000)
 
     src = inputs.detect(_write(tmp_path, "a." + {"lines": "txt"}.get(fmt, fmt), b""))
     assert (_FAST_FILE(R, src, Mapper(spec, fmt)) is not None) == fast

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from kxtx.produce import broker, engine, inputs, keyed, plain
+from kxtx.client.settings import Settings
+from kxtx.produce import brokerside, inputs, keyed, loop, plain
 from kxtx.produce.options import ProduceOptions
-from kxtx.settings import Settings
 from tests.unit.test_produce_engine import FakeProducer
 
 DATA = (
@@ -144,24 +144,24 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     path, 2 the general one."""
     made = {}
     monkeypatch.setattr(keyed, "fast_file", _FAST_FILE if partitions == 1 else lambda *a: None)
-    monkeypatch.setattr(engine.clients, "admin", lambda s, **conf: object())
+    monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
     monkeypatch.setattr(
-        broker, "describe_topic", lambda a, s, t, what="topic": broker.TopicInfo(t, 1, 10_000)
+        brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 10_000)
     )
-    monkeypatch.setattr(broker, "ensure_checkpoint_topic", lambda a, s, t: False)
-    monkeypatch.setattr(broker, "read_checkpoint", lambda s, t, tid, admin: None)
+    monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
+    monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: None)
 
     def producer(settings, **conf):
         made["p"] = (fake or Reporting)(conf, {})
         return made["p"]
 
-    monkeypatch.setattr(engine.clients, "producer", producer)
+    monkeypatch.setattr(loop.clients, "producer", producer)
     calls = []
     real = plain.PlainFile.produce_all
     monkeypatch.setattr(
         plain.PlainFile, "produce_all", lambda self, plan: calls.append(1) or real(self, plan)
     )
-    summary = engine.Run(
+    summary = loop.Run(
         Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
     ).execute()
     assert bool(calls) == (partitions == 1)  # the path under test was taken

@@ -1,10 +1,10 @@
-"""The decoders' straight-line `fast` paths agree field for field with the generic schema readers,
+"""The decoders' straight-line fast paths (`fast_transaction`, `fast_offset_commit`) agree field for field with the generic schema readers,
 and hand anything unusual (None) to them."""
 
 import pytest
 
 from kxtx.records import group_log, txn_log
-from kxtx.records.model import decode_key, decode_value
+from kxtx.records.record import decode_key, decode_value
 from tests.unit import record_encoder as e
 
 
@@ -46,14 +46,14 @@ TAGS = [None, {2: e.i16(2)}, {0: e.i64(7), 1: e.i64(8), 2: e.i16(2), 3: e.i16(5)
 @pytest.mark.parametrize("status", range(8))
 def test_txn_v0(status, parts):
     value = v0(status, parts)
-    assert txn_log.fast(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
+    assert txn_log.fast_transaction(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
 
 
 @pytest.mark.parametrize("tags", TAGS)
 @pytest.mark.parametrize("parts", PARTS)
 def test_txn_v1(parts, tags):
     value = v1(4, parts, tags)
-    assert txn_log.fast(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
+    assert txn_log.fast_transaction(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
 
 
 def test_txn_cached_sections_agree_in_any_order():
@@ -62,16 +62,16 @@ def test_txn_cached_sections_agree_in_any_order():
     values = [v1(st, parts, tags) for st in (1, 2) for parts in PARTS for tags in TAGS]
     values += [v0(st, parts) for st in (1, 2) for parts in PARTS]
     for value in values + values[::-1] + values:
-        assert txn_log.fast(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
+        assert txn_log.fast_transaction(TXN_KEY, value) == generic_txn(TXN_KEY, value)[:3]
     cached = v1(1, [("orders", [0, 1, 2])])
-    assert txn_log.fast(TXN_KEY, cached) is not None
+    assert txn_log.fast_transaction(TXN_KEY, cached) is not None
     for bad in (cached[:-1], cached + b"\x00", cached[:-1] + b"\x01\x09\x00"):
-        assert txn_log.fast(TXN_KEY, bad) is None  # truncated, trailing byte, unknown tag
+        assert txn_log.fast_transaction(TXN_KEY, bad) is None  # truncated, trailing byte, unknown tag
 
 
 def test_txn_tombstone():
     assert (
-        txn_log.fast(TXN_KEY, None)
+        txn_log.fast_transaction(TXN_KEY, None)
         == generic_txn(TXN_KEY, None)[:3]
         == ({"transactional_id": "tx-é"}, None, None)
     )
@@ -105,7 +105,7 @@ def test_txn_tombstone():
     ],
 )
 def test_txn_unusual_goes_generic(key, value):
-    assert txn_log.fast(key, value) is None
+    assert txn_log.fast_transaction(key, value) is None
 
 
 OFF_KEY = e.key(1, e.string("grp"), e.string("topic-é"), e.i32(7))
@@ -125,7 +125,7 @@ OFF_KEY = e.key(1, e.string("grp"), e.string("topic-é"), e.i32(7))
     ],
 )
 def test_offset_commit(value):
-    assert group_log.fast(OFF_KEY, value) == generic_offset(OFF_KEY, value)[:3]
+    assert group_log.fast_offset_commit(OFF_KEY, value) == generic_offset(OFF_KEY, value)[:3]
     assert group_log.decode(OFF_KEY, value).tombstone == (value is None)
 
 
@@ -151,4 +151,4 @@ def test_offset_commit(value):
     ],
 )
 def test_offset_unusual_goes_generic(key, value):
-    assert group_log.fast(key, value) is None
+    assert group_log.fast_offset_commit(key, value) is None

@@ -4,7 +4,7 @@ import pytest
 
 from kxtx.records import wire
 from kxtx.records.control import decode_control
-from kxtx.records.partition import java_string_hash, kafka_abs, partition_for
+from kxtx.records.partitioner import java_string_hash, kafka_abs, partition_for
 from tests.unit import record_encoder as e
 
 

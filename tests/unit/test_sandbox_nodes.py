@@ -78,7 +78,7 @@ def test_fixed_port_in_use_is_a_usage_error_naming_it(tmp_path, three_ports):
 
 def test_unknown_node_is_a_usage_error(tmp_path):
     from kxtx.errors import UsageError
-    from kxtx.sandbox.broker import SandboxInfo
+    from kxtx.sandbox.nodes import SandboxInfo
 
     info = SandboxInfo(
         "b", "4.3.1", 0, 1, 2, str(tmp_path), "", 0.0, nodes=[NodeInfo(1, 1, 2, str(tmp_path)).__dict__]
@@ -93,7 +93,7 @@ def test_jvm_options_follow_kxtxs_own_and_survive_the_state_file(tmp_path, extra
     sandbox was started with; they come after kxtx's, so that they win (`-Xmx2g` over the heap)."""
     from dataclasses import asdict
 
-    from kxtx.sandbox.broker import SandboxInfo
+    from kxtx.sandbox.nodes import SandboxInfo
 
     monkeypatch.setattr("kxtx.sandbox.distribution.require_tool", lambda name: name)
     sandbox = Sandbox(tmp_path)

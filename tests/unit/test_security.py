@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kxtx import security
+from kxtx.client import properties
+from kxtx.client.settings import resolve
 from kxtx.errors import ConfigError
-from kxtx.settings import resolve
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -53,7 +53,7 @@ def _props(tmp_path: Path, text: str) -> str:
     ],
 )
 def test_parse_jaas(line, family, opts):
-    assert security.parse_jaas(line, "f") == (family, opts)
+    assert properties.parse_jaas(line, "f") == (family, opts)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_parse_jaas(line, family, opts):
 )
 def test_parse_jaas_rejects(line, message):
     with pytest.raises(ConfigError, match=message):
-        security.parse_jaas(line, "f")
+        properties.parse_jaas(line, "f")
 
 
 @pytest.mark.parametrize(
@@ -303,12 +303,12 @@ def test_secrets_are_scrubbed_and_redacted(tmp_path):
         env={},
     )
     assert "Tr0ub4dor&3" not in repr(s.redacted())
-    assert security.scrub("login failed for alice with Tr0ub4dor&3") == "login failed for alice with ***"
-    security.remember_secrets({"sasl.password": "env-secret-9"})
-    assert "env-secret-9" not in security.scrub("x env-secret-9 y")
+    assert properties.scrub("login failed for alice with Tr0ub4dor&3") == "login failed for alice with ***"
+    properties.remember_secrets({"sasl.password": "env-secret-9"})
+    assert "env-secret-9" not in properties.scrub("x env-secret-9 y")
 
 
 def test_scrub_catches_the_bytes_repr_of_a_secret():
-    security.remember_secrets({"sasl.password": "pässwörd-1"})
+    properties.remember_secrets({"sasl.password": "pässwörd-1"})
     wire = repr(b"\x00user\x00" + "pässwörd-1".encode())
-    assert "w\\xc3\\xb6rd" not in security.scrub(f"Send: {wire}")
+    assert "w\\xc3\\xb6rd" not in properties.scrub(f"Send: {wire}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kxtx import authz
-from kxtx.clients import translate
+from kxtx.client import authz
+from kxtx.client.clients import translate
 from kxtx.errors import AuthorizationError, KafkaOperationError
 
 
@@ -108,7 +108,7 @@ def test_require_says_nothing_changed():
 
 
 def test_authentication_failure_and_secret_scrub():
-    from kxtx.security import remember_secrets
+    from kxtx.client.properties import remember_secrets
 
     remember_secrets({"sasl.password": "hunter2-secret"})
     exc = _confluent("_AUTHENTICATION", "SASL auth failed for hunter2-secret")

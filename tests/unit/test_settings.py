@@ -1,7 +1,7 @@
 import pytest
 
+from kxtx.client.settings import Settings, resolve
 from kxtx.errors import ConfigError
-from kxtx.settings import Settings, resolve
 
 
 def _file(tmp_path, text):
@@ -56,7 +56,7 @@ def test_failover_timeout_from_the_environment(env, timeout, failover):
 
 
 def test_the_failover_default_is_the_writers():
-    from kxtx import txwriter
+    from kxtx.client import txwriter
 
     assert Settings().failover == txwriter.FAILOVER_RETRY_S
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.client.settings import Settings
 from kxtx.errors import partial_of
 from kxtx.ops import abort, decide, hanging, history
 from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
-from kxtx.settings import Settings
 
 NOW = 10_000_000_000
 OLD = NOW - 16 * 60_000

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from kxtx.ops import decide, pipeids
-from kxtx.pipe.task import transactional_id
+from kxtx.pipe.worker.task import transactional_id
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The transactional writer's retry policy (`kxtx.txwriter.decide`, table-driven) and how the writer
+"""The transactional writer's retry policy (`kxtx.client.txwriter.decide`, table-driven) and how the writer
 acts on it, with a scripted stand-in for the producer's answers. The error objects are librdkafka's
 own; the behaviour against real brokers is in tests/integration (test_produce_faults.py,
 test_multibroker_*.py, test_pipe*.py)."""
@@ -8,14 +8,14 @@ import threading
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kxtx import txwriter as tw
+from kxtx.client import txwriter as tw
+from kxtx.client.txwriter import Abortable, CommitInDoubt, TxWriter
 from kxtx.errors import FencedError, Unavailable
-from kxtx.txwriter import Abortable, CommitInDoubt, TxWriter
 
 FENCED = KafkaError(KafkaError._FENCED, "fenced", fatal=True)
 ABORTABLE = KafkaError(KafkaError._INCONSISTENT, "batch failed", txn_requires_abort=True)
 TIMED_OUT = KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True)
-# librdkafka does not flag these retriable; Kafka's protocol does (kxtx.kafkaerrors)
+# librdkafka does not flag these retriable; Kafka's protocol does (kxtx.client.kafkaerrors)
 NOT_COORDINATOR = KafkaError(KafkaError.NOT_COORDINATOR, "not coordinator")
 CONCURRENT = KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "concurrent transactions")
 # a retriable flag on an abortable error: the abort wins

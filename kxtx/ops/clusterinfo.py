@@ -6,8 +6,8 @@ on every commit), which changes what `__transaction_state` records look like and
 
 from __future__ import annotations
 
-from kxtx import clients
-from kxtx.settings import Settings
+from kxtx.client import clients
+from kxtx.client.settings import Settings
 
 
 def describe(settings: Settings) -> dict:

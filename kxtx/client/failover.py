@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from kxtx import clients
+from kxtx.client import clients
 from kxtx.errors import FencedError, KxtxError, Unavailable
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ FAILOVER = clients.UNAVAILABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT
 
 def failing_over(err: KafkaError) -> bool:
     """`err` (a confluent_kafka KafkaError) is one of a cluster failing over: a name above, or a
-    code of Kafka's table of retriable and stale-metadata errors (kxtx.kafkaerrors)."""
+    code of Kafka's table of retriable and stale-metadata errors (kxtx.client.kafkaerrors)."""
     return err.name() in FAILOVER or clients.failing_over_code(err.code())
 
 

@@ -21,9 +21,9 @@ from itertools import chain
 from typing import Any
 
 from kxtx import gcpause
-from kxtx.pipe import arrays, jsontext
-from kxtx.pipe.contract import ContractError, any_spec, to_outputs
-from kxtx.pipe.udf import ARROW, PANDAS, PANDAS_ITER
+from kxtx.pipe.worker import arrays, jsontext
+from kxtx.pipe.worker.contract import ContractError, any_spec, to_outputs
+from kxtx.pipe.worker.kinds import ARROW, PANDAS, PANDAS_ITER
 
 RAW, STRING, JSON = "raw", "string", "json"
 RECORD_FIELDS = ("key", "value", "headers", "topic", "partition", "offset", "timestamp")
@@ -451,7 +451,7 @@ def plain_output(out, n: int):
         return None
     if pc.any(out.column("key_set")).as_py() or pc.any(out.column("headers_set")).as_py():
         return None
-    # compared in Arrow: to_numpy() would import pandas (see kxtx.pipe.arrays)
+    # compared in Arrow: to_numpy() would import pandas (see kxtx.pipe.worker.arrays)
     if not out.column("idx").equals(pa.chunked_array([arrays.indices(n)])):
         return None
     return out.column("value")

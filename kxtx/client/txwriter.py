@@ -8,7 +8,7 @@ error fatal, txn_requires_abort or retriable):
 - txn_requires_abort: ABORT. The open transaction is lost; the caller aborts it and redoes the
   batch (`Abortable`). An abort that itself needs an abort: FAIL.
 - worth waiting (librdkafka's retriable flag, or Kafka's own retriable / "refresh metadata" codes
-  from `kxtx.kafkaerrors`, or librdkafka's "no answer yet" codes such as _TIMED_OUT): RETRY the
+  from `kxtx.client.kafkaerrors`, or librdkafka's "no answer yet" codes such as _TIMED_OUT): RETRY the
   same call, with a backoff from 50 ms doubling to 1 s, until the call's bound; then GIVE_UP
   (exit 75: the committed work is safe, run the same command again).
 - anything else: FAIL (translated into a kxtx error, see `TxWriter.fail`).
@@ -45,7 +45,7 @@ current librdkafka.
 Producer settings every transactional writer shares are set here once (`producer_conf`).
 
 No kxtx imports at module level but the two dependency-free tables: Spark executors get this module
-by value (`kxtx.pipe.spark.worker_modules()`); driver-side translation imports lazily.
+by value (`kxtx.pipe.worker.SHIPPED_WITH`); driver-side translation imports lazily.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from kxtx.kafkaerrors import worth_waiting
+from kxtx.client.kafkaerrors import worth_waiting
 
 #: librdkafka's retry.backoff.ms default (100 ms) is also its wait when the coordinator answers
 #: CONCURRENT_TRANSACTIONS because the previous transaction's markers are still being written: with
@@ -66,7 +66,7 @@ from kxtx.kafkaerrors import worth_waiting
 #: not on librdkafka's CRC32 default's, so consumers that co-partition by key see them together.
 COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10, "partitioner": "murmur2_random"}
 #: How long a long-running job's call (and every commit) retries retriable errors at least, by
-#: default: kxtx.settings.DEFAULT_FAILOVER_S (`KXTX_FAILOVER_TIMEOUT`) arrives as `failover_s`.
+#: default: kxtx.client.settings.DEFAULT_FAILOVER_S (`KXTX_FAILOVER_TIMEOUT`) arrives as `failover_s`.
 FAILOVER_RETRY_S = 90.0
 #: Backoff between retries of one call: from the first to the cap, doubling.
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
@@ -125,7 +125,7 @@ class Abortable(Exception):
 
     def __init__(self, message: str, *errors: Any):
         super().__init__(message)
-        from kxtx import failover
+        from kxtx.client import failover
 
         #: caused by a cluster failing over (leader or coordinator moving, brokers down): when the
         #: caller's own retries run out it stops with exit 75 (run again) rather than 1
@@ -201,7 +201,7 @@ class TxWriter:
         self.producer: Any = None
         self.watch: Any = None
         if not raw:
-            from kxtx import failover
+            from kxtx.client import failover
 
             self.watch = failover.Watch()
         self._fatal_err: Any = None
@@ -215,7 +215,7 @@ class TxWriter:
     def connect(self, settings: Any, defaults: dict | None = None, fixed: dict | None = None) -> TxWriter:
         """Create the producer from kxtx `settings` (driver side): the common and the caller's
         `defaults` where the user set nothing, then the caller's `fixed` settings."""
-        from kxtx import clients
+        from kxtx.client import clients
 
         conf = {**producer_conf(settings.props, **(defaults or {})), **(fixed or {})}
         conf["transactional.id"] = self.transactional_id
@@ -368,7 +368,7 @@ class TxWriter:
     def _failed(self, cause: BaseException | None) -> None:
         """The open transaction is being aborted because of `cause`. When that is the cluster failing
         over, a fence now or soon is the coordinator having ended the transaction (exit 75, see
-        kxtx.failover). Any other failure (none, a stop, a broker error such as the EndTxn of an
+        kxtx.client.failover). Any other failure (none, a stop, a broker error such as the EndTxn of an
         instance being taken over) leaves a fence meaning what it says: another instance (exit 1)."""
         if self.watch is not None and getattr(cause, "unavailable", False):
             self.watch.failed_transaction()
@@ -452,6 +452,6 @@ class TxWriter:
                 exc = KafkaException(self._fatal_err)
         if self._translate is not None:
             raise self._translate(exc, doing) from None
-        from kxtx import clients
+        from kxtx.client import clients
 
         raise self.watch.explain(clients.translate(exc, doing)) from None

@@ -12,7 +12,9 @@ import re
 import time
 from typing import TYPE_CHECKING, TypeVar
 
-from kxtx.errnames import PRODUCER_FENCED
+from kxtx.client.errnames import PRODUCER_FENCED
+from kxtx.client.kafkaerrors import code_of, worth_waiting
+from kxtx.client.settings import Settings
 from kxtx.errors import (
     FencedError,
     KafkaOperationError,
@@ -20,9 +22,7 @@ from kxtx.errors import (
     Unavailable,
     Unreachable,
 )
-from kxtx.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
-from kxtx.settings import Settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient, ClusterMetadata
     from kafka.admin import KafkaAdminClient
 
-    from kxtx.authz import Need
+    from kxtx.client.authz import Need
 
 _AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
 #: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
@@ -62,14 +62,14 @@ def _failing_over(exc: BaseException) -> bool:
 
 
 def failing_over_code(code: int | None) -> bool:
-    """A broker's answer that Kafka's protocol calls retriable (kxtx.kafkaerrors): the command
+    """A broker's answer that Kafka's protocol calls retriable (kxtx.client.kafkaerrors): the command
     waited it out as long as its bounds allow, and running it again is what helps."""
     return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
 
 
 def waits_out(exc: BaseException) -> bool:
     """Whether a command asks again after `exc` (a confluent-kafka or kafka-python exception):
-    an error of Kafka's table of retriable and stale-metadata codes (kxtx.kafkaerrors), a
+    an error of Kafka's table of retriable and stale-metadata codes (kxtx.client.kafkaerrors), a
     rebalance, or librdkafka's "no answer yet", whatever the library's own retriable flag says.
     Not a missing topic (retriable in Kafka's protocol, but the user's to fix: reported at once)."""
     code = code_of(exc)
@@ -140,7 +140,7 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     """kafka-python admin client for the KIP-664 calls."""
     from kafka.admin import KafkaAdminClient
 
-    from kxtx.security import remember_secrets
+    from kxtx.client.properties import remember_secrets
 
     reach(settings)
     remember_secrets(settings.props)
@@ -301,7 +301,7 @@ def _closed(detail: str, where: str) -> KxtxError:
 def _make(cls, conf: dict):
     import logging
 
-    from kxtx.security import remember_secrets, scrub
+    from kxtx.client.properties import remember_secrets, scrub
 
     remember_secrets(conf)
     _note_protocol(conf)
@@ -343,11 +343,11 @@ def error_name(exc: BaseException) -> str | None:
 def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] | None = None) -> KxtxError:
     """Map a client exception to a KxtxError with a one-line message; already-KxtxError passes.
 
-    Authorization errors name the missing operation and resource: pass `need` (a `kxtx.authz.Need`
-    or several) when the caller knows it, else it is inferred from `doing` (see `kxtx.authz`).
+    Authorization errors name the missing operation and resource: pass `need` (a `kxtx.client.authz.Need`
+    or several) when the caller knows it, else it is inferred from `doing` (see `kxtx.client.authz`).
     Remembered secrets are blanked out of the message."""
-    from kxtx import authz
-    from kxtx.security import scrub
+    from kxtx.client import authz
+    from kxtx.client.properties import scrub
 
     if isinstance(exc, KxtxError):
         return exc

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kxtx import clients
+from kxtx.client import clients
+from kxtx.client.settings import Settings
 from kxtx.dump.rows import builder
 from kxtx.dump.source import ConfluentSource, Start
 from kxtx.errors import UsageError
 from kxtx.log import logger
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, group_log, txn_log
-from kxtx.records.partition import partition_for
-from kxtx.settings import Settings
+from kxtx.records.partitioner import partition_for
 
 if TYPE_CHECKING:
     from kxtx.dump.rawfetch import RawFetchSource
@@ -111,7 +111,7 @@ def partition_count(settings: Settings, topic: str) -> int | None:
     t = md.topics.get(topic)
     if t is not None and t.error is not None and t.error.name() == "TOPIC_AUTHORIZATION_FAILED":
         # The broker hides a topic the principal may not DESCRIBE: not the same as "missing".
-        from kxtx.authz import Need, explain
+        from kxtx.client.authz import Need, explain
 
         raise explain(
             t.error.name(),

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kxtx.ops.monitor import STATES, Snapshot, group_topic_lags
+from kxtx.monitor.snapshot import STATES, Snapshot, group_topic_lags
 
 PREFIX = "kxtx_"
 #: the content type Prometheus expects for this format

@@ -2,7 +2,7 @@
 
 Driver mode's consumer, executors mode's group member on the driver and its tasks' consumers all
 use them; they come after the user's own settings, which cannot override them. On a cluster this
-module is shipped by value with the tasks (`spark.worker_modules()`).
+module is shipped by value with the tasks (`kxtx.pipe.worker`).
 """
 
 from __future__ import annotations

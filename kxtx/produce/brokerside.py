@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kxtx import authz, clients
+from kxtx.client import authz, clients
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
-from kxtx.settings import Settings
 
 #: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
 CLIENT_MAX_BYTES = 1_000_000

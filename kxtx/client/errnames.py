@@ -1,7 +1,7 @@
 """Kafka error names that mean one thing wherever kxtx meets them.
 
 No imports: Spark workers get this module by value with the rest of the worker code
-(`kxtx.pipe.spark.worker_modules()`), where kxtx itself may not be installed.
+(`kxtx.pipe.worker.SHIPPED_WITH`), where kxtx itself may not be installed.
 """
 
 #: The producer's epoch was bumped by a newer producer with its transactional id: it can do

@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kxtx import clients
-from kxtx.authz import Need
+from kxtx.client import clients
+from kxtx.client.authz import Need
+from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.settings import Settings
 
 #: CreateTopics errors that mean "the request was wrong": exit 2, as a bad option.
 _REFUSED = {
@@ -180,7 +180,8 @@ def count_records(settings: Settings, topic: str, partitions: list[int] | None =
     """One row per partition from its log start to its high watermark, then a `total` row.
     `records` are the data records a read_uncommitted consumer gets, `read_committed` those a
     read_committed consumer gets now (below the LSO, not aborted); markers are counted apart."""
-    from kxtx.dump.partition import EARLIEST, HW, dump_partitions
+    from kxtx.dump.partition import EARLIEST, HW
+    from kxtx.ops.dump_partition import dump_partitions
 
     rows: list[dict] = []
     for dump in dump_partitions(settings, topic, partitions, EARLIEST, HW, name=False):

@@ -1,7 +1,7 @@
 """A UDF's output table as the Kafka records to produce: one pure function for both modes.
 
 Driver mode calls it on the driver for a batch, executors mode in each Spark task for its partition's
-round (on a cluster this module is shipped by value: `spark.worker_modules()`). It produces nothing
+round (on a cluster this module is shipped by value: `kxtx.pipe.worker`). It produces nothing
 itself: the caller hands each record to its own transactional producer, so what a record, an output
 and a dead-letter record are is decided here once.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kxtx.pipe import transform as tf
+from kxtx.pipe.worker import transform as tf
 
 #: (topic, key, value, headers): a plain tuple, as cheap to build as a record can be (one per input
 #: record and batch on the hot path)

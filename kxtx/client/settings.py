@@ -18,7 +18,7 @@ from kxtx.parsers import parse_properties, split_csv
 
 DEFAULT_TIMEOUT_S = 30.0
 #: How long a transactional run (produce, pipe) rides out a cluster failing over before it stops
-#: with exit 75; `KXTX_FAILOVER_TIMEOUT` sets it. The same as kxtx.txwriter.FAILOVER_RETRY_S, the
+#: with exit 75; `KXTX_FAILOVER_TIMEOUT` sets it. The same as kxtx.client.txwriter.FAILOVER_RETRY_S, the
 #: default of code that has no Settings (Spark workers get txwriter alone; a unit test ties the two).
 DEFAULT_FAILOVER_S = 90.0
 
@@ -208,15 +208,15 @@ def load_command_config(path: str | os.PathLike) -> dict[str, str]:
 
 
 def from_java_properties(raw: dict[str, str], source: str) -> dict[str, str]:
-    """Java client names -> librdkafka names. JAAS and keystores are handled by `kxtx.security`."""
-    from kxtx import security  # local: only when a file is given
+    """Java client names -> librdkafka names. JAAS and keystores are handled by `kxtx.client.properties`."""
+    from kxtx.client import properties  # local: only when a file is given
 
     out: dict[str, str] = {}
     for key, value in raw.items():
         if key in JAVA_IGNORED:
             continue
         out[JAVA_RENAMES.get(key, key)] = value
-    return security.translate_java_security(out, source)
+    return properties.translate_java_security(out, source)
 
 
 def resolve(

@@ -15,16 +15,16 @@ import os
 import time
 from typing import Any
 
-from kxtx import clients, txwriter
+from kxtx.client import clients, txwriter
+from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
 from kxtx.log import logger
-from kxtx.produce import broker, inputs, keyed
+from kxtx.produce import brokerside, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
+from kxtx.produce.counters import Stats
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
-from kxtx.produce.stats import Stats
-from kxtx.settings import Settings
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
@@ -83,17 +83,17 @@ class Run:
         # auto.create.topics.enable create a missing topic (and the checkpoint topic without
         # compaction): a missing topic must be an error, and the checkpoint topic ours to create.
         admin = self._admin = clients.admin(s, **{"allow.auto.create.topics": False})
-        self.topic = broker.describe_topic(admin, s, o.topic)
+        self.topic = brokerside.describe_topic(admin, s, o.topic)
         if self.dlq:
-            broker.describe_topic(admin, s, self.dlq, "dead-letter topic")
+            brokerside.describe_topic(admin, s, self.dlq, "dead-letter topic")
         if self.resumable:
-            broker.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
+            brokerside.ensure_checkpoint_topic(admin, s, o.checkpoint_topic)
         # Fences an older instance with this id and completes or aborts its open transaction.
         self.writer.init()
 
     def _producer_conf(self) -> dict:
-        """produce's own producer defaults (a user's -X wins; kxtx.txwriter adds the common ones)."""
-        # (murmur2_random, as the Java client partitions, comes with kxtx.txwriter's common ones)
+        """produce's own producer defaults (a user's -X wins; kxtx.client.txwriter adds the common ones)."""
+        # (murmur2_random, as the Java client partitions, comes with kxtx.client.txwriter's common ones)
         defaults: dict = {"linger.ms": 20}
         if self.opts.all_or_nothing:
             defaults["transaction.timeout.ms"] = 900_000  # the broker's default maximum
@@ -115,7 +115,7 @@ class Run:
         visible) and stop, naming the permission (WRITE on the topic or on the transactional id)."""
         from confluent_kafka import KafkaException
 
-        from kxtx.authz import AUTHZ_ERRORS, Need
+        from kxtx.client.authz import AUTHZ_ERRORS, Need
 
         why = self.stats.delivery_error
         denied = next((e for e in (err, why) if e is not None and e.name() in AUTHZ_ERRORS), None)
@@ -217,7 +217,7 @@ class Run:
     def _load_checkpoint(self) -> cpmod.Checkpoint:
         cp = None
         if self.resumable:
-            cp = broker.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
+            cp = brokerside.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
         if cp is None:
             return cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kxtx.log import logger
-from kxtx.ops import exposition
+from kxtx.monitor import exposition
 
 
 class Exporter:
@@ -106,7 +106,7 @@ def meaning(exc: BaseException) -> str:
     traceback goes to the debug log."""
     import traceback
 
-    from kxtx.clients import translate
+    from kxtx.client.clients import translate
     from kxtx.errors import KxtxError
 
     if isinstance(exc, KxtxError) or type(exc).__module__.split(".")[0] in (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from kxtx.pipe.jsontext import json_bytes
+from kxtx.pipe.worker.jsontext import json_bytes
 from kxtx.wording import article
 
 SPEC_KEYS = frozenset({"key", "value", "headers", "topic"})

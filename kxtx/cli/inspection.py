@@ -16,8 +16,9 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
+from kxtx.cli.hanging import MaxTimeoutOpt
 from kxtx.cli.output import choose, emit
+from kxtx.parsers import parse_minutes
 
 app = typer.Typer(
     help="Show one transactional id or one partition: coordinator and partition views.", no_args_is_help=True
@@ -51,14 +52,14 @@ def txn(
     uses one id per input partition (ID.TOPIC.PARTITION), each of those and a verdict for the pipe.
     Exit 1 for an unknown id."""
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.inspect import inspect_txn
+    from kxtx.ops.inspection import inspect_txn
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         out = inspect_txn(
             cluster,
             transactional_id,
             with_history=not no_history,
-            max_timeout_minutes=_minutes(max_transaction_timeout),
+            max_timeout_minutes=parse_minutes(max_transaction_timeout),
             scan=not no_scan,
         )
     details = out.get("details")
@@ -87,7 +88,7 @@ def partition(
     when known) and the consumer groups it blocks."""
     from kxtx.errors import UsageError
     from kxtx.ops.calls import Cluster
-    from kxtx.ops.inspect import inspect_partition
+    from kxtx.ops.inspection import inspect_partition
     from kxtx.parsers import parse_topic_partitions
 
     tp = parse_topic_partitions(topic_partition)
@@ -95,6 +96,6 @@ def partition(
         raise UsageError(f"{topic_partition!r}: expected one TOPIC:PARTITION, e.g. orders:3")
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         out = inspect_partition(
-            cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=_minutes(max_transaction_timeout)
+            cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=parse_minutes(max_transaction_timeout)
         )
     emit(out, fmt, title=topic_partition)

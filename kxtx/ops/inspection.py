@@ -167,7 +167,7 @@ def _txn_view(
 def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTxn | None) -> dict:
     """Where the id's state lives: its `__transaction_state` partition, whose leader is the
     coordinator (the broker that moves when that leader moves)."""
-    from kxtx.records.partition import partition_for
+    from kxtx.records.partitioner import partition_for
 
     try:
         parts = cluster.topics("__transaction_state").get("__transaction_state", {})
@@ -304,10 +304,10 @@ def _open_rows(
 def _mark_false_positives(cluster: Cluster, suspects: list[dict]) -> None:
     """As find-hanging's acl_warning: without every Cluster operation the principal may lack DESCRIBE
     on ids or topics the broker then hides, so a live transaction can look hanging."""
-    from kxtx.ops.hanging import _ALL_CLUSTER_OPS
+    from kxtx.ops.hanging import ALL_CLUSTER_OPS
 
     ops = cluster.cluster_operations()
-    if ops is not None and ops >= _ALL_CLUSTER_OPS:
+    if ops is not None and ops >= ALL_CLUSTER_OPS:
         return
     for row in suspects:
         row["maybe_false_positive"] = True

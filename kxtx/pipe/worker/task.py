@@ -45,11 +45,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kxtx import gcpause
-from kxtx import txwriter as tw
-from kxtx.errnames import PRODUCER_FENCED
-from kxtx.pipe import transform as tf
-from kxtx.pipe.consumerconf import exactly_once
-from kxtx.pipe.outputs import Outputs, UdfFailure, plain_records, to_records
+from kxtx.client import txwriter as tw
+from kxtx.client.errnames import PRODUCER_FENCED
+from kxtx.pipe.worker import transform as tf
+from kxtx.pipe.worker.consumerconf import exactly_once
+from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records
 
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
@@ -100,7 +100,7 @@ class Job:
     #: the driver's run token, committed as the offsets' metadata: who committed a partition last
     #: tells a fence by another instance from one by this run's own copies (`rounds.taken_over`)
     run: str = ""
-    #: the least a commit retries (see kxtx.txwriter): the driver's KXTX_FAILOVER_TIMEOUT
+    #: the least a commit retries (see kxtx.client.txwriter): the driver's KXTX_FAILOVER_TIMEOUT
     failover_s: float = tw.FAILOVER_RETRY_S
 
 
@@ -124,7 +124,7 @@ class TaskResult:
     committed: int | None = None
     #: fenced, aborted, fatal: the Kafka error, as "NAME: text"
     error: str | None = None
-    #: the error is one of a cluster failing over (Kafka's table, kxtx.kafkaerrors): rounds that
+    #: the error is one of a cluster failing over (Kafka's table, kxtx.client.kafkaerrors): rounds that
     #: keep failing with such errors end the run with exit 75, not 1
     unavailable: bool = False
     #: udf-error: the record the UDF failed on (no DLQ)
@@ -166,7 +166,7 @@ def _state() -> Any:
 
 
 class _Producer:
-    """A task's transactional writer (kxtx.txwriter: errors stay the client's own, for the task's
+    """A task's transactional writer (kxtx.client.txwriter: errors stay the client's own, for the task's
     result; retries end at the job timeout, a commit's later) and the token that names it."""
 
     def __init__(self, job: Job, tid: str):
@@ -189,7 +189,7 @@ def producer_conf(job: Job, tid: str) -> dict:
     # of init_transactions then found no broker up about half the time and waited for its 500 ms
     # retry timer (fresh ids: 60 ms or 510 ms). Connecting to the brokers as soon as they are
     # known: 10-20 ms. (The cost: a producer connects to every broker, not only to the
-    # coordinator and the output's leaders.) The common settings: kxtx.txwriter. A user's own
+    # coordinator and the output's leaders.) The common settings: kxtx.client.txwriter. A user's own
     # values win.
     return {
         **tw.producer_conf(job.conf, **{"enable.sparse.connections": False}),
@@ -285,7 +285,7 @@ def _attempt(job: Job, plan: Plan) -> dict:
         attempt["status"], attempt["token"], attempt["unavailable"] = "in-doubt", None, True
         attempt["error"] = f"{exc.err.name()}: {exc.err.str()} (committing; outcome unknown)"
     except tw.Stuck as exc:
-        # send_offsets_to_transaction outlived its watchdog (kxtx.txwriter): the writer abandoned
+        # send_offsets_to_transaction outlived its watchdog (kxtx.client.txwriter): the writer abandoned
         # the producer. Drop it: the next round for this partition starts a new one, whose
         # init_transactions aborts this attempt's transaction. A failover, not a failure.
         _state().producers.pop(tid, None)
@@ -420,7 +420,7 @@ def _consume(job: Job, plan: Plan, consumer, start: int):
                     msgs.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     eof, eof_at = True, m.offset()  # the fetch position: past all it skipped
-                elif err.fatal() or not tw.retriable(err):  # Kafka's table: kxtx.kafkaerrors
+                elif err.fatal() or not tw.retriable(err):  # Kafka's table: kxtx.client.kafkaerrors
                     raise KafkaException(err)
             if msgs and msgs[-1].offset() + 1 >= plan.end:
                 break

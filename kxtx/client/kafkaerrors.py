@@ -9,7 +9,7 @@ Both are taken from Kafka 4.4's `Errors` enum; `tests/integration/test_kafka_err
 with the `Errors` of the broker jars under test, so a Kafka release that adds a retriable code fails
 a test instead of going unnoticed.
 
-No imports: Spark workers get this module by value (`kxtx.pipe.spark.worker_modules()`).
+No imports: Spark workers get this module by value (`kxtx.pipe.worker.SHIPPED_WITH`).
 """
 
 #: Protocol error code -> name, for every code Kafka's protocol defines as retriable.

@@ -1,4 +1,5 @@
-"""The exactly-once loop: consume (read_committed) → Spark UDF → produce, offsets in the same transaction.
+"""Driver mode of `kxtx pipe` (`DriverPipe`): this process runs the exactly-once loop, consume
+(read_committed) → Spark UDF → produce, offsets in the same transaction.
 
 One Kafka transaction per batch: begin → transform → produce → send_offsets_to_transaction(offsets,
 consumer_group_metadata) → commit. The consumer's group metadata lets the broker fence a zombie that
@@ -14,16 +15,17 @@ from __future__ import annotations
 
 import time
 
-from kxtx import clients, gcpause
+from kxtx import gcpause
+from kxtx.client import clients
 from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
-from kxtx.pipe import transform as tf
 from kxtx.pipe.core import PipeCore
 from kxtx.pipe.offsets import Committed, batch_offsets
-from kxtx.pipe.outputs import to_records
 from kxtx.pipe.txn import Abortable, TxnProducer
+from kxtx.pipe.worker import transform as tf
+from kxtx.pipe.worker.outputs import to_records
 from kxtx.wording import plural
 
 #: Consumer errors that mean a missing READ permission on this kind of resource.
@@ -33,7 +35,7 @@ _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAIL
 MAX_ATTEMPTS = 5
 
 
-class Pipe(PipeCore):
+class DriverPipe(PipeCore):
     """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
     it in one transaction of its own producer."""
 
@@ -130,7 +132,7 @@ class Pipe(PipeCore):
                 # an open batch is committed).
                 from confluent_kafka import KafkaException
 
-                from kxtx.authz import Need
+                from kxtx.client.authz import Need
 
                 kind = _AUTHZ_NEEDS[err.name()]
                 name = self.cfg.group if kind == "Group" else (m.topic() or None)

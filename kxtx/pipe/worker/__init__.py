@@ -1,0 +1,30 @@
+"""The code `kxtx pipe` runs on Spark's Python workers: `transform` (a batch through the UDF, in both
+modes), `task` (one executors-mode Spark task), and what they use.
+
+On a cluster every module here, and the few of `SHIPPED_WITH` from outside the package, is pickled
+by value with the task, so executors need pyarrow (and pandas for pandas UDFs) but not kxtx. A
+worker module imports only those (tests/unit/test_import_graph.py pins it;
+tests/unit/test_pipe_shipping.py unpickles the tasks where kxtx cannot be imported); the driver
+may import anything here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+#: the modules outside this package that the worker code imports
+SHIPPED_WITH = (
+    "kxtx.wording",
+    "kxtx.gcpause",
+    "kxtx.client.errnames",
+    "kxtx.client.kafkaerrors",
+    "kxtx.client.txwriter",
+)
+
+
+def modules() -> list[ModuleType]:
+    """Every module Spark's workers need from kxtx: this package's and `SHIPPED_WITH`."""
+    names = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)] + list(SHIPPED_WITH)
+    return [importlib.import_module(name) for name in names]
