@@ -53,7 +53,7 @@ ASSIGN_GRACE_S = 30.0
 FENCE_WATCH_S = 120.0
 #: How long one round's end-offset request may take. librdkafka's admin client sends it to the
 #: leader its metadata names and waits for that broker to answer, up to the request timeout: a
-#: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout (30 s) after a
+#: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout after a
 #: leader move. A partition not answered within this is planned next round, with fresh metadata.
 PLAN_READ_S = 5.0
 

@@ -35,7 +35,8 @@ KEEP = 3
 #: an archive still being written after this long was left by a JVM that did not exit normally
 STALE_S = 3600.0
 #: how long a JVM that writes the archive as it exits is waited for (kxtx.pipe.spark._end_jvm):
-#: about 8 s on a quiet 2-core machine (110 MB), far longer under load
+#: far longer than a quiet machine needs, since a loaded one needs many times that (see
+#: bench/README.md, "The task consumer's settings, and Spark's start and stop")
 WRITE_GRACE_S = 120.0
 #: CDS messages off (after kxtx's JVM options, which send the JVM's warnings to stderr)
 LOG_OPTIONS = ("-Xlog:cds*=off:stderr",)

@@ -75,9 +75,9 @@ def is_local(master: str) -> bool:
 
 
 #: The driver JVM's JIT and collector. It schedules tasks and moves Arrow streams but never converts
-#: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads were most of its CPU
-#: (on 2 cores they also slowed the Python workers). The serial collector suits its small, quiet
-#: heap. Measured in bench/README ("The Spark driver JVM"). The JVM's own warnings go to stderr:
+#: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads cost more than they
+#: gave (on few cores they also slow the Python workers). The serial collector suits its small,
+#: quiet heap. See bench/README.md, "The Spark driver JVM". The JVM's own warnings go to stderr:
 #: its stdout is kxtx's, which is data. `--spark-conf spark.driver.extraJavaOptions=...` replaces
 #: these.
 DRIVER_JVM_OPTIONS = (
@@ -112,7 +112,8 @@ def start(
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         # Python workers talk to the JVM over a Unix socket (Spark >= 4.1; ignored before): over
-        # TCP every task waited ~40 ms (Nagle vs delayed ACK), a third of an empty job's time.
+        # TCP every task waited on Nagle vs delayed ACK, a large share of an empty job's time
+        # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         "spark.python.unix.domain.socket.enabled": "true",
     }
     java_options = list(DRIVER_JVM_OPTIONS)
@@ -386,10 +387,10 @@ def _end_jvm(grace: float = 15.0) -> None:
     except OSError:
         pass
     if _CDS_PENDING is not None and not _stopping():
-        # Writing the class archive at exit takes ~8 s of CPU on a quiet 2-core machine, many
-        # times that on a loaded one: killed at the usual grace it is lost, and the next start
-        # writes it again (seen in a loaded test run). Not when a stop signal ends the run: the
-        # user wants out, and a SIGTERM'd first pipe waited the whole grace (2 minutes, loaded).
+        # Writing the class archive at exit is slow, and many times slower on a loaded
+        # machine: killed at the usual grace it is lost, and the next start writes it again. Not
+        # when a stop signal ends the run: the user wants out, and would wait the whole grace
+        # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         grace = max(grace, jvmcds.WRITE_GRACE_S)
     try:
         proc.wait(grace)
