@@ -366,8 +366,8 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         _emit_table(batches, cell, columns)
         return
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
-    # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
-    # its CPU time).
+    # cyclic collector would only rescan the dicts a dump allocates for every record, a large share
+    # of its time (bench/README.md, "dump").
     with gcpause.paused():
         emit_row_batches(batches, fmt, columns, writing=writing)
 

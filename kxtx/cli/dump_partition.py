@@ -112,7 +112,8 @@ def partition_cmd(
     if fmt is OutputFormat.json:
         from kxtx.cli.output import Streamed
 
-        # made as they are written: a 47 MB partition's records took 796 MB held whole (bench/README)
+        # made as they are written: held whole, a partition's records took many times their size
+        # (bench/README.md, "`-o json --records` streamed")
         batches = Streamed(_with_records(rows, records) for rows in _batch_rows(dumps, value_format))
         emit({"batches": batches, "summary": summaries}, fmt)
     elif fmt is OutputFormat.jsonl:

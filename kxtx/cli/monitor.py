@@ -282,7 +282,8 @@ def serve_cmd(
     from kxtx.ops.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
-    # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)
+    # no call of a collection waits longer than a scrape does (a frozen cluster cost each call the
+    # whole --timeout)
     settings = dataclasses.replace(settings, timeout=min(settings.timeout, bound))
 
     def one() -> str:

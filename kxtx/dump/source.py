@@ -44,9 +44,8 @@ CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
     "auto.offset.reset": "earliest",
     # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size. librdkafka
     # stops fetching at queued.min.messages queued (all partitions together): with small internal
-    # records that, not the byte bound, limits the rate. Measured on 1M offset commits: 50,000 halves
-    # the raw consume rate; 350,000 keeps the dump ~15 % faster than 200,000 for ~50 MiB more peak RSS
-    # (~265 MiB); more buys little.
+    # records that, not the byte bound, limits the rate; past this, more memory buys little rate
+    # (bench/README.md, "dump").
     "fetch.max.bytes": 16777216,
     "max.partition.fetch.bytes": 4194304,
     "queued.min.messages": QUEUED_MIN_MESSAGES,

@@ -116,8 +116,8 @@ def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[i
 
 
 def _checkpoint_reader(settings: Settings):
-    # Created right before use: one created earlier (to connect during init_transactions) was
-    # measured to stall for ~1 s in a third of the runs before its first fetch.
+    # Created right before use: one created earlier (to connect during init_transactions) often
+    # stalled before its first fetch (bench/README.md, "Behind produce's constants").
     return clients.consumer(
         settings,
         **{
@@ -171,8 +171,8 @@ def _read(consumer, settings: Settings, topic: str, transactional_id: str, todo:
                 f"waiting for another producer's open transaction on checkpoint "
                 f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)"
             )
-        # consume() waits for the whole timeout unless the batch fills (~50 ms for a small
-        # topic): wait for the first message only, then take what has arrived (~15 ms)
+        # consume() waits for the whole timeout unless the batch fills: wait for the first
+        # message only, then take what has arrived
         first = consumer.poll(0.05)
         for msg in [first, *consumer.consume(1000, timeout=0)] if first is not None else ():
             err = msg.error()

@@ -73,9 +73,9 @@ class Run:
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
         s, o = self.settings, self.opts
-        # Created first: a new client waits ~50 ms (up to 500 ms) for its first answer, so the
-        # producer connects while the admin client checks the topics; init_transactions() then
-        # takes ~5 ms instead of ~55 (measured).
+        # Created first: a new client waits a while for its first answer, so the producer
+        # connects while the admin client checks the topics and init_transactions() finds it
+        # connected (bench/README.md, "Behind produce's constants").
         self.producer = self.writer.connect(
             s, self._producer_conf(), {"delivery.report.only.error": False}
         ).producer

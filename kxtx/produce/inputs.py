@@ -247,8 +247,8 @@ class Block:
         return _new(Line, (self.lineno + i + 1, start, end, self.values[i], None, None))
 
 
-#: Bytes per read of the fast path: ~5k lines of 100 bytes, so per-read costs vanish; below the
-#: default record size limit (~1 MB), so a block's size alone shows that no line is too large.
+#: Bytes per read of the fast path: thousands of lines, so per-read costs vanish; below the default
+#: record size limit, so a block's size alone shows that no line is too large.
 BLOCK_BYTES = 1 << 19
 
 
@@ -268,8 +268,8 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
                 break
             # Split what was read; the last piece is the start of the next line, and the piece
             # left from the previous read joins the first line only (joining it to the whole read
-            # copied every block once more: ~5 % of a fast produce, measured). A "\r" or non-ASCII
-            # byte in the pieces only costs the checks below.
+            # copied every block once more; bench/README.md, "Behind produce's constants"). A "\r"
+            # or non-ASCII byte in the pieces only costs the checks below.
             raws = data.split(b"\n")
             if len(raws) == 1:  # a line longer than what was read so far
                 rest += data

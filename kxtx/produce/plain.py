@@ -38,9 +38,10 @@ try:
     import msgspec
 
     # Decoding to Raw checks the whole JSON syntax (numbers, escapes, control characters,
-    # nesting) but builds no objects: ~75 ns for a line of 100 bytes against ~550 ns for
-    # orjson.loads. It does not check UTF-8, which `Block.utf8` does per block. Lines it refuses
-    # go to parse_json, which decides as the general path does (json accepts a little more).
+    # nesting) but builds no objects, several times faster than orjson.loads (bench/README.md,
+    # "Behind produce's constants"). It does not check UTF-8, which `Block.utf8` does per block.
+    # Lines it refuses go to parse_json, which decides as the general path does (json accepts a
+    # little more).
     _check = msgspec.json.Decoder(msgspec.Raw).decode
 except ImportError:  # pragma: no cover - msgspec is a dependency
     _check = None  # type: ignore[assignment]
@@ -120,7 +121,7 @@ class PlainFile:
                 # once per segment (~10k records): progress, signals. Delivery reports are left
                 # to commit_transaction(), which serves them while it waits for the broker's
                 # acknowledgements anyway (or to a full local queue): a poll(0) here served them
-                # on the per-record path, ~80 ns a record (measured).
+                # on the per-record path (bench/README.md, "Behind produce's constants").
                 run.progress(ok, nb)
         run.pause(n, ok, nb)
         self._advance(last)

@@ -47,7 +47,7 @@ class KafkaDistribution:
 
 #: JVM options for Kafka's one-shot tools (storage format, formatters, admin tools): C1 only and the
 #: serial collector. A tool runs for a second or two, too short for C2's compilations to pay back
-#: (`kafka-storage format`: 2.2 s -> 1.4 s of CPU on the 2-core machine).
+#: (bench/README.md, "sandbox").
 TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
