@@ -120,7 +120,7 @@ def call_bound(op: str, retry_s: float, failover_s: float = FAILOVER_RETRY_S) ->
 class Abortable(Exception):
     """The open transaction must be aborted; the batch can be redone."""
 
-    def __init__(self, message: str, *errors: Any):
+    def __init__(self, message: str, *errors: Any) -> None:
         super().__init__(message)
         from kxtx import failover
 
@@ -134,7 +134,7 @@ class CommitInDoubt(Exception):
     unknown (and must not be aborted). Raised by a raw writer (a task); the driver side raises
     `Unavailable` instead."""
 
-    def __init__(self, err: Any):
+    def __init__(self, err: Any) -> None:
         super().__init__(err)
         self.err = err
 
@@ -190,7 +190,7 @@ class TxWriter:
         translate: Callable[[BaseException, str], BaseException] | None = None,
         check: Callable[[Any, str], None] | None = None,
         cause: Callable[[], Any] | None = None,
-    ):
+    ) -> None:
         self.transactional_id, self.timeout = transactional_id, timeout
         self.failover_s = failover_s
         self.retry_s = max(timeout, failover_s) if retry_s is None else retry_s

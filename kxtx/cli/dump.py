@@ -301,7 +301,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
     shards = Shards.fork(count)
     req.shard = (shards.index, shards.count)
 
-    def body():
+    def body() -> None:
         shards.worker_signals()  # after the boundary has installed its own handlers
         _emit(run_batches(settings, req), fmt, cell, columns, shards.writing)
 

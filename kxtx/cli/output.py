@@ -42,7 +42,7 @@ class StatusLine:
     the start of the line but erases nothing, so a shorter text is padded with blanks over what the
     longer one before it left (`lag 0   ,024`)."""
 
-    def __init__(self, stream: TextIO | None = None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream, self.width = stream, 0
 
     def show(self, text: str) -> None:
@@ -127,7 +127,7 @@ class Streamed:
     object holding one): a long result (`dump partition -o json --records`) is never held whole,
     its rows nor its text. The bytes are those of the whole document rendered at once."""
 
-    def __init__(self, items: Iterable[Any]):
+    def __init__(self, items: Iterable[Any]) -> None:
         self.items = items
 
     def __iter__(self) -> Iterator[Any]:
@@ -139,7 +139,7 @@ class Document:
     rows), the message of its failure or stop, and what its exception carried. `write` renders it
     once the exit code is known."""
 
-    def __init__(self, rows_key: str | None = None):
+    def __init__(self, rows_key: str | None = None) -> None:
         self.rows_key = rows_key or ROWS_KEY
         self.body: Mapping | list | None = None
         self.error: str | None = None

@@ -26,7 +26,7 @@ class BatchRecords:
     """A batch's records as (offset, timestamp, key, value, headers) tuples, read at most once and
     only when needed (kafka-python's batch can be iterated only once)."""
 
-    def __init__(self, raw, where: str = ""):
+    def __init__(self, raw, where: str = "") -> None:
         self.raw, self.where = raw, where
         self.records: list[tuple] | None = None
 

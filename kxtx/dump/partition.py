@@ -421,7 +421,7 @@ class _PartitionReader:
         log_start: int | None = None,
         leader: int | None = None,
         head=None,
-    ):
+    ) -> None:
         self.source, self.p, self.start, self.end = source, partition, start, end
         self.records = records
         self.log_start = log_start

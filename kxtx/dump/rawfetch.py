@@ -64,7 +64,7 @@ class _Partition:
 
 
 class RawFetchSource:
-    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None):
+    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None) -> None:
         """`admin`: a kafka-python admin client to borrow (`kxtx monitor` reads several topics with
         the one its Cluster holds); `close()` leaves a borrowed one open."""
         self.settings, self.topic = settings, topic

@@ -55,7 +55,7 @@ def _threads() -> int:
 class Shards:
     """`fork(n)` returns in n processes: the parent (`index` 0) and n-1 workers (`index` 1..n-1)."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int) -> None:
         self.count, self.index = count, 0
         self.children: list[int] = []
         self._token_r, self._token_w = os.pipe()

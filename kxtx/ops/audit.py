@@ -212,7 +212,7 @@ class _Workers:
     """Worker processes of one audit, each with a pipe: it sends its share of the decisions, gets
     its share of the partitions (and the decisions naming them) back, and sends their judgement."""
 
-    def __init__(self, count: int, procs: list, conns: list):
+    def __init__(self, count: int, procs: list, conns: list) -> None:
         self.count, self.procs, self.conns = count, procs, conns
         self.shard = (0, count)
 

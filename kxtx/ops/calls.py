@@ -29,7 +29,7 @@ Progress = Callable[[int, int], None]
 
 
 class Cluster:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._admin: AdminClient | None = None
         self._txn: KafkaAdminClient | None = None

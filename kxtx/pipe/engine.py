@@ -37,7 +37,7 @@ class Pipe(PipeCore):
     """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
     it in one transaction of its own producer."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._txn: TxnProducer | None = None
         self.pending: list = []

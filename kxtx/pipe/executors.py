@@ -64,7 +64,7 @@ class ExecutorPipe(PipeCore):
     UNIT = "round"
     UNMOVED = "the partition's offset did not move (other partitions commit on their own; "
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}

@@ -39,7 +39,7 @@ class Committed:
     """What the group has committed for the assigned partitions, as far as this instance knows,
     to find partitions whose position moved past skipped records only (no batch commits those)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.known: dict[tuple[str, int], int] = {}
 
     def note(self, offsets: list) -> None:

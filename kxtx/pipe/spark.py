@@ -204,7 +204,7 @@ class _JvmStderr:
     #: the copier of the JVM this process launched (`stop` silences it)
     current: _JvmStderr | None = None
 
-    def __init__(self, debug: bool = False):
+    def __init__(self, debug: bool = False) -> None:
         self.debug, self.stopping = debug, False
         _JvmStderr.current = self
         self._read, self.fd = os.pipe()

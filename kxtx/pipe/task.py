@@ -169,7 +169,7 @@ class _Producer:
     """A task's transactional writer (kxtx.txwriter: errors stay the client's own, for the task's
     result; retries end at the job timeout, a commit's later) and the token that names it."""
 
-    def __init__(self, job: Job, tid: str):
+    def __init__(self, job: Job, tid: str) -> None:
         from confluent_kafka import Producer
 
         self.writer = tw.TxWriter(tid, job.timeout, raw=True, retry_s=job.timeout, failover_s=job.failover_s)

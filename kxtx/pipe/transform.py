@@ -79,7 +79,7 @@ class Mapper:
     itself, gives it their values with `map_values` and gets the same outputs without the Arrow
     copies both ways (no input table, no values column to read back)."""
 
-    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool):
+    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool) -> None:
         self.func, self.kind, self.value_format, self.record_mode = func, kind, value_format, record_mode
         self.json_values = value_format == JSON
 
@@ -178,7 +178,7 @@ class _Failed:
 
     __slots__ = ("doing", "exc")
 
-    def __init__(self, exc: BaseException, doing: str = ""):
+    def __init__(self, exc: BaseException, doing: str = "") -> None:
         self.exc, self.doing = exc, doing
 
 

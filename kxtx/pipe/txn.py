@@ -10,7 +10,7 @@ from kxtx.txwriter import Abortable, TxWriter
 
 
 class TxnProducer(TxWriter):
-    def __init__(self, settings, transactional_id: str, timeout: float):
+    def __init__(self, settings, transactional_id: str, timeout: float) -> None:
         super().__init__(transactional_id, timeout, failover_s=settings.failover)
         self.connect(settings)
 

@@ -141,7 +141,7 @@ class CommittedPrefix:
 
     CHUNK = 1 << 20
 
-    def __init__(self, path: str, gz: bool):
+    def __init__(self, path: str, gz: bool) -> None:
         self.path, self.gz = path, gz
         self._stream: BinaryIO | None = None
         self._start()

@@ -50,7 +50,7 @@ class JsonFields:
     A dotted field `a.b` reads the top-level key "a.b" if a line has one (null included), else the
     path a -> b, as `Mapper` does: the Struct has one attribute for each."""
 
-    def __init__(self, spec: MappingSpec):
+    def __init__(self, spec: MappingSpec) -> None:
         import msgspec
 
         self._unset = msgspec.UNSET
@@ -195,7 +195,7 @@ def csv_splits(block, spec: MappingSpec) -> bool:
 class _RowsOnDemand:
     """The csv.reader row of a line, parsed when the general mapper asks (odd lines only)."""
 
-    def __init__(self, values: list):
+    def __init__(self, values: list) -> None:
         self.values = values
 
     def __getitem__(self, i: int) -> list:

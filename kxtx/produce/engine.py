@@ -37,7 +37,7 @@ _Abortable = txwriter.Abortable
 class Run:
     """One `kxtx produce` invocation against a cluster."""
 
-    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None):
+    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None) -> None:
         self.settings, self.opts = settings, opts
         self.policy, self.dlq = error_policy(opts.on_error)
         self.sources = sources_of(opts.paths, opts.input_format)

@@ -143,7 +143,7 @@ class _Counted:
     """Feeds csv.reader one decoded physical line at a time while remembering the raw bytes, so a
     row that spans lines (quoted newlines) gets its exact byte range and first line number."""
 
-    def __init__(self, stream: BinaryIO, end: int, lineno: int):
+    def __init__(self, stream: BinaryIO, end: int, lineno: int) -> None:
         self.stream, self.end, self.lineno = stream, end, lineno
         self.raw: list[bytes] = []
         self.bad: str | None = None
@@ -227,7 +227,7 @@ class Block:
         cr: bool = False,
         utf8: bool = False,
         span: int | None = None,
-    ):
+    ) -> None:
         self.lineno = lineno  # line number of raws[0], minus 1
         self.offset = offset  # byte offset of raws[0]
         self.raws = raws  # the lines without "\n" (a "\r" before it is still there)

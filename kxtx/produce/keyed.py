@@ -65,7 +65,7 @@ class _Mapped:
 
     __slots__ = ("block", "cols", "values")
 
-    def __init__(self, block, cols):
+    def __init__(self, block, cols) -> None:
         self.block, self.cols = block, cols
         self.values = None if cols is None else cols.values
 
@@ -77,7 +77,7 @@ class _Mapped:
 
 
 class KeyedFile(PlainFile):
-    def __init__(self, run, src, pos, state, mapper):
+    def __init__(self, run, src, pos, state, mapper) -> None:
         super().__init__(run, src, pos, state)
         self.mapper, self.spec = mapper, mapper.spec
         self.delivered = run.stats.delivered

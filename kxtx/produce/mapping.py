@@ -151,7 +151,7 @@ def parse_partition(value: Any) -> int:
 class Mapper:
     """Turns `Line`s of one input format into `Record`s. Raises BadRecord for a bad line."""
 
-    def __init__(self, spec: MappingSpec, fmt: str):
+    def __init__(self, spec: MappingSpec, fmt: str) -> None:
         if fmt == "lines" and spec.fields():
             opt, _ = spec.fields()[0]
             raise UsageError(f"{opt} needs JSON or CSV input; plain lines have no fields")

@@ -72,7 +72,7 @@ def usable(run, src, mapper) -> bool:
 class PlainFile:
     """Produces one input through the fast path inside `run`'s transactions."""
 
-    def __init__(self, run, src, pos, state):
+    def __init__(self, run, src, pos, state) -> None:
         self.run, self.src, self.pos, self.state = run, src, pos, state
         self.jsonl = src.fmt == "jsonl"
         self.produce, self.topic = run.producer.produce, run.opts.topic

@@ -12,7 +12,7 @@ PROGRESS_EVERY_S = 0.5
 
 
 class Stats:
-    def __init__(self, topic: str, transactional_id: str, progress=None):
+    def __init__(self, topic: str, transactional_id: str, progress=None) -> None:
         self.topic, self.transactional_id, self.progress = topic, transactional_id, progress
         self.started = time.monotonic()
         self.records = self.bytes = self.transactions = 0  # committed by this run

@@ -115,7 +115,7 @@ def node_state(node: NodeInfo) -> str:
 
 
 class Sandbox:
-    def __init__(self, state_dir: str | os.PathLike | None = None):
+    def __init__(self, state_dir: str | os.PathLike | None = None) -> None:
         self.dir = Path(state_dir) if state_dir else default_state_dir()
 
     # --- queries ---------------------------------------------------------------------------------
