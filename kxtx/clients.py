@@ -298,7 +298,7 @@ def _closed(detail: str, where: str) -> KxtxError:
     )
 
 
-def _make(cls, conf: dict):
+def _make(cls: type, conf: dict):
     import logging
 
     from kxtx.security import remember_secrets, scrub

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kxtx import clients
 from kxtx.authz import Need
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.settings import Settings
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 #: CreateTopics errors that mean "the request was wrong": exit 2, as a bad option.
 _REFUSED = {
@@ -80,7 +84,9 @@ def create_topic(
     return _row(spec, created=True, partitions=partitions, replication=replication)
 
 
-def _failed(admin, settings: Settings, spec: TopicSpec, exc: Exception, if_not_exists: bool) -> dict:
+def _failed(
+    admin: AdminClient, settings: Settings, spec: TopicSpec, exc: Exception, if_not_exists: bool
+) -> dict:
     name = clients.error_name(exc)
     reason = clients.translate(exc) if name in _REFUSED else ""
     if name == "TOPIC_ALREADY_EXISTS":
@@ -147,7 +153,9 @@ def _wait_for_leaders(admin, settings: Settings, topic: str) -> tuple[int | None
         time.sleep(0.05)
 
 
-def _row(spec: TopicSpec, created: bool, partitions, replication, note: str | None = None) -> dict:
+def _row(
+    spec: TopicSpec, created: bool, partitions: int | None, replication: int | None, note: str | None = None
+) -> dict:
     row = {
         "topic": spec.name,
         "created": created,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,11 @@ app = typer.Typer(
     "partition's batches and transactions.",
     no_args_is_help=True,
 )
+
+if TYPE_CHECKING:
+    from kxtx.dump.engine import DumpRequest
+    from kxtx.dump.source import Start
+    from kxtx.settings import Settings
 
 _READ = "Reading"
 PartitionOpt = Annotated[
@@ -103,7 +108,7 @@ LatestOpt = Annotated[
 ]
 
 
-def _start(from_beginning: bool, from_offset: int | None, since: str | None):
+def _start(from_beginning: bool, from_offset: int | None, since: str | None) -> Start:
     from kxtx.dump.engine import Start
     from kxtx.errors import UsageError
     from kxtx.parsers import parse_time
@@ -280,7 +285,14 @@ TXN_COLUMNS = [
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
-def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
+def _dump(
+    settings: Settings,
+    req: DumpRequest,
+    fmt: OutputFormat | None,
+    workers: int | None,
+    cell,
+    columns: list[str],
+) -> None:
     """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
     exit code is the worst of them."""
     from kxtx.dump.engine import partition_count, run_batches, validate
@@ -313,7 +325,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
         raise typer.Exit(code)
 
 
-def _worker_count(req, fmt, workers: int | None) -> int:
+def _worker_count(req: DumpRequest, fmt, workers: int | None) -> int:
     from kxtx.dump.engine import shardable
     from kxtx.dump.shards import default_count
     from kxtx.errors import UsageError
@@ -372,7 +384,7 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         emit_row_batches(batches, fmt, columns, writing=writing)
 
 
-def _emit_table(batches, cell, columns) -> None:
+def _emit_table(batches, cell, columns: list[str] | None) -> None:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
     from kxtx.signals import Stopped, stop_of
 
@@ -434,7 +446,7 @@ def _offsets_cell(row: dict) -> dict:
     return out
 
 
-def _short(value):
+def _short(value: object) -> object:
     """Bytes in table cells: their size, not their content."""
     if isinstance(value, dict):
         return {k: _short(v) for k, v in value.items()}

@@ -4,7 +4,7 @@ and rendering; registered on `kxtx dump` by kxtx/cli/dump.py)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from kxtx.cli.common import (
     connection,
 )
 from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
+
+if TYPE_CHECKING:
+    from kxtx.dump.partition import PartitionDump
 
 _RECORDS = "Records (--records)"
 
@@ -144,7 +147,9 @@ def _with_records(rows: list[dict], records: bool) -> dict:
     return batch
 
 
-def _tables(dumps, summaries: list[dict], how: ValueFormat, width: int, records: bool) -> None:
+def _tables(
+    dumps: list[PartitionDump], summaries: list[dict], how: ValueFormat, width: int, records: bool
+) -> None:
     batches: list[dict] = []
     shown: list[dict] = []
     for rows in _batch_rows(dumps, how):
@@ -214,13 +219,13 @@ def _record_cell(row: dict, width: int) -> dict:
     }
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     if value is None or isinstance(value, str):
         return "" if value is None else value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _cut(value, width: int) -> str | None:
+def _cut(value: str, width: int) -> str | None:
     if value is None:
         return None
     text = _text(value).replace("\n", "\\n")

@@ -30,6 +30,8 @@ from kxtx.wording import plural
 if TYPE_CHECKING:
     from kxtx.ops.abort import Target
     from kxtx.ops.calls import Cluster
+    from kxtx.ops.hanging import Report
+    from kxtx.settings import Settings
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionOpt = Annotated[
@@ -112,7 +114,13 @@ def _minutes(text: str | None) -> float | None:
         return parse_duration(text) / 60
 
 
-def _scan(settings, topic, partition, broker_id, max_timeout):
+def _scan(
+    settings: Settings,
+    topic: str | None,
+    partition: int | None,
+    broker_id: int | None,
+    max_timeout: str | None,
+) -> tuple[Cluster, Report]:
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
     from kxtx.log import logger
     from kxtx.ops.calls import Cluster
@@ -221,7 +229,7 @@ def abort_hanging(
             raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
 
-def _keep_committed(cluster, report) -> list:
+def _keep_committed(cluster: Cluster, report) -> list:
     """Take the hanging rows whose coordinator committed them out of `report.hanging` (aborting
     would drop committed records), each with a warning naming what to run instead; returns them."""
     from kxtx.log import logger

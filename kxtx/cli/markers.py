@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,9 @@ from kxtx.cli.hanging import PartitionOpt, TopicOpt, apply_plan
 from kxtx.cli.output import emit_rows, is_tty
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from kxtx.ops.audit import Window
 
 SinceOpt = Annotated[
     str | None,
@@ -84,7 +87,7 @@ RESULT_COLUMNS = [
 ]
 
 
-def _window(since: str | None, from_offset: int | None, topic: str | None):
+def _window(since: str | None, from_offset: int | None, topic: str | None) -> Window:
     from kxtx.errors import UsageError
     from kxtx.ops.audit import Window
     from kxtx.parsers import parse_time

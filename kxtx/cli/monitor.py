@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
 from kxtx.cli.hanging import MaxTimeoutOpt, _minutes
+
+if TYPE_CHECKING:
+    from kxtx.ops.monitor import Snapshot
+    from kxtx.settings import Settings
 
 app = typer.Typer(
     help="Transaction health for monitoring: Prometheus metrics, a textfile for node_exporter, "
@@ -55,7 +59,14 @@ AuditMarkersOpt = Annotated[
 ]
 
 
-def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, audit_markers=None):
+def _collect(
+    settings: Settings,
+    topic: str | None,
+    groups: list[str] | None,
+    max_transaction_timeout: str | None,
+    lag_scan_max: int,
+    audit_markers: str | None = None,
+) -> Snapshot:
     from kxtx.ops.calls import Cluster
     from kxtx.ops.monitor import collect
     from kxtx.parsers import parse_time

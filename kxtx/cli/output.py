@@ -20,10 +20,13 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kxtx.errors import carry
 from kxtx.exitcodes import status
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class OutputFormat(str, enum.Enum):
@@ -346,7 +349,7 @@ def _width() -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else UNLIMITED
 
 
-def _console():
+def _console() -> Console:
     from rich.console import Console
 
     return Console(soft_wrap=False, width=_width())

@@ -161,7 +161,7 @@ def run_batches(
         source.close()
 
 
-def _counted(batches, progress) -> Iterator[list]:
+def _counted(batches, progress: Callable[[int], None] | None) -> Iterator[list]:
     """Report progress every 50,000 records read."""
     if progress is None:
         yield from batches

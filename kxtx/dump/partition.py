@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kxtx.dump.batchrecords import BatchRecords
-from kxtx.dump.rawfetch import _LEADER_MOVED  # look up the leader, fetch again
+from kxtx.dump.rawfetch import (
+    _LEADER_MOVED,  # look up the leader, fetch again
+    RawFetchSource,
+)
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
@@ -343,7 +346,7 @@ def _readers(
 
 
 def _first_fetches(
-    source, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
+    source: RawFetchSource, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
 ) -> dict:
     """The first Fetch of every partition with an offset start, one request per leader instead of
     one per partition: {partition: its response}. A partition that answered with an error, or a
@@ -413,7 +416,7 @@ def _committed(settings: Settings, topic: str, partitions: list[int], start: str
 class _PartitionReader:
     def __init__(
         self,
-        source,
+        source: RawFetchSource,
         partition: int,
         start: int | str,
         end: int | str,

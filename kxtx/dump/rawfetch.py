@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kxtx import clients
@@ -71,7 +71,8 @@ class RawFetchSource:
         self._owned = admin is None
         self.admin = clients.txn_admin(settings) if admin is None else admin
 
-    def _run(self, coro_fn, *args):
+    # kafka-python's admin manager runs the coroutine and returns its result, whose type varies
+    def _run(self, coro_fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return self.admin._manager.run(coro_fn, *args)
         except Exception as exc:

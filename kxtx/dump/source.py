@@ -62,7 +62,9 @@ class Start:
 
 
 class ConfluentSource:
-    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed", share: int = 1) -> None:
+    def __init__(
+        self, settings: Settings, topic: str, isolation: str = "read_committed", share: int = 1
+    ) -> None:
         self.settings, self.topic = settings, topic
         conf = {
             # A throw-away group that never commits: dumping must not leave traces in the log it reads.

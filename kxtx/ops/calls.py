@@ -40,7 +40,7 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _ride_out(self, call, doing: str):
+    def _ride_out(self, call: Callable[[], KafkaAdminClient], doing: str) -> KafkaAdminClient:
         """A kafka-python admin call, asked again while the cluster moves (`clients.ride_out`),
         each time with a new client: it caches coordinators and leaders that may have moved."""
         return ride_out(call, doing, self.settings.timeout, renew=self.close)

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -283,7 +284,9 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path, cluster_id: str, extra_args=()) -> None:
+    def _format_storage(
+        self, dist: KafkaDistribution, config: Path, cluster_id: str, extra_args: Sequence[str] = ()
+    ) -> None:
         proc = subprocess.run(
             dist.java(
                 "kafka.tools.StorageTool",

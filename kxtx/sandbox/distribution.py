@@ -115,7 +115,7 @@ def _from_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(versions[0], libs)
 
 
-def _exact_version(spec: str, progress=None) -> str:
+def _exact_version(spec: str, progress: Callable[[str], None] | None = None) -> str:
     """`4.3.1` stays; `4`, `4.x`, `latest` -> newest 4.x; `3.9`, `3.9.x` -> newest 3.9.x."""
     spec = spec.strip().lower()
     if spec == "latest":
@@ -211,7 +211,7 @@ def _newest_in_range(lo: str, hi: str, progress=None) -> str:
     return m.group(1)
 
 
-def _download(version: str, libs: Path, progress=None) -> None:
+def _download(version: str, libs: Path, progress: Callable[[str], None] | None = None) -> None:
     """Resolve the broker and tools jars (and their dependencies) into `libs`."""
     staging = libs.with_name(f"libs.tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
