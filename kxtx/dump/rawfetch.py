@@ -162,7 +162,9 @@ class RawFetchSource:
 
         return self._run(send, request)
 
-    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:
+    # One fetch loop whose steps share its state (offsets, ends, leaders, stale partitions) and
+    # yield as they go: split, each step would take and return all of it.
+    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:  # noqa: C901
         """Records in batches: what one partition of one Fetch response released."""
         if start.kind == "time" or follow:
             from kxtx.errors import UsageError

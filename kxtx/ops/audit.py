@@ -140,6 +140,28 @@ def _judge_all(
     report = Report()
     since = window.since_ms
     ended = [d for d in history if d.ended and (since is None or (d.prepare_ms or 0) >= since)]
+    wanted = _wanted(cluster, scope, ended)
+    report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
+    by_tp: dict[TP, list[Decision]] = {}
+    for d in history:
+        for tp in d.partitions:
+            by_tp.setdefault(tp, []).append(d)
+    job = _job(cluster, wanted, ended, window, report.warnings)
+    if progress:
+        progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
+    jobs = _split(job, pool.count if pool else 1)
+    if pool:
+        pool.send(jobs[1:], by_tp)
+    judged = judge(cluster.settings, jobs[0], by_tp) + (pool.judged() if pool else [])
+    orphans = _take(report, judged, window)
+    if orphans:
+        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
+    report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
+    return report
+
+
+def _wanted(cluster: Cluster, scope: Scope, ended: list[Decision]) -> dict[str, set[int]]:
+    """Topic -> the partitions to read: those the ended decisions name, or the whole --topic."""
     wanted: dict[str, set[int]] = {}
     for d in ended:
         for tp in d.partitions:
@@ -148,26 +170,27 @@ def _judge_all(
     if scope.topic is not None:
         parts = sorted(cluster.topics(scope.topic).get(scope.topic, {}))
         wanted[scope.topic] = set(parts if scope.partition is None else [scope.partition])
-    report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
-    by_tp: dict[TP, list[Decision]] = {}
-    for d in history:
-        for tp in d.partitions:
-            by_tp.setdefault(tp, []).append(d)
+    return wanted
+
+
+def _job(
+    cluster: Cluster, wanted: dict[str, set[int]], ended: list[Decision], window: Window, warnings: list[str]
+) -> Job:
+    """Where to start reading each wanted partition; a topic gone since is a warning."""
     existing = cluster.topics()
     job: Job = {}
     for topic in sorted(wanted):
         if topic not in existing:
             n = sum(1 for d in ended if any(tp[0] == topic for tp in d.partitions))
-            report.warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
+            warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
             continue
         tps = [(topic, p) for p in sorted(wanted[topic])]
         job[topic] = {tp[1]: start for tp, start in _starts(cluster, tps, ended, window).items()}
-    if progress:
-        progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
-    jobs = _split(job, pool.count if pool else 1)
-    if pool:
-        pool.send(jobs[1:], by_tp)
-    judged = judge(cluster.settings, jobs[0], by_tp) + (pool.judged() if pool else [])
+    return job
+
+
+def _take(report: Report, judged: list[Judged], window: Window) -> dict[TP, dict[int, list[BatchLike]]]:
+    """Add the judged partitions to `report`; return their batches no decision explains."""
     orphans: dict[TP, dict[int, list[BatchLike]]] = {}
     for tp, offsets, found, unexplained in judged:
         report.partitions_checked += 1
@@ -180,10 +203,7 @@ def _judge_all(
             if f.kind == markers.NO_RECORDS:  # its records, if any, may be before the window
                 f.kind = markers.UNDETERMINED
                 f.detail = f"no record of it at or after --from {window.from_offset}: any it wrote are before"
-    if orphans:
-        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
-    report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
-    return report
+    return orphans
 
 
 def _split(job: Job, count: int) -> list[Job]:

@@ -140,12 +140,19 @@ class PipeConfig:
 
     def validate(self) -> None:
         """Raise UsageError naming the first option that cannot work; changes nothing."""
+        self._check_names()
+        self._check_values()
+        self._check_topics()
+
+    def _check_names(self) -> None:
         if not self.inputs or not all(t.strip() for t in self.inputs):
             raise UsageError("--in: give at least one topic (or a ^regex)")
         if not self.out.strip():
             raise UsageError("--out: give the output topic")
         if self.group is not None and not self.group.strip():
             raise UsageError("--group: give the consumer group, or leave the option out for the default")
+
+    def _check_values(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
         if self.batch_max_records is not None and self.batch_max_records < 1:
@@ -160,6 +167,8 @@ class PipeConfig:
             raise UsageError("--from must be earliest or latest")
         if self.value_format not in VALUE_FORMATS:
             raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
+
+    def _check_topics(self) -> None:
         for spec in self.inputs:
             if spec.startswith("^"):
                 try:
