@@ -68,7 +68,9 @@ def archive_key(
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
-def plan(jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, str] = os.environ):
+def plan(
+    jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, str] = os.environ
+) -> tuple[list[str], Path | None]:
     """The JVM options for this start (the archive to use, or to write) and the file being written
     (None: an archive is used, or none is wanted). See `settle`."""
     if not enabled(env):

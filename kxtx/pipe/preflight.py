@@ -7,13 +7,18 @@ request naming a missing topic would create it on a broker with auto.create.topi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kxtx import clients
 from kxtx.errors import UsageError
 from kxtx.log import logger
 from kxtx.pipe.settings import INTERNAL_TOPICS, matches
 
+if TYPE_CHECKING:
+    from kxtx.settings import Settings
 
-def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
+
+def check(settings: Settings, inputs: list[str], outputs: dict[str, str]) -> None:
     """Raise unless the cluster answers and every named input and output topic exists.
 
     `outputs` maps topic -> what it is ("output topic", "dead-letter topic"). Input patterns

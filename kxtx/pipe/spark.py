@@ -13,13 +13,18 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.pipe import jvmcds
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _QUIET_LOG4J2 = """\
 name = kxtx-quiet
@@ -96,7 +101,7 @@ def start(
     debug: bool = False,
     ui: bool = False,
     app_name: str = "kxtx-pipe",
-):
+) -> Any:  # the SparkSession (pyspark's objects are typed Any here, as py4j's)
     """Start (or join) the SparkSession for this run."""
     require_pyspark()
     from pyspark import SparkConf
@@ -241,7 +246,7 @@ class _JvmStderr:
             self._finished.set()
 
 
-def ship(session, source: Path | None, module) -> None:
+def ship(session: Any, source: Path | None, module: ModuleType) -> None:
     """Make the UDF and kxtx's worker-side code available on the workers.
 
     Functions from the user's own file are pickled by value (workers need not find the file); on a
@@ -281,12 +286,12 @@ class BatchJob:
     """How every batch runs: the task function, rows per UDF call, and the directory where local
     tasks exchange files with the driver (None: the data goes through Spark)."""
 
-    task: Callable
+    task: Callable | None  # None: only `chunk` is wanted (executors mode plans with it)
     chunk: int
     spool: str | None
 
 
-def batch_job(session, task) -> BatchJob:
+def batch_job(session: Any, task: Callable[[Iterable[Any]], Iterator[Any]] | None) -> BatchJob:
     sc = session.sparkContext
     # Rows per UDF call: Spark's own Arrow batch size for Python UDFs (10000 unless set).
     value = session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
@@ -301,7 +306,7 @@ def batch_job(session, task) -> BatchJob:
     return BatchJob(task, chunk, spool if spool and os.path.isdir(spool) else None)
 
 
-def transform(session, table, job: BatchJob):
+def transform(session: Any, table: pa.Table, job: BatchJob) -> pa.Table:
     """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job).
 
     A stop signal during the job is held until the job returns (within the caller's guard, if it
@@ -347,7 +352,7 @@ def _run_job(sc, table, job: BatchJob):
             os.unlink(path)
 
 
-def stop(session) -> None:
+def stop(session: Any) -> None:
     """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
     workers): when kxtx exits, nothing it started is left running."""
     server = getattr(session.sparkContext, "_accumulatorServer", None)

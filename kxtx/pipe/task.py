@@ -41,6 +41,7 @@ import sys
 import time
 import types
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -144,7 +145,7 @@ def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
     return f"{pipe_id}.{topic}.{partition}"
 
 
-def make_plan_task(job: Job):
+def make_plan_task(job: Job) -> Callable[[Iterable[Plan]], Iterator[TaskResult]]:
     """The function of `RDD.mapPartitions`: plans in, one `TaskResult` per plan out."""
 
     def task(plans):

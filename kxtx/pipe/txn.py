@@ -4,6 +4,8 @@ error translation, failover watch) plus the driver's record writing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.txwriter import Abortable, TxWriter
@@ -17,7 +19,8 @@ class TxnProducer(TxWriter):
     def init(self, doing: str = "") -> None:
         super().init(doing or f"initialising transactions (transactional id {self.transactional_id!r})")
 
-    def commit(self, offsets: list, group_metadata) -> None:  # type: ignore[override]
+    # group_metadata: confluent-kafka's ConsumerGroupMetadata (untyped)
+    def commit(self, offsets: list, group_metadata: Any) -> None:  # type: ignore[override]
         self.send_offsets(offsets, group_metadata)
         super().commit()
 

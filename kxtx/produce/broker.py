@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kxtx import authz, clients
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.settings import Settings
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 #: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
 CLIENT_MAX_BYTES = 1_000_000
@@ -23,7 +27,7 @@ class TopicInfo:
     max_record_bytes: int
 
 
-def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
+def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
     """Partition count and the record size limit; a missing topic is an error naming it."""
     md = _metadata(admin, settings, topic)
     t = md.topics.get(topic)
@@ -64,7 +68,7 @@ def _topic_max_bytes(admin, settings: Settings, topic: str) -> int | None:
         return None
 
 
-def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
+def ensure_checkpoint_topic(admin: AdminClient, settings: Settings, topic: str) -> bool:
     """Create the compacted checkpoint topic if missing. Returns True if it was created."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
@@ -131,7 +135,9 @@ def _checkpoint_reader(settings: Settings):
     )
 
 
-def read_checkpoint(settings: Settings, topic: str, transactional_id: str, admin) -> Checkpoint | None:
+def read_checkpoint(
+    settings: Settings, topic: str, transactional_id: str, admin: AdminClient
+) -> Checkpoint | None:
     """The last committed checkpoint of `transactional_id`: read_committed, up to the high
     watermark as it is now (`admin`: a connected admin client).
 

@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
@@ -211,7 +212,9 @@ def _changed(path: str, prev: FilePosition, why: str) -> InputError:
     )
 
 
-def plan(prev: FilePosition | None, path: str, gz: bool, read_range) -> Resume:
+def plan(
+    prev: FilePosition | None, path: str, gz: bool, read_range: Callable[[str, bool, int, int], bytes]
+) -> Resume:
     """Compare a file with its checkpoint. `read_range(path, gz, start, end)` reads uncompressed
     bytes (for version 1 checkpoints; injected so the rules are testable without files). Raises
     InputError if the committed part changed."""

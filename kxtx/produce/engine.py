@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx import clients, txwriter
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
@@ -27,6 +27,9 @@ from kxtx.produce.stats import Stats
 from kxtx.settings import Settings
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaException
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
@@ -367,7 +370,14 @@ class Run:
             self.commit(state)
 
     # Per-record hot path: a helper per case would put a call on every record.
-    def produce_file(self, src, mapper, plan, pos, state) -> None:  # noqa: C901
+    def produce_file(  # noqa: C901
+        self,
+        src: inputs.Source,
+        mapper: Mapper,
+        plan: cpmod.Resume,
+        pos: cpmod.FilePosition | None,
+        state: cpmod.Checkpoint,
+    ) -> None:
         """The per-record hot path: keep attribute lookups and calls out of the common case."""
         from confluent_kafka import KafkaException
 
@@ -435,7 +445,14 @@ class Run:
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)
 
-    def produce_record(self, key, value, headers, partition, timestamp) -> None:
+    def produce_record(
+        self,
+        key: bytes | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None,
+        partition: int | None,
+        timestamp: int | None,
+    ) -> None:
         """Checks and produce for records with headers, partition, timestamp or a large size."""
         check_size(key, value, headers, self.topic.max_record_bytes)
         if partition is not None and partition >= self.topic.partitions:
@@ -455,7 +472,7 @@ class Run:
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.05)
 
-    def produce_error(self, exc, src, line) -> None:
+    def produce_error(self, exc: KafkaException, src: inputs.Source, line: inputs.Line) -> None:
         err = exc.args[0]
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
             self.bad(src, line, err.str())

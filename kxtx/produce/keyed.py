@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 from kxtx import gcpause
 from kxtx.produce import columns as colmod
@@ -39,8 +41,14 @@ from kxtx.produce.mapping import BadRecord, Record
 from kxtx.produce.murmur import Partitioner
 from kxtx.produce.plain import PlainFile, _stop_at
 
+if TYPE_CHECKING:
+    from kxtx.produce.checkpoint import Resume
+    from kxtx.produce.engine import Run
+    from kxtx.produce.inputs import Source
+    from kxtx.produce.mapping import Mapper
 
-def fast_file(run, src, mapper):
+
+def fast_file(run: Run, src: Source, mapper: Mapper) -> Callable[..., PlainFile] | None:
     """The fast path class for this input under `run`'s options, or None for the general path."""
     if run.settings.props.get("partitioner", "murmur2_random") != "murmur2_random":
         return None  # a user's partitioner decides alone: only librdkafka knows it
@@ -84,7 +92,7 @@ class KeyedFile(PlainFile):
         self.counts: Counter = Counter()
         self.blocks, self.collect = 0, False
 
-    def produce_all(self, plan) -> None:
+    def produce_all(self, plan: Resume) -> None:
         """With the cyclic garbage collector paused: a block's columns are ~10k containers that
         live for one block, which made it run several times a block (~30 % of the time with it,
         measured on CSV). Nothing here makes cycles; it collects once every COLLECT_BLOCKS."""

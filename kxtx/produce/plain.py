@@ -21,11 +21,18 @@ from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, islice, repeat
 from operator import length_hint
+from typing import TYPE_CHECKING
 
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
+
+if TYPE_CHECKING:
+    from kxtx.produce.checkpoint import Resume
+    from kxtx.produce.engine import Run
+    from kxtx.produce.inputs import Source
+    from kxtx.produce.mapping import Mapper
 
 INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
 
@@ -58,7 +65,7 @@ _NOT_JSON = (ValueError, RecursionError)
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
 
-def usable(run, src, mapper) -> bool:
+def usable(run: Run, src: Source, mapper: Mapper) -> bool:
     """Whether this input can take the fast path under `run`'s options. Records without a key go
     to one partition a block (like the Java client's sticky partitioner), so any partition count
     will do, as long as the partitioner is kxtx's (a user's `-X partitioner=` decides alone)."""
@@ -86,7 +93,7 @@ class PlainFile:
         self.lost = self.lost_bytes = self.blanks = 0
 
     # --- the transaction loop -------------------------------------------------------------------
-    def produce_all(self, plan) -> None:
+    def produce_all(self, plan: Resume) -> None:
         run, stats = self.run, self.run.stats
         n_limit, b_limit = run.records_limit, run.bytes_limit
         n, ok, nb = run.txn_lines, stats.pending_records, stats.pending_bytes
