@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx import clients
 from kxtx.authz import Need
@@ -120,7 +120,7 @@ def _failed(
     ) from exc
 
 
-def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
+def _describe(admin: AdminClient, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """(partitions, replication factor) from the metadata, or Nones when not (yet) visible."""
     wait = settings.timeout
     t = clients.ride_out(
@@ -131,7 +131,8 @@ def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | 
     return len(t.partitions), max(len(p.replicas) for p in t.partitions.values())
 
 
-def _wait_for_leaders(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
+# admin: an AdminClient; Any because mypy loses the metadata narrowing through `ready` below
+def _wait_for_leaders(admin: Any, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """A new topic's partitions get their leaders a moment after CreateTopics answers; a producer
     started before that waits for them, so wait here, within --timeout."""
     deadline = time.monotonic() + settings.timeout

@@ -4,6 +4,7 @@ and rendering; registered on `kxtx dump` by kxtx/cli/dump.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -126,7 +127,7 @@ def partition_cmd(
         _tables(dumps, summaries, value_format, width, records)
 
 
-def _batch_rows(dumps, how: ValueFormat):
+def _batch_rows(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[list]:
     """Per batch: its row, then its records' rows (with --records), in offset order."""
     from kxtx.dump.batchrecords import record_rows
 

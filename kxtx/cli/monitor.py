@@ -159,7 +159,7 @@ def collect_cmd(
     _emit(snap, fmt)
 
 
-def _emit(snap, fmt: MonitorFormat | None) -> None:
+def _emit(snap: Snapshot, fmt: MonitorFormat | None) -> None:
     from kxtx.cli.output import OutputFormat, emit
     from kxtx.ops.monitor import document
 

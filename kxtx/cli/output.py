@@ -20,7 +20,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from kxtx.errors import carry
 from kxtx.exitcodes import status
@@ -289,7 +289,7 @@ def emit_row_batches(
     return count
 
 
-def _jsonl_encoder():
+def _jsonl_encoder() -> tuple[Callable[[list], Any], IO[Any]]:
     """(encode rows -> jsonl chunk, stream to write it to): bytes onto stdout's binary buffer with
     orjson, text with the standard library. Same JSON as `_dumps`."""
     sys.stdout.flush()  # anything already written as text goes first
@@ -385,7 +385,7 @@ def _longest_line(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-def _print_records(console, cols: list[str], cells: list[list[str]], title: str | None) -> None:
+def _print_records(console: Console, cols: list[str], cells: list[list[str]], title: str | None) -> None:
     """Rows too wide for the screen: a block per row, a line per column."""
     from rich.rule import Rule
     from rich.table import Table

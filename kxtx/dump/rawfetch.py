@@ -157,7 +157,7 @@ class RawFetchSource:
             ],
         )
 
-        async def send(req):
+        async def send(req: Any) -> Any:  # kafka-python's request and response objects
             return await self.admin._manager.send(req, node_id=leader)
 
         return self._run(send, request)
@@ -227,7 +227,7 @@ class RawFetchSource:
                     f"{self.settings.timeout:g}s"
                 )
 
-    def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition):
+    def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition) -> Iterator[tuple]:
         from kafka.record import MemoryRecords
 
         if not raw:

@@ -19,9 +19,12 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from kxtx.signals import exit_status
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: At most this many processes by default: beyond it the broker's fetch rate, not decoding, limits.
 DEFAULT_MAX = 4
@@ -39,7 +42,7 @@ def default_count() -> int:
     return max(1, min(cores, DEFAULT_MAX))
 
 
-def _exit_terminated(signum, frame) -> NoReturn:  # noqa: ARG001 - signal handler signature
+def _exit_terminated(signum: int, frame: FrameType | None) -> NoReturn:  # noqa: ARG001 - signal handler signature
     os._exit(exit_status(signal.SIGTERM))
 
 

@@ -16,13 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from kxtx import clients
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.settings import Settings
 from kxtx.wording import partitions as _partitions
+
+if TYPE_CHECKING:
+    from confluent_kafka import TopicPartition
 
 _second = itemgetter(1)  # of Message.timestamp(): (type, ms)
 
@@ -85,7 +88,7 @@ class ConfluentSource:
         for p in partitions:
             tp = TopicPartition(self.topic, p)
 
-            def ask(tp=tp) -> tuple[int, int]:
+            def ask(tp: TopicPartition = tp) -> tuple[int, int]:
                 return self.consumer.get_watermark_offsets(tp, timeout=t, cached=False)
 
             _, ends[p] = clients.ride_out(ask, f"reading the end offset of {self.topic}[{p}]", t)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
@@ -25,6 +26,9 @@ from kxtx.ops.markers import BatchLike, Decision, Finding
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.settings import Settings
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -275,7 +279,7 @@ class _Workers:
                 proc.join(5)
 
 
-def _receive(conn) -> list:
+def _receive(conn: Connection) -> list:
     try:
         kind, payload = conn.recv()
     except (EOFError, OSError):
@@ -285,7 +289,7 @@ def _receive(conn) -> list:
     return payload
 
 
-def _work(conn, settings: Settings, since_ms: int | None, shard: tuple[int, int]) -> None:
+def _work(conn: Connection, settings: Settings, since_ms: int | None, shard: tuple[int, int]) -> None:
     """A worker: leave Ctrl-C to the parent (it stops the workers), end at once on SIGTERM."""
     import signal
 

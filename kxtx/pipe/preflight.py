@@ -15,6 +15,8 @@ from kxtx.log import logger
 from kxtx.pipe.settings import INTERNAL_TOPICS, matches
 
 if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
+
     from kxtx.settings import Settings
 
 
@@ -35,7 +37,9 @@ def check(settings: Settings, inputs: list[str], outputs: dict[str, str]) -> Non
         _require(admin, settings, md, topic, what, "WRITE")
 
 
-def _require(admin, settings, md, topic: str, what: str, operation: str) -> None:
+def _require(
+    admin: AdminClient, settings: Settings, md: ClusterMetadata, topic: str, what: str, operation: str
+) -> None:
     t = md.topics.get(topic)
     if t is not None and t.error is None:
         return
@@ -43,7 +47,7 @@ def _require(admin, settings, md, topic: str, what: str, operation: str) -> None
     raise UsageError(f"{what} {topic!r} does not exist (create it first)")
 
 
-def _hidden_by_acl(admin, settings, topic: str, what: str, operation: str) -> None:
+def _hidden_by_acl(admin: AdminClient, settings: Settings, topic: str, what: str, operation: str) -> None:
     """A topic the principal may not DESCRIBE is left out of the full listing: ask for it by name
     (safe: this client may not auto-create) and name the missing permission."""
     from kxtx.authz import Need, explain

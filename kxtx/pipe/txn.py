@@ -4,15 +4,18 @@ error translation, failover watch) plus the driver's record writing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.txwriter import Abortable, TxWriter
 
+if TYPE_CHECKING:
+    from kxtx.settings import Settings
+
 
 class TxnProducer(TxWriter):
-    def __init__(self, settings, transactional_id: str, timeout: float) -> None:
+    def __init__(self, settings: Settings, transactional_id: str, timeout: float) -> None:
         super().__init__(transactional_id, timeout, failover_s=settings.failover)
         self.connect(settings)
 

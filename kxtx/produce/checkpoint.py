@@ -246,7 +246,9 @@ def plan(
     return Resume(prev.offset, prev.line, False, "appended" if prev.eof else "resumed", prefix)
 
 
-def _plan_v1(prev: FilePosition, path: str, gz: bool, read_range) -> Resume:
+def _plan_v1(
+    prev: FilePosition, path: str, gz: bool, read_range: Callable[[str, bool, int, int], bytes]
+) -> Resume:
     """A version 1 checkpoint: its size, first bytes and last record."""
     old = prev.identity
     now = identify(path, old.prefix_len)

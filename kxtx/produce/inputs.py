@@ -148,7 +148,7 @@ class _Counted:
         self.raw: list[bytes] = []
         self.bad: str | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> _Counted:
         return self
 
     def __next__(self) -> str:

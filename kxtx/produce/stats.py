@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kxtx.log import logger
@@ -15,7 +16,9 @@ PROGRESS_EVERY_S = 0.5
 
 
 class Stats:
-    def __init__(self, topic: str, transactional_id: str, progress=None) -> None:
+    def __init__(
+        self, topic: str, transactional_id: str, progress: Callable[[dict], None] | None = None
+    ) -> None:
         self.topic, self.transactional_id, self.progress = topic, transactional_id, progress
         self.started = time.monotonic()
         self.records = self.bytes = self.transactions = 0  # committed by this run

@@ -163,7 +163,7 @@ def _pom(dependencies: list[tuple[str, str, str]]) -> str:
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([^)]*)\)")
 
 
-def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
+def _mvn(pom: str, goal_args: list[str], what: str, progress: Callable[[str], None] | None = None) -> str:
     """Run mvn on `pom`; each downloaded jar is reported to `progress` as it arrives (Maven's
     batch mode prints one line per finished transfer; poms and metadata are only counted)."""
     mvn = require_tool("mvn")
@@ -198,7 +198,7 @@ def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
     return listing
 
 
-def _newest_in_range(lo: str, hi: str, progress=None) -> str:
+def _newest_in_range(lo: str, hi: str, progress: Callable[[str], None] | None = None) -> str:
     listing = _mvn(
         _pom([("org.apache.kafka", "kafka-tools", f"[{lo},{hi})")]),
         ["dependency:list", "-DexcludeTransitive=true", "-DoutputFile=out.txt"],
