@@ -29,7 +29,10 @@ from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
-    from kxtx.ops.audit import Window
+    from kxtx.ops.audit import Report, Scope, Window
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.markers import Finding
+    from kxtx.settings import Settings
 
 SinceOpt = Annotated[
     str | None,
@@ -105,7 +108,9 @@ def _window(since: str | None, from_offset: int | None, topic: str | None) -> Wi
     return Window(since_ms, from_offset)
 
 
-def _run(settings, topic, partition, since, from_offset):
+def _run(
+    settings: Settings, topic: str | None, partition: int | None, since: str | None, from_offset: int | None
+) -> tuple[Cluster, Scope, Report]:
     """The audit, its warnings logged (stderr), progress shown on a terminal."""
     from kxtx.log import logger
     from kxtx.ops.audit import Scope, audit
@@ -129,7 +134,7 @@ def _run(settings, topic, partition, since, from_offset):
     return cluster, scope, report
 
 
-def _row(f) -> dict:
+def _row(f: Finding) -> dict:
     from kxtx.ops.markers import MEANING
     from kxtx.timefmt import iso_ms
 
@@ -259,7 +264,7 @@ def repair_markers(
         )
 
 
-def _why(f) -> str:
+def _why(f: Finding) -> str:
     from kxtx.ops.markers import LOST_ABORT_COMMITTED, LOST_COMMIT_ABORTED, UNDETERMINED
 
     if f.kind in (LOST_ABORT_COMMITTED, LOST_COMMIT_ABORTED):
