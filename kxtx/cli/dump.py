@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -29,6 +30,8 @@ app = typer.Typer(
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from kxtx.dump.engine import DumpRequest
     from kxtx.dump.source import Start
     from kxtx.settings import Settings
@@ -285,12 +288,16 @@ TXN_COLUMNS = [
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
+#: a row as a table shows it (`_txn_cell`, `_offsets_cell`)
+Cell = Callable[[dict], dict]
+
+
 def _dump(
     settings: Settings,
     req: DumpRequest,
     fmt: OutputFormat | None,
     workers: int | None,
-    cell,
+    cell: Cell,
     columns: list[str],
 ) -> None:
     """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
@@ -325,7 +332,7 @@ def _dump(
         raise typer.Exit(code)
 
 
-def _worker_count(req: DumpRequest, fmt, workers: int | None) -> int:
+def _worker_count(req: DumpRequest, fmt: OutputFormat, workers: int | None) -> int:
     from kxtx.dump.engine import shardable
     from kxtx.dump.shards import default_count
     from kxtx.errors import UsageError
@@ -342,7 +349,9 @@ def _worker_count(req: DumpRequest, fmt, workers: int | None) -> int:
     return workers
 
 
-def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
+def _emit_until_stopped(
+    batches: Iterable[list], req: DumpRequest, fmt: OutputFormat, cell: Cell, columns: list[str]
+) -> None:
     """`_emit`, where Ctrl-C / SIGTERM ends the dump with a one-line summary (exit 130 / 143, not
     an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
     so far before the summary, and json's document has them."""
@@ -352,7 +361,7 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
 
     seen = [0]
 
-    def counted():
+    def counted() -> Iterator[list]:
         for batch in batches:
             seen[0] += len(batch)
             yield batch
@@ -370,7 +379,13 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
         raise carry(stop, partial_of(exc)) from None
 
 
-def _emit(batches, fmt, cell, columns, writing=None) -> None:
+def _emit(
+    batches: Iterable[list],
+    fmt: OutputFormat,
+    cell: Cell,
+    columns: list[str],
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
+) -> None:
     from kxtx import gcpause
 
     fmt = choose(fmt)
@@ -384,7 +399,7 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         emit_row_batches(batches, fmt, columns, writing=writing)
 
 
-def _emit_table(batches, cell, columns: list[str] | None) -> None:
+def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) -> None:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
     from kxtx.signals import Stopped, stop_of
 
