@@ -89,6 +89,6 @@ class Refused(KxtxError):
 class Interrupted(KxtxError):
     """Stopped by a signal after cleaning up (the open transaction was aborted)."""
 
-    def __init__(self, message: str, signum: int = signal.SIGINT):
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
         super().__init__(message)
         self.exit_code = ExitCode(exit_status(signum))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -52,7 +53,7 @@ def _unescape(s: str) -> str:
     return "".join(out)
 
 
-def _logical_lines(text: str):
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
     """Yield (first physical line number, logical line), joining backslash continuations."""
     buf, start = "", 0
     for no, raw in enumerate(text.splitlines(), 1):

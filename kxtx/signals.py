@@ -37,7 +37,7 @@ class Stopped(BaseException):
     """A stop signal was received. BaseException, like KeyboardInterrupt: no `except Exception`
     in library code swallows it."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int) -> None:
         self.signum = signal.Signals(signum)
         super().__init__(self.signum.name)
 

@@ -100,20 +100,18 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
     raise TimeoutError(f"topic {name} has no leaders after {timeout}s")
 
 
-#: The test brokers' JIT: C1 only; the protocol and the data are the same. Measured with
-#: scripts/cpu_by_kind.py on a quiet machine: one broker's start and 100 small transactions 15.6 ->
-#: 7.5 CPU s; test_multibroker_produce [kill-8] (3 nodes, a restart, 300k lines) 105-108 -> 44-52
-#: CPU s of brokers, and 80-91 -> 60-67 s of wall time.
+#: The test brokers' JIT: C1 only; the protocol and the data are the same, and the brokers take
+#: about half the CPU (bench/README.md, "The test suite's brokers").
 BROKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 # ... also for the sandboxes the tests start through the CLI (`kxtx sandbox start`, the README's
 # examples), which read it from the environment.
 os.environ.setdefault("KXTX_SANDBOX_JVM_OPTIONS", " ".join(BROKER_JVM_OPTIONS))
 
 #: A one-node test broker's idle work: its controller writes a no-op record to the metadata log
-#: every 10 s instead of every 0.5 s (KIP-835's liveness signal; nothing in one node waits on it).
-#: Measured on one idle C1 broker (/proc, 60 s after a 20 s settle): 1.40 -> 0.91 CPU s a minute;
-#: the session brokers alone idle most of a run. The 3-node clusters keep Kafka's default: their
-#: controller failovers are what the fault tests prove.
+#: every 10 s instead of every 0.5 s (KIP-835's liveness signal; nothing in one node waits on it),
+#: which saves CPU while the session brokers idle, most of a run (bench/README.md, "The test
+#: suite's brokers"). The 3-node clusters keep Kafka's default: their controller failovers are what
+#: the fault tests prove.
 SINGLE_NODE_CONFIG = {"metadata.max.idle.interval.ms": "10000"}
 
 #: The 3-node cluster of the `multibroker` tests. Verification off: the hanging-transaction tests make
@@ -299,7 +297,8 @@ def run_kxtx(kafka):
 
 
 #: The multibroker tests run on two workers, each with its own 3-node cluster: on one they took
-#: about 1,000 s of a 1,125-1,250 s stage, and the rest of the suite could not finish before them.
+#: most of their stage, and the rest of the suite could not finish before them (bench/README.md,
+#: "The test suite's brokers").
 #: Files not named here are in "cluster3". The two halves are about as long (chaos and the produce
 #: faults; the pipe faults and the rest).
 CLUSTER3_GROUPS = {

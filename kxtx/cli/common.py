@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar, overl
 import typer
 
 from kxtx.cli import output
-from kxtx.cli.output import OutputFormat, is_tty
+from kxtx.cli.output import Document, OutputFormat, is_tty
 from kxtx.errors import Interrupted, KxtxError, partial_of
 from kxtx.exitcodes import ExitCode
 
@@ -218,7 +218,7 @@ def _report(exc: BaseException) -> NoReturn:
     fail(f"{err}{hint if type(exc).__module__.startswith('kxtx') else ''}", err.exit_code)
 
 
-def _write(doc, code: int) -> None:
+def _write(doc: Document, code: int) -> None:
     """The json document, last: stop signals cannot cut it in half (the run is over by then)."""
     from kxtx.signals import held
 

@@ -6,9 +6,14 @@ tests/unit/test_cli_frame.py fails when they drift from the app.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer.main
+
+if TYPE_CHECKING:
+    import click
 
 #: Where the reference lives, relative to the repository root (the README links to it).
 REFERENCE = "docs/commands.md"
@@ -39,7 +44,7 @@ def _first_paragraph(text: str | None) -> str:
     return " ".join((text or "").strip().split("\n\n")[0].split())
 
 
-def _choices(param) -> list[str]:
+def _choices(param: click.Parameter) -> list[str]:
     import enum
     import typing
 
@@ -60,7 +65,7 @@ def _metavar_values(metavar: str | None) -> list[str]:
     return complete_words(metavar)("")
 
 
-def _walk(command, path: list[str]) -> Cmd:
+def _walk(command: click.Command, path: list[str]) -> Cmd:
     cmd = Cmd(path, _first_paragraph(command.help))
     for p in command.params:
         if getattr(p, "hidden", False) or p.name in ("install_completion", "show_completion"):
@@ -93,7 +98,7 @@ def tree() -> Cmd:
     return _walk(typer.main.get_command(app), ["kxtx"])
 
 
-def _leaves(cmd: Cmd):
+def _leaves(cmd: Cmd) -> Iterator[Cmd]:
     yield cmd
     for c in cmd.children:
         yield from _leaves(c)
@@ -132,7 +137,7 @@ def reference_markdown() -> str:
 
 
 # --- completions ------------------------------------------------------------------------------------
-def _table():
+def _table() -> list[tuple[str, list[str], Cmd]]:
     """(path-key, words) for every command path: subcommands + options."""
     rows = []
     for cmd in _leaves(tree()):

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +28,13 @@ app = typer.Typer(
     "partition's batches and transactions.",
     no_args_is_help=True,
 )
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from kxtx.client.settings import Settings
+    from kxtx.dump.runner import DumpRequest
+    from kxtx.dump.source import Start
 
 _READ = "Reading"
 PartitionOpt = Annotated[
@@ -103,7 +111,7 @@ LatestOpt = Annotated[
 ]
 
 
-def _start(from_beginning: bool, from_offset: int | None, since: str | None):
+def _start(from_beginning: bool, from_offset: int | None, since: str | None) -> Start:
     from kxtx.dump.runner import Start
     from kxtx.errors import UsageError
     from kxtx.parsers import parse_time
@@ -280,7 +288,18 @@ TXN_COLUMNS = [
 OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "value"]
 
 
-def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
+#: a row as a table shows it (`_txn_cell`, `_offsets_cell`)
+Cell = Callable[[dict], dict]
+
+
+def _dump(
+    settings: Settings,
+    req: DumpRequest,
+    fmt: OutputFormat | None,
+    workers: int | None,
+    cell: Cell,
+    columns: list[str],
+) -> None:
     """One process, or `workers` each dumping the partitions of its shard to the shared stdout; the
     exit code is the worst of them."""
     from kxtx.dump.runner import partition_count, run_batches, validate
@@ -301,7 +320,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
     shards = Shards.fork(count)
     req.shard = (shards.index, shards.count)
 
-    def body():
+    def body() -> None:
         shards.worker_signals()  # after the boundary has installed its own handlers
         _emit(run_batches(settings, req), fmt, cell, columns, shards.writing)
 
@@ -313,7 +332,7 @@ def _dump(settings, req, fmt, workers: int | None, cell, columns) -> None:
         raise typer.Exit(code)
 
 
-def _worker_count(req, fmt, workers: int | None) -> int:
+def _worker_count(req: DumpRequest, fmt: OutputFormat, workers: int | None) -> int:
     from kxtx.dump.runner import shardable
     from kxtx.dump.shards import default_count
     from kxtx.errors import UsageError
@@ -330,7 +349,9 @@ def _worker_count(req, fmt, workers: int | None) -> int:
     return workers
 
 
-def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
+def _emit_until_stopped(
+    batches: Iterable[list], req: DumpRequest, fmt: OutputFormat, cell: Cell, columns: list[str]
+) -> None:
     """`_emit`, where Ctrl-C / SIGTERM ends the dump with a one-line summary (exit 130 / 143, not
     an error): the normal stop of --follow, which runs until stopped. A table shows the rows read
     so far before the summary, and json's document has them."""
@@ -340,7 +361,7 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
 
     seen = [0]
 
-    def counted():
+    def counted() -> Iterator[list]:
         for batch in batches:
             seen[0] += len(batch)
             yield batch
@@ -358,7 +379,13 @@ def _emit_until_stopped(batches, req, fmt, cell, columns) -> None:
         raise carry(stop, partial_of(exc)) from None
 
 
-def _emit(batches, fmt, cell, columns, writing=None) -> None:
+def _emit(
+    batches: Iterable[list],
+    fmt: OutputFormat,
+    cell: Cell,
+    columns: list[str],
+    writing: Callable[[], AbstractContextManager[object]] | None = None,
+) -> None:
     from kxtx import gcpause
 
     fmt = choose(fmt)
@@ -366,13 +393,13 @@ def _emit(batches, fmt, cell, columns, writing=None) -> None:
         _emit_table(batches, cell, columns)
         return
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
-    # cyclic collector would only rescan the ~3 dicts per record a dump allocates (measured: ~30 % of
-    # its CPU time).
+    # cyclic collector would only rescan the dicts a dump allocates for every record, a large share
+    # of its time (bench/README.md, "dump").
     with gcpause.paused():
         emit_row_batches(batches, fmt, columns, writing=writing)
 
 
-def _emit_table(batches, cell, columns) -> None:
+def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) -> None:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
     from kxtx.signals import Stopped, stop_of
 
@@ -434,7 +461,7 @@ def _offsets_cell(row: dict) -> dict:
     return out
 
 
-def _short(value):
+def _short(value: object) -> object:
     """Bytes in table cells: their size, not their content."""
     if isinstance(value, dict):
         return {k: _short(v) for k, v in value.items()}

@@ -4,7 +4,8 @@ and rendering; registered on `kxtx dump` by kxtx/cli/dump.py)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +21,9 @@ from kxtx.cli.common import (
     connection,
 )
 from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
+
+if TYPE_CHECKING:
+    from kxtx.dump.partition import PartitionDump
 
 _RECORDS = "Records (--records)"
 
@@ -113,7 +117,8 @@ def partition_cmd(
     if fmt is OutputFormat.json:
         from kxtx.cli.output import Streamed
 
-        # made as they are written: a 47 MB partition's records took 796 MB held whole (bench/README)
+        # made as they are written: held whole, a partition's records took many times their size
+        # (bench/README.md, "`-o json --records` streamed")
         batches = Streamed(_with_records(rows, records) for rows in _batch_rows(dumps, value_format))
         emit({"batches": batches, "summary": summaries}, fmt)
     elif fmt is OutputFormat.jsonl:
@@ -123,7 +128,7 @@ def partition_cmd(
         _tables(dumps, summaries, value_format, width, records)
 
 
-def _batch_rows(dumps, how: ValueFormat):
+def _batch_rows(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[list]:
     """Per batch: its row, then its records' rows (with --records), in offset order."""
     from kxtx.records.batchrecords import record_rows
 
@@ -144,7 +149,9 @@ def _with_records(rows: list[dict], records: bool) -> dict:
     return batch
 
 
-def _tables(dumps, summaries: list[dict], how: ValueFormat, width: int, records: bool) -> None:
+def _tables(
+    dumps: list[PartitionDump], summaries: list[dict], how: ValueFormat, width: int, records: bool
+) -> None:
     batches: list[dict] = []
     shown: list[dict] = []
     for rows in _batch_rows(dumps, how):
@@ -214,13 +221,13 @@ def _record_cell(row: dict, width: int) -> dict:
     }
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     if value is None or isinstance(value, str):
         return "" if value is None else value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _cut(value, width: int) -> str | None:
+def _cut(value: str, width: int) -> str | None:
     if value is None:
         return None
     text = _text(value).replace("\n", "\\n")

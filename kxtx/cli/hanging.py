@@ -6,7 +6,7 @@ They share the scope options, the rows and their rendering, hence one module.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -29,8 +29,11 @@ from kxtx.parsers import parse_minutes
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from kxtx.client.settings import Settings
     from kxtx.ops.abort import Target
     from kxtx.ops.calls import Cluster
+    from kxtx.ops.hanging import Report
+    from kxtx.ops.model import HangingTxn
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionOpt = Annotated[
@@ -102,7 +105,13 @@ RESULT_COLUMNS = [
 ]
 
 
-def _scan(settings, topic, partition, broker_id, max_timeout):
+def _scan(
+    settings: Settings,
+    topic: str | None,
+    partition: int | None,
+    broker_id: int | None,
+    max_timeout: str | None,
+) -> tuple[Cluster, Report]:
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
     from kxtx.log import logger
     from kxtx.ops.calls import Cluster
@@ -117,7 +126,7 @@ def _scan(settings, topic, partition, broker_id, max_timeout):
     return cluster, report
 
 
-def _row(h) -> dict:
+def _row(h: HangingTxn) -> dict:
     from kxtx.ops.decide import fmt_age
     from kxtx.timefmt import iso_ms
 
@@ -211,7 +220,7 @@ def abort_hanging(
             raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
 
-def _keep_committed(cluster, report) -> list:
+def _keep_committed(cluster: Cluster, report: Report) -> list:
     """Take the hanging rows whose coordinator committed them out of `report.hanging` (aborting
     would drop committed records), each with a warning naming what to run instead; returns them."""
     from kxtx.log import logger
@@ -233,7 +242,7 @@ def _left_for_repair(topic: str, partition: int, producer_id: int, why: str) -> 
     )
 
 
-def _offsets(h) -> dict:
+def _offsets(h: HangingTxn | None) -> dict:
     if h is None:
         return {}
     return {"lso": h.lso, "high_watermark": h.high_watermark, "held_back": h.held_back}
@@ -285,7 +294,8 @@ def apply_plan(
         raise typer.Exit(ExitCode.RETRY if moved else ExitCode.ERROR)
 
 
-def _result_rows(outcomes) -> list[dict]:
+# outcomes: AbortOutcomes; on an error, what `partial_of` carries (typed object there)
+def _result_rows(outcomes: Any) -> list[dict]:
     return [{"kind": "result", **dataclasses.asdict(r)} for r in outcomes]
 
 

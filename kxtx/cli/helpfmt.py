@@ -73,7 +73,7 @@ class Row:
 
     def __init__(
         self, required: bool, long: str, short: str, kind: str, text: str, extras: list[tuple[str, str]]
-    ):
+    ) -> None:
         self.required, self.long, self.short, self.kind = required, long, short, kind
         self.text, self.extras = text, extras
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,12 @@ from kxtx.cli.hanging import PartitionOpt, TopicOpt, apply_plan
 from kxtx.cli.output import emit_rows, is_tty
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from kxtx.client.settings import Settings
+    from kxtx.ops.audit import Report, Scope, Window
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.markers import Finding
 
 SinceOpt = Annotated[
     str | None,
@@ -84,7 +90,7 @@ RESULT_COLUMNS = [
 ]
 
 
-def _window(since: str | None, from_offset: int | None, topic: str | None):
+def _window(since: str | None, from_offset: int | None, topic: str | None) -> Window:
     from kxtx.errors import UsageError
     from kxtx.ops.audit import Window
     from kxtx.parsers import parse_time
@@ -102,7 +108,9 @@ def _window(since: str | None, from_offset: int | None, topic: str | None):
     return Window(since_ms, from_offset)
 
 
-def _run(settings, topic, partition, since, from_offset):
+def _run(
+    settings: Settings, topic: str | None, partition: int | None, since: str | None, from_offset: int | None
+) -> tuple[Cluster, Scope, Report]:
     """The audit, its warnings logged (stderr), progress shown on a terminal."""
     from kxtx.log import logger
     from kxtx.ops.audit import Scope, audit
@@ -126,7 +134,7 @@ def _run(settings, topic, partition, since, from_offset):
     return cluster, scope, report
 
 
-def _row(f) -> dict:
+def _row(f: Finding) -> dict:
     from kxtx.ops.markers import MEANING
     from kxtx.timefmt import iso_ms
 
@@ -256,7 +264,7 @@ def repair_markers(
         )
 
 
-def _why(f) -> str:
+def _why(f: Finding) -> str:
     from kxtx.ops.markers import LOST_ABORT_COMMITTED, LOST_COMMIT_ABORTED, UNDETERMINED
 
     if f.kind in (LOST_ABORT_COMMITTED, LOST_COMMIT_ABORTED):

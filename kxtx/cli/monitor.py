@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
 from kxtx.cli.hanging import MaxTimeoutOpt
 from kxtx.parsers import parse_minutes
+
+if TYPE_CHECKING:
+    from kxtx.client.settings import Settings
+    from kxtx.monitor.snapshot import Snapshot
 
 app = typer.Typer(
     help="Transaction health for monitoring: Prometheus metrics, a textfile for node_exporter, "
@@ -56,7 +60,14 @@ AuditMarkersOpt = Annotated[
 ]
 
 
-def _collect(settings, topic, groups, max_transaction_timeout, lag_scan_max, audit_markers=None):
+def _collect(
+    settings: Settings,
+    topic: str | None,
+    groups: list[str] | None,
+    max_transaction_timeout: str | None,
+    lag_scan_max: int,
+    audit_markers: str | None = None,
+) -> Snapshot:
     from kxtx.monitor.snapshot import collect
     from kxtx.ops.calls import Cluster
     from kxtx.parsers import parse_time
@@ -149,7 +160,7 @@ def collect_cmd(
     _emit(snap, fmt)
 
 
-def _emit(snap, fmt: MonitorFormat | None) -> None:
+def _emit(snap: Snapshot, fmt: MonitorFormat | None) -> None:
     from kxtx.cli.output import OutputFormat, emit
     from kxtx.monitor.snapshot import document
 
@@ -283,7 +294,8 @@ def serve_cmd(
     from kxtx.monitor.serve import Exporter, server
 
     settings = connection(bootstrap, config, command_config, timeout)
-    # no call of a collection waits longer than a scrape does (a frozen cluster cost 30 s each)
+    # no call of a collection waits longer than a scrape does (a frozen cluster cost each call the
+    # whole --timeout)
     settings = dataclasses.replace(settings, timeout=min(settings.timeout, bound))
 
     def one() -> str:

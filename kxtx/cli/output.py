@@ -20,10 +20,13 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from kxtx.errors import carry
 from kxtx.exitcodes import status
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class OutputFormat(str, enum.Enum):
@@ -42,7 +45,7 @@ class StatusLine:
     the start of the line but erases nothing, so a shorter text is padded with blanks over what the
     longer one before it left (`lag 0   ,024`)."""
 
-    def __init__(self, stream: TextIO | None = None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream, self.width = stream, 0
 
     def show(self, text: str) -> None:
@@ -127,7 +130,7 @@ class Streamed:
     object holding one): a long result (`dump partition -o json --records`) is never held whole,
     its rows nor its text. The bytes are those of the whole document rendered at once."""
 
-    def __init__(self, items: Iterable[Any]):
+    def __init__(self, items: Iterable[Any]) -> None:
         self.items = items
 
     def __iter__(self) -> Iterator[Any]:
@@ -139,7 +142,7 @@ class Document:
     rows), the message of its failure or stop, and what its exception carried. `write` renders it
     once the exit code is known."""
 
-    def __init__(self, rows_key: str | None = None):
+    def __init__(self, rows_key: str | None = None) -> None:
         self.rows_key = rows_key or ROWS_KEY
         self.body: Mapping | list | None = None
         self.error: str | None = None
@@ -286,7 +289,7 @@ def emit_row_batches(
     return count
 
 
-def _jsonl_encoder():
+def _jsonl_encoder() -> tuple[Callable[[list], Any], IO[Any]]:
     """(encode rows -> jsonl chunk, stream to write it to): bytes onto stdout's binary buffer with
     orjson, text with the standard library. Same JSON as `_dumps`."""
     sys.stdout.flush()  # anything already written as text goes first
@@ -346,7 +349,7 @@ def _width() -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else UNLIMITED
 
 
-def _console():
+def _console() -> Console:
     from rich.console import Console
 
     return Console(soft_wrap=False, width=_width())
@@ -382,7 +385,7 @@ def _longest_line(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-def _print_records(console, cols: list[str], cells: list[list[str]], title: str | None) -> None:
+def _print_records(console: Console, cols: list[str], cells: list[list[str]], title: str | None) -> None:
     """Rows too wide for the screen: a block per row, a line per column."""
     from rich.rule import Rule
     from rich.table import Table

@@ -250,7 +250,7 @@ def pipe(
 class _Progress:
     """A rewritten status line on a terminal; otherwise a plain line every 30 s (for logs)."""
 
-    def __init__(self, tty: bool):
+    def __init__(self, tty: bool) -> None:
         self.tty, self.line, self.next_line = tty, StatusLine(), time.monotonic() + 30
 
     def __call__(self, p: dict) -> None:

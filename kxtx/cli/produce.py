@@ -238,7 +238,7 @@ def produce(
 class _Progress:
     """One rewritten status line on stderr (only when stderr is a terminal)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.line = StatusLine()
 
     def __call__(self, p: dict) -> None:

@@ -7,13 +7,16 @@ import shlex
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kxtx.cli.common import FormatOpt, OutputFormat, boundary
 from kxtx.cli.output import emit
 from kxtx.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from kxtx.sandbox.broker import SandboxInfo
 
 
 class Security(str, Enum):
@@ -38,7 +41,7 @@ StateDirOpt = Annotated[
 ]
 
 
-def _row(info) -> dict:
+def _row(info: SandboxInfo) -> dict:
     from kxtx.sandbox.broker import node_state
 
     row = {
@@ -207,7 +210,7 @@ def stop(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
 NodeArg = Annotated[int, typer.Argument(metavar="ID", help="Node id (see `kxtx sandbox status`).")]
 
 
-def _node_action(state_dir, node_id: int, action: str, fmt) -> None:
+def _node_action(state_dir: str | None, node_id: int, action: str, fmt: OutputFormat | None) -> None:
     from kxtx.sandbox import Sandbox
     from kxtx.sandbox.broker import node_state
 

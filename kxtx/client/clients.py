@@ -27,7 +27,7 @@ from kxtx.log import logger
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer, KafkaError, Producer
     from confluent_kafka.admin import AdminClient, ClusterMetadata
     from kafka.admin import KafkaAdminClient
 
@@ -173,11 +173,11 @@ class BrokerErrors:
         self.all_down_since: float | None = None
         self.reason = ""
         #: a broker refused the login or the TLS handshake: it answered, the settings are wrong
-        self.refused = None
+        self.refused: KafkaError | None = None
         #: a log line saying a broker closed a connection it had accepted
         self.closed: str | None = None
 
-    def __call__(self, err) -> None:
+    def __call__(self, err: KafkaError) -> None:
         if err.name() == "_ALL_BROKERS_DOWN":
             if self.all_down_since is None:
                 self.all_down_since = time.monotonic()
@@ -279,7 +279,7 @@ def metadata(
             raise translate(exc, where) from exc
 
 
-def _refused(err, where: str) -> KxtxError:
+def _refused(err: KafkaError, where: str) -> KxtxError:
     """A broker took the connection and then refused this client: wrong credentials, certificate or
     security.protocol (exit 1: the settings are wrong, the cluster is there)."""
     from confluent_kafka import KafkaException
@@ -298,7 +298,7 @@ def _closed(detail: str, where: str) -> KxtxError:
     )
 
 
-def _make(cls, conf: dict):
+def _make(cls: Callable[..., T], conf: dict) -> T:
     import logging
 
     from kxtx.client.properties import remember_secrets, scrub

@@ -126,10 +126,9 @@ class Settings:
             # Bounded so an unreachable cluster fails within --timeout instead of hanging.
             "socket.connection.setup.timeout.ms": max(1000, timeout_ms),
             # A new client connects to the broker it learns from the bootstrap metadata only after
-            # this backoff (librdkafka's default 100 ms, with jitter): the first answer of every
-            # kxtx command came ~50 ms late, init_transactions took 55 ms and sometimes 505 ms
-            # instead of 15 ms (measured on loopback). Still doubles up to reconnect.backoff.max.ms
-            # (10 s) while a broker stays down.
+            # this backoff: librdkafka's default made the first answer of every kxtx command late
+            # (bench/README.md, "Client settings shared by every command"). Still doubles up to
+            # reconnect.backoff.max.ms while a broker stays down.
             "reconnect.backoff.ms": 10,
         }
         conf.update(self.props)

@@ -13,29 +13,26 @@ error fatal, txn_requires_abort or retriable):
   (exit 75: the committed work is safe, run the same command again).
 - anything else: FAIL (translated into a kxtx error, see `TxWriter.fail`).
 
-The bound. The three wrappers this module replaced differed: produce retried 5 times at once,
-pipe's driver until max(--timeout, 90 s), pipe's tasks until the job timeout. A long-running job
-(produce, pipe's driver) now waits max(--timeout, `FAILOVER_RETRY_S`) for every call: a killed
-broker is fenced after broker.session.timeout.ms (9 s), requests to a stalled one time out after
-socket.timeout.ms (60 s), then librdkafka finds the new leader or coordinator, and 5 immediate
-retries gave up before any of that. A task with a deadline (`retry_s=`, pipe's executors: the job
-timeout) gives up at its own bound and lets the next round plan it again.
+The bound. A long-running job (produce, pipe's driver) waits max(--timeout, `FAILOVER_RETRY_S`) for
+every call: a killed broker is fenced after broker.session.timeout.ms, requests to a stalled one
+time out after socket.timeout.ms, and only then does librdkafka find the new leader or coordinator;
+a few immediate retries would give up before any of that. A task with a deadline (`retry_s=`,
+pipe's executors: the job timeout) gives up at its own bound and lets the next round plan it again.
 
 Except the commit. librdkafka's contract: a commit_transaction that raised a retriable error
 (typically _TIMED_OUT: the process stalled, or the coordinator did not answer in time) has an
 unknown outcome and must be called again until it succeeds or fails for good; aborting then fails
 with _CONFLICT while the commit may go through anyway, and a run that reported "aborted" had in
-fact committed (issue 29). So a commit retries for at least `FAILOVER_RETRY_S` whatever a task's
+fact committed. So a commit retries for at least `FAILOVER_RETRY_S` whatever a task's
 bound, never aborts after a retriable error, and if the outcome is still unknown at the end it is
 reported as such (`CommitInDoubt`, or exit 75 on the driver): the next init_transactions with the
 same transactional id finishes it, and the stable committed offsets say what was committed.
 
 The watchdog. librdkafka's send_offsets_to_transaction waits for its background work without a
 bound of its own, and that work can stall forever after the group coordinator moved or its broker
-left the metadata (librdkafka issues #5456 and #5511, open in confluent-kafka 2.16.1): seen in a
-chaos run as a Spark task hung for minutes in it. With a single broker stalled (SIGSTOP) a call
-with a 3 s timeout returned only when the broker came back, or after socket.timeout.ms (60 s).
-So that call runs in a thread of its own and is
+left the metadata (librdkafka issues #5456 and #5511, open in confluent-kafka 2.16.1): with a
+single broker stalled (SIGSTOP) a call returns only when the broker comes back, or after
+socket.timeout.ms, whatever its own timeout. So that call runs in a thread of its own and is
 given up `WATCHDOG_MARGIN_S` after its timeout (`bounded`, `Stuck`). Only that call: the other
 transactional calls wait on the application side with their own timeout (init, commit, abort
 return a retriable _TIMED_OUT, "retry call to resume", which the retry policy handles) or on local
@@ -58,10 +55,10 @@ from typing import Any, NoReturn
 
 from kxtx.client.kafkaerrors import worth_waiting
 
-#: librdkafka's retry.backoff.ms default (100 ms) is also its wait when the coordinator answers
+#: librdkafka's retry.backoff.ms is also its wait when the coordinator answers
 #: CONCURRENT_TRANSACTIONS because the previous transaction's markers are still being written: with
-#: back-to-back transactions every commit or send_offsets_to_transaction then stalls >= 100 ms.
-#: 10 ms keeps that stall small (bench/bench_produce.py, bench/bench_pipe.py); `-X` overrides it.
+#: back-to-back transactions every commit or send_offsets_to_transaction then stalls that long, so
+#: it is kept small (bench/README.md, "Client settings shared by every command"); `-X` overrides it.
 #: partitioner: keyed records land on the partitions the Java client (and Kafka Streams) picks,
 #: not on librdkafka's CRC32 default's, so consumers that co-partition by key see them together.
 COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10, "partitioner": "murmur2_random"}
@@ -123,7 +120,7 @@ def call_bound(op: str, retry_s: float, failover_s: float = FAILOVER_RETRY_S) ->
 class Abortable(Exception):
     """The open transaction must be aborted; the batch can be redone."""
 
-    def __init__(self, message: str, *errors: Any):
+    def __init__(self, message: str, *errors: Any) -> None:
         super().__init__(message)
         from kxtx.client import failover
 
@@ -137,7 +134,7 @@ class CommitInDoubt(Exception):
     unknown (and must not be aborted). Raised by a raw writer (a task); the driver side raises
     `Unavailable` instead."""
 
-    def __init__(self, err: Any):
+    def __init__(self, err: Any) -> None:
         super().__init__(err)
         self.err = err
 
@@ -193,7 +190,7 @@ class TxWriter:
         translate: Callable[[BaseException, str], BaseException] | None = None,
         check: Callable[[Any, str], None] | None = None,
         cause: Callable[[], Any] | None = None,
-    ):
+    ) -> None:
         self.transactional_id, self.timeout = transactional_id, timeout
         self.failover_s = failover_s
         self.retry_s = max(timeout, failover_s) if retry_s is None else retry_s

@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client.settings import Settings
-from kxtx.dump.rawfetch import LEADER_MOVED  # look up the leader, fetch again
+from kxtx.dump.rawfetch import (
+    LEADER_MOVED,  # look up the leader, fetch again
+    RawFetchSource,
+)
 from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
@@ -316,7 +319,7 @@ def _readers(
 
 
 def _first_fetches(
-    source, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
+    source: RawFetchSource, starts: dict[int, int | str], log_starts: dict[int, int], leaders: dict[int, int]
 ) -> dict:
     """The first Fetch of every partition with an offset start, one request per leader instead of
     one per partition: {partition: its response}. A partition that answered with an error, or a
@@ -340,7 +343,7 @@ def _first_fetches(
 class _PartitionReader:
     def __init__(
         self,
-        source,
+        source: RawFetchSource,
         partition: int,
         start: int | str,
         end: int | str,
@@ -348,7 +351,7 @@ class _PartitionReader:
         log_start: int | None = None,
         leader: int | None = None,
         head=None,
-    ):
+    ) -> None:
         self.source, self.p, self.start, self.end = source, partition, start, end
         self.records = records
         self.log_start = log_start

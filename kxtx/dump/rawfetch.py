@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
@@ -64,14 +64,15 @@ class _Partition:
 
 
 class RawFetchSource:
-    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None):
+    def __init__(self, settings: Settings, topic: str, admin: KafkaAdminClient | None = None) -> None:
         """`admin`: a kafka-python admin client to borrow (`kxtx monitor` reads several topics with
         the one its Cluster holds); `close()` leaves a borrowed one open."""
         self.settings, self.topic = settings, topic
         self._owned = admin is None
         self.admin = clients.txn_admin(settings) if admin is None else admin
 
-    def _run(self, coro_fn, *args):
+    # kafka-python's admin manager runs the coroutine and returns its result, whose type varies
+    def _run(self, coro_fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return self.admin._manager.run(coro_fn, *args)
         except Exception as exc:
@@ -156,12 +157,14 @@ class RawFetchSource:
             ],
         )
 
-        async def send(req):
+        async def send(req: Any) -> Any:  # kafka-python's request and response objects
             return await self.admin._manager.send(req, node_id=leader)
 
         return self._run(send, request)
 
-    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:
+    # One fetch loop whose steps share its state (offsets, ends, leaders, stale partitions) and
+    # yield as they go: split, each step would take and return all of it.
+    def batches(self, partitions: list[int], start: Start, follow: bool) -> Iterator[list[RawRecord]]:  # noqa: C901
         """Records in batches: what one partition of one Fetch response released."""
         if start.kind == "time" or follow:
             from kxtx.errors import UsageError
@@ -224,7 +227,7 @@ class RawFetchSource:
                     f"{self.settings.timeout:g}s"
                 )
 
-    def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition):
+    def _batches(self, p: int, raw: bytes | None, offsets: dict, end: int, st: _Partition) -> Iterator[tuple]:
         from kafka.record import MemoryRecords
 
         if not raw:

@@ -66,7 +66,7 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) ->
     return build
 
 
-def _slow_row(rec: Record, p: int, o: int, ts: int, status) -> dict:
+def _slow_row(rec: Record, p: int, o: int, ts: int, status: str | None) -> dict:
     row: dict[str, Any] = {
         "partition": p,
         "offset": o,

@@ -10,7 +10,7 @@ Kafka's schema names in snake_case; a time field in ms is followed by its ISO fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -161,7 +161,7 @@ def run_batches(
         source.close()
 
 
-def _counted(batches, progress) -> Iterator[list]:
+def _counted(batches: Iterable[list], progress: Callable[[int], None] | None) -> Iterator[list]:
     """Report progress every 50,000 records read."""
     if progress is None:
         yield from batches
@@ -194,7 +194,7 @@ def _limited(batches: Iterator[list[dict]], limit: int | None) -> Iterator[list[
         yield batch
 
 
-def _key_filter(req: DumpRequest):
+def _key_filter(req: DumpRequest) -> Callable[[dict], bool] | None:
     """Filters that depend only on the key (safe to apply before --latest folding); on rows."""
     ids = set(req.ids)
     topics = set(req.topics)
@@ -239,7 +239,7 @@ def _value_filtered(req: DumpRequest, batches: Iterator[list[dict]]) -> Iterator
             yield kept
 
 
-def _fold(batches) -> list[dict]:
+def _fold(batches: Iterable[list[tuple[dict, bytes | None]]]) -> list[dict]:
     """The current value per key, tombstones applied: memory grows with keys, not records."""
     current: dict[tuple[int, bytes], dict] = {}
     for batch in batches:

@@ -19,9 +19,12 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from kxtx.signals import exit_status
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: At most this many processes by default: beyond it the broker's fetch rate, not decoding, limits.
 DEFAULT_MAX = 4
@@ -39,7 +42,7 @@ def default_count() -> int:
     return max(1, min(cores, DEFAULT_MAX))
 
 
-def _exit_terminated(signum, frame) -> NoReturn:  # noqa: ARG001 - signal handler signature
+def _exit_terminated(signum: int, frame: FrameType | None) -> NoReturn:  # noqa: ARG001 - signal handler signature
     os._exit(exit_status(signal.SIGTERM))
 
 
@@ -55,7 +58,7 @@ def _threads() -> int:
 class Shards:
     """`fork(n)` returns in n processes: the parent (`index` 0) and n-1 workers (`index` 1..n-1)."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int) -> None:
         self.count, self.index = count, 0
         self.children: list[int] = []
         self._token_r, self._token_w = os.pipe()

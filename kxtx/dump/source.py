@@ -16,13 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, is_, itemgetter, sub
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from kxtx.client import clients
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
 from kxtx.wording import partitions as _partitions
+
+if TYPE_CHECKING:
+    from confluent_kafka import TopicPartition
 
 _second = itemgetter(1)  # of Message.timestamp(): (type, ms)
 
@@ -44,9 +47,8 @@ CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
     "auto.offset.reset": "earliest",
     # Prefetch enough to keep decoding busy, bounded so memory stays flat on any log size. librdkafka
     # stops fetching at queued.min.messages queued (all partitions together): with small internal
-    # records that, not the byte bound, limits the rate. Measured on 1M offset commits: 50,000 halves
-    # the raw consume rate; 350,000 keeps the dump ~15 % faster than 200,000 for ~50 MiB more peak RSS
-    # (~265 MiB); more buys little.
+    # records that, not the byte bound, limits the rate; past this, more memory buys little rate
+    # (bench/README.md, "dump").
     "fetch.max.bytes": 16777216,
     "max.partition.fetch.bytes": 4194304,
     "queued.min.messages": QUEUED_MIN_MESSAGES,
@@ -63,7 +65,9 @@ class Start:
 
 
 class ConfluentSource:
-    def __init__(self, settings: Settings, topic: str, isolation: str = "read_committed", share: int = 1):
+    def __init__(
+        self, settings: Settings, topic: str, isolation: str = "read_committed", share: int = 1
+    ) -> None:
         self.settings, self.topic = settings, topic
         conf = {
             # A throw-away group that never commits: dumping must not leave traces in the log it reads.
@@ -84,7 +88,7 @@ class ConfluentSource:
         for p in partitions:
             tp = TopicPartition(self.topic, p)
 
-            def ask(tp=tp) -> tuple[int, int]:
+            def ask(tp: TopicPartition = tp) -> tuple[int, int]:
                 return self.consumer.get_watermark_offsets(tp, timeout=t, cached=False)
 
             _, ends[p] = clients.ride_out(ask, f"reading the end offset of {self.topic}[{p}]", t)

@@ -34,7 +34,7 @@ class Exporter:
         min_interval: float,
         bound: float,
         clock: Callable[[], float] = time.monotonic,
-    ):
+    ) -> None:
         self._collect = collect
         self._version = version
         self.min_interval = min_interval

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
@@ -25,6 +26,9 @@ from kxtx.ops.calls import Cluster
 from kxtx.ops.markers import BatchLike, Decision, Finding
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,28 @@ def _judge_all(
     report = Report()
     since = window.since_ms
     ended = [d for d in history if d.ended and (since is None or (d.prepare_ms or 0) >= since)]
+    wanted = _wanted(cluster, scope, ended)
+    report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
+    by_tp: dict[TP, list[Decision]] = {}
+    for d in history:
+        for tp in d.partitions:
+            by_tp.setdefault(tp, []).append(d)
+    job = _job(cluster, wanted, ended, window, report.warnings)
+    if progress:
+        progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
+    jobs = _split(job, pool.count if pool else 1)
+    if pool:
+        pool.send(jobs[1:], by_tp)
+    judged = judge(cluster.settings, jobs[0], by_tp) + (pool.judged() if pool else [])
+    orphans = _take(report, judged, window)
+    if orphans:
+        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
+    report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
+    return report
+
+
+def _wanted(cluster: Cluster, scope: Scope, ended: list[Decision]) -> dict[str, set[int]]:
+    """Topic -> the partitions to read: those the ended decisions name, or the whole --topic."""
     wanted: dict[str, set[int]] = {}
     for d in ended:
         for tp in d.partitions:
@@ -148,26 +174,27 @@ def _judge_all(
     if scope.topic is not None:
         parts = sorted(cluster.topics(scope.topic).get(scope.topic, {}))
         wanted[scope.topic] = set(parts if scope.partition is None else [scope.partition])
-    report.decisions = sum(1 for d in ended if any(scope.covers(tp) for tp in d.partitions))
-    by_tp: dict[TP, list[Decision]] = {}
-    for d in history:
-        for tp in d.partitions:
-            by_tp.setdefault(tp, []).append(d)
+    return wanted
+
+
+def _job(
+    cluster: Cluster, wanted: dict[str, set[int]], ended: list[Decision], window: Window, warnings: list[str]
+) -> Job:
+    """Where to start reading each wanted partition; a topic gone since is a warning."""
     existing = cluster.topics()
     job: Job = {}
     for topic in sorted(wanted):
         if topic not in existing:
             n = sum(1 for d in ended if any(tp[0] == topic for tp in d.partitions))
-            report.warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
+            warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
             continue
         tps = [(topic, p) for p in sorted(wanted[topic])]
         job[topic] = {tp[1]: start for tp, start in _starts(cluster, tps, ended, window).items()}
-    if progress:
-        progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
-    jobs = _split(job, pool.count if pool else 1)
-    if pool:
-        pool.send(jobs[1:], by_tp)
-    judged = judge(cluster.settings, jobs[0], by_tp) + (pool.judged() if pool else [])
+    return job
+
+
+def _take(report: Report, judged: list[Judged], window: Window) -> dict[TP, dict[int, list[BatchLike]]]:
+    """Add the judged partitions to `report`; return their batches no decision explains."""
     orphans: dict[TP, dict[int, list[BatchLike]]] = {}
     for tp, offsets, found, unexplained in judged:
         report.partitions_checked += 1
@@ -180,10 +207,7 @@ def _judge_all(
             if f.kind == markers.NO_RECORDS:  # its records, if any, may be before the window
                 f.kind = markers.UNDETERMINED
                 f.detail = f"no record of it at or after --from {window.from_offset}: any it wrote are before"
-    if orphans:
-        report.findings.extend(_undetermined(cluster, orphans, window, report.warnings))
-    report.findings.sort(key=lambda f: (f.topic, f.partition, f.first_offset or -1, f.producer_id))
-    return report
+    return orphans
 
 
 def _split(job: Job, count: int) -> list[Job]:
@@ -212,7 +236,7 @@ class _Workers:
     """Worker processes of one audit, each with a pipe: it sends its share of the decisions, gets
     its share of the partitions (and the decisions naming them) back, and sends their judgement."""
 
-    def __init__(self, count: int, procs: list, conns: list):
+    def __init__(self, count: int, procs: list, conns: list) -> None:
         self.count, self.procs, self.conns = count, procs, conns
         self.shard = (0, count)
 
@@ -255,7 +279,7 @@ class _Workers:
                 proc.join(5)
 
 
-def _receive(conn) -> list:
+def _receive(conn: Connection) -> list:
     try:
         kind, payload = conn.recv()
     except (EOFError, OSError):
@@ -265,7 +289,7 @@ def _receive(conn) -> list:
     return payload
 
 
-def _work(conn, settings: Settings, since_ms: int | None, shard: tuple[int, int]) -> None:
+def _work(conn: Connection, settings: Settings, since_ms: int | None, shard: tuple[int, int]) -> None:
     """A worker: leave Ctrl-C to the parent (it stops the workers), end at once on SIGTERM."""
     import signal
 

@@ -8,7 +8,7 @@ offsets and consumer groups through confluent-kafka. Clients are created on firs
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client.authz import Need
 from kxtx.client.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
@@ -29,7 +29,7 @@ Progress = Callable[[int, int], None]
 
 
 class Cluster:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._admin: AdminClient | None = None
         self._txn: KafkaAdminClient | None = None
@@ -37,10 +37,10 @@ class Cluster:
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _ride_out(self, call, doing: str):
+    def _ride_out(self, call: Callable[[], KafkaAdminClient], doing: str) -> KafkaAdminClient:
         """A kafka-python admin call, asked again while the cluster moves (`clients.ride_out`),
         each time with a new client: it caches coordinators and leaders that may have moved."""
         return ride_out(call, doing, self.settings.timeout, renew=self.close)
@@ -177,7 +177,7 @@ class Cluster:
         for every id the coordinators hold (not Dead ones: they are gone)."""
         return {tid: (pid, state) for tid, pid, state in self._listings()}
 
-    def _listings(self, **filters) -> list[tuple[str, int, str]]:
+    def _listings(self, **filters: Any) -> list[tuple[str, int, str]]:
         by_broker = self._ride_out(lambda: self.txn.list_transactions(**filters), "ListTransactions")
         return [
             (t.transactional_id, t.producer_id, _state(t.state))
@@ -478,7 +478,7 @@ def _offset(offset: int) -> int:
     return offset
 
 
-def _state(s) -> str:
+def _state(s: object) -> str:
     return getattr(s, "value", None) or str(s)
 
 

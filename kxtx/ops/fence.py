@@ -15,7 +15,7 @@ from kxtx.client.clients import producer, translate
 from kxtx.errors import KxtxError
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster
-from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn
+from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets
 
 VERIFY_S = 10.0
 
@@ -96,7 +96,7 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     }
 
 
-def _wait_for_lso(cluster: Cluster, tps: list[TP], before) -> list[dict]:
+def _wait_for_lso(cluster: Cluster, tps: list[TP], before: dict[tuple[str, int], Offsets]) -> list[dict]:
     """Each partition that held records back must see its LSO move (markers are written async)."""
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:

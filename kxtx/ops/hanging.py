@@ -30,7 +30,7 @@ class Scope:
     partition: int | None = None
     broker_id: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.partition is not None and self.topic is None:
             raise UsageError("--partition needs --topic")
 

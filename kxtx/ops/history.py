@@ -68,7 +68,7 @@ def ids_for_producers(settings: Settings, pids: set[int]) -> dict[int, str] | No
     return {pid: tid for pid, (_ts, tid) in found.items()}
 
 
-def _partitions(value) -> list[str]:
+def _partitions(value: list[dict] | None) -> list[str]:
     return [f"{p['topic']}:{i}" for p in (value or []) for i in p.get("partition_ids", [])]
 
 

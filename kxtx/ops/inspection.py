@@ -72,7 +72,7 @@ class _Sweep:
     """The DescribeProducers sweep over every partition: at most once per command, however many
     ids it serves (a pipe has one per input partition)."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
         self._by_pid: dict[int, set[TP]] | None = None
 

@@ -264,7 +264,7 @@ class _Assigner:
     transaction prepared at or after the batch's timestamp (ongoing ones last), among those whose
     data epoch fits. Candidates in order of their Prepare; a bisection per batch."""
 
-    def __init__(self, candidates: list[Decision]):
+    def __init__(self, candidates: list[Decision]) -> None:
         self.candidates = candidates
         self.by_epoch: dict[int | None, list[Decision]] = {}
         for d in candidates:

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
 from kxtx.client.authz import Need
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, UsageError
 from kxtx.log import logger
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 #: CreateTopics errors that mean "the request was wrong": exit 2, as a bad option.
 _REFUSED = {
@@ -80,7 +84,9 @@ def create_topic(
     return _row(spec, created=True, partitions=partitions, replication=replication)
 
 
-def _failed(admin, settings: Settings, spec: TopicSpec, exc: Exception, if_not_exists: bool) -> dict:
+def _failed(
+    admin: AdminClient, settings: Settings, spec: TopicSpec, exc: Exception, if_not_exists: bool
+) -> dict:
     name = clients.error_name(exc)
     reason = clients.translate(exc) if name in _REFUSED else ""
     if name == "TOPIC_ALREADY_EXISTS":
@@ -114,7 +120,7 @@ def _failed(admin, settings: Settings, spec: TopicSpec, exc: Exception, if_not_e
     ) from exc
 
 
-def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
+def _describe(admin: AdminClient, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """(partitions, replication factor) from the metadata, or Nones when not (yet) visible."""
     wait = settings.timeout
     t = clients.ride_out(
@@ -125,7 +131,8 @@ def _describe(admin, settings: Settings, topic: str) -> tuple[int | None, int | 
     return len(t.partitions), max(len(p.replicas) for p in t.partitions.values())
 
 
-def _wait_for_leaders(admin, settings: Settings, topic: str) -> tuple[int | None, int | None]:
+# admin: an AdminClient; Any because mypy loses the metadata narrowing through `ready` below
+def _wait_for_leaders(admin: Any, settings: Settings, topic: str) -> tuple[int | None, int | None]:
     """A new topic's partitions get their leaders a moment after CreateTopics answers; a producer
     started before that waits for them, so wait here, within --timeout."""
     deadline = time.monotonic() + settings.timeout
@@ -147,7 +154,9 @@ def _wait_for_leaders(admin, settings: Settings, topic: str) -> tuple[int | None
         time.sleep(0.05)
 
 
-def _row(spec: TopicSpec, created: bool, partitions, replication, note: str | None = None) -> dict:
+def _row(
+    spec: TopicSpec, created: bool, partitions: int | None, replication: int | None, note: str | None = None
+) -> dict:
     row = {
         "topic": spec.name,
         "created": created,

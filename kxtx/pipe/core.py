@@ -68,7 +68,7 @@ class PipeCore:
         progress: Callable[[dict], None] | None = None,
         session=None,
         signals: Guard | None = None,
-    ):
+    ) -> None:
         self.settings, self.cfg, self.progress = settings, cfg, progress
         self.session, self._own_session = session, session is None
         # The caller's guard if it holds one already (the CLI's, from its first line), so a

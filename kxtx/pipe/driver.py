@@ -39,7 +39,7 @@ class DriverPipe(PipeCore):
     """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
     it in one transaction of its own producer."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._txn: TxnProducer | None = None
         self.pending: list = []

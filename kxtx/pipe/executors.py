@@ -53,7 +53,7 @@ ASSIGN_GRACE_S = 30.0
 FENCE_WATCH_S = 120.0
 #: How long one round's end-offset request may take. librdkafka's admin client sends it to the
 #: leader its metadata names and waits for that broker to answer, up to the request timeout: a
-#: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout (30 s) after a
+#: SIGKILLed or frozen leader stalled every partition's round for the whole --timeout after a
 #: leader move. A partition not answered within this is planned next round, with fresh metadata.
 PLAN_READ_S = 5.0
 
@@ -64,7 +64,7 @@ class ExecutorPipe(PipeCore):
     UNIT = "round"
     UNMOVED = "the partition's offset did not move (other partitions commit on their own; "
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}
@@ -200,11 +200,10 @@ class ExecutorPipe(PipeCore):
             if not got:
                 self._serve(IDLE_POLL_S)
 
-    def _plan(self, budget: int | None) -> list:
+    def _plan(self, budget: int | None) -> list[taskmod.Plan]:
         """One Plan per input partition whose last stable offset is past its committed offset, and
         a count-only one (limit 0) per partition this run committed past its count (rounds.uncounted)."""
-        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
+        from confluent_kafka import TopicPartition
 
         tps = [TopicPartition(t, p) for t, p in sorted(self._assignment)]
         watched = [TopicPartition(t, p) for t, p in sorted(self._fenced.keys() - self._assignment)]
@@ -219,6 +218,24 @@ class ExecutorPipe(PipeCore):
         counted = self._count_from(found)
         if not tps:
             return []
+        work = self._work(tps, committed)
+        self.lag = sum(n for _, _, n in work)
+        limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
+        plans = [
+            taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation, counted.get((t, p), -1))
+            for ((t, p), end, _), limit in zip(work, limits)
+            if limit > 0
+        ]
+        return plans + self._count_only(plans, found, counted, generation)
+
+    def _work(
+        self, tps: list, committed: dict[tuple[str, int], int]
+    ) -> list[tuple[tuple[str, int], int, int]]:
+        """(partition, end, records to read) per partition of `tps` whose last stable offset is past
+        its committed offset. A partition whose end cannot be read yet is planned next round."""
+        from confluent_kafka import IsolationLevel, KafkaException
+        from confluent_kafka.admin import OffsetSpec
+
         futures = self.admin.list_offsets(
             {tp: OffsetSpec.latest() for tp in tps},
             isolation_level=IsolationLevel.READ_COMMITTED,
@@ -238,6 +255,11 @@ class ExecutorPipe(PipeCore):
             done = committed.get(key, -1001)
             if end > 0 and (done < 0 or end > done):
                 work.append((key, end, end - max(done, 0)))
+        self._note_readable(unknown, why)
+        return work
+
+    def _note_readable(self, unknown: int, why: str) -> None:
+        """Start, keep or stop the clock of unreadable partitions after a round's end offsets."""
         if unknown:
             # A partition the group assigned before this client's metadata shows it (just
             # created), or one whose leader moves: planned next round, with fresh metadata.
@@ -248,23 +270,21 @@ class ExecutorPipe(PipeCore):
             self._unreadable(self._offsets_error)
         else:
             self._unreadable_since = None
-        self.lag = sum(n for _, _, n in work)
-        limits = rounds.split(budget, [min(self._limit, n) for _, _, n in work])
-        plans = [
-            taskmod.Plan(t, p, limit, end, self.tokens.get((t, p)), generation, counted.get((t, p), -1))
-            for ((t, p), end, _), limit in zip(work, limits)
-            if limit > 0
-        ]
-        # A commit of this run that no result reported (the Spark job failed after the attempt
-        # committed) on a partition with nothing new since: a task that only counts it.
+
+    def _count_only(
+        self, plans: list[taskmod.Plan], found: dict, counted: dict[tuple[str, int], int], generation: Any
+    ) -> list[taskmod.Plan]:
+        """A commit of this run that no result reported (the Spark job failed after the attempt
+        committed) on a partition with nothing new since: a task that only counts it."""
         planned = {(plan.topic, plan.partition) for plan in plans}
+        extra = []
         for key in sorted(self._assignment - planned):
             tp = found.get(key)
             if tp is not None and rounds.uncounted(
                 counted.get(key, -1), tp.offset, tp.metadata, self.run_token
             ):
-                plans.append(taskmod.Plan(*key, 0, tp.offset, self.tokens.get(key), generation, counted[key]))
-        return plans
+                extra.append(taskmod.Plan(*key, 0, tp.offset, self.tokens.get(key), generation, counted[key]))
+        return extra
 
     def _count_from(self, found: dict) -> dict[tuple[str, int], int]:
         """Per partition read, the offset from which a plan counts its records

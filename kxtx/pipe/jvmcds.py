@@ -35,7 +35,8 @@ KEEP = 3
 #: an archive still being written after this long was left by a JVM that did not exit normally
 STALE_S = 3600.0
 #: how long a JVM that writes the archive as it exits is waited for (kxtx.pipe.spark._end_jvm):
-#: about 8 s on a quiet 2-core machine (110 MB), far longer under load
+#: far longer than a quiet machine needs, since a loaded one needs many times that (see
+#: bench/README.md, "The task consumer's settings, and Spark's start and stop")
 WRITE_GRACE_S = 120.0
 #: CDS messages off (after kxtx's JVM options, which send the JVM's warnings to stderr)
 LOG_OPTIONS = ("-Xlog:cds*=off:stderr",)
@@ -67,7 +68,9 @@ def archive_key(
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
-def plan(jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, str] = os.environ):
+def plan(
+    jvm_options: Iterable[str], conf: Mapping[str, str], env: Mapping[str, str] = os.environ
+) -> tuple[list[str], Path | None]:
     """The JVM options for this start (the archive to use, or to write) and the file being written
     (None: an archive is used, or none is wanted). See `settle`."""
     if not enabled(env):

@@ -7,16 +7,28 @@ in `PipeConfig.resolved_mode`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from kxtx.pipe.core import PipeCore
 from kxtx.pipe.driver import DriverPipe
 from kxtx.pipe.executors import ExecutorPipe
 from kxtx.pipe.runconfig import PipeConfig
 from kxtx.signals import Guard
 
+if TYPE_CHECKING:
+    from kxtx.client.settings import Settings
+
 MODES: dict[str, type[PipeCore]] = {"driver": DriverPipe, "executors": ExecutorPipe}
 
 
-def run(settings, cfg: PipeConfig, progress=None, session=None, signals: Guard | None = None) -> dict:
+def run(
+    settings: Settings,
+    cfg: PipeConfig,
+    progress: Callable[[dict], None] | None = None,
+    session: Any = None,  # a SparkSession to use (pyspark's objects are not typed here)
+    signals: Guard | None = None,
+) -> dict:
     """Run `kxtx pipe` with `cfg` (checked and completed here unless it is a RunConfig already);
     returns the summary, or raises PipeInterrupted with it on a stop signal."""
     resolved = cfg.resolve()

@@ -10,10 +10,16 @@ either in the batch or skipped, so the position is what the group should commit.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
 from kxtx.log import logger
 
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, TopicPartition
 
-def batch_offsets(batch: list, consumer) -> list:
+
+def batch_offsets(batch: list, consumer: Consumer) -> list:
     """Per partition of the batch: its highest offset + 1, or the consumer's position if further
     (the batch holds every record read so far: see `DriverPipe._loop`)."""
     from confluent_kafka import TopicPartition
@@ -39,18 +45,18 @@ class Committed:
     """What the group has committed for the assigned partitions, as far as this instance knows,
     to find partitions whose position moved past skipped records only (no batch commits those)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.known: dict[tuple[str, int], int] = {}
 
     def note(self, offsets: list) -> None:
         for tp in offsets:
             self.known[(tp.topic, tp.partition)] = tp.offset
 
-    def forget(self, partitions) -> None:
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
             self.known.pop((tp.topic, tp.partition), None)
 
-    def behind(self, consumer, assignment, timeout: float) -> list:
+    def behind(self, consumer: Consumer, assignment: Collection[tuple[str, int]], timeout: float) -> list:
         """Assigned partitions whose position is past the committed offset (call only when no
         record read is still unprocessed): the offsets to commit."""
         from confluent_kafka import TopicPartition

@@ -7,13 +7,20 @@ request naming a missing topic would create it on a broker with auto.create.topi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kxtx.client import clients
 from kxtx.errors import UsageError
 from kxtx.log import logger
 from kxtx.pipe.runconfig import INTERNAL_TOPICS, matches
 
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
+    from kxtx.client.settings import Settings
+
+
+def check(settings: Settings, inputs: list[str], outputs: dict[str, str]) -> None:
     """Raise unless the cluster answers and every named input and output topic exists.
 
     `outputs` maps topic -> what it is ("output topic", "dead-letter topic"). Input patterns
@@ -30,7 +37,9 @@ def check(settings, inputs: list[str], outputs: dict[str, str]) -> None:
         _require(admin, settings, md, topic, what, "WRITE")
 
 
-def _require(admin, settings, md, topic: str, what: str, operation: str) -> None:
+def _require(
+    admin: AdminClient, settings: Settings, md: ClusterMetadata, topic: str, what: str, operation: str
+) -> None:
     t = md.topics.get(topic)
     if t is not None and t.error is None:
         return
@@ -38,7 +47,7 @@ def _require(admin, settings, md, topic: str, what: str, operation: str) -> None
     raise UsageError(f"{what} {topic!r} does not exist (create it first)")
 
 
-def _hidden_by_acl(admin, settings, topic: str, what: str, operation: str) -> None:
+def _hidden_by_acl(admin: AdminClient, settings: Settings, topic: str, what: str, operation: str) -> None:
     """A topic the principal may not DESCRIBE is left out of the full listing: ask for it by name
     (safe: this client may not auto-create) and name the missing permission."""
     from kxtx.client.authz import Need, explain

@@ -11,6 +11,8 @@ from kxtx.client.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
 
 if TYPE_CHECKING:
+    from confluent_kafka import KafkaException
+
     from kxtx.pipe.worker.task import TaskResult
 
 #: librdkafka's default max.poll.interval.ms.
@@ -42,7 +44,7 @@ def log_round(plans: list, results: list[TaskResult], plan_s: float, job_s: floa
     )
 
 
-def later(exc) -> bool:
+def later(exc: KafkaException) -> bool:
     """An error that a later round gets past (the partition is new, its leader moves or came back
     with a new epoch): Kafka's retriable codes whatever librdkafka's flag says (kxtx.client.kafkaerrors)."""
     err = exc.args[0] if exc.args else None

@@ -9,21 +9,15 @@ from kxtx.derived import derived_name
 from kxtx.errors import UsageError
 from kxtx.pipe.udf import parse_spec
 
-#: From bench/bench_pipe.py --repeat 3 (1M x 100 B, identity, 2 cores shared; medians): kxtx pipe vs
-#: a hand-written EOS loop (c/b) is 0.86 / 0.99 / 0.99 / 1.00 at 20k / 50k / 100k / 200k records per
-#: batch. Spark's share of the batch time is 41 / 21 / 10.5 / 8.3 %, the commit's 13 / 6 / 4 / 2.6 %:
-#: 200k is the smallest size where both stay under 10 %. (Spark's time per job is ~70 ms up to 100k
-#: records and ~110 ms at 200k; before batches ran as one RDD job with Arrow IPC files it was
-#: 0.65-1.5 s and c/b 0.37-0.69.) Memory stays bounded (~400 MB RSS, flat, over 5M records; the
-#: CLI ran them at 140k records/s). The time bound keeps Spark's fixed cost small when input is slow.
+#: Driver mode's records per batch: the smallest size at which Spark's fixed cost per job and the
+#: commit's are both a small share of a batch, with memory still bounded (see bench/README.md,
+#: "Batch sizes"). The time bound keeps Spark's fixed cost small when input is slow.
 DEFAULT_BATCH_RECORDS = 200_000
 #: --mode executors: records per partition and round. A task holds its partition's whole round in
 #: its Python worker (input messages, Arrow tables, outputs), so this bounds a task's memory.
-#: `bench/bench_pipe_modes.py --sweep 25000,50000,100000,200000 --repeat 2` (local[2], 1M JSON
-#: records of ~85 B in 4 partitions), records/s and the two Python workers' peak RSS:
-#: 25k 99-118k, 550 MB | 50k 123-149k, 565-585 MB | 100k 131-147k, 615-690 MB | 200k 143-178k,
-#: 770-810 MB. 100k keeps the round's fixed cost (~0.2 s) under a tenth of a round; 200k buys
-#: ~10 % more for memory that grows with the record size and the tasks an executor runs at once.
+#: Chosen where the round's fixed cost is a small share of a round; larger rounds gain little rate
+#: for memory that grows with the record size and the tasks an executor runs at once (see
+#: bench/README.md, "Batch sizes").
 EXECUTOR_BATCH_RECORDS = 100_000
 DEFAULT_BATCH_MS = 5_000
 VALUE_FORMATS = ("raw", "string", "json")
@@ -146,12 +140,19 @@ class PipeConfig:
 
     def validate(self) -> None:
         """Raise UsageError naming the first option that cannot work; changes nothing."""
+        self._check_names()
+        self._check_values()
+        self._check_topics()
+
+    def _check_names(self) -> None:
         if not self.inputs or not all(t.strip() for t in self.inputs):
             raise UsageError("--in: give at least one topic (or a ^regex)")
         if not self.out.strip():
             raise UsageError("--out: give the output topic")
         if self.group is not None and not self.group.strip():
             raise UsageError("--group: give the consumer group, or leave the option out for the default")
+
+    def _check_values(self) -> None:
         if self.mode not in MODES:
             raise UsageError(f"--mode must be one of {', '.join(MODES)}")
         if self.batch_max_records is not None and self.batch_max_records < 1:
@@ -166,6 +167,8 @@ class PipeConfig:
             raise UsageError("--from must be earliest or latest")
         if self.value_format not in VALUE_FORMATS:
             raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
+
+    def _check_topics(self) -> None:
         for spec in self.inputs:
             if spec.startswith("^"):
                 try:

@@ -13,13 +13,18 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.pipe import jvmcds
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _QUIET_LOG4J2 = """\
 name = kxtx-quiet
@@ -75,9 +80,9 @@ def is_local(master: str) -> bool:
 
 
 #: The driver JVM's JIT and collector. It schedules tasks and moves Arrow streams but never converts
-#: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads were most of its CPU
-#: (on 2 cores they also slowed the Python workers). The serial collector suits its small, quiet
-#: heap. Measured in bench/README ("The Spark driver JVM"). The JVM's own warnings go to stderr:
+#: a row, so code compiled by C1 alone is fast enough, and C2's compiler threads cost more than they
+#: gave (on few cores they also slow the Python workers). The serial collector suits its small,
+#: quiet heap. See bench/README.md, "The Spark driver JVM". The JVM's own warnings go to stderr:
 #: its stdout is kxtx's, which is data. `--spark-conf spark.driver.extraJavaOptions=...` replaces
 #: these.
 DRIVER_JVM_OPTIONS = (
@@ -96,7 +101,7 @@ def start(
     debug: bool = False,
     ui: bool = False,
     app_name: str = "kxtx-pipe",
-):
+) -> Any:  # the SparkSession (pyspark's objects are typed Any here, as py4j's)
     """Start (or join) the SparkSession for this run."""
     require_pyspark()
     from pyspark import SparkConf
@@ -112,7 +117,8 @@ def start(
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         # Python workers talk to the JVM over a Unix socket (Spark >= 4.1; ignored before): over
-        # TCP every task waited ~40 ms (Nagle vs delayed ACK), a third of an empty job's time.
+        # TCP every task waited on Nagle vs delayed ACK, a large share of an empty job's time
+        # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         "spark.python.unix.domain.socket.enabled": "true",
     }
     java_options = list(DRIVER_JVM_OPTIONS)
@@ -203,7 +209,7 @@ class _JvmStderr:
     #: the copier of the JVM this process launched (`stop` silences it)
     current: _JvmStderr | None = None
 
-    def __init__(self, debug: bool = False):
+    def __init__(self, debug: bool = False) -> None:
         self.debug, self.stopping = debug, False
         _JvmStderr.current = self
         self._read, self.fd = os.pipe()
@@ -240,7 +246,7 @@ class _JvmStderr:
             self._finished.set()
 
 
-def ship(session, source: Path | None, module) -> None:
+def ship(session: Any, source: Path | None, module: ModuleType) -> None:
     """Make the UDF and kxtx's worker-side code available on the workers.
 
     Functions from the user's own file are pickled by value (workers need not find the file); on a
@@ -275,12 +281,12 @@ class BatchJob:
     """How every batch runs: the task function, rows per UDF call, and the directory where local
     tasks exchange files with the driver (None: the data goes through Spark)."""
 
-    task: Callable
+    task: Callable | None  # None: only `chunk` is wanted (executors mode plans with it)
     chunk: int
     spool: str | None
 
 
-def batch_job(session, task) -> BatchJob:
+def batch_job(session: Any, task: Callable[[Iterable[Any]], Iterator[Any]] | None) -> BatchJob:
     sc = session.sparkContext
     # Rows per UDF call: Spark's own Arrow batch size for Python UDFs (10000 unless set).
     value = session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
@@ -295,7 +301,7 @@ def batch_job(session, task) -> BatchJob:
     return BatchJob(task, chunk, spool if spool and os.path.isdir(spool) else None)
 
 
-def transform(session, table, job: BatchJob):
+def transform(session: Any, table: pa.Table, job: BatchJob) -> pa.Table:
     """Run one batch through the UDF: Arrow table in, Arrow table out (one Spark job).
 
     A stop signal during the job is held until the job returns (within the caller's guard, if it
@@ -341,7 +347,7 @@ def _run_job(sc, table, job: BatchJob):
             os.unlink(path)
 
 
-def stop(session) -> None:
+def stop(session: Any) -> None:
     """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
     workers): when kxtx exits, nothing it started is left running."""
     server = getattr(session.sparkContext, "_accumulatorServer", None)
@@ -381,10 +387,10 @@ def _end_jvm(grace: float = 15.0) -> None:
     except OSError:
         pass
     if _CDS_PENDING is not None and not _stopping():
-        # Writing the class archive at exit takes ~8 s of CPU on a quiet 2-core machine, many
-        # times that on a loaded one: killed at the usual grace it is lost, and the next start
-        # writes it again (seen in a loaded test run). Not when a stop signal ends the run: the
-        # user wants out, and a SIGTERM'd first pipe waited the whole grace (2 minutes, loaded).
+        # Writing the class archive at exit is slow, and many times slower on a loaded
+        # machine: killed at the usual grace it is lost, and the next start writes it again. Not
+        # when a stop signal ends the run: the user wants out, and would wait the whole grace
+        # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         grace = max(grace, jvmcds.WRITE_GRACE_S)
     try:
         proc.wait(grace)

@@ -85,7 +85,7 @@ class Stats:
 class PipeInterrupted(Interrupted):
     """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
-    def __init__(self, summary: dict, signum: int):
+    def __init__(self, summary: dict, signum: int) -> None:
         super().__init__(
             f"stopped by {signal.Signals(signum).name} after {plural(summary['records_in'], 'record')} in "
             f"{plural(summary['transactions'], 'transaction')}; no transaction left "

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kxtx.errors import UsageError
@@ -176,7 +177,7 @@ def _add_cwd_to_path() -> None:
         sys.path.insert(0, cwd)
 
 
-def _import(target: UdfTarget):
+def _import(target: UdfTarget) -> tuple[ModuleType, Path | None]:
     try:
         if target.path is not None:
             path = target.path.resolve()
@@ -215,7 +216,7 @@ def _trace_site(exc: BaseException) -> str:
     return f" (at {last.tb_frame.f_code.co_filename}:{last.tb_lineno})" if last else ""
 
 
-def _own_source(module) -> Path | None:
+def _own_source(module: ModuleType) -> Path | None:
     """The module's file if it is the user's own code (not an installed package)."""
     file = getattr(module, "__file__", None)
     if not file:

@@ -4,7 +4,7 @@
 `checkpoint` records and verifies where each input stands, `loop` runs the transactions.
 """
 
-#: Records per transaction. Measured (bench/bench_produce.py, 1M lines of ~100 B, local broker,
-#: 2 cores): 10k -> ~230k rec/s, 50k -> ~275k rec/s, 100k -> no further gain. Commit itself costs
-#: ~2-5 ms (more with a big unsent tail); 50k keeps it near 1 % and a crash redoes < 1 s of work.
+#: Records per transaction: large enough that a commit's cost is a small share of a transaction,
+#: small enough that a crash redoes little work; larger gains nothing (see bench/README.md, "Behind
+#: produce's constants").
 DEFAULT_RECORDS_PER_TXN = 50_000

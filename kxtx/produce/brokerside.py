@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kxtx.client import authz, clients
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, UsageError
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 #: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
 CLIENT_MAX_BYTES = 1_000_000
@@ -23,7 +27,7 @@ class TopicInfo:
     max_record_bytes: int
 
 
-def describe_topic(admin, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
+def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
     """Partition count and the record size limit; a missing topic is an error naming it."""
     md = _metadata(admin, settings, topic)
     t = md.topics.get(topic)
@@ -64,7 +68,7 @@ def _topic_max_bytes(admin, settings: Settings, topic: str) -> int | None:
         return None
 
 
-def ensure_checkpoint_topic(admin, settings: Settings, topic: str) -> bool:
+def ensure_checkpoint_topic(admin: AdminClient, settings: Settings, topic: str) -> bool:
     """Create the compacted checkpoint topic if missing. Returns True if it was created."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
@@ -116,8 +120,8 @@ def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[i
 
 
 def _checkpoint_reader(settings: Settings):
-    # Created right before use: one created earlier (to connect during init_transactions) was
-    # measured to stall for ~1 s in a third of the runs before its first fetch.
+    # Created right before use: one created earlier (to connect during init_transactions) often
+    # stalled before its first fetch (bench/README.md, "Behind produce's constants").
     return clients.consumer(
         settings,
         **{
@@ -131,7 +135,9 @@ def _checkpoint_reader(settings: Settings):
     )
 
 
-def read_checkpoint(settings: Settings, topic: str, transactional_id: str, admin) -> Checkpoint | None:
+def read_checkpoint(
+    settings: Settings, topic: str, transactional_id: str, admin: AdminClient
+) -> Checkpoint | None:
     """The last committed checkpoint of `transactional_id`: read_committed, up to the high
     watermark as it is now (`admin`: a connected admin client).
 
@@ -171,8 +177,8 @@ def _read(consumer, settings: Settings, topic: str, transactional_id: str, todo:
                 f"waiting for another producer's open transaction on checkpoint "
                 f"topic {topic!r} to end (up to {LSO_WAIT_S:.0f}s)"
             )
-        # consume() waits for the whole timeout unless the batch fills (~50 ms for a small
-        # topic): wait for the first message only, then take what has arrived (~15 ms)
+        # consume() waits for the whole timeout unless the batch fills: wait for the first
+        # message only, then take what has arrived
         first = consumer.poll(0.05)
         for msg in [first, *consumer.consume(1000, timeout=0)] if first is not None else ():
             err = msg.error()

@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO
 
@@ -141,7 +142,7 @@ class CommittedPrefix:
 
     CHUNK = 1 << 20
 
-    def __init__(self, path: str, gz: bool):
+    def __init__(self, path: str, gz: bool) -> None:
         self.path, self.gz = path, gz
         self._stream: BinaryIO | None = None
         self._start()
@@ -211,7 +212,9 @@ def _changed(path: str, prev: FilePosition, why: str) -> InputError:
     )
 
 
-def plan(prev: FilePosition | None, path: str, gz: bool, read_range) -> Resume:
+def plan(
+    prev: FilePosition | None, path: str, gz: bool, read_range: Callable[[str, bool, int, int], bytes]
+) -> Resume:
     """Compare a file with its checkpoint. `read_range(path, gz, start, end)` reads uncompressed
     bytes (for version 1 checkpoints; injected so the rules are testable without files). Raises
     InputError if the committed part changed."""
@@ -243,7 +246,9 @@ def plan(prev: FilePosition | None, path: str, gz: bool, read_range) -> Resume:
     return Resume(prev.offset, prev.line, False, "appended" if prev.eof else "resumed", prefix)
 
 
-def _plan_v1(prev: FilePosition, path: str, gz: bool, read_range) -> Resume:
+def _plan_v1(
+    prev: FilePosition, path: str, gz: bool, read_range: Callable[[str, bool, int, int], bytes]
+) -> Resume:
     """A version 1 checkpoint: its size, first bytes and last record."""
     old = prev.identity
     now = identify(path, old.prefix_len)

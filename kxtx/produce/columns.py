@@ -14,10 +14,14 @@ import csv
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
 from kxtx.produce.mapping import BadRecord, MappingSpec, parse_partition, parse_timestamp, value_bytes
+
+if TYPE_CHECKING:
+    from kxtx.produce.inputs import Block
+    from kxtx.produce.murmur import Partitioner
 
 try:
     from orjson import dumps as _dumps
@@ -50,7 +54,7 @@ class JsonFields:
     A dotted field `a.b` reads the top-level key "a.b" if a line has one (null included), else the
     path a -> b, as `Mapper` does: the Struct has one attribute for each."""
 
-    def __init__(self, spec: MappingSpec):
+    def __init__(self, spec: MappingSpec) -> None:
         import msgspec
 
         self._unset = msgspec.UNSET
@@ -109,7 +113,13 @@ class JsonFields:
 
 
 def json_columns(
-    fields: JsonFields, spec: MappingSpec, const_headers, block, partitioner, sticky: int, size_limit: int
+    fields: JsonFields,
+    spec: MappingSpec,
+    const_headers: list[tuple[str, bytes]] | None,
+    block: Block,
+    partitioner: Partitioner,
+    sticky: int,
+    size_limit: int,
 ) -> Columns:
     values = block.values
     n = len(values)
@@ -164,7 +174,7 @@ def _decode_all(decode, values: list, odd: set) -> list:
 
 
 # --- CSV ------------------------------------------------------------------------------------------
-def csv_rows(block) -> list | None:
+def csv_rows(block: Block) -> list | None:
     """The rows of a block of CSV lines, one a line; None when a row spans lines (a quoted line
     break) or the block is not plain UTF-8 CSV: then the rest of the input takes the general path."""
     if not block.utf8:
@@ -181,7 +191,7 @@ def csv_rows(block) -> list | None:
     return rows
 
 
-def csv_splits(block, spec: MappingSpec) -> bool:
+def csv_splits(block: Block, spec: MappingSpec) -> bool:
     """Can the block's fields be cut at its commas (no quote, no carriage return, no empty line,
     plain UTF-8)? Then only the fields the mapping reads are taken out of each line, and no row is
     built: ~0.3 µs a line instead of ~1 µs for csv.reader's rows (measured, 50k-line blocks).
@@ -195,7 +205,7 @@ def csv_splits(block, spec: MappingSpec) -> bool:
 class _RowsOnDemand:
     """The csv.reader row of a line, parsed when the general mapper asks (odd lines only)."""
 
-    def __init__(self, values: list):
+    def __init__(self, values: list) -> None:
         self.values = values
 
     def __getitem__(self, i: int) -> list:
@@ -205,9 +215,9 @@ class _RowsOnDemand:
 def csv_split_columns(
     columns_of_header: list[str],
     spec: MappingSpec,
-    const_headers,
-    block,
-    partitioner,
+    const_headers: list[tuple[str, bytes]] | None,
+    block: Block,
+    partitioner: Partitioner,
     sticky: int,
     size_limit: int,
 ) -> Columns:
@@ -239,10 +249,10 @@ def csv_split_columns(
 def csv_columns(
     columns_of_header: list[str],
     spec: MappingSpec,
-    const_headers,
-    block,
+    const_headers: list[tuple[str, bytes]] | None,
+    block: Block,
     rows: list,
-    partitioner,
+    partitioner: Partitioner,
     sticky: int,
     size_limit: int,
 ) -> Columns:
@@ -297,7 +307,7 @@ def _columns(
     odd,
     blanks,
     const_headers,
-    partitioner,
+    partitioner: Partitioner,
     sticky: int,
     unset,
     size_limit: int,

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kxtx.log import logger
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
 
 MAX_REPORTED_ERRORS = 10
 PROGRESS_EVERY_S = 0.5
 
 
 class Stats:
-    def __init__(self, topic: str, transactional_id: str, progress=None):
+    def __init__(
+        self, topic: str, transactional_id: str, progress: Callable[[dict], None] | None = None
+    ) -> None:
         self.topic, self.transactional_id, self.progress = topic, transactional_id, progress
         self.started = time.monotonic()
         self.records = self.bytes = self.transactions = 0  # committed by this run
@@ -25,12 +31,13 @@ class Stats:
         #: partition -> records of the open transaction sent there without a delivery report (the
         #: fast paths choose the partition themselves: counted, not reported)
         self.txn_counted: dict[int, int] = {}
-        self.delivery_error = None
+        self.delivery_error: KafkaError | None = None
         self.nothing_to_do = False
         self._last_progress = 0.0
 
     # --- delivery reports (called from poll/flush/commit in this thread) --------------------------
-    def delivered(self, err, msg) -> None:
+    # msg: the delivered record's Message, whose partition and offset are set (typed Optional)
+    def delivered(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None:
             self.delivery_error = self.delivery_error or err
             return
@@ -45,7 +52,7 @@ class Stats:
                 r[1] = o
             r[2] += 1
 
-    def sampled(self, err, msg) -> None:
+    def sampled(self, err: KafkaError | None, msg: Any) -> None:
         """The report of a counted record: it extends the partition's offset range only."""
         if err is not None:
             self.delivery_error = self.delivery_error or err
@@ -57,7 +64,7 @@ class Stats:
         else:
             r[0], r[1] = min(r[0], o), max(r[1], o)
 
-    def other_delivered(self, err, msg) -> None:  # noqa: ARG002 - librdkafka's delivery callback
+    def other_delivered(self, err: KafkaError | None, msg: Any) -> None:  # noqa: ARG002 - librdkafka's delivery callback
         """Checkpoint and dead-letter records: only their errors matter."""
         if err is not None:
             self.delivery_error = self.delivery_error or err
@@ -119,7 +126,7 @@ class Stats:
                 }
             )
 
-    def summary(self, **extra) -> dict:
+    def summary(self, **extra: Any) -> dict:
         elapsed = time.monotonic() - self.started
         out: dict[str, Any] = {
             "result": "nothing to do" if self.nothing_to_do else "produced",

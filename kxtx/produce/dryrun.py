@@ -4,6 +4,7 @@ the engine shares with it."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
 from kxtx.produce import brokerside, inputs
@@ -11,8 +12,11 @@ from kxtx.produce.counters import Stats
 from kxtx.produce.mapping import BadRecord, Mapper
 from kxtx.produce.options import ProduceOptions, error_policy, sources_of
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def dry_run(opts: ProduceOptions, progress=None) -> dict:
+
+def dry_run(opts: ProduceOptions, progress: Callable[[dict], None] | None = None) -> dict:
     """Parse and map every record from the beginning of each input; connect to nothing."""
     error_policy(opts.on_error)
     stats = Stats(opts.topic, "", progress)
@@ -55,7 +59,7 @@ def set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:
         raise UsageError(f"{src.name}: {exc}") from None
 
 
-def check_size(key, value, headers, limit: int) -> None:
+def check_size(key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None, limit: int) -> None:
     size = len(value) + (len(key) if key else 0)
     if headers:
         size += sum(len(k) + len(v) for k, v in headers)

@@ -143,12 +143,12 @@ class _Counted:
     """Feeds csv.reader one decoded physical line at a time while remembering the raw bytes, so a
     row that spans lines (quoted newlines) gets its exact byte range and first line number."""
 
-    def __init__(self, stream: BinaryIO, end: int, lineno: int):
+    def __init__(self, stream: BinaryIO, end: int, lineno: int) -> None:
         self.stream, self.end, self.lineno = stream, end, lineno
         self.raw: list[bytes] = []
         self.bad: str | None = None
 
-    def __iter__(self):
+    def __iter__(self) -> _Counted:
         return self
 
     def __next__(self) -> str:
@@ -227,7 +227,7 @@ class Block:
         cr: bool = False,
         utf8: bool = False,
         span: int | None = None,
-    ):
+    ) -> None:
         self.lineno = lineno  # line number of raws[0], minus 1
         self.offset = offset  # byte offset of raws[0]
         self.raws = raws  # the lines without "\n" (a "\r" before it is still there)
@@ -247,8 +247,8 @@ class Block:
         return _new(Line, (self.lineno + i + 1, start, end, self.values[i], None, None))
 
 
-#: Bytes per read of the fast path: ~5k lines of 100 bytes, so per-read costs vanish; below the
-#: default record size limit (~1 MB), so a block's size alone shows that no line is too large.
+#: Bytes per read of the fast path: thousands of lines, so per-read costs vanish; below the default
+#: record size limit, so a block's size alone shows that no line is too large.
 BLOCK_BYTES = 1 << 19
 
 
@@ -268,8 +268,8 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
                 break
             # Split what was read; the last piece is the start of the next line, and the piece
             # left from the previous read joins the first line only (joining it to the whole read
-            # copied every block once more: ~5 % of a fast produce, measured). A "\r" or non-ASCII
-            # byte in the pieces only costs the checks below.
+            # copied every block once more; bench/README.md, "Behind produce's constants"). A "\r"
+            # or non-ASCII byte in the pieces only costs the checks below.
             raws = data.split(b"\n")
             if len(raws) == 1:  # a line longer than what was read so far
                 rest += data

@@ -14,6 +14,7 @@ The check costs nothing on ordinary lines: nesting deeper than the limit needs a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import accumulate
 
 #: the limit (orjson's since 3.13; also a common limit of JSON parsers in other languages)
@@ -42,7 +43,7 @@ def too_deep(raw: bytes) -> bool:
     )
 
 
-def accepts_too_deep(loads) -> bool:
+def accepts_too_deep(loads: Callable[[bytes], object]) -> bool:
     """Whether the parser `loads` accepts a text nested one level past the limit (then kxtx must
     check depth itself after it). Asked once per parser at import: versions differ."""
     try:

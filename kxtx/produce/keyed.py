@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 from kxtx import gcpause
 from kxtx.produce import columns as colmod
@@ -39,8 +41,14 @@ from kxtx.produce.mapping import BadRecord, Record
 from kxtx.produce.murmur import Partitioner
 from kxtx.produce.plain import PlainFile, call_until_error
 
+if TYPE_CHECKING:
+    from kxtx.produce.checkpoint import Resume
+    from kxtx.produce.inputs import Source
+    from kxtx.produce.loop import Run
+    from kxtx.produce.mapping import Mapper
 
-def fast_file(run, src, mapper):
+
+def fast_file(run: Run, src: Source, mapper: Mapper) -> Callable[..., PlainFile] | None:
     """The fast path class for this input under `run`'s options, or None for the general path."""
     if run.settings.props.get("partitioner", "murmur2_random") != "murmur2_random":
         return None  # a user's partitioner decides alone: only librdkafka knows it
@@ -65,7 +73,7 @@ class _Mapped:
 
     __slots__ = ("block", "cols", "values")
 
-    def __init__(self, block, cols):
+    def __init__(self, block, cols) -> None:
         self.block, self.cols = block, cols
         self.values = None if cols is None else cols.values
 
@@ -77,14 +85,14 @@ class _Mapped:
 
 
 class KeyedFile(PlainFile):
-    def __init__(self, run, src, pos, state, mapper):
+    def __init__(self, run, src, pos, state, mapper) -> None:
         super().__init__(run, src, pos, state)
         self.mapper, self.spec = mapper, mapper.spec
         self.delivered = run.stats.delivered
         self.counts: Counter = Counter()
         self.blocks, self.collect = 0, False
 
-    def produce_all(self, plan) -> None:
+    def produce_all(self, plan: Resume) -> None:
         """With the cyclic garbage collector paused: a block's columns are ~10k containers that
         live for one block, which made it run several times a block (~30 % of the time with it,
         measured on CSV). Nothing here makes cycles; it collects once every COLLECT_BLOCKS."""

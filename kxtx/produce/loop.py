@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients, txwriter
 from kxtx.client.settings import Settings
@@ -28,6 +28,9 @@ from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaException
+
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
 #: The open transaction must be aborted and the batch retried from the last checkpoint.
@@ -37,7 +40,7 @@ _Abortable = txwriter.Abortable
 class Run:
     """One `kxtx produce` invocation against a cluster."""
 
-    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None):
+    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None) -> None:
         self.settings, self.opts = settings, opts
         self.policy, self.dlq = error_policy(opts.on_error)
         self.sources = sources_of(opts.paths, opts.input_format)
@@ -73,9 +76,9 @@ class Run:
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
         s, o = self.settings, self.opts
-        # Created first: a new client waits ~50 ms (up to 500 ms) for its first answer, so the
-        # producer connects while the admin client checks the topics; init_transactions() then
-        # takes ~5 ms instead of ~55 (measured).
+        # Created first: a new client waits a while for its first answer, so the producer
+        # connects while the admin client checks the topics and init_transactions() finds it
+        # connected (bench/README.md, "Behind produce's constants").
         self.producer = self.writer.connect(
             s, self._producer_conf(), {"delivery.report.only.error": False}
         ).producer
@@ -366,7 +369,15 @@ class Run:
         if self.in_txn or state != self.committed:
             self.commit(state)
 
-    def produce_file(self, src, mapper, plan, pos, state) -> None:
+    # Per-record hot path: a helper per case would put a call on every record.
+    def produce_file(  # noqa: C901
+        self,
+        src: inputs.Source,
+        mapper: Mapper,
+        plan: cpmod.Resume,
+        pos: cpmod.FilePosition | None,
+        state: cpmod.Checkpoint,
+    ) -> None:
         """The per-record hot path: keep attribute lookups and calls out of the common case."""
         from confluent_kafka import KafkaException
 
@@ -434,7 +445,14 @@ class Run:
         if pos is not None and last is not None:
             pos.advance(last.lineno, last.start, last.end, last.raw)
 
-    def produce_record(self, key, value, headers, partition, timestamp) -> None:
+    def produce_record(
+        self,
+        key: bytes | None,
+        value: bytes,
+        headers: list[tuple[str, bytes]] | None,
+        partition: int | None,
+        timestamp: int | None,
+    ) -> None:
         """Checks and produce for records with headers, partition, timestamp or a large size."""
         check_size(key, value, headers, self.topic.max_record_bytes)
         if partition is not None and partition >= self.topic.partitions:
@@ -454,7 +472,7 @@ class Run:
             except BufferError:  # the local queue is full: serve delivery reports, then retry
                 self.producer.poll(0.05)
 
-    def produce_error(self, exc, src, line) -> None:
+    def produce_error(self, exc: KafkaException, src: inputs.Source, line: inputs.Line) -> None:
         err = exc.args[0]
         if err.name() in ("MSG_SIZE_TOO_LARGE", "_UNKNOWN_PARTITION", "_INVALID_ARG"):
             self.bad(src, line, err.str())

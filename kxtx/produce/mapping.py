@@ -12,11 +12,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kxtx.errors import UsageError
 from kxtx.produce.inputs import Line
 from kxtx.produce.jsondepth import MAX_JSON_DEPTH, TOO_DEEP, accepts_too_deep, too_deep
+
+if TYPE_CHECKING:
+    from kxtx.produce.columns import JsonFields
 
 try:  # about 5x faster than json.loads; every JSON line is parsed at least to validate it
     from orjson import loads as _fast_loads
@@ -27,7 +30,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but the stdlib
 _FAST_TAKES_TOO_DEEP = accepts_too_deep(_fast_loads)
 
 
-def parse_json(raw: bytes):
+def parse_json(raw: bytes) -> Any:
     """The parsed line, or BadRecord. Nesting is limited by kxtx (see jsondepth), not the library."""
     if _FAST_TAKES_TOO_DEEP and too_deep(raw):
         raise BadRecord(TOO_DEEP)
@@ -94,7 +97,9 @@ class MappingSpec:
         return [(opt, f) for opt, f in out if f]
 
 
-def parse_header_options(constants: list[str] | None, fields: list[str] | None):
+def parse_header_options(
+    constants: list[str] | None, fields: list[str] | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """`--header k=v` and `--header-field name=field|field` into MappingSpec tuples."""
     consts = []
     for item in constants or []:
@@ -151,7 +156,10 @@ def parse_partition(value: Any) -> int:
 class Mapper:
     """Turns `Line`s of one input format into `Record`s. Raises BadRecord for a bad line."""
 
-    def __init__(self, spec: MappingSpec, fmt: str):
+    #: set by kxtx.produce.keyed.fast_file when a keyed JSON lines input takes the column path
+    fast_fields: JsonFields
+
+    def __init__(self, spec: MappingSpec, fmt: str) -> None:
         if fmt == "lines" and spec.fields():
             opt, _ = spec.fields()[0]
             raise UsageError(f"{opt} needs JSON or CSV input; plain lines have no fields")
@@ -209,7 +217,8 @@ class Mapper:
             get = self._csv_get
         return self._record(line, doc, get)
 
-    def _record(self, line: Line, doc: Any, get) -> Record:
+    # Called once per record on the general path: one function, no call per field.
+    def _record(self, line: Line, doc: Any, get) -> Record:  # noqa: C901
         spec = self.spec
         key = value = None
         if spec.key_field:

@@ -117,7 +117,7 @@ class Partitioner:
     """partitions_of() for one partition count. (A memory of recent keys was tried: a dict lookup
     of a bytes key costs about as much as hashing it here, measured.)"""
 
-    def __init__(self, partitions: int):
+    def __init__(self, partitions: int) -> None:
         self.n = partitions
 
     def __call__(self, keys: list[bytes]) -> list[int]:

@@ -21,11 +21,18 @@ from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, islice, repeat
 from operator import length_hint
+from typing import TYPE_CHECKING
 
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
+
+if TYPE_CHECKING:
+    from kxtx.produce.checkpoint import Resume
+    from kxtx.produce.inputs import Source
+    from kxtx.produce.loop import Run
+    from kxtx.produce.mapping import Mapper
 
 INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
 
@@ -38,9 +45,10 @@ try:
     import msgspec
 
     # Decoding to Raw checks the whole JSON syntax (numbers, escapes, control characters,
-    # nesting) but builds no objects: ~75 ns for a line of 100 bytes against ~550 ns for
-    # orjson.loads. It does not check UTF-8, which `Block.utf8` does per block. Lines it refuses
-    # go to parse_json, which decides as the general path does (json accepts a little more).
+    # nesting) but builds no objects, several times faster than orjson.loads (bench/README.md,
+    # "Behind produce's constants"). It does not check UTF-8, which `Block.utf8` does per block.
+    # Lines it refuses go to parse_json, which decides as the general path does (json accepts a
+    # little more).
     _check = msgspec.json.Decoder(msgspec.Raw).decode
 except ImportError:  # pragma: no cover - msgspec is a dependency
     _check = None  # type: ignore[assignment]
@@ -57,7 +65,7 @@ _NOT_JSON = (ValueError, RecursionError)
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
 
-def usable(run, src, mapper) -> bool:
+def usable(run: Run, src: Source, mapper: Mapper) -> bool:
     """Whether this input can take the fast path under `run`'s options. Records without a key go
     to one partition a block (like the Java client's sticky partitioner), so any partition count
     will do, as long as the partitioner is kxtx's (a user's `-X partitioner=` decides alone)."""
@@ -71,7 +79,7 @@ def usable(run, src, mapper) -> bool:
 class PlainFile:
     """Produces one input through the fast path inside `run`'s transactions."""
 
-    def __init__(self, run, src, pos, state):
+    def __init__(self, run, src, pos, state) -> None:
         self.run, self.src, self.pos, self.state = run, src, pos, state
         self.jsonl = src.fmt == "jsonl"
         self.produce, self.topic = run.producer.produce, run.opts.topic
@@ -85,7 +93,7 @@ class PlainFile:
         self.lost = self.lost_bytes = self.blanks = 0
 
     # --- the transaction loop -------------------------------------------------------------------
-    def produce_all(self, plan) -> None:
+    def produce_all(self, plan: Resume) -> None:
         run, stats = self.run, self.run.stats
         n_limit, b_limit = run.records_limit, run.bytes_limit
         n, ok, nb = run.txn_lines, stats.pending_records, stats.pending_bytes
@@ -120,7 +128,7 @@ class PlainFile:
                 # once per segment (~10k records): progress, signals. Delivery reports are left
                 # to commit_transaction(), which serves them while it waits for the broker's
                 # acknowledgements anyway (or to a full local queue): a poll(0) here served them
-                # on the per-record path, ~80 ns a record (measured).
+                # on the per-record path (bench/README.md, "Behind produce's constants").
                 run.progress(ok, nb)
         run.pause(n, ok, nb)
         self._advance(last)

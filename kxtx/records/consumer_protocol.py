@@ -25,7 +25,7 @@ _read_strings = array_reader(read_string, null_as_empty=True)
 _read_partitions = array_reader(read_int32, null_as_empty=True)
 
 
-def _topic_partitions(b: bytes, p: int):
+def _topic_partitions(b: bytes, p: int) -> tuple[dict[str, Any], int]:
     topic, p = read_string(b, p)
     parts, p = _read_partitions(b, p)
     return {"topic": topic, "partitions": parts}, p

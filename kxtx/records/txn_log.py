@@ -165,7 +165,7 @@ _SECTIONS: tuple[dict, dict] = ({}, {})
 _AFTER: tuple[list, list] = ([0], [1])
 
 
-def _partitions(value: bytes, version: int):
+def _partitions(value: bytes, version: int) -> tuple[list | None, int]:
     """(transactionPartitions, offset after them) of a value v0/v1 with a non-empty array.
 
     A cached section is found by guessing where it ends (16 timestamp bytes and a known trailer
@@ -188,7 +188,7 @@ def _partitions(value: bytes, version: int):
     return parts, end
 
 
-def _partitions_v0(b: bytes, p: int):
+def _partitions_v0(b: bytes, p: int) -> tuple[list | None, int]:
     """NullableArray(PartitionsSchema), non-flexible: int32 count, per topic int16 string + int32 array."""
     n = _I.unpack_from(b, p)[0]
     p += 4
@@ -218,7 +218,7 @@ def _int32s(count: int) -> struct.Struct:
     return _INT32S[count] if count < 127 else struct.Struct(f">{count}i")
 
 
-def _partitions_v1(b: bytes, p: int):
+def _partitions_v1(b: bytes, p: int) -> tuple[list | None, int]:
     """The same array, flexible (compact lengths, an empty tag section per element); one-byte varints
     only (< 127 topics, partitions, name bytes), longer ones go to the generic reader."""
     n = b[p] - 1

@@ -67,7 +67,7 @@ class NullableStruct:
 def _fixed(st: struct.Struct) -> Reader:
     size, unpack = st.size, st.unpack_from
 
-    def read(b: bytes, p: int):
+    def read(b: bytes, p: int) -> tuple[Any, int]:
         if p + size > len(b):
             raise DecodeError(f"truncated at byte {p}: need {size} more")
         return unpack(b, p)[0], p + size
@@ -212,7 +212,7 @@ def array_reader(
     """Reader for an array of `elem`. A null array (negative count) reads as None when `nullable`, as []
     when `null_as_empty` (decoders that always show a list, e.g. the consumer protocol), else raises."""
 
-    def read(b: bytes, p: int):
+    def read(b: bytes, p: int) -> tuple[Any, int]:
         if flexible:
             n, p = read_uvarint(b, p)
             n -= 1
@@ -252,7 +252,7 @@ def _tag_reader(t: Any) -> Reader:
     if isinstance(t, NullableStruct):
         inner = compile_reader(t.of, True)
 
-        def read(b: bytes, p: int):
+        def read(b: bytes, p: int) -> tuple[Any, int]:
             present, p = read_uvarint(b, p)
             if present <= 0:
                 return None, p
@@ -279,7 +279,7 @@ def _struct_reader(s: Struct, flexible: bool) -> Reader:
     defaults = [(name, default) for name, _, default in tags.values()]
     tag_times = [(snake(t.name), iso) for t in s.tags if flexible and (iso := _iso_name(t.name, t.type))]
 
-    def read(b: bytes, p: int):
+    def read(b: bytes, p: int) -> tuple[Any, int]:
         out: dict[str, Any] = {}
         for name, r, iso_name in fields:
             out[name], p = r(b, p)
@@ -317,7 +317,7 @@ def _iso_name(name: str, t: Any) -> str | None:
 def _nullable_struct_reader(s: Struct, flexible: bool) -> Reader:
     inner = compile_reader(s, flexible)
 
-    def read(b: bytes, p: int):
+    def read(b: bytes, p: int) -> tuple[Any, int]:
         marker, p = read_int8(b, p)
         if marker < 0:
             return None, p

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,7 +74,7 @@ def node_state(node: NodeInfo) -> str:
 
 
 class Sandbox:
-    def __init__(self, state_dir: str | os.PathLike | None = None):
+    def __init__(self, state_dir: str | os.PathLike | None = None) -> None:
         self.dir = Path(state_dir) if state_dir else default_state_dir()
 
     # --- queries ---------------------------------------------------------------------------------
@@ -241,7 +242,9 @@ class Sandbox:
         )
         return path
 
-    def _format_storage(self, dist: KafkaDistribution, config: Path, cluster_id: str, extra_args=()) -> None:
+    def _format_storage(
+        self, dist: KafkaDistribution, config: Path, cluster_id: str, extra_args: Sequence[str] = ()
+    ) -> None:
         proc = subprocess.run(
             dist.java(
                 "kafka.tools.StorageTool",

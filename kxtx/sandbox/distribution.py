@@ -47,7 +47,7 @@ class KafkaDistribution:
 
 #: JVM options for Kafka's one-shot tools (storage format, formatters, admin tools): C1 only and the
 #: serial collector. A tool runs for a second or two, too short for C2's compilations to pay back
-#: (`kafka-storage format`: 2.2 s -> 1.4 s of CPU on the 2-core machine).
+#: (bench/README.md, "sandbox").
 TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
@@ -115,7 +115,7 @@ def _from_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(versions[0], libs)
 
 
-def _exact_version(spec: str, progress=None) -> str:
+def _exact_version(spec: str, progress: Callable[[str], None] | None = None) -> str:
     """`4.3.1` stays; `4`, `4.x`, `latest` -> newest 4.x; `3.9`, `3.9.x` -> newest 3.9.x."""
     spec = spec.strip().lower()
     if spec == "latest":
@@ -163,7 +163,7 @@ def _pom(dependencies: list[tuple[str, str, str]]) -> str:
 _DOWNLOADED = re.compile(r"Downloaded from \S+: (\S+) \(([^)]*)\)")
 
 
-def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
+def _mvn(pom: str, goal_args: list[str], what: str, progress: Callable[[str], None] | None = None) -> str:
     """Run mvn on `pom`; each downloaded jar is reported to `progress` as it arrives (Maven's
     batch mode prints one line per finished transfer; poms and metadata are only counted)."""
     mvn = require_tool("mvn")
@@ -198,7 +198,7 @@ def _mvn(pom: str, goal_args: list[str], what: str, progress=None) -> str:
     return listing
 
 
-def _newest_in_range(lo: str, hi: str, progress=None) -> str:
+def _newest_in_range(lo: str, hi: str, progress: Callable[[str], None] | None = None) -> str:
     listing = _mvn(
         _pom([("org.apache.kafka", "kafka-tools", f"[{lo},{hi})")]),
         ["dependency:list", "-DexcludeTransitive=true", "-DoutputFile=out.txt"],
@@ -211,7 +211,7 @@ def _newest_in_range(lo: str, hi: str, progress=None) -> str:
     return m.group(1)
 
 
-def _download(version: str, libs: Path, progress=None) -> None:
+def _download(version: str, libs: Path, progress: Callable[[str], None] | None = None) -> None:
     """Resolve the broker and tools jars (and their dependencies) into `libs`."""
     staging = libs.with_name(f"libs.tmp{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

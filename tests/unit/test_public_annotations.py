@@ -11,9 +11,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-#: Packages still being annotated (issue 23); remove an entry when its package passes.
-NOT_YET = ("kxtx/pipe/", "kxtx/produce/")
-
 
 def missing_annotations(source: str) -> list[str]:
     """`name: what is missing` for each public function of `source` that lacks an annotation."""
@@ -65,7 +62,5 @@ def test_public_functions_are_annotated():
     problems = []
     for path in sorted((ROOT / "kxtx").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(NOT_YET):
-            continue
         problems += [f"{rel}: {p}" for p in missing_annotations(Path(path).read_text())]
     assert not problems, "\n".join(problems)

@@ -9,11 +9,16 @@ offsets address) to `pa.array`. On a cluster this module is shipped by value wit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 #: the largest offset of a `pa.binary()` array (32-bit signed offsets)
 MAX_BINARY_BYTES = 2**31 - 1
 
 
-def binary(values: list):
+def binary(values: list) -> pa.Array:
     """`pa.array(values, pa.binary())` for a list of bytes; None among them goes to `pa.array`."""
     import numpy as np
     import pyarrow as pa
@@ -28,7 +33,7 @@ def binary(values: list):
     return pa.array(values, pa.binary())
 
 
-def indices(n: int, start: int = 0):
+def indices(n: int, start: int = 0) -> pa.Array:
     """start .. start+n-1 as an int64 array (`pa.array(np.arange(start, start + n))`)."""
     import numpy as np
     import pyarrow as pa
@@ -37,7 +42,7 @@ def indices(n: int, start: int = 0):
     return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(values)])
 
 
-def all_false(n: int):
+def all_false(n: int) -> pa.Array:
     """n times False as a bool array (`pa.array([False] * n)`)."""
     import pyarrow as pa
 

@@ -9,9 +9,12 @@ and a dead-letter record are is decided here once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.pipe.worker import transform as tf
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: (topic, key, value, headers): a plain tuple, as cheap to build as a record can be (one per input
 #: record and batch on the hot path)
@@ -42,7 +45,7 @@ class Outputs:
     failure: UdfFailure | None = None
 
 
-def to_records(msgs: list, out, topic: str, dlq: str | None, udf_name: str) -> Outputs:
+def to_records(msgs: list, out: pa.Table, topic: str, dlq: str | None, udf_name: str) -> Outputs:
     """The records for input messages `msgs` (confluent-kafka Messages, or anything with their
     accessors) given the UDF's output table `out` (`transform.output_schema()`): outputs go to
     `topic` unless they name their own, keep the input's key and headers unless they set their
@@ -87,7 +90,7 @@ def plain_records(msgs: list, values: list, topic: str) -> Outputs:
     return Outputs(records, produced=len(records))
 
 
-def dlq_headers(m, error: str, udf_name: str) -> list:
+def dlq_headers(m: Any, error: str, udf_name: str) -> list:  # a Message, or alike (see to_records)
     """The input's headers, then why and where from (what a dead-letter consumer reads)."""
     return list(m.headers() or []) + [
         ("kxtx.error", error.encode("utf-8")),

@@ -41,6 +41,7 @@ import sys
 import time
 import types
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -144,7 +145,7 @@ def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
     return f"{pipe_id}.{topic}.{partition}"
 
 
-def make_plan_task(job: Job):
+def make_plan_task(job: Job) -> Callable[[Iterable[Plan]], Iterator[TaskResult]]:
     """The function of `RDD.mapPartitions`: plans in, one `TaskResult` per plan out."""
 
     def task(plans):
@@ -169,7 +170,7 @@ class _Producer:
     """A task's transactional writer (kxtx.client.txwriter: errors stay the client's own, for the task's
     result; retries end at the job timeout, a commit's later) and the token that names it."""
 
-    def __init__(self, job: Job, tid: str):
+    def __init__(self, job: Job, tid: str) -> None:
         from confluent_kafka import Producer
 
         self.writer = tw.TxWriter(tid, job.timeout, raw=True, retry_s=job.timeout, failover_s=job.failover_s)
@@ -184,13 +185,12 @@ class _Producer:
 
 def producer_conf(job: Job, tid: str) -> dict:
     # A task starts a producer whenever its partition moved to another worker (Spark does not
-    # keep a partition's task on one executor: on a 2-executor cluster 2-4 of 4 tasks a round).
-    # librdkafka drops the bootstrap connection after the first metadata; the coordinator lookup
-    # of init_transactions then found no broker up about half the time and waited for its 500 ms
-    # retry timer (fresh ids: 60 ms or 510 ms). Connecting to the brokers as soon as they are
-    # known: 10-20 ms. (The cost: a producer connects to every broker, not only to the
-    # coordinator and the output's leaders.) The common settings: kxtx.client.txwriter. A user's own
-    # values win.
+    # keep a partition's task on one executor). librdkafka drops the bootstrap connection after
+    # the first metadata; the coordinator lookup of init_transactions then often found no broker
+    # up and waited for its retry timer. So the producer connects to the brokers as soon as they
+    # are known (the cost: it connects to every broker, not only to the coordinator and the
+    # output's leaders); see bench/README.md, "Driver mode against executors mode". The common
+    # settings: kxtx.client.txwriter. A user's own values win.
     return {
         **tw.producer_conf(job.conf, **{"enable.sparse.connections": False}),
         **job.conf,
@@ -223,7 +223,7 @@ def _consumer(job: Job, topic: str):
         state.consumers[key] = c
     if (key, topic) not in state.topics_known:
         # librdkafka does not look up the leaders of a topic first seen in assign(): the fetch
-        # waited for its 1 s metadata scan. If this fails, the fetcher finds the leader later.
+        # waited for its periodic metadata scan. If this fails, the fetcher finds the leader later.
         try:
             c.list_topics(topic, timeout=job.timeout)
             state.topics_known.add((key, topic))
@@ -234,17 +234,14 @@ def _consumer(job: Job, topic: str):
 
 def consumer_conf(job: Job) -> dict:
     # A task reads up to a known end offset and then unassigns; the next task of the worker
-    # assigns another partition. fetch.wait.max.ms: librdkafka's 500 ms long poll at the end of
-    # a partition is still in flight then and the next assign waits for it (1-record rounds over
-    # 4 partitions, local[2]: 1.34 s with 500 ms, 0.69 s with 10 ms). fetch.queue.backoff.ms:
-    # a partition whose prefetch queue filled up in one round kept its 1 s fetch backoff into
-    # the next (consume time of 1M records, local[2]: 4.9-6.8 s, 2.8 s with 10 ms).
-    # queued.min.messages: librdkafka prefetches until 100000 records wait in its queue, and
-    # what waits at the unassign is dropped: under a backlog a 100k-record task fetched 193k
-    # (parsed by the worker's librdkafka threads, served again by the broker next round). One
-    # consume() batch keeps the queue full enough: 111k fetched, the read's CPU 315 -> 230 ms,
-    # its wall time 279 -> 208 ms (bench/bench_task_prefetch.py).
-    # A user's own values win.
+    # assigns another partition. fetch.wait.max.ms: librdkafka's long poll at the end of a
+    # partition is still in flight then and the next assign waits for it. fetch.queue.backoff.ms:
+    # a partition whose prefetch queue filled up in one round kept its fetch backoff into the
+    # next. queued.min.messages: librdkafka prefetches far past a round, and what waits at the
+    # unassign is dropped (parsed by the worker's librdkafka threads, served again by the broker
+    # next round); one consume() batch keeps the queue full enough. Figures: bench/README.md,
+    # "Driver mode against executors mode" and "The task consumer's settings, and Spark's start
+    # and stop". A user's own values win.
     return {
         "fetch.wait.max.ms": 10,
         "fetch.queue.backoff.ms": 10,

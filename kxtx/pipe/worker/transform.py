@@ -16,20 +16,23 @@ with no record parts, when the UDF raised or returned something the contract rej
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
 from kxtx.pipe.worker import arrays, jsontext
 from kxtx.pipe.worker.contract import ContractError, any_spec, to_outputs
 from kxtx.pipe.worker.kinds import ARROW, PANDAS, PANDAS_ITER
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 RAW, STRING, JSON = "raw", "string", "json"
 RECORD_FIELDS = ("key", "value", "headers", "topic", "partition", "offset", "timestamp")
 
 
-def input_schema(record_mode: bool):
+def input_schema(record_mode: bool) -> pa.Schema:
     import pyarrow as pa
 
     fields = [("idx", pa.int64()), ("value", pa.binary())]
@@ -45,7 +48,7 @@ def input_schema(record_mode: bool):
     return pa.schema(fields)
 
 
-def output_schema():
+def output_schema() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema(
@@ -79,7 +82,7 @@ class Mapper:
     itself, gives it their values with `map_values` and gets the same outputs without the Arrow
     copies both ways (no input table, no values column to read back)."""
 
-    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool):
+    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool) -> None:
         self.func, self.kind, self.value_format, self.record_mode = func, kind, value_format, record_mode
         self.json_values = value_format == JSON
 
@@ -89,7 +92,7 @@ class Mapper:
             plain, results = _map(self.func, self.kind, inputs, self.record_mode, self.json_values)
             yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values)
 
-    def map_values(self, values: list, chunk: int):
+    def map_values(self, values: list, chunk: int) -> list[bytes] | pa.Table:
         """The outputs for input `values` (bytes, None for a tombstone; not with --input record),
         the UDF called on `chunk` of them at a time as `__call__` calls it per batch: one bytes
         value per input if each record gave one plain value (`_plain_values`), else the output
@@ -115,7 +118,7 @@ class Mapper:
         return pa.Table.from_batches(batches, schema=output_schema())
 
 
-def make_ipc_task(mapper) -> Callable:
+def make_ipc_task(mapper: Mapper) -> Callable:
     """The function each Spark task runs (`RDD.mapPartitions`): Arrow IPC streams in, one out each.
 
     An item is the stream itself (bytes), or in local mode the path of a file holding it (str);
@@ -132,7 +135,7 @@ def make_ipc_task(mapper) -> Callable:
                     with pa.OSFile(item) as source:
                         batches = pa.ipc.open_stream(source).read_all().to_batches()
                     write_ipc(item + ".out", mapper(iter(batches)), output_schema())
-                    out = item + ".out"
+                    out: str | bytes | None = item + ".out"
                 else:
                     out = write_ipc(None, mapper(iter(pa.ipc.open_stream(item))), output_schema())
             yield out
@@ -140,7 +143,12 @@ def make_ipc_task(mapper) -> Callable:
     return task
 
 
-def write_ipc(path: str | None, batches, schema, max_chunk: int | None = None):
+def write_ipc(
+    path: str | None,
+    batches: Iterable[pa.RecordBatch] | pa.Table,
+    schema: pa.Schema,
+    max_chunk: int | None = None,
+) -> bytes | None:
     """Record batches (or a Table, cut into `max_chunk` rows) as one Arrow IPC stream: into the
     file `path`, or returned as bytes when `path` is None."""
     import pyarrow as pa
@@ -158,7 +166,7 @@ def write_ipc(path: str | None, batches, schema, max_chunk: int | None = None):
     return sink.getvalue().to_pybytes()
 
 
-def read_ipc(items: list, schema):
+def read_ipc(items: list, schema: pa.Schema) -> pa.Table:
     """The tasks' outputs (streams, or paths of files holding them) as one Table, in order."""
     import pyarrow as pa
 
@@ -178,7 +186,7 @@ class _Failed:
 
     __slots__ = ("doing", "exc")
 
-    def __init__(self, exc: BaseException, doing: str = ""):
+    def __init__(self, exc: BaseException, doing: str = "") -> None:
         self.exc, self.doing = exc, doing
 
 
@@ -440,7 +448,7 @@ def _to_batch(rows: list):
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def plain_output(out, n: int):
+def plain_output(out: pa.Table, n: int) -> pa.Array | None:
     """Driver side: the values column (pyarrow) if the output is one value per input record, in
     input order, keeping the input's key and headers, to the default topic, no error (what
     `_plain_batch` makes: the producer can then walk the batch and the values side by side)."""
@@ -457,7 +465,7 @@ def plain_output(out, n: int):
     return out.column("value")
 
 
-def input_table(batch: list, record_mode: bool):
+def input_table(batch: list, record_mode: bool) -> pa.Table:
     """Driver side: a batch of confluent-kafka Messages as the Arrow table the mapper reads."""
     import pyarrow as pa
 
