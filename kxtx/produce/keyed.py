@@ -42,17 +42,16 @@ from kxtx.produce.murmur import Partitioner
 from kxtx.produce.plain import PlainFile, call_until_error
 
 if TYPE_CHECKING:
-    from kxtx.produce.checkpoint import Resume
+    from kxtx.client.settings import Settings
     from kxtx.produce.inputs import Source
-    from kxtx.produce.loop import Run
     from kxtx.produce.mapping import Mapper
 
 
-def fast_file(run: Run, src: Source, mapper: Mapper) -> Callable[..., PlainFile] | None:
-    """The fast path class for this input under `run`'s options, or None for the general path."""
-    if run.settings.props.get("partitioner", "murmur2_random") != "murmur2_random":
+def fast_file(settings: Settings, src: Source, mapper: Mapper) -> Callable[..., PlainFile] | None:
+    """The fast path class for this input under a run's settings, or None for the general path."""
+    if settings.props.get("partitioner", "murmur2_random") != "murmur2_random":
         return None  # a user's partitioner decides alone: only librdkafka knows it
-    if plain.usable(run, src, mapper):
+    if plain.usable(settings, src, mapper):
         return PlainFile
     if src.fmt == "lines" or (src.fmt == "csv" and src.is_stdin):
         return None  # a CSV header cannot be read again from stdin

@@ -355,7 +355,7 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
-            fast = keyed.fast_file(self, src, self.mappers[i])
+            fast = keyed.fast_file(self.settings, src, self.mappers[i])
             if fast is not None:
                 fast(self, src, pos, state).produce_all(plan)
             else:

@@ -12,14 +12,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from kxtx.errors import UsageError
 from kxtx.produce.inputs import Line
 from kxtx.produce.jsondepth import MAX_JSON_DEPTH, TOO_DEEP, accepts_too_deep, too_deep
-
-if TYPE_CHECKING:
-    from kxtx.produce.columns import JsonFields
 
 try:  # about 5x faster than json.loads; every JSON line is parsed at least to validate it
     from orjson import loads as _fast_loads
@@ -156,8 +153,9 @@ def parse_partition(value: Any) -> int:
 class Mapper:
     """Turns `Line`s of one input format into `Record`s. Raises BadRecord for a bad line."""
 
-    #: set by kxtx.produce.keyed.fast_file when a keyed JSON lines input takes the column path
-    fast_fields: JsonFields
+    #: a kxtx.produce.columns.JsonFields, set by kxtx.produce.keyed.fast_file when a keyed JSON lines
+    #: input takes the column path (Any: columns imports this module, and no import goes back)
+    fast_fields: Any
 
     def __init__(self, spec: MappingSpec, fmt: str) -> None:
         if fmt == "lines" and spec.fields():

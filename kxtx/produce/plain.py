@@ -21,7 +21,7 @@ from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, islice, repeat
 from operator import length_hint
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
@@ -29,12 +29,14 @@ from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from kxtx.client.settings import Settings
     from kxtx.produce.checkpoint import Resume
     from kxtx.produce.inputs import Source
-    from kxtx.produce.loop import Run
     from kxtx.produce.mapping import Mapper
 
-INF = float("inf")  # no limit (Run.records_limit, Run.bytes_limit)
+INF = float("inf")  # no limit (loop.Run.records_limit, loop.Run.bytes_limit)
 
 try:
     from orjson import loads as _loads
@@ -65,14 +67,14 @@ _NOT_JSON = (ValueError, RecursionError)
 _PRODUCED, _BAD, _BLANK = 1, 2, 3  # outcomes of one irregular line
 
 
-def usable(run: Run, src: Source, mapper: Mapper) -> bool:
-    """Whether this input can take the fast path under `run`'s options. Records without a key go
+def usable(settings: Settings, src: Source, mapper: Mapper) -> bool:
+    """Whether this input can take the fast path under a run's settings. Records without a key go
     to one partition a block (like the Java client's sticky partitioner), so any partition count
     will do, as long as the partitioner is kxtx's (a user's `-X partitioner=` decides alone)."""
     return (
         mapper.plain
         and src.fmt in ("jsonl", "lines")
-        and run.settings.props.get("partitioner", "murmur2_random") == "murmur2_random"
+        and settings.props.get("partitioner", "murmur2_random") == "murmur2_random"
     )
 
 
@@ -276,7 +278,13 @@ class PlainFile:
         return _BAD
 
 
-def call_until_error(fn, errors: tuple, k: int, end: int, *columns):
+def call_until_error(
+    fn: Callable[..., object],
+    errors: tuple[type[BaseException], ...],
+    k: int,
+    end: int,
+    *columns: Iterable[Any],
+) -> tuple[int, BaseException | None]:
     """Call fn(*row) for the rows [k, end) of `columns` in order (lists are read from k, other
     iterables as they come; one list at least) until one raises one of `errors`: (the index of that
     row, the exception), or (end, None). A loop in C: the map is drained by a zero-length deque."""

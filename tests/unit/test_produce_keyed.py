@@ -109,8 +109,8 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
     taken = []
     real = _FAST_FILE
 
-    def fast_file(run, src, mapper):
-        cls = real(run, src, mapper) if fast else None
+    def fast_file(settings, src, mapper):
+        cls = real(settings, src, mapper) if fast else None
         taken.append(cls is not None)
         return cls
 
@@ -398,10 +398,7 @@ def test_value_as_json_equals_json_dumps():
 def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
     from kxtx.produce.mapping import Mapper
 
-    class R:
-        settings = Settings(props={"bootstrap.servers": "x:1", **props})
-        topic = brokerside.TopicInfo("t", 6, 10_000)
-
+    settings = Settings(props={"bootstrap.servers": "x:1", **props})
     src = inputs.detect(_write(tmp_path, "a." + {"lines": "txt"}.get(fmt, fmt), b""))
-    assert (_FAST_FILE(R, src, Mapper(spec, fmt)) is not None) == fast
-    assert _FAST_FILE(R, inputs.detect("-", "csv"), Mapper(spec, "csv")) is None or fmt != "csv"
+    assert (_FAST_FILE(settings, src, Mapper(spec, fmt)) is not None) == fast
+    assert _FAST_FILE(settings, inputs.detect("-", "csv"), Mapper(spec, "csv")) is None or fmt != "csv"
