@@ -39,12 +39,13 @@ def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
     base = {k: v for k, v in os.environ.items() if k not in ("KXTX_TEST_KAFKA_VERSION", "KXTX_TEST_WORKERS")}
-    env = {**base, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2), **(env or {})}
+    full = {**base, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2)}
+    full.update({"KXTX_TEST_STAGE2_DELAY": "0", **(env or {})})
     r = subprocess.run(
         ["bash", str(ROOT / "scripts" / "test.sh"), *args],
         capture_output=True,
         text=True,
-        env=env,
+        env=full,
         timeout=60,
     )
     return r, calls.read_text().splitlines()
@@ -90,6 +91,7 @@ def test_an_interrupt_stops_both_stages(tmp_path):
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
     env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "RC1": "0", "RC2": "0", "HOLD": "60"}
+    env["KXTX_TEST_STAGE2_DELAY"] = "0"
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
     # as from a terminal: a process group of its own, SIGINT at its default
     proc = subprocess.Popen(
