@@ -23,8 +23,13 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kxtx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 _JAAS = re.compile(
     r"^\s*(?P<module>[\w.]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$",
@@ -160,7 +165,9 @@ def _jks_message(source: str, key: str, path: str) -> str:
     )
 
 
-def _load_p12(data: bytes, password: str | None, key: str, source: str):
+def _load_p12(
+    data: bytes, password: str | None, key: str, source: str
+) -> tuple[PrivateKeyTypes | None, x509.Certificate | None, list[x509.Certificate]]:
     try:
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError:  # pragma: no cover - a dependency; kept for a clear message
@@ -233,13 +240,13 @@ def _translate_keystore(out: dict[str, str], source: str) -> None:
     out.setdefault("ssl.key.location", str(_private_file("key.pem", _key_pem(key, key_pw))))
 
 
-def _cert_pem(cert) -> bytes:
+def _cert_pem(cert: x509.Certificate) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding
 
     return cert.public_bytes(Encoding.PEM)
 
 
-def _key_pem(key, password: str | None) -> bytes:
+def _key_pem(key: PrivateKeyTypes, password: str | None) -> bytes:
     from cryptography.hazmat.primitives import serialization as ser
 
     enc = ser.BestAvailableEncryption(password.encode()) if password else ser.NoEncryption()

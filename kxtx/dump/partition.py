@@ -350,7 +350,7 @@ class _PartitionReader:
         records: bool,
         log_start: int | None = None,
         leader: int | None = None,
-        head=None,
+        head: Any = None,  # a kafka-python Fetch response partition (untyped), as _fetch's
     ) -> None:
         self.source, self.p, self.start, self.end = source, partition, start, end
         self.records = records
@@ -359,7 +359,7 @@ class _PartitionReader:
         #: the first Fetch's response, already fetched from max(start, log_start) (read_ranges)
         self.head = head
 
-    def _fetch(self, offset: int):
+    def _fetch(self, offset: int) -> Any:
         """One Fetch of this partition from `offset`: the partition's response (leader moves followed)."""
         deadline = time.monotonic() + self.source.settings.timeout
         while True:
@@ -428,7 +428,7 @@ class _PartitionReader:
         return info, found
 
     def _walk(
-        self, part, pos: int, hw: int, more: Callable[[int], bool], headers_only: bool = False
+        self, part: Any, pos: int, hw: int, more: Callable[[int], bool], headers_only: bool = False
     ) -> Iterator[Any]:
         """Every batch from `pos` on, below the high watermark and while `more(next position)`,
         fetching as it goes (leader moves followed, a partition that stops progressing is an error)."""
@@ -456,7 +456,7 @@ class _PartitionReader:
                     f"fetching {self.source.topic}[{self.p}] at {pos}: broker error code {part.error_code}"
                 )
 
-    def _scan(self, part, first: int, end: int, hw: int, lso: int) -> tuple[list[Batch], Fates]:
+    def _scan(self, part: Any, first: int, end: int, hw: int, lso: int) -> tuple[list[Batch], Fates]:
         """Batches overlapping [first, end); then on, headers only, to the markers still missing."""
         from kxtx.records.control import decode_control
 
@@ -501,7 +501,7 @@ def _raw_batches(raw: bytes | None, headers_only: bool = False) -> Iterable[Any]
         batch = records.next_batch()
 
 
-def _batch(partition: int, raw) -> Batch:
+def _batch(partition: int, raw: Any) -> Batch:
     return Batch(
         partition=partition,
         base_offset=raw.base_offset,

@@ -136,7 +136,7 @@ class Cluster:
     ) -> dict[TP, list[OpenTxn]]:
         from kafka.structs import TopicPartition
 
-        def ask():
+        def ask() -> Any:  # kafka-python's results are untyped
             return self.txn.describe_producers([TopicPartition(t, p) for t, p in tps], broker_id=broker_id)
 
         # Asked of one broker (abort-hanging's re-check), a leader that moved stays moved: the
@@ -440,7 +440,7 @@ class Cluster:
         )
         admin = self.txn
 
-        async def send():
+        async def send() -> Any:
             leaders = await admin._async_get_leader_for_partitions([TopicPartition(*tp)])
             return await admin._manager.send(request, node_id=next(iter(leaders)))
 
@@ -452,7 +452,7 @@ class Cluster:
             raise translate(exc, doing, need=Need("ALTER", "Cluster")) from exc
 
 
-def _raise_marker_errors(response) -> None:
+def _raise_marker_errors(response: Any) -> None:  # a kafka-python WriteTxnMarkersResponse
     import kafka.errors as errors
 
     for result in response.markers:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
 from kxtx.errors import KxtxError, Unavailable, carry
@@ -24,6 +24,11 @@ from kxtx.pipe.stats import Stats, interrupted
 from kxtx.pipe.worker import consumerconf
 from kxtx.pipe.worker.outputs import UdfFailure
 from kxtx.signals import Guard
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from kxtx.client.settings import Settings
 
 
 class UdfFailed(KxtxError):
@@ -49,7 +54,7 @@ def udf_failed(name: str, value_format: str, failure: UdfFailure, unit: str, unm
     )
 
 
-def _names(partitions) -> str:
+def _names(partitions: list[TopicPartition]) -> str:
     return ", ".join(f"{p.topic}[{p.partition}]" for p in partitions)
 
 
@@ -63,10 +68,10 @@ class PipeCore:
 
     def __init__(
         self,
-        settings,
+        settings: Settings,
         cfg: RunConfig,
         progress: Callable[[dict], None] | None = None,
-        session=None,
+        session: Any = None,  # a SparkSession (pyspark is imported lazily)
         signals: Guard | None = None,
     ) -> None:
         self.settings, self.cfg, self.progress = settings, cfg, progress
@@ -167,14 +172,14 @@ class PipeCore:
         """The mode's own consumer settings (the exactly-once ones come first and stay)."""
         return {}
 
-    def _on_assign(self, consumer, partitions) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._lost_since = None
         self._assignment |= {(p.topic, p.partition) for p in partitions}
         self._assigned(consumer, partitions)
         self._last_data = time.monotonic()  # the idle clock starts with the first assignment
         logger.info("assigned %s", _names(partitions))
 
-    def _on_lost(self, consumer, partitions) -> None:
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """The membership was lost (e.g. the group coordinator died): as a revocation."""
         self._on_revoke(consumer, partitions)
 
@@ -193,17 +198,17 @@ class PipeCore:
             )
         return True
 
-    def _on_revoke(self, consumer, partitions) -> None:  # noqa: ARG002 - librdkafka's callback signature
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:  # noqa: ARG002 - librdkafka's callback signature
         if self._lost_since is None:
             self._lost_since = time.monotonic()
         self._assignment -= {(p.topic, p.partition) for p in partitions}
         self._revoked(partitions)
         logger.info("revoked %s", _names(partitions))
 
-    def _assigned(self, consumer, partitions) -> None:
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """The mode's part of an assignment (called inside the consumer's poll)."""
 
-    def _revoked(self, partitions) -> None:
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
         """The mode's part of a revocation or loss (called inside the consumer's poll)."""
 
     # --- progress and shutdown -------------------------------------------------------------------

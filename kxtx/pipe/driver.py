@@ -14,6 +14,7 @@ so they are read again by whoever owns the partition next).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
 from kxtx.client import clients
@@ -28,6 +29,11 @@ from kxtx.pipe.worker import transform as tf
 from kxtx.pipe.worker.outputs import to_records
 from kxtx.wording import plural
 
+if TYPE_CHECKING:
+    from confluent_kafka import TopicPartition
+
+    from kxtx.pipe.udf import LoadedUdf
+
 #: Consumer errors that mean a missing READ permission on this kind of resource.
 _AUTHZ_NEEDS = {"GROUP_AUTHORIZATION_FAILED": "Group", "TOPIC_AUTHORIZATION_FAILED": "Topic"}
 
@@ -39,7 +45,7 @@ class DriverPipe(PipeCore):
     """Driver mode: this process consumes, runs each batch through Spark, and produces and commits
     it in one transaction of its own producer."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # PipeCore's
         super().__init__(*args, **kwargs)
         self._txn: TxnProducer | None = None
         self.pending: list = []
@@ -49,7 +55,7 @@ class DriverPipe(PipeCore):
         self._next_catch_up = 0.0
 
     # --- setup -----------------------------------------------------------------------------------
-    def _prepare_mode(self, loaded) -> None:
+    def _prepare_mode(self, loaded: LoadedUdf) -> None:
         """The batch job (the UDF in a mapper) and the transactional producer."""
         mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
         self.job = sparkmod.batch_job(self.session, tf.make_ipc_task(mapper))
@@ -63,7 +69,7 @@ class DriverPipe(PipeCore):
             raise RuntimeError("no transactional producer before prepare()")
         return self._txn
 
-    def _revoked(self, partitions) -> None:
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
         # No transaction is open here (see the module docstring); drop what was read but not
         # transformed so it is neither produced by this instance nor skipped.
         self.committed.forget(partitions)

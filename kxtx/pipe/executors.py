@@ -26,7 +26,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable
@@ -37,6 +37,12 @@ from kxtx.pipe.core import PipeCore
 from kxtx.pipe.worker import task as taskmod
 from kxtx.pipe.worker import transform as tf
 from kxtx.wording import plural
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import ClusterMetadata
+
+    from kxtx.pipe.udf import LoadedUdf
 
 #: Give up after this many rounds in a row in which no task committed and some failed.
 MAX_FAILED_ROUNDS = 8
@@ -64,7 +70,7 @@ class ExecutorPipe(PipeCore):
     UNIT = "round"
     UNMOVED = "the partition's offset did not move (other partitions commit on their own; "
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # PipeCore's
         super().__init__(*args, **kwargs)
         self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}
@@ -87,7 +93,7 @@ class ExecutorPipe(PipeCore):
         self._offsets_error = ""
 
     # --- setup -----------------------------------------------------------------------------------
-    def _prepare_mode(self, loaded) -> None:
+    def _prepare_mode(self, loaded: LoadedUdf) -> None:
         """The admin client the rounds are planned with, and the task every round runs."""
         self.admin = clients.admin(self.settings)
         mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
@@ -109,7 +115,7 @@ class ExecutorPipe(PipeCore):
         )
         self.task = taskmod.make_plan_task(job)
 
-    def _metadata(self):
+    def _metadata(self) -> ClusterMetadata:
         try:
             return self.admin.list_topics(timeout=self.settings.timeout)
         except Exception as exc:
@@ -128,7 +134,7 @@ class ExecutorPipe(PipeCore):
             )
         }
 
-    def _assigned(self, consumer, partitions) -> None:
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         consumer.assign(partitions)
         self._unpaused = list(partitions)
         self._pause()
@@ -145,7 +151,7 @@ class ExecutorPipe(PipeCore):
             except KafkaException as exc:
                 logger.info("pausing %d new partition(s): %s", len(self._unpaused), exc)
 
-    def _revoked(self, partitions) -> None:
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
         self._unpaused = []
         for p in partitions:
             self.tokens.pop((p.topic, p.partition), None)

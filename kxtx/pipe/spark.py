@@ -154,7 +154,7 @@ def _jvm_running() -> bool:
         return SparkContext._gateway is not None
 
 
-def _session(spark_conf, debug: bool = False):
+def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a SparkSession
     """The JVM (launched here unless this process has one), then the context and the session.
 
     The JVM gets a session of its own, so a terminal's SIGINT/SIGHUP reaches kxtx only (which
@@ -320,7 +320,7 @@ def transform(session: Any, table: pa.Table, job: BatchJob) -> pa.Table:
     return result
 
 
-def _run_job(sc, table, job: BatchJob):
+def _run_job(sc: Any, table: pa.Table, job: BatchJob) -> pa.Table:  # sc: a SparkContext
     """One task per core (never less than a chunk each), each given an Arrow IPC stream.
 
     Measured (bench/bench_pipe.py, 200k x 100 B, 2 cores): `createDataFrame(table).mapInArrow(...)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client import authz, clients
 from kxtx.client.settings import Settings
@@ -14,7 +14,8 @@ from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 #: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
 CLIENT_MAX_BYTES = 1_000_000
@@ -50,14 +51,14 @@ def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str
     return TopicInfo(topic, len(t.partitions), limit)
 
 
-def _metadata(admin, settings: Settings, topic: str):
+def _metadata(admin: AdminClient, settings: Settings, topic: str) -> ClusterMetadata:
     try:
         return admin.list_topics(topic=topic, timeout=settings.timeout)
     except Exception as exc:
         raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
 
 
-def _topic_max_bytes(admin, settings: Settings, topic: str) -> int | None:
+def _topic_max_bytes(admin: AdminClient, settings: Settings, topic: str) -> int | None:
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     try:
@@ -92,7 +93,7 @@ def ensure_checkpoint_topic(admin: AdminClient, settings: Settings, topic: str) 
 LSO_WAIT_S = 75.0
 
 
-def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
+def _high_watermarks(admin: AdminClient, settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
     """(low, high) per partition, where high counts open transactions too: a read_committed
     consumer would report the last stable offset instead, which another producer's open
     transaction can hold below our own last committed checkpoint. Asked through the admin client,
@@ -119,7 +120,7 @@ def _high_watermarks(admin, settings: Settings, topic: str) -> dict[int, tuple[i
     return {p: (low[p], high[p]) for p in parts}
 
 
-def _checkpoint_reader(settings: Settings):
+def _checkpoint_reader(settings: Settings) -> Consumer:
     # Created right before use: one created earlier (to connect during init_transactions) often
     # stalled before its first fetch (bench/README.md, "Behind produce's constants").
     return clients.consumer(
@@ -154,7 +155,13 @@ def read_checkpoint(
         consumer.close()
 
 
-def _read(consumer, settings: Settings, topic: str, transactional_id: str, todo: dict):
+def _read(
+    consumer: Any,  # a Consumer: Any, its stubs make a fetched Message's offset Optional
+    settings: Settings,
+    topic: str,
+    transactional_id: str,
+    todo: dict,
+) -> Checkpoint | None:
     from confluent_kafka import KafkaError, TopicPartition
 
     consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in todo.items()])

@@ -44,7 +44,7 @@ def parse_json(raw: bytes) -> Any:
             raise BadRecord(f"bad JSON: {exc}") from None
 
 
-def _lenient_loads(raw: bytes):
+def _lenient_loads(raw: bytes) -> Any:
     """json.loads for a line within the nesting limit: json's C scanner counts each level against
     the recursion limit (about 1000 frames), so a line of 1000-1024 levels needs a little more."""
     limit = sys.getrecursionlimit()
@@ -183,11 +183,11 @@ class Mapper:
             if field not in self._index:
                 raise UsageError(f"{opt} {field!r}: no such CSV column (columns: {', '.join(columns)})")
 
-    def _csv_get(self, row: list, field: str):
+    def _csv_get(self, row: list, field: str) -> Any:
         return row[self._index[field]]
 
     # --- JSON -----------------------------------------------------------------------------------
-    def _json_get(self, obj: Any, field: str):
+    def _json_get(self, obj: Any, field: str) -> Any:
         if isinstance(obj, dict) and field in obj:
             return obj[field]
         for part in self._paths[field]:
@@ -216,7 +216,7 @@ class Mapper:
         return self._record(line, doc, get)
 
     # Called once per record on the general path: one function, no call per field.
-    def _record(self, line: Line, doc: Any, get) -> Record:  # noqa: C901
+    def _record(self, line: Line, doc: Any, get: Callable[[Any, str], Any]) -> Record:  # noqa: C901
         spec = self.spec
         key = value = None
         if spec.key_field:

@@ -21,9 +21,14 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
 from kxtx.sandbox.nodes import SandboxInfo, free_port
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 MODES = ("plaintext", "sasl_plaintext", "sasl_ssl", "ssl")
 USERS = ("admin", "limited")
@@ -273,7 +278,7 @@ def grant_limited_acls(bootstrap: str, admin_conf: dict) -> None:
 
 
 # --- X.509 with `cryptography` (imported here only: the sandbox with --security needs it) -------------
-def _ca():
+def _ca() -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -300,7 +305,9 @@ def _ca():
     return key, _sign(builder, key)
 
 
-def _leaf(cn: str, ca_key, ca_cert, server: bool):
+def _leaf(
+    cn: str, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, server: bool
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -324,7 +331,9 @@ def _leaf(cn: str, ca_key, ca_cert, server: bool):
     return key, _sign(builder, ca_key)
 
 
-def _base(subject, issuer, public_key):
+def _base(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+) -> x509.CertificateBuilder:
     from cryptography import x509
 
     now = _dt.datetime.now(_dt.timezone.utc)
@@ -339,25 +348,31 @@ def _base(subject, issuer, public_key):
     )
 
 
-def _sign(builder, key):
+def _sign(builder: x509.CertificateBuilder, key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
     from cryptography.hazmat.primitives import hashes
 
     return builder.sign(key, hashes.SHA256())
 
 
-def _pem(cert) -> bytes:
+def _pem(cert: x509.Certificate) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding
 
     return cert.public_bytes(Encoding.PEM)
 
 
-def _key_pem(key) -> bytes:
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     from cryptography.hazmat.primitives import serialization as ser
 
     return key.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption())
 
 
-def _p12(alias: str, key, cert, ca_cert, password: str) -> bytes:
+def _p12(
+    alias: str,
+    key: ec.EllipticCurvePrivateKey,
+    cert: x509.Certificate,
+    ca_cert: x509.Certificate,
+    password: str,
+) -> bytes:
     from cryptography.hazmat.primitives import serialization as ser
     from cryptography.hazmat.primitives.serialization import pkcs12
 

@@ -43,7 +43,7 @@ import types
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
 from kxtx.client import txwriter as tw
@@ -51,6 +51,9 @@ from kxtx.client.errnames import PRODUCER_FENCED
 from kxtx.pipe.worker import transform as tf
 from kxtx.pipe.worker.consumerconf import exactly_once
 from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
@@ -148,7 +151,7 @@ def transactional_id(pipe_id: str, topic: str, partition: int) -> str:
 def make_plan_task(job: Job) -> Callable[[Iterable[Plan]], Iterator[TaskResult]]:
     """The function of `RDD.mapPartitions`: plans in, one `TaskResult` per plan out."""
 
-    def task(plans):
+    def task(plans: Iterable[Plan]) -> Iterator[TaskResult]:
         for plan in plans:
             yield run_plan(job, plan)
 
@@ -179,7 +182,7 @@ class _Producer:
         self.writer.init()
 
     @property
-    def producer(self):
+    def producer(self) -> Producer:
         return self.writer.producer
 
 
@@ -212,7 +215,7 @@ def _consumer_key(job: Job) -> tuple:
     return job.group, tuple(sorted((k, str(v)) for k, v in job.conf.items()))
 
 
-def _consumer(job: Job, topic: str):
+def _consumer(job: Job, topic: str) -> Consumer:
     state = _state()
     key = _consumer_key(job)
     c = state.consumers.get(key)
@@ -311,7 +314,7 @@ def _executor_log(job: Job, plan: Plan, tid: str, attempt: dict) -> None:
         sys.stderr.flush()
 
 
-def _settle(tid: str, prod: _Producer | None, err):
+def _settle(tid: str, prod: _Producer | None, err: Any) -> Any:  # a KafkaError, or what was raised
     """Abort the attempt's transaction, or drop the producer when it cannot abort; the error to
     report. A produce() call after a fence raises only `_FATAL` (not flagged fatal) while the
     fence itself reaches the producer's state: the abort then raises the fence by its name."""
@@ -331,7 +334,7 @@ def _settle(tid: str, prod: _Producer | None, err):
     return err
 
 
-def _final(err) -> bool:
+def _final(err: Any) -> bool:
     """Fenced or fatal: this producer can do nothing more."""
     return hasattr(err, "name") and (err.name() in _FENCED or err.fatal())
 
@@ -382,7 +385,7 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     attempt["records_in"], attempt["committed"] = len(msgs) + recovered, next_offset
 
 
-def _recovered(job: Job, plan: Plan, consumer, committed) -> int:
+def _recovered(job: Job, plan: Plan, consumer: Any, committed: TopicPartition) -> int:
     """How many records an earlier attempt of this plan committed whose result never reached the
     driver: its worker or executor died after the commit and Spark ran the task again. The stable
     committed offset is then past what the driver counted and carries this run's token (another
@@ -398,7 +401,9 @@ def _recovered(job: Job, plan: Plan, consumer, committed) -> int:
     return sum(1 for m in msgs if m.offset() < committed.offset)
 
 
-def _consume(job: Job, plan: Plan, consumer, start: int):
+def _consume(job: Job, plan: Plan, consumer: Any, start: int) -> tuple[list[Any], int | None]:
+    # consumer: a Consumer, Any with its Messages: confluent-kafka's stubs make a fetched record's
+    # offset Optional
     """Records from `start` (or the reset policy) up to the planned end, the limit, or the end of
     the partition; and the offset to commit after them (None: nothing was read)."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition

@@ -65,7 +65,7 @@ def output_schema() -> pa.Schema:
     )
 
 
-def _headers_type():
+def _headers_type() -> pa.DataType:
     import pyarrow as pa
 
     return pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -190,7 +190,7 @@ class _Failed:
         self.exc, self.doing = exc, doing
 
 
-def _inputs(batch, value_format: str, record_mode: bool) -> list:
+def _inputs(batch: pa.RecordBatch, value_format: str, record_mode: bool) -> list:
     """The UDF's input per record of an Arrow batch (a `_Failed` for one that does not decode)."""
     if record_mode:
         rows = batch.to_pydict()
@@ -251,14 +251,16 @@ def _loads_all(texts: list) -> list:
         return [None if t is None else _loads(t) for t in texts]
 
 
-def _guard(fn, *args):
+def _guard(fn: Callable[..., Any], *args: Any) -> Any:  # fn's result, or a _Failed
     try:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
         return _Failed(exc, "decoding the input")
 
 
-def _map(func, kind, inputs: list, record_mode: bool, json_values: bool) -> tuple[list | None, list]:
+def _map(
+    func: Callable[..., Any], kind: str, inputs: list, record_mode: bool, json_values: bool
+) -> tuple[list | None, list]:
     """The UDF over `inputs`: (one bytes value per record, results) when every record decoded and
     gave one plain value (`_plain_values`), else (None, the results of the records that decoded)
     for `_assemble`."""
@@ -272,7 +274,9 @@ def _map(func, kind, inputs: list, record_mode: bool, json_values: bool) -> tupl
     return None, results
 
 
-def _output_batch(idx, plain: list | None, inputs: list, results: list, json_values: bool):
+def _output_batch(
+    idx: pa.Array, plain: list | None, inputs: list, results: list, json_values: bool
+) -> pa.RecordBatch:
     """One chunk's output batch, rows `idx` (an int64 array): its plain values (`_map`), else the
     contract's rows for its inputs and results."""
     if plain is not None:
@@ -323,7 +327,7 @@ def _plain_values(results: list, json_values: bool) -> list | None:
     return None
 
 
-def _call_each(func, inputs: list) -> list:
+def _call_each(func: Callable[..., Any], inputs: list) -> list:
     """The UDF on each input, once: a record it raises on gets a `_Failed` and the calls go on
     with the next one. (list.extend keeps what `map` gave before an exception, and `rest` is past
     the failing record: no record is called twice, which a slow UDF or a model call would pay for.)"""
@@ -337,7 +341,7 @@ def _call_each(func, inputs: list) -> list:
             results.append(_Failed(exc))
 
 
-def _vectorised(func, kind, values: list, record_mode: bool) -> list:
+def _vectorised(func: Callable[..., Any], kind: str, values: list, record_mode: bool) -> list:
     """Call once for the whole batch; if that raises, once per record to find the failing one(s)."""
     if not values:
         return []
@@ -359,7 +363,7 @@ def _vectorised(func, kind, values: list, record_mode: bool) -> list:
     return single
 
 
-def _call_batch(func, kind, values: list, record_mode: bool) -> list:
+def _call_batch(func: Callable[..., Any], kind: str, values: list, record_mode: bool) -> list:
     if kind == ARROW:
         import pyarrow as pa
 
@@ -413,7 +417,7 @@ def _error(idx: int, exc: BaseException, doing: str = "") -> tuple:
     return (idx, False, None, None, False, None, None, text[:1000])
 
 
-def _plain_batch(idx, values):
+def _plain_batch(idx: pa.Array, values: pa.Array) -> pa.RecordBatch:
     """One value per input, with the input's key and headers, to the default topic."""
     import pyarrow as pa
 
@@ -433,7 +437,7 @@ def _plain_batch(idx, values):
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _to_batch(rows: list):
+def _to_batch(rows: list) -> pa.RecordBatch:
     import pyarrow as pa
 
     schema = output_schema()
