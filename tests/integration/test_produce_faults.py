@@ -155,19 +155,39 @@ def test_resume_waits_for_another_producers_open_transaction(kafka, topic, tmp_p
     first = write_jsonl(path, 1000)
     done = _start(kafka, str(path), "-t", topic, "-n", "300")
     assert done.wait(120) == 0, done.communicate()
-    other = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": f"other-{topic}"})
+    other = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap,
+            "transactional.id": f"other-{topic}",
+            "transaction.timeout.ms": 300_000,
+        }
+    )
     other.init_transactions(30)
     other.begin_transaction()
     other.produce("kxtx-checkpoints", b"{}", key=f"other-{topic}".encode())
     other.flush(30)
     more = write_jsonl(path, 10, start=1000)
-    timer = threading.Timer(5, lambda: other.abort_transaction(30))
-    timer.start()
-    try:
-        resumed = _start(kafka, str(path), "-t", topic, "-n", "300")
-        out, err = resumed.communicate(timeout=120)
-    finally:
-        timer.join()
+    resumed = _start(kafka, str(path), "-t", topic, "-n", "300")
+    # The other transaction ends once the run says it waits for it (a fixed 5 s timer ended it
+    # before a run slowed by a loaded CI machine had read the checkpoints: nothing to wait for).
+    lines: list[str] = []
+
+    def read_stderr() -> None:
+        assert resumed.stderr is not None
+        lines.extend(resumed.stderr)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while not any("waiting for another producer's open transaction" in line for line in lines):
+        if resumed.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    other.abort_transaction(30)
+    out = resumed.stdout.read() if resumed.stdout else ""
+    resumed.wait(120)
+    reader.join(30)
+    err = "".join(lines)
     assert resumed.returncode == 0, err
     assert "waiting for another producer's open transaction" in err
     assert summary(subprocess.CompletedProcess([], 0, out, err))["records"] == 10
