@@ -149,6 +149,12 @@ class Brokers:
             self._started[key] = self._start(key[0], nodes, security, dict(broker_config or {}))
         return self._started[key]
 
+    def stop_cluster3(self) -> None:
+        """Stop the `cluster3` cluster (a later request starts a new one)."""
+        key = self._key(CLUSTER3_CONFIG, 3, None, None)
+        if key in self._started:
+            self._stop([self._started.pop(key)])
+
     def stop_module_brokers(self) -> None:
         """Stop every sandbox but the session broker (`kafka`) and the 3-node cluster (`cluster3`).
         The others (a secured broker, one with verification off, another version) are asked for by
@@ -200,10 +206,15 @@ class Brokers:
             raise errors[0]
 
 
+#: where the hooks below find the session's Brokers
+BROKERS_KEY = pytest.StashKey[Brokers]()
+
+
 @pytest.fixture(scope="session")
-def brokers():
+def brokers(request):
     """The sandbox factory (see Brokers): `brokers(config, nodes=3, security="ssl", version="3.9")`."""
     factory = Brokers()
+    request.config.stash[BROKERS_KEY] = factory
     try:
         yield factory
     finally:
@@ -222,9 +233,11 @@ def _module_brokers(request):
     factory.stop_module_brokers()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster3(brokers):
-    """A session 3-node cluster for the `multibroker` tests; tests that kill nodes restart them."""
+    """The 3-node cluster of the `multibroker` tests; tests that kill nodes restart them. Shared by
+    every module that asks for it (the factory keeps it) until the last of its tests in this process
+    has run (pytest_runtest_teardown below); module-scoped so that a later request can start it again."""
     if os.environ.get("KXTX_TEST_BOOTSTRAP"):
         pytest.fail(
             "multibroker tests start their own 3-node sandbox; run them without KXTX_TEST_BOOTSTRAP "
@@ -325,6 +338,32 @@ def _xdist_group(item: pytest.Item) -> str | None:
         if any(d.scope in ("module", "class") for d in defs.get(name, ())):
             return item.nodeid.split("::")[0]
     return None
+
+
+def _cluster3_wanted_later(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """Whether a test after `item` in this process uses `cluster3`. An xdist worker runs a test only
+    once it knows the next one (or is told to finish), and gets a group's tests all together, so the
+    next test decides; a serial run has the whole list."""
+    if hasattr(item.config, "workerinput"):
+        return nextitem is not None and "cluster3" in nextitem.fixturenames
+    later = item.session.items[item.session.items.index(item) + 1 :]
+    return any("cluster3" in other.fixturenames for other in later)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """After the last test in this process that uses `cluster3`, stop it: its group ends well before
+    the stage does, and three idle nodes would use CPU the rest of the stage needs (the stage is
+    CPU-bound). Session end stops it anyway, so the last test of all is left to that."""
+    yield
+    factory = item.config.stash.get(BROKERS_KEY, None)
+    if (
+        factory is not None
+        and nextitem is not None
+        and "cluster3" in item.fixturenames
+        and not _cluster3_wanted_later(item, nextitem)
+    ):
+        factory.stop_cluster3()
 
 
 # First: xdist's own hook reads the xdist_group markers to group the tests.

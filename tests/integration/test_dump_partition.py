@@ -24,6 +24,10 @@ pytestmark = pytest.mark.versioned
 def _producer(kafka, codec: str, **conf):
     from confluent_kafka import Producer
 
+    if "transactional.id" in conf:
+        # The scene's transactions end minutes into a loaded module setup: librdkafka's default 60 s
+        # timeout let the coordinator abort one first (FENCED at its commit, Kafka 3.9 at nice 10).
+        conf.setdefault("transaction.timeout.ms", 600000)
     p = Producer({"bootstrap.servers": kafka.bootstrap, "compression.type": codec, "linger.ms": 500, **conf})
     if "transactional.id" in conf:
         p.init_transactions(30)
