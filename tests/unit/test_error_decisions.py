@@ -1,8 +1,9 @@
 """Every decision kxtx takes on a Kafka error, code by code and class by class: which errors a
 later try gets past, which a one-shot command asks again after, which are a cluster failing over
-(exit 75), which mean no answer, which a fence. `EXPECTED` was generated from the classifiers as
-they stood before the one table (kxtx.client.kafkaerrors.classify) replaced them, so this test
-proves that the table decides as they did."""
+(exit 75), which mean no answer, which a fence. `EXPECTED` was generated from the seven classifiers
+that stood before the one table (kxtx.client.kafkaerrors.classify) replaced them (worth_waiting,
+stale_metadata, waits_out, failing_over_code, failing_over, retriable, rounds.later, and the name
+sets of clients.translate and unreachable), so this test proves that the table decides as they did."""
 
 from __future__ import annotations
 
@@ -54,12 +55,21 @@ def _translated(exc: BaseException) -> str:
     return type(translate(exc, "doing")).__name__
 
 
+def _watched(err: KafkaError) -> bool:
+    """The failover watch notes `err` as the cluster failing over."""
+    from kxtx.client import failover
+
+    watch = failover.Watch()
+    watch.note(err)
+    return watch.last > float("-inf")
+
+
 def decisions() -> dict[str, list[str]]:
     """Each decision: the codes (confluent-kafka) and the class names (kafka-python, others) it
     says yes to."""
-    from kxtx.client import clients, failover, kafkaerrors
+    from kxtx.client import clients, kafkaerrors
     from kxtx.client import txwriter as tw
-    from kxtx.pipe import rounds
+    from kxtx.client.kafkaerrors import classify
     from kxtx.pipe.worker import task
 
     def confluent(c: int) -> KafkaException:
@@ -72,15 +82,15 @@ def decisions() -> dict[str, list[str]]:
 
     return {
         # a later try gets past it: a transactional call, a consumer's poll, the next pipe round
-        "later_try": _codes(kafkaerrors.worth_waiting),
-        "txn_call_retries": _codes(lambda c: tw.retriable(KafkaError(c))),
-        "pipe_round_later": _codes(lambda c: rounds.later(confluent(c))),
-        "stale_metadata": _codes(kafkaerrors.stale_metadata),
+        "later_try": _codes(lambda c: classify(c) in kafkaerrors.LATER),
+        "txn_call_retries": _codes(lambda c: tw.decide(tw.BEGIN, KafkaError(c), 0, 1) == tw.RETRY),
+        "pipe_round_later": _codes(lambda c: kafkaerrors.later(confluent(c))),
+        "stale_metadata": _codes(lambda c: classify(c) in kafkaerrors.STALE),
         # a one-shot command asks again (ride_out, dump's consumer)
-        "asks_again": _codes(lambda c: clients.waits_out(confluent(c))),
-        "asks_again_kp": _names(clients.waits_out),
+        "asks_again": _codes(lambda c: classify(confluent(c)) in kafkaerrors.ASK_AGAIN),
+        "asks_again_kp": _names(lambda e: classify(e) in kafkaerrors.ASK_AGAIN),
         # a cluster failing over: a fence soon after is the coordinator's (exit 75)
-        "failing_over": _codes(lambda c: failover.failing_over(KafkaError(c))),
+        "failing_over": _codes(lambda c: _watched(KafkaError(c))),
         "abortable_unavailable": _codes(lambda c: tw.Abortable("x", KafkaError(c)).unavailable),
         # what the error becomes at the boundary
         "unavailable": _codes(lambda c: _translated(confluent(c)) == "Unavailable"),
@@ -94,7 +104,7 @@ def decisions() -> dict[str, list[str]]:
         "no_answer": _codes(lambda c: clients.unreachable(confluent(c))),
         "no_answer_kp": _names(clients.unreachable),
         # a pipe task's producer can do nothing more with its transactional id
-        "task_fenced": _codes(lambda c: KafkaError(c).name() in task._FENCED),
+        "task_fenced": _codes(lambda c: task._fenced(KafkaError(c))),
     }
 
 
@@ -181,6 +191,6 @@ def test_every_decision_is_pinned():
 
 
 def test_the_librdkafka_flag_alone_makes_a_transactional_call_retry():
-    from kxtx.client import txwriter as tw
+    from kxtx.client.kafkaerrors import later
 
-    assert all(tw.retriable(KafkaError(c, retriable=True)) for c in CODES)
+    assert all(later(KafkaError(c, retriable=True)) for c in CODES)
