@@ -139,7 +139,7 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
 
 #: How long a transactional run (produce, pipe) rides out a cluster failing over before it stops
 #: with exit 75, by default: a killed broker is fenced after broker.session.timeout.ms, requests to
-#: a stalled one time out after socket.timeout.ms (60 s), and only then does the client find the new
+#: a stalled one time out after socket.timeout.ms, and only then does the client find the new
 #: leader or coordinator. `KXTX_FAILOVER_TIMEOUT` sets it (`Settings.failover`); code that has no
 #: Settings (Spark's workers) gets it from the driver or uses this.
 FAILOVER_S = 90.0
