@@ -12,8 +12,7 @@ import re
 import time
 from typing import TYPE_CHECKING, TypeVar
 
-from kxtx.client.errnames import PRODUCER_FENCED
-from kxtx.client.kafkaerrors import code_of, worth_waiting
+from kxtx.client.kafkaerrors import ASK_AGAIN, SILENT, UNAVAILABLE, Kind, backoff, classify
 from kxtx.client.settings import Settings
 from kxtx.errors import (
     FencedError,
@@ -33,54 +32,6 @@ if TYPE_CHECKING:
 
     from kxtx.client.authz import Need
 
-_AUTHENTICATION = {"_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED"}
-#: Errors of a cluster in failover (a leader or coordinator moving, a broker down, too few in-sync
-#: replicas): when they outlast a command's retries it stops with exit 75, and rerunning it helps.
-UNAVAILABLE = {
-    "NOT_COORDINATOR",
-    "COORDINATOR_NOT_AVAILABLE",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "NOT_LEADER_OR_FOLLOWER",
-    "LEADER_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    "KAFKA_STORAGE_ERROR",
-    "_MSG_TIMED_OUT",
-    "_ALL_BROKERS_DOWN",
-    "REBALANCE_IN_PROGRESS",
-    "CONCURRENT_TRANSACTIONS",
-}
-
-
-#: Retriable in Kafka's protocol, yet not a sign of failover to kxtx: a topic that does not exist
-#: is the user's to fix (preflight names it), and a request timeout is reported as no answer.
-_NOT_FAILOVER = {3, 7}
-
-
-def _failing_over(exc: BaseException) -> bool:
-    return failing_over_code(code_of(exc))
-
-
-def failing_over_code(code: int | None) -> bool:
-    """A broker's answer that Kafka's protocol calls retriable (kxtx.client.kafkaerrors): the command
-    waited it out as long as its bounds allow, and running it again is what helps."""
-    return code is not None and code > 0 and worth_waiting(code) and code not in _NOT_FAILOVER
-
-
-def waits_out(exc: BaseException) -> bool:
-    """Whether a command asks again after `exc` (a confluent-kafka or kafka-python exception):
-    an error of Kafka's table of retriable and stale-metadata codes (kxtx.client.kafkaerrors), a
-    rebalance, or librdkafka's "no answer yet", whatever the library's own retriable flag says.
-    Not a missing topic (retriable in Kafka's protocol, but the user's to fix: reported at once)."""
-    code = code_of(exc)
-    return worth_waiting(code) and code != _UNKNOWN_TOPIC
-
-
-#: UNKNOWN_TOPIC_OR_PARTITION
-_UNKNOWN_TOPIC = 3
-#: Backoff between two tries of `ride_out`: from the first to the cap, doubling.
-_RIDE_FIRST_S, _RIDE_MAX_S = 0.05, 1.0
-
 T = TypeVar("T")
 
 
@@ -91,10 +42,11 @@ def ride_out(
     need: Need | Iterable[Need] | None = None,
     renew: Callable[[], None] | None = None,
 ) -> T:
-    """`call()`, asked again while it fails with an error a later try can get past (`waits_out`:
-    a leader or coordinator moving, loading or coming back, a broker down) for up to `bound`
-    seconds (the command's --timeout); any other error at once, and the last one past the
-    bound, leave translated (`translate`: the table's codes are `Unavailable`, exit 75).
+    """`call()`, asked again while it fails with an error a later try can get past (the kinds of
+    `kafkaerrors.ASK_AGAIN`: a leader or coordinator moving, loading or coming back, a broker
+    down, no answer; not a missing topic, the user's to fix) for up to `bound` seconds (the
+    command's --timeout); any other error at once, and the last one past the bound, leave
+    translated (`translate`: a failover is `Unavailable`, exit 75).
     `renew()` runs before each new try: a client that caches where coordinators and leaders are
     (kafka-python's admin client keeps asking a coordinator that moved) is made anew."""
     deadline = time.monotonic() + bound
@@ -106,10 +58,10 @@ def ride_out(
             raise
         except Exception as exc:
             left = deadline - time.monotonic()
-            if not waits_out(exc) or left <= 0:
+            if classify(exc) not in ASK_AGAIN or left <= 0:
                 raise translate(exc, doing, need) from exc
             logger.info("%s: %s; asking again", doing, _text(exc))
-            time.sleep(min(left, _RIDE_MAX_S, _RIDE_FIRST_S * 2**attempt))
+            time.sleep(min(left, backoff(attempt)))
             attempt += 1
             if renew is not None:
                 renew()
@@ -185,7 +137,7 @@ class BrokerErrors:
             self.reason = err.str()
             # librdkafka names the connection state a failure happened in: past CONNECT (TLS
             # handshake, login, API versions) the broker was there and refused this client.
-            if err.name() in _AUTHENTICATION or err.name() == "_SSL" or _late(self.reason):
+            if classify(err) is Kind.AUTH or err.name() == "_SSL" or _late(self.reason):
                 self.refused = err
 
     def logged(self, text: str) -> None:
@@ -284,7 +236,7 @@ def _refused(err: KafkaError, where: str) -> KxtxError:
     security.protocol (exit 1: the settings are wrong, the cluster is there)."""
     from confluent_kafka import KafkaException
 
-    if err.name() in _AUTHENTICATION or err.name() == "_SSL":
+    if classify(err) is Kind.AUTH or err.name() == "_SSL":
         return translate(KafkaException(err), where)
     return _closed(err.str(), where)
 
@@ -353,11 +305,12 @@ def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] |
         return exc
     where = f"{doing}: " if doing else ""
     name = error_name(exc) or ""
+    kind = classify(exc)
     text = scrub(_text(exc))
     if name in authz.AUTHZ_ERRORS:
         needs = [need] if isinstance(need, authz.Need) else list(need or [])
         return authz.explain(name, doing, needs, text)
-    if name in PRODUCER_FENCED:
+    if kind is Kind.FENCED:
         return FencedError(
             f"{where}fenced: another instance with the same transactional id took over ({name})"
         )
@@ -365,7 +318,7 @@ def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] |
         return FencedError(
             f"{where}fenced: another consumer with the same group.instance.id joined the group ({name})"
         )
-    if name in _AUTHENTICATION or "Authentication" in type(exc).__name__:
+    if kind is Kind.AUTH or "Authentication" in type(exc).__name__:
         return KafkaOperationError(
             f"{where}authentication failed ({text}); check sasl.mechanism, sasl.username and "
             "sasl.password (or the client certificate)"
@@ -375,7 +328,7 @@ def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] |
             f"{where}TLS handshake failed ({text}); check ssl.ca.location "
             "(the CA that signed the broker certificate) and the client certificate"
         )
-    if name in UNAVAILABLE or _failing_over(exc):
+    if kind in UNAVAILABLE:
         return Unavailable(
             f"{where}{text}; the cluster is failing over or short of brokers: run the "
             "same command again to continue"
@@ -391,16 +344,14 @@ def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] |
     return KafkaOperationError(f"{where}{text}")
 
 
-#: Error names meaning "no answer from the cluster" (as opposed to an answer saying no).
-_NO_ANSWER = {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN"}
-
-
 def unreachable(exc: BaseException) -> bool:
-    """True when `exc` says the cluster did not answer in time (retrying would wait as long again)."""
+    """True when `exc` says the cluster did not answer in time (retrying would wait as long again):
+    by its name's kind (`kafkaerrors.SILENT`; kafka-python's local errors have no name), or a
+    timeout or no-broker exception of either library."""
     return (
         "Timeout" in type(exc).__name__
         or type(exc).__name__ == "NoBrokersAvailable"
-        or error_name(exc) in _NO_ANSWER
+        or classify(error_name(exc)) in SILENT
     )
 
 

@@ -13,14 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kxtx.client.kafkaerrors import FAILOVER_S
 from kxtx.errors import ConfigError
 from kxtx.parsers import parse_properties, split_csv
 
 DEFAULT_TIMEOUT_S = 30.0
-#: How long a transactional run (produce, pipe) rides out a cluster failing over before it stops
-#: with exit 75; `KXTX_FAILOVER_TIMEOUT` sets it. The same as kxtx.client.txwriter.FAILOVER_RETRY_S, the
-#: default of code that has no Settings (Spark workers get txwriter alone; a unit test ties the two).
-DEFAULT_FAILOVER_S = 90.0
 
 #: Environment variables read as connection settings (documented in the README).
 ENV_SETTINGS = {
@@ -105,7 +102,8 @@ class Settings:
     props: dict[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S
     #: seconds a transactional run waits out a failover (leader, coordinator, in-sync replicas)
-    failover: float = DEFAULT_FAILOVER_S
+    #: before exit 75: `KXTX_FAILOVER_TIMEOUT`, by default kafkaerrors.FAILOVER_S
+    failover: float = FAILOVER_S
     #: where each key came from ("file", "env", "flag"), for error messages
     origin: dict[str, str] = field(default_factory=dict)
 

@@ -7,13 +7,14 @@ error fatal, txn_requires_abort or retriable):
 - fatal (fenced, unsupported, ...): FAIL. Nothing more can be done with this producer.
 - txn_requires_abort: ABORT. The open transaction is lost; the caller aborts it and redoes the
   batch (`Abortable`). An abort that itself needs an abort: FAIL.
-- worth waiting (librdkafka's retriable flag, or Kafka's own retriable / "refresh metadata" codes
-  from `kxtx.client.kafkaerrors`, or librdkafka's "no answer yet" codes such as _TIMED_OUT): RETRY the
-  same call, with a backoff from 50 ms doubling to 1 s, until the call's bound; then GIVE_UP
-  (exit 75: the committed work is safe, run the same command again).
+- a later try gets past it (`kafkaerrors.later`: librdkafka's retriable flag, or the kinds of
+  `kafkaerrors.LATER`: Kafka's own retriable / "refresh metadata" codes, librdkafka's "no answer
+  yet" codes such as _TIMED_OUT): RETRY the same call, with `kafkaerrors.backoff` (50 ms doubling
+  to 1 s), until the call's bound; then GIVE_UP (exit 75: the committed work is safe, run the same
+  command again).
 - anything else: FAIL (translated into a kxtx error, see `TxWriter.fail`).
 
-The bound. A long-running job (produce, pipe's driver) waits max(--timeout, `FAILOVER_RETRY_S`) for
+The bound. A long-running job (produce, pipe's driver) waits max(--timeout, `kafkaerrors.FAILOVER_S`) for
 every call: a killed broker is fenced after broker.session.timeout.ms, requests to a stalled one
 time out after socket.timeout.ms, and only then does librdkafka find the new leader or coordinator;
 a few immediate retries would give up before any of that. A task with a deadline (`retry_s=`,
@@ -23,7 +24,7 @@ Except the commit. librdkafka's contract: a commit_transaction that raised a ret
 (typically _TIMED_OUT: the process stalled, or the coordinator did not answer in time) has an
 unknown outcome and must be called again until it succeeds or fails for good; aborting then fails
 with _CONFLICT while the commit may go through anyway, and a run that reported "aborted" had in
-fact committed. So a commit retries for at least `FAILOVER_RETRY_S` whatever a task's
+fact committed. So a commit retries for at least the failover limit whatever a task's
 bound, never aborts after a retriable error, and if the outcome is still unknown at the end it is
 reported as such (`CommitInDoubt`, or exit 75 on the driver): the next init_transactions with the
 same transactional id finishes it, and the stable committed offsets say what was committed.
@@ -41,7 +42,7 @@ current librdkafka.
 
 Producer settings every transactional writer shares are set here once (`producer_conf`).
 
-No kxtx imports at module level but the two dependency-free tables: Spark executors get this module
+No kxtx imports at module level but the dependency-free table: Spark executors get this module
 by value (`kxtx.pipe.worker.SHIPPED_WITH`); driver-side translation imports lazily.
 """
 
@@ -53,7 +54,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn
 
-from kxtx.client.kafkaerrors import worth_waiting
+from kxtx.client.kafkaerrors import FAILING_OVER, FAILOVER_S, backoff, classify, later
 
 #: librdkafka's retry.backoff.ms is also its wait when the coordinator answers
 #: CONCURRENT_TRANSACTIONS because the previous transaction's markers are still being written: with
@@ -62,12 +63,6 @@ from kxtx.client.kafkaerrors import worth_waiting
 #: partitioner: keyed records land on the partitions the Java client (and Kafka Streams) picks,
 #: not on librdkafka's CRC32 default's, so consumers that co-partition by key see them together.
 COMMON_DEFAULTS: dict[str, Any] = {"retry.backoff.ms": 10, "partitioner": "murmur2_random"}
-#: How long a long-running job's call (and every commit) retries retriable errors at least, by
-#: default: kxtx.client.settings.DEFAULT_FAILOVER_S (`KXTX_FAILOVER_TIMEOUT`) arrives as `failover_s`.
-FAILOVER_RETRY_S = 90.0
-#: Backoff between retries of one call: from the first to the cap, doubling.
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0
-
 #: How much longer than its own timeout a send_offsets_to_transaction may take before the watchdog
 #: gives up on the producer (see the module docstring).
 WATCHDOG_MARGIN_S = 10.0
@@ -88,11 +83,6 @@ def producer_conf(user: Mapping[str, Any], **defaults: Any) -> dict[str, Any]:
     return {k: v for k, v in {**COMMON_DEFAULTS, **defaults}.items() if k not in user}
 
 
-def retriable(err: Any) -> bool:
-    """A later try can get past `err` (a confluent_kafka KafkaError)."""
-    return bool(err.retriable()) or worth_waiting(err.code())
-
-
 def decide(op: str, err: Any, now: float, deadline: float) -> str:
     """What to do after transactional call `op` raised `err` (None: not a Kafka error) at `now`,
     retries allowed until `deadline` (monotonic seconds). See the module docstring."""
@@ -100,19 +90,14 @@ def decide(op: str, err: Any, now: float, deadline: float) -> str:
         return FAIL
     if err.txn_requires_abort():
         return FAIL if op == ABORT else ABORT_TXN
-    if retriable(err):
+    if later(err):
         if now < deadline:
             return RETRY
         return IN_DOUBT if op == COMMIT else GIVE_UP
     return FAIL
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait before retry number `attempt` (0, 1, ...)."""
-    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2**attempt)
-
-
-def call_bound(op: str, retry_s: float, failover_s: float = FAILOVER_RETRY_S) -> float:
+def call_bound(op: str, retry_s: float, failover_s: float = FAILOVER_S) -> float:
     """How long call `op` retries: a commit never less than a failover takes (see above)."""
     return max(retry_s, failover_s) if op == COMMIT else retry_s
 
@@ -122,11 +107,9 @@ class Abortable(Exception):
 
     def __init__(self, message: str, *errors: Any) -> None:
         super().__init__(message)
-        from kxtx.client import failover
-
         #: caused by a cluster failing over (leader or coordinator moving, brokers down): when the
         #: caller's own retries run out it stops with exit 75 (run again) rather than 1
-        self.unavailable = any(e is not None and failover.failing_over(e) for e in errors)
+        self.unavailable = any(e is not None and classify(e) in FAILING_OVER for e in errors)
 
 
 class CommitInDoubt(Exception):
@@ -185,7 +168,7 @@ class TxWriter:
         timeout: float,
         *,
         retry_s: float | None = None,
-        failover_s: float = FAILOVER_RETRY_S,
+        failover_s: float = FAILOVER_S,
         raw: bool = False,
         translate: Callable[[BaseException, str], BaseException] | None = None,
         check: Callable[[Any, str], None] | None = None,
@@ -358,7 +341,7 @@ class TxWriter:
             self.producer.abort_transaction(self.timeout if timeout is None else timeout)
         except Exception as exc:  # noqa: BLE001 - reported to the caller, which decides
             err = exc.args[0] if exc.args else None
-            self.abort_unfinished = hasattr(err, "retriable") and retriable(err)
+            self.abort_unfinished = later(err)
             return exc
         return None
 

@@ -19,6 +19,7 @@ from operator import ge, is_, itemgetter, sub
 from typing import TYPE_CHECKING, cast
 
 from kxtx.client import clients
+from kxtx.client.kafkaerrors import ASK_AGAIN, classify
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError
 from kxtx.log import logger
@@ -158,7 +159,7 @@ class ConfluentSource:
                 if err is None:
                     continue
                 if err.code() != KafkaError._PARTITION_EOF:
-                    if clients.waits_out(KafkaException(err)):
+                    if classify(err) in ASK_AGAIN:
                         # a leader moving or a broker down: the consumer asks again by itself,
                         # bounded by the no-progress check (_check_positions)
                         logger.info(f"reading {self.topic}: {err.str()}")

@@ -29,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
+from kxtx.client.kafkaerrors import later
 from kxtx.errors import FencedError, KafkaOperationError, Unavailable
 from kxtx.log import logger
 from kxtx.pipe import rounds
@@ -252,7 +253,8 @@ class ExecutorPipe(PipeCore):
             try:
                 end = fut.result().offset
             except KafkaException as exc:
-                if not rounds.later(exc):
+                # a partition that is new, or whose leader moves: planned again next round
+                if not later(exc):
                     raise clients.translate(exc, f"reading {tp.topic}[{tp.partition}]'s end") from exc
                 unknown += 1
                 why = f"{tp.topic}[{tp.partition}]: {exc}"

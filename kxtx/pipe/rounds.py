@@ -1,18 +1,14 @@
 """Pure helpers of `kxtx pipe`'s loops: how big a round (executors mode) or a transaction (driver
-mode) may be, which planning errors wait for the next round, and the --debug line that says where
-a round's time went."""
+mode) may be, and the --debug line that says where a round's time went."""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from kxtx.client.kafkaerrors import code_of, worth_waiting
 from kxtx.log import logger
 
 if TYPE_CHECKING:
-    from confluent_kafka import KafkaException
-
     from kxtx.pipe.worker.task import TaskResult
 
 #: librdkafka's default max.poll.interval.ms.
@@ -42,15 +38,6 @@ def log_round(plans: list, results: list[TaskResult], plan_s: float, job_s: floa
             for k in ("task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")
         ),
     )
-
-
-def later(exc: KafkaException) -> bool:
-    """An error that a later round gets past (the partition is new, its leader moves or came back
-    with a new epoch): Kafka's retriable codes whatever librdkafka's flag says (kxtx.client.kafkaerrors)."""
-    err = exc.args[0] if exc.args else None
-    if err is None or not hasattr(err, "code"):
-        return False
-    return err.retriable() or worth_waiting(code_of(exc))
 
 
 def run_token() -> str:

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from kxtx.client import kafkaerrors
 from kxtx.client import txwriter as tw
 from tests.integration.kafka_io import read_committed, read_uncommitted, values
 
@@ -41,7 +42,7 @@ def _writer(kafka, tid: str) -> tw.TxWriter:
     # The first transactional id on a new broker waits for __transaction_state to be created and
     # loaded (COORDINATOR_LOAD_IN_PROGRESS for seconds on a loaded machine: a CI run gave up after
     # 3 s): init waits as long as the product's writers do; the calls under test get TIMEOUT_S.
-    w = tw.TxWriter(tid, TIMEOUT_S, raw=True, retry_s=tw.FAILOVER_RETRY_S)
+    w = tw.TxWriter(tid, TIMEOUT_S, raw=True, retry_s=kafkaerrors.FAILOVER_S)
     w.producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": tid})
     w.init()
     w.retry_s = TIMEOUT_S
@@ -100,7 +101,7 @@ def test_send_offsets_on_a_stalled_broker_returns_and_the_transaction_never_comm
     # transaction; its own transaction commits (the retry bound is a failover's: the broker is
     # just back).
     fresh = _writer(kafka, tid)
-    fresh.retry_s = tw.FAILOVER_RETRY_S
+    fresh.retry_s = kafkaerrors.FAILOVER_S
     fresh.begin()
     fresh.produce(out, b"fresh", None)
     fresh.send_offsets([TopicPartition(src, 0, 1)], md)
@@ -179,7 +180,7 @@ def test_a_driver_stuck_in_send_offsets_exits_75_while_the_broker_is_still_stall
     assert "#5456" in err and "run the same command again" in err
 
     fresh = _writer(kafka, tid)
-    fresh.retry_s = tw.FAILOVER_RETRY_S
+    fresh.retry_s = kafkaerrors.FAILOVER_S
     fresh.begin()
     fresh.produce(out, b"fresh", None)
     fresh.send_offsets([TopicPartition(src, 0, 1)], _group_metadata(kafka, f"g-{tid}"))

@@ -1,5 +1,6 @@
-"""kxtx.client.kafkaerrors: which errors a command waits out, code by code (the table itself is compared
-with Kafka's own `Errors` enum in tests/integration/test_kafka_errors.py)."""
+"""kxtx.client.kafkaerrors: what an error is to a command, code by code (the table itself is compared
+with Kafka's own `Errors` enum in tests/integration/test_kafka_errors.py; every decision on every code
+is pinned in test_error_decisions.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from kafka import errors as kp_errors
 
 from kxtx.client import kafkaerrors
-from kxtx.client.kafkaerrors import code_of, stale_metadata, worth_waiting
+from kxtx.client.kafkaerrors import Kind, classify, code_of
 
 
 @pytest.mark.parametrize(
@@ -55,13 +56,55 @@ from kxtx.client.kafkaerrors import code_of, stale_metadata, worth_waiting
         (None, False, False),
     ],
 )
-def test_which_errors_a_command_waits_out(code, waits, stale):
-    assert worth_waiting(code) is waits
-    assert stale_metadata(code) is stale
+def test_which_codes_a_later_try_gets_past(code, waits, stale):
+    assert (classify(code) in kafkaerrors.LATER) is waits
+    assert (classify(code) in kafkaerrors.STALE) is stale
 
 
-def test_stale_metadata_codes_are_all_retriable():
-    assert set(kafkaerrors.STALE_METADATA) <= set(kafkaerrors.RETRIABLE)
+def test_stale_metadata_is_all_retriable():
+    assert kafkaerrors.STALE <= kafkaerrors.LATER
+
+
+@pytest.mark.parametrize(
+    "error, kind",
+    [
+        (6, Kind.STALE_METADATA),
+        ("NOT_LEADER_OR_FOLLOWER", Kind.STALE_METADATA),
+        (KafkaError(KafkaError.NOT_COORDINATOR), Kind.FAILOVER),
+        (KafkaException(KafkaError(KafkaError._FENCED)), Kind.FENCED),
+        (kp_errors.ProducerFencedError(), Kind.FENCED),
+        (kp_errors.SaslAuthenticationFailedError(), Kind.AUTH),
+        (kp_errors.KafkaConnectionError(), Kind.NO_ANSWER),
+        ("_ALL_BROKERS_DOWN", Kind.ALL_BROKERS_DOWN),
+        (KafkaError.UNKNOWN_TOPIC_OR_PART, Kind.UNKNOWN_TOPIC),
+        (KafkaError._UNKNOWN_PARTITION, Kind.RETRY),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, Kind.OTHER),
+        ("NOT_A_KAFKA_ERROR", Kind.OTHER),
+        (ValueError(), Kind.OTHER),
+        (None, Kind.OTHER),
+        (True, Kind.OTHER),
+    ],
+)
+def test_classify_reads_codes_names_and_both_libraries(error, kind):
+    assert classify(error) is kind
+
+
+def test_a_name_is_classified_as_its_code():
+    """By either library's name for it: librdkafka's (KafkaError.name()) and kafka-python's (its
+    error class's `message`)."""
+    import inspect
+
+    librdkafka = {v for k, v in vars(KafkaError).items() if isinstance(v, int) and not k.startswith("__")}
+    kafka_python = {
+        c.errno: c.message
+        for c in vars(kp_errors).values()
+        if inspect.isclass(c) and isinstance(getattr(c, "errno", None), int)
+    }
+    for code in range(-200, 200):
+        if code in librdkafka:
+            assert classify(KafkaError(code).name()) is classify(code), code
+        if code in kafka_python:
+            assert classify(kafka_python[code]) is classify(code), code
 
 
 @pytest.mark.parametrize(
@@ -108,6 +151,34 @@ def test_code_of_reads_both_client_libraries(exc, code):
     ],
 )
 def test_which_errors_are_a_cluster_failing_over(code, failing_over):
-    from kxtx.client import failover
+    assert (classify(KafkaError(code)) in kafkaerrors.FAILING_OVER) is failing_over
 
-    assert failover.failing_over(KafkaError(code)) is failing_over
+
+@pytest.mark.parametrize(
+    "exc, later",
+    [
+        # A partition the planner's clients do not know yet (just added) or whose leader moves.
+        (KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), True),
+        (KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True),
+        (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
+        (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
+        (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
+        # A leader that came back (SIGKILLed, restarted): librdkafka calls these not retriable,
+        # Kafka's protocol does (issue 29: the planner stopped the pipe with exit 1 on them).
+        (KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH)), True),
+        (KafkaException(KafkaError(KafkaError.UNKNOWN_LEADER_EPOCH)), True),
+        (KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)), True),
+        # Nothing a later round changes: the planner stops with the error.
+        (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
+        (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
+        (KafkaException("no error object"), False),
+        (KafkaException(), False),
+    ],
+)
+def test_which_errors_a_later_try_gets_past_with_librdkafkas_flag(exc, later):
+    assert kafkaerrors.later(exc) is later
+
+
+@pytest.mark.parametrize("attempt,expected", [(0, 0.05), (1, 0.1), (3, 0.4), (4, 0.8), (5, 1.0), (40, 1.0)])
+def test_backoff_doubles_to_a_cap(attempt, expected):
+    assert kafkaerrors.backoff(attempt) == pytest.approx(expected)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 
 from kxtx.pipe import rounds
 from kxtx.pipe.worker.task import TaskResult
@@ -35,31 +34,6 @@ def test_a_round_says_where_its_time_went_with_debug(caplog):
         "1 producer(s) started; slowest in[1] 500 ms (init 100, consume 10, udf 20, produce 3, "
         "commit 40)"
     ]
-
-
-@pytest.mark.parametrize(
-    "exc, later",
-    [
-        # A partition the planner's clients do not know yet (just added) or whose leader moves.
-        (KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION)), True),
-        (KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)), True),
-        (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), True),
-        (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)), True),
-        (KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "t", retriable=True)), True),
-        # A leader that came back (SIGKILLed, restarted): librdkafka calls these not retriable,
-        # Kafka's protocol does (issue 29: the planner stopped the pipe with exit 1 on them).
-        (KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH)), True),
-        (KafkaException(KafkaError(KafkaError.UNKNOWN_LEADER_EPOCH)), True),
-        (KafkaException(KafkaError(KafkaError.OFFSET_NOT_AVAILABLE)), True),
-        # Nothing a later round changes: the planner stops with the error.
-        (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), False),
-        (KafkaException(KafkaError(KafkaError._FENCED, "f", fatal=True)), False),
-        (KafkaException("no error object"), False),
-        (KafkaException(), False),
-    ],
-)
-def test_which_planning_errors_wait_for_a_later_round(exc, later):
-    assert rounds.later(exc) is later
 
 
 @pytest.mark.parametrize(

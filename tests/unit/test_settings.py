@@ -55,10 +55,10 @@ def test_failover_timeout_from_the_environment(env, timeout, failover):
     assert (s.timeout, s.failover) == (timeout, failover)
 
 
-def test_the_failover_default_is_the_writers():
-    from kxtx.client import txwriter
+def test_the_failover_default_is_the_tables():
+    from kxtx.client import kafkaerrors, txwriter
 
-    assert Settings().failover == txwriter.FAILOVER_RETRY_S
+    assert Settings().failover == kafkaerrors.FAILOVER_S == txwriter.TxWriter("t", 1.0).failover_s
 
 
 @pytest.mark.parametrize("var", ["KXTX_TIMEOUT", "KXTX_FAILOVER_TIMEOUT"])

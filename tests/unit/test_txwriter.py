@@ -8,6 +8,7 @@ import threading
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from kxtx.client import kafkaerrors
 from kxtx.client import txwriter as tw
 from kxtx.client.txwriter import Abortable, CommitInDoubt, TxWriter
 from kxtx.errors import FencedError, Unavailable
@@ -59,17 +60,12 @@ def test_decide(op, err, now, expected):
     [
         (tw.INIT, 5.0, 5.0),  # a task's own deadline
         (tw.OFFSETS, 120.0, 120.0),
-        (tw.COMMIT, 5.0, tw.FAILOVER_RETRY_S),  # a commit outlasts a failover whatever the task's bound
+        (tw.COMMIT, 5.0, kafkaerrors.FAILOVER_S),  # a commit outlasts a failover whatever the task's bound
         (tw.COMMIT, 120.0, 120.0),
     ],
 )
 def test_call_bound(op, retry_s, expected):
     assert tw.call_bound(op, retry_s) == expected
-
-
-@pytest.mark.parametrize("attempt,expected", [(0, 0.05), (1, 0.1), (3, 0.4), (4, 0.8), (5, 1.0), (40, 1.0)])
-def test_backoff_doubles_to_a_cap(attempt, expected):
-    assert tw.backoff(attempt) == pytest.approx(expected)
 
 
 #: the Java client's partitioning, for produce and both pipe modes alike

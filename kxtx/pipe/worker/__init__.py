@@ -18,7 +18,6 @@ from types import ModuleType
 SHIPPED_WITH = (
     "kxtx.wording",
     "kxtx.gcpause",
-    "kxtx.client.errnames",
     "kxtx.client.kafkaerrors",
     "kxtx.client.txwriter",
 )

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
 from kxtx.client import txwriter as tw
-from kxtx.client.errnames import PRODUCER_FENCED
+from kxtx.client.kafkaerrors import FAILOVER_S, Kind, classify, later
 from kxtx.pipe.worker import transform as tf
 from kxtx.pipe.worker.consumerconf import exactly_once
 from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
 _STATE = "kxtx_pipe_worker_state"
 #: records per consume() call, and how long a call waits for them when fewer are there
 CONSUME_BATCH, CONSUME_WAIT_S = 10000, 0.02
-#: The producer can do nothing more with this transactional id: fenced, or its producer id mapping
-#: gone (expired, transactional.id.expiration.ms). Either way the task drops it; the next starts anew.
-_FENCED = PRODUCER_FENCED | {"INVALID_PRODUCER_ID_MAPPING"}
+#: The producer's id mapping is gone (expired, transactional.id.expiration.ms): like a fence, the
+#: task drops the producer and the next starts anew.
+_ID_GONE = "INVALID_PRODUCER_ID_MAPPING"
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Job:
     #: tells a fence by another instance from one by this run's own copies (`rounds.taken_over`)
     run: str = ""
     #: the least a commit retries (see kxtx.client.txwriter): the driver's KXTX_FAILOVER_TIMEOUT
-    failover_s: float = tw.FAILOVER_RETRY_S
+    failover_s: float = FAILOVER_S
 
 
 @dataclass(frozen=True)
@@ -295,9 +295,9 @@ def _attempt(job: Job, plan: Plan) -> dict:
     except KafkaException as exc:
         err = _settle(tid, prod, exc.args[0] if exc.args else None)
         name = err.name() if hasattr(err, "name") else ""
-        attempt["status"] = "fenced" if name in _FENCED else ("fatal" if _final(err) else "aborted")
+        attempt["status"] = "fenced" if _fenced(err) else ("fatal" if _final(err) else "aborted")
         attempt["error"] = f"{name}: {err.str() if err is not None else exc}"
-        attempt["unavailable"] = hasattr(err, "code") and tw.retriable(err)
+        attempt["unavailable"] = later(err)
         attempt["token"] = None
         _executor_log(job, plan, tid, attempt)
     return attempt
@@ -334,9 +334,15 @@ def _settle(tid: str, prod: _Producer | None, err: Any) -> Any:  # a KafkaError,
     return err
 
 
+def _fenced(err: Any) -> bool:
+    """The producer can do nothing more with this transactional id: fenced (`Kind.FENCED`), or its
+    producer id mapping gone."""
+    return hasattr(err, "name") and (classify(err) is Kind.FENCED or err.name() == _ID_GONE)
+
+
 def _final(err: Any) -> bool:
     """Fenced or fatal: this producer can do nothing more."""
-    return hasattr(err, "name") and (err.name() in _FENCED or err.fatal())
+    return _fenced(err) or (hasattr(err, "name") and bool(err.fatal()))
 
 
 def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
@@ -422,7 +428,7 @@ def _consume(job: Job, plan: Plan, consumer: Any, start: int) -> tuple[list[Any]
                     msgs.append(m)
                 elif err.code() == KafkaError._PARTITION_EOF:
                     eof, eof_at = True, m.offset()  # the fetch position: past all it skipped
-                elif err.fatal() or not tw.retriable(err):  # Kafka's table: kxtx.client.kafkaerrors
+                elif err.fatal() or not later(err):  # Kafka's table: kxtx.client.kafkaerrors
                     raise KafkaException(err)
             if msgs and msgs[-1].offset() + 1 >= plan.end:
                 break
