@@ -21,7 +21,7 @@ from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationErro
 from kxtx.log import logger
 from kxtx.produce import brokerside, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
-from kxtx.produce.counters import Stats
+from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
@@ -40,7 +40,7 @@ _Abortable = txwriter.Abortable
 class Run:
     """One `kxtx produce` invocation against a cluster."""
 
-    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None) -> None:
+    def __init__(self, settings: Settings, opts: ProduceOptions, progress: ProgressFn | None = None) -> None:
         self.settings, self.opts = settings, opts
         self.policy, self.dlq = error_policy(opts.on_error)
         self.sources = sources_of(opts.paths, opts.input_format)
@@ -150,7 +150,7 @@ class Run:
         return err
 
     # --- the run --------------------------------------------------------------------------------
-    def execute(self) -> dict:
+    def execute(self) -> Summary:
         """The summary; a failure or stop carries the summary of what was committed before it
         (`carry`), once the inputs were planned."""
         with self.signals:
@@ -163,7 +163,7 @@ class Run:
             finally:
                 self._close_prefixes()
 
-    def _execute(self) -> dict:
+    def _execute(self) -> Summary:
         try:
             self._connect()
             self.committed = self._load_checkpoint()
@@ -271,25 +271,17 @@ class Run:
             if pos.eof:  # read to its end: it moves no more in this run
                 prefix.close()
 
-    def _summary(self, plans: list[cpmod.Resume]) -> dict:
+    def _summary(self, plans: list[cpmod.Resume]) -> Summary:
         files = []
         for src, plan in zip(self.sources, plans):
             pos = None if src.is_stdin else self.committed.files.get(os.path.abspath(src.path))
             files.append(
-                {
-                    "file": src.name,
-                    "format": src.fmt,
-                    "start": plan.note,
-                    "from_line": plan.line + 1,
-                    "committed_through_line": pos and pos.line,
-                }
+                FileResult(src.name, src.fmt, plan.note, plan.line + 1, None if pos is None else pos.line)
             )
-        out = self.stats.summary(files=files)
+        message = ""
         if self.stats.nothing_to_do:
-            out["message"] = (
-                f"nothing to do: every input was already produced under transactional id {self.txid}"
-            )
-        return out
+            message = f"nothing to do: every input was already produced under transactional id {self.txid}"
+        return self.stats.summary(files, message)
 
     # --- transactions: the API of the fast paths (plain.py, keyed.py) too ------------------------
     def begin(self) -> None:
