@@ -259,3 +259,59 @@ def test_produce_dry_run_writes_what_it_wrote(tmp_path):
     assert _kxtx(tmp_path, *dry, "-o", "json") == (1, DRY_JSON % ("error", 1, DRY_FAIL))
     assert _kxtx(tmp_path, *dry, "--on-error", "skip", "-o", "jsonl") == (0, DRY_JSONL)
     assert _kxtx(tmp_path, *dry, "--on-error", "skip", "-o", "table") == (0, DRY_TABLE)
+
+
+# --- fence ---------------------------------------------------------------------------------------
+def test_the_fence_result_document(monkeypatch):
+    """What `fence -o json` writes from the result: keys in their order, `before`/`after` nested."""
+    from kxtx.ops import fence
+    from kxtx.ops.model import CoordinatorTxn, Offsets
+
+    tps = [("t", 0), ("t", 1)]
+    desc = CoordinatorTxn("tid", 1, "Ongoing", 7, 3, 60_000, 0, frozenset(tps))
+    after = CoordinatorTxn("tid", 1, "CompleteAbort", 7, 4, 60_000, 0, frozenset())
+    reads = iter(
+        [
+            {("t", 0): Offsets(5, 9), ("t", 1): Offsets(2, 2)},  # 4 records held back in t:0
+            {("t", 0): Offsets(10, 10), ("t", 1): Offsets(2, 2)},
+        ]
+    )
+    cluster = SimpleNamespace(
+        settings=SimpleNamespace(timeout=5.0),
+        offsets=lambda tps: next(reads),
+        describe_txns=lambda ids: {"tid": after},
+    )
+    fenced = SimpleNamespace(init_transactions=lambda timeout: None, flush=lambda timeout: 0)
+    monkeypatch.setattr(fence, "producer", lambda settings, **conf: fenced)
+    result = fence.fence(cluster, desc)
+    state = [["state", "Ongoing"], ["producer_id", 7], ["producer_epoch", 3]]
+    assert _document(result) == [
+        ["status", "ok"],
+        ["exit_code", 0],
+        ["error", None],
+        ["transactional_id", "tid"],
+        ["before", state],
+        ["after", [["state", "CompleteAbort"], ["producer_id", 7], ["producer_epoch", 4]]],
+        [
+            "partitions",
+            [
+                [
+                    ["topic", "t"],
+                    ["partition", 0],
+                    ["lso_before", 5],
+                    ["lso_after", 10],
+                    ["high_watermark", 10],
+                    ["lso_moved", True],
+                ],
+                [
+                    ["topic", "t"],
+                    ["partition", 1],
+                    ["lso_before", 2],
+                    ["lso_after", 2],
+                    ["high_watermark", 2],
+                    ["lso_moved", True],
+                ],
+            ],
+        ],
+        ["ok", True],
+    ]
