@@ -29,7 +29,7 @@ from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
-    from confluent_kafka import KafkaException
+    from confluent_kafka import KafkaError, KafkaException
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
@@ -110,10 +110,10 @@ class Run:
         """A transaction is open."""
         return self.writer.open
 
-    def _delivery_error(self):
+    def _delivery_error(self) -> KafkaError | None:
         return self.stats.delivery_error
 
-    def _stop_if_denied(self, err, doing: str) -> None:
+    def _stop_if_denied(self, err: KafkaError | None, doing: str) -> None:
         """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
         visible) and stop, naming the permission (WRITE on the topic or on the transactional id)."""
         from confluent_kafka import KafkaException
@@ -131,7 +131,7 @@ class Run:
             need=[Need("WRITE", "Topic", self.opts.topic), Need("WRITE", "TransactionalId", self.txid)],
         )
 
-    def _fatal(self, exc, doing: str):
+    def _fatal(self, exc: BaseException, doing: str) -> BaseException:
         if clients.error_name(exc) == "_STATE":
             # A checkpoint or dead-letter record produced after the broker refused one of the
             # batch's records: as in `produce_error`, the cause is in that record's report.
@@ -331,7 +331,9 @@ class Run:
         self.stats.pending_records, self.stats.pending_bytes = ok, nb
         self.txn_lines = n
 
-    def _produce_other(self, topic: str, value: bytes, key: bytes | None, headers) -> None:
+    def _produce_other(
+        self, topic: str, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
         """A checkpoint or dead-letter record in the open transaction."""
         self.writer.produce(topic, value, key, headers, self.stats.other_delivered)
 
