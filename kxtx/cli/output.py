@@ -1,8 +1,9 @@
 """The one output layer: commands hand over data, this renders table / json / jsonl on stdout.
 
 Rows are dicts; a result is a dict or a typed result of the library (kxtx.results.Result), written
-as its `to_dict()`: its fields' keys in their order. `columns` picks and orders the table columns (json keeps every field). Streaming
-commands pass an iterator: jsonl rows are written and flushed one by one.
+as its `to_dict()`: its fields' keys in their order. `columns` picks and orders the table columns
+(json keeps every field). Streaming commands pass an iterator: jsonl rows are written and flushed
+one by one.
 
 json is one document per run, whatever the outcome: what a command emits is kept in its `Document`
 and written by the command's boundary (kxtx.cli.common) once the exit code is known, as one object
