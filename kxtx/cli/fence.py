@@ -54,5 +54,5 @@ def fence(
         confirm_or_refuse(yes, f"Fence {transactional_id!r} and abort its open transaction?")
         result = lib.fence(cluster, desc)
     emit(result, fmt, title=f"fenced {transactional_id}")
-    if not result["ok"]:
+    if not result.ok:
         raise typer.Exit(ExitCode.ERROR)

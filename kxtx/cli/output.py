@@ -1,7 +1,9 @@
 """The one output layer: commands hand over data, this renders table / json / jsonl on stdout.
 
-Rows are dicts. `columns` picks and orders the table columns (json keeps every field). Streaming
-commands pass an iterator: jsonl rows are written and flushed one by one.
+Rows are dicts; a result is a dict or a typed result of the library (kxtx.results.Result), written
+as its `to_dict()`: its fields' keys in their order. `columns` picks and orders the table columns
+(json keeps every field). Streaming commands pass an iterator: jsonl rows are written and flushed
+one by one.
 
 json is one document per run, whatever the outcome: what a command emits is kept in its `Document`
 and written by the command's boundary (kxtx.cli.common) once the exit code is known, as one object
@@ -24,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from kxtx.errors import carry
 from kxtx.exitcodes import status
+from kxtx.results import Result
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,6 +76,8 @@ def jsonable(value: Any) -> Any:
     """Convert library values to JSON types: bytes -> base64 string, enums -> names, times -> ISO."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, Result):
+        return jsonable(value.to_dict())
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -98,6 +103,8 @@ def _default(value: Any) -> Any:
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, (_dt.datetime, _dt.date)):
         return value.isoformat()
+    if isinstance(value, Result):
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(value)
     if isinstance(value, Mapping):
@@ -152,6 +159,8 @@ class Document:
         """The document for exit `code`: what the exception carried, else what was emitted (both
         the same shape), with the status keys first."""
         body: Any = self.partial if self.partial is not None else self.body
+        if isinstance(body, Result):
+            body = body.to_dict()
         if body is None:
             body = {}
         elif not isinstance(body, Mapping):
@@ -224,8 +233,11 @@ def _keep(body: Mapping | list) -> None:
 def emit(
     data: Any, fmt: OutputFormat | None, columns: list[str] | None = None, title: str | None = None
 ) -> None:
-    """Render a whole result: a list of rows, one object, or an iterator of rows (streamed)."""
+    """Render a whole result: a list of rows, one object (a dict or a typed result), or an iterator
+    of rows (streamed)."""
     fmt = choose(fmt)
+    if isinstance(data, Result):
+        data = data.to_dict()
     if isinstance(data, Mapping):
         _emit_object(data, fmt, title)
     else:

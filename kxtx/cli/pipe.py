@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-import time
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,8 +20,12 @@ from kxtx.cli.common import (
     connection,
     is_tty,
 )
-from kxtx.cli.output import StatusLine, emit
+from kxtx.cli.output import emit
+from kxtx.cli.progress import Progress
 from kxtx.pipe.runconfig import DEFAULT_BATCH_MS, DEFAULT_BATCH_RECORDS, EXECUTOR_BATCH_RECORDS
+
+if TYPE_CHECKING:
+    from kxtx.pipe.stats import Progress as PipeProgress
 
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
@@ -236,7 +239,7 @@ def pipe(
             debug=STATE.debug,
         ).resolve()
         settings = connection(bootstrap, config, command_config, timeout)
-        progress = _Progress(is_tty(sys.stderr))
+        progress = _progress(is_tty(sys.stderr))
         try:
             summary = run(settings, cfg, progress, signals=signals)
         except PipeInterrupted as exc:
@@ -247,25 +250,15 @@ def pipe(
         emit(summary, fmt, title="kxtx pipe")
 
 
-class _Progress:
+def _line(p: PipeProgress) -> str:
+    lag = "?" if p.lag is None else f"{p.lag:,}"
+    return (
+        f"{p.records_in:,} in  {p.records_out:,} out  {p.dlq:,} dlq  "
+        f"{p.transactions:,} txns  {p.aborted:,} aborted  "
+        f"{p.rate:,.0f} rec/s  lag {lag}"
+    )
+
+
+def _progress(tty: bool) -> Progress[PipeProgress]:
     """A rewritten status line on a terminal; otherwise a plain line every 30 s (for logs)."""
-
-    def __init__(self, tty: bool) -> None:
-        self.tty, self.line, self.next_line = tty, StatusLine(), time.monotonic() + 30
-
-    def __call__(self, p: dict) -> None:
-        lag = "?" if p.get("lag") is None else f"{p['lag']:,}"
-        text = (
-            f"{p['records_in']:,} in  {p['records_out']:,} out  {p['dlq']:,} dlq  "
-            f"{p['transactions']:,} txns  {p['aborted']:,} aborted  "
-            f"{p['rate']:,.0f} rec/s  lag {lag}"
-        )
-        if self.tty:
-            self.line.show(text)
-        elif time.monotonic() >= self.next_line:
-            self.next_line = time.monotonic() + 30
-            sys.stderr.write(f"kxtx: progress: {text}\n")
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        self.line.end()
+    return Progress(_line, tty, every=30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,8 +20,12 @@ from kxtx.cli.common import (
     connection,
     is_tty,
 )
-from kxtx.cli.output import StatusLine, emit
+from kxtx.cli.output import emit
+from kxtx.cli.progress import Progress
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
+
+if TYPE_CHECKING:
+    from kxtx.produce.counters import Progress as ProduceProgress
 
 _MAP = "Record mapping"
 _TXN = "Transactions"
@@ -194,6 +198,8 @@ def produce(
 
     Example: kxtx produce orders.jsonl.gz -t orders -k order.id -b localhost:9092
     """
+    from kxtx.produce.counters import Summary
+    from kxtx.produce.dryrun import DryRunSummary
     from kxtx.produce.dryrun import dry_run as run_dry
     from kxtx.produce.loop import Run
     from kxtx.produce.mapping import MappingSpec, parse_header_options
@@ -215,7 +221,9 @@ def produce(
         on_error=on_error,
         restart=restart,
     )
-    progress = _Progress() if is_tty(sys.stderr) else None
+    # one rewritten status line on stderr, only when stderr is a terminal
+    progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
+    summary: DryRunSummary | Summary
     try:
         if dry_run:
             summary = run_dry(opts, progress)
@@ -225,27 +233,18 @@ def produce(
     finally:
         if progress:
             progress.done()
-    if summary.get("message"):
-        typer.echo(f"kxtx: {summary['message']}", err=True)
+    if isinstance(summary, Summary) and summary.message:
+        typer.echo(f"kxtx: {summary.message}", err=True)
     emit(summary, fmt, title="kxtx produce")
-    if dry_run and summary["bad_lines"] and on_error == "fail":
+    if isinstance(summary, DryRunSummary) and summary.bad_lines and on_error == "fail":
         from kxtx.errors import InputError
         from kxtx.produce.options import bad_lines_message
 
-        raise InputError(bad_lines_message(summary["errors"][0], summary["bad_lines"]))
+        raise InputError(bad_lines_message(summary.errors[0], summary.bad_lines))
 
 
-class _Progress:
-    """One rewritten status line on stderr (only when stderr is a terminal)."""
-
-    def __init__(self) -> None:
-        self.line = StatusLine()
-
-    def __call__(self, p: dict) -> None:
-        self.line.show(
-            f"{p['records']:,} records  {p['bytes'] / 1e6:,.1f} MB  "
-            f"{p['records_per_s']:,.0f} rec/s  {p['transactions']:,} transactions committed"
-        )
-
-    def done(self) -> None:
-        self.line.end()
+def _line(p: ProduceProgress) -> str:
+    return (
+        f"{p.records:,} records  {p.bytes / 1e6:,.1f} MB  "
+        f"{p.records_per_s:,.0f} rec/s  {p.transactions:,} transactions committed"
+    )

@@ -9,6 +9,7 @@ tracks needs `abort-hanging` instead.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from kxtx.client.authz import Need
 from kxtx.client.clients import producer, translate
@@ -16,8 +17,41 @@ from kxtx.errors import KxtxError
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets
+from kxtx.results import Result
 
 VERIFY_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState(Result):
+    """The coordinator's producer of the id, before or after fencing."""
+
+    state: str
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FencedPartition(Result):
+    """A partition of the fenced transaction: did its LSO move past the aborted records?"""
+
+    topic: str
+    partition: int
+    lso_before: int | None
+    lso_after: int | None
+    high_watermark: int | None
+    lso_moved: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FenceResult(Result):
+    """What `fence` did, in the order of its output's keys; `ok`: every partition's LSO moved."""
+
+    transactional_id: str
+    before: ProducerState
+    after: ProducerState
+    partitions: list[FencedPartition]
+    ok: bool
 
 
 def describe(cluster: Cluster, transactional_id: str) -> CoordinatorTxn:
@@ -55,7 +89,7 @@ def plan(cluster: Cluster, desc: CoordinatorTxn) -> dict:
     }
 
 
-def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
+def fence(cluster: Cluster, desc: CoordinatorTxn) -> FenceResult:
     """InitProducerId for the id (bumps the epoch, aborts the open transaction), then verify."""
     tps = sorted(desc.partitions)
     before = cluster.offsets(tps)
@@ -79,24 +113,18 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> dict:
             pass
     after = describe(cluster, desc.transactional_id)
     rows = _wait_for_lso(cluster, tps, before)
-    return {
-        "transactional_id": desc.transactional_id,
-        "before": {
-            "state": desc.state,
-            "producer_id": desc.producer_id,
-            "producer_epoch": desc.producer_epoch,
-        },
-        "after": {
-            "state": after.state,
-            "producer_id": after.producer_id,
-            "producer_epoch": after.producer_epoch,
-        },
-        "partitions": rows,
-        "ok": all(r["lso_moved"] for r in rows),
-    }
+    return FenceResult(
+        desc.transactional_id,
+        ProducerState(desc.state, desc.producer_id, desc.producer_epoch),
+        ProducerState(after.state, after.producer_id, after.producer_epoch),
+        rows,
+        all(r.lso_moved for r in rows),
+    )
 
 
-def _wait_for_lso(cluster: Cluster, tps: list[TP], before: dict[tuple[str, int], Offsets]) -> list[dict]:
+def _wait_for_lso(
+    cluster: Cluster, tps: list[TP], before: dict[tuple[str, int], Offsets]
+) -> list[FencedPartition]:
     """Each partition that held records back must see its LSO move (markers are written async)."""
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:
@@ -106,16 +134,7 @@ def _wait_for_lso(cluster: Cluster, tps: list[TP], before: dict[tuple[str, int],
             b, a = before[tp], now[tp]
             # Nothing was held back (the transaction had written nothing yet): nothing to move.
             moved = not b.held_back or (a.lso is not None and b.lso is not None and a.lso > b.lso)
-            rows.append(
-                {
-                    "topic": tp[0],
-                    "partition": tp[1],
-                    "lso_before": b.lso,
-                    "lso_after": a.lso,
-                    "high_watermark": a.high_watermark,
-                    "lso_moved": moved,
-                }
-            )
-        if all(r["lso_moved"] for r in rows) or time.monotonic() >= deadline:
+            rows.append(FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, moved))
+        if all(r.lso_moved for r in rows) or time.monotonic() >= deadline:
             return rows
         time.sleep(0.2)

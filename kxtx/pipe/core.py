@@ -10,7 +10,6 @@ Spark and the rest are closed whatever happens (`close`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
@@ -20,7 +19,7 @@ from kxtx.pipe import preflight
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.runconfig import RunConfig, subscription_conf
-from kxtx.pipe.stats import Stats, interrupted
+from kxtx.pipe.stats import ProgressFn, Stats, Summary, interrupted
 from kxtx.pipe.worker import consumerconf
 from kxtx.pipe.worker.outputs import UdfFailure
 from kxtx.signals import Guard
@@ -70,7 +69,7 @@ class PipeCore:
         self,
         settings: Settings,
         cfg: RunConfig,
-        progress: Callable[[dict], None] | None = None,
+        progress: ProgressFn | None = None,
         session: Any = None,  # a SparkSession (pyspark is imported lazily)
         signals: Guard | None = None,
     ) -> None:
@@ -96,7 +95,7 @@ class PipeCore:
         self._limit = cfg.batch_max_records
 
     # --- the run ---------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> Summary:
         """Run until a stop condition; return the summary. SIGINT, SIGTERM and SIGHUP are noted
         and acted on between steps (see kxtx.signals): open work is ended, Spark
         stopped, and PipeInterrupted raised with the summary."""
@@ -217,7 +216,7 @@ class PipeCore:
         if self.progress is None or (now < self._next_progress and not force):
             return
         self._next_progress = now + 1.0
-        self.progress({**self.stats.progress(), "lag": self._lag()})
+        self.progress(self.stats.progress(self._lag()))
 
     def _lag(self) -> int | None:
         """Records left to read in this instance's partitions (None: not known)."""

@@ -7,13 +7,13 @@ in `PipeConfig.resolved_mode`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kxtx.pipe.core import PipeCore
 from kxtx.pipe.driver import DriverPipe
 from kxtx.pipe.executors import ExecutorPipe
 from kxtx.pipe.runconfig import PipeConfig
+from kxtx.pipe.stats import ProgressFn, Summary
 from kxtx.signals import Guard
 
 if TYPE_CHECKING:
@@ -25,10 +25,10 @@ MODES: dict[str, type[PipeCore]] = {"driver": DriverPipe, "executors": ExecutorP
 def run(
     settings: Settings,
     cfg: PipeConfig,
-    progress: Callable[[dict], None] | None = None,
+    progress: ProgressFn | None = None,
     session: Any = None,  # a SparkSession to use (pyspark's objects are not typed here)
     signals: Guard | None = None,
-) -> dict:
+) -> Summary:
     """Run `kxtx pipe` with `cfg` (checked and completed here unless it is a RunConfig already);
     returns the summary, or raises PipeInterrupted with it on a stop signal."""
     resolved = cfg.resolve()

@@ -4,15 +4,60 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kxtx.errors import Interrupted
+from kxtx.results import Result
 from kxtx.signals import signal_number
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
-    from kxtx.pipe.runconfig import PipeConfig
+    from kxtx.pipe.runconfig import RunConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Progress(Result):
+    """Where a run is: its counts, its input rate since it started, the records left to read."""
+
+    records_in: int
+    records_out: int
+    dlq: int
+    transactions: int
+    aborted: int
+    rate: float
+    #: records left to read in this instance's partitions (None: not known)
+    lag: int | None = None
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary(Result):
+    """What a `kxtx pipe` run did, in the order of its output's keys."""
+
+    group: str
+    transactional_id: str
+    input: str
+    output: str
+    records_in: int
+    records_out: int
+    dropped: int
+    dlq: int
+    transactions: int
+    aborted: int
+    lost_results: int
+    elapsed_s: float
+    records_per_s: float
+    processing_s: float
+    processing_records_per_s: float
+    spark_ms_per_batch: float
+    commit_ms_per_batch: float
+    produce_ms_per_batch: float
+    consume_s: float
+    stopped: str
 
 
 @dataclass
@@ -42,60 +87,61 @@ class Stats:
         self.dropped += n_dropped
         self.transactions += 1
 
-    def progress(self) -> dict:
+    def progress(self, lag: int | None = None) -> Progress:
         elapsed = max(1e-9, time.monotonic() - self.started)
-        return {
-            "records_in": self.records_in,
-            "records_out": self.records_out,
-            "dlq": self.dlq,
-            "transactions": self.transactions,
-            "aborted": self.aborted,
-            "rate": round(self.records_in / elapsed, 1),
-        }
+        return Progress(
+            records_in=self.records_in,
+            records_out=self.records_out,
+            dlq=self.dlq,
+            transactions=self.transactions,
+            aborted=self.aborted,
+            rate=round(self.records_in / elapsed, 1),
+            lag=lag,
+        )
 
-    def summary(self, cfg: PipeConfig) -> dict:
+    def summary(self, cfg: RunConfig) -> Summary:
         now = time.monotonic()
         elapsed = now - self.started
         busy = now - self.first_record if self.first_record is not None else 0.0
         txns = max(1, self.transactions)
-        return {
-            "group": cfg.group,
-            "transactional_id": cfg.transactional_id,
-            "input": ",".join(cfg.inputs),
-            "output": cfg.out,
-            "records_in": self.records_in,
-            "records_out": self.records_out,
-            "dropped": self.dropped,
-            "dlq": self.dlq,
-            "transactions": self.transactions,
-            "aborted": self.aborted,
-            "lost_results": self.lost_results,
-            "elapsed_s": round(elapsed, 3),
-            "records_per_s": round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
-            "processing_s": round(busy, 3),
-            "processing_records_per_s": round(self.records_in / busy, 1) if busy > 0 else 0.0,
-            "spark_ms_per_batch": round(1000 * self.spark_s / txns, 1),
-            "commit_ms_per_batch": round(1000 * self.commit_s / txns, 1),
-            "produce_ms_per_batch": round(1000 * self.produce_s / txns, 1),
-            "consume_s": round(self.consume_s, 3),
-            "stopped": self.stopped or "error",
-        }
+        return Summary(
+            group=cfg.group,
+            transactional_id=cfg.transactional_id,
+            input=",".join(cfg.inputs),
+            output=cfg.out,
+            records_in=self.records_in,
+            records_out=self.records_out,
+            dropped=self.dropped,
+            dlq=self.dlq,
+            transactions=self.transactions,
+            aborted=self.aborted,
+            lost_results=self.lost_results,
+            elapsed_s=round(elapsed, 3),
+            records_per_s=round(self.records_in / elapsed, 1) if elapsed > 0 else 0.0,
+            processing_s=round(busy, 3),
+            processing_records_per_s=round(self.records_in / busy, 1) if busy > 0 else 0.0,
+            spark_ms_per_batch=round(1000 * self.spark_s / txns, 1),
+            commit_ms_per_batch=round(1000 * self.commit_s / txns, 1),
+            produce_ms_per_batch=round(1000 * self.produce_s / txns, 1),
+            consume_s=round(self.consume_s, 3),
+            stopped=self.stopped or "error",
+        )
 
 
 class PipeInterrupted(Interrupted):
     """SIGINT/SIGTERM/SIGHUP: the open transaction was finished or aborted; carries the summary."""
 
-    def __init__(self, summary: dict, signum: int) -> None:
+    def __init__(self, summary: Summary, signum: int) -> None:
         super().__init__(
-            f"stopped by {signal.Signals(signum).name} after {plural(summary['records_in'], 'record')} in "
-            f"{plural(summary['transactions'], 'transaction')}; no transaction left "
+            f"stopped by {signal.Signals(signum).name} after {plural(summary.records_in, 'record')} in "
+            f"{plural(summary.transactions, 'transaction')}; no transaction left "
             "open",
             signum,
         )
         self.summary = self.partial = summary
 
 
-def interrupted(exc: BaseException, stats: Stats, cfg: PipeConfig) -> PipeInterrupted | None:
+def interrupted(exc: BaseException, stats: Stats, cfg: RunConfig) -> PipeInterrupted | None:
     """What a run raises when `exc` is a stop by a signal (the summary so far); None for an error
     (an error stays an error, signal or not). `PipeCore.run` uses it, for both modes."""
     signum = signal_number(exc)

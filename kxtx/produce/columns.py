@@ -20,8 +20,13 @@ from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
 from kxtx.produce.mapping import BadRecord, MappingSpec, parse_partition, parse_timestamp, value_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kxtx.produce.inputs import Block
     from kxtx.produce.murmur import Partitioner
+
+    #: a column of the block by field name (`raw`: CSV fields as bytes, when they are cut from lines)
+    _Get = Callable[..., list]
 
 try:
     from orjson import dumps as _dumps
@@ -87,7 +92,7 @@ class JsonFields:
         self.decode = msgspec.json.Decoder(self._struct(msgspec, tree, "Line")).decode
         self.empty = self.decode(b"{}")
 
-    def _struct(self, msgspec, node: dict, name: str):
+    def _struct(self, msgspec: Any, node: dict, name: str) -> Any:  # a msgspec Struct type
         fields, rename = [], {}
         for key, (kind, a) in node.items():
             if kind == "leaf":
@@ -137,7 +142,7 @@ def json_columns(
     for i in odd:
         structs[i] = fields.empty
 
-    def get(f, raw=False):  # noqa: ARG001 - raw: see csv_split_columns
+    def get(f: str, raw: bool = False) -> list:  # noqa: ARG001 - raw: see csv_split_columns
         return fields.column(structs, f)
 
     return _columns(
@@ -156,7 +161,7 @@ def json_columns(
     )
 
 
-def _decode_all(decode, values: list, odd: set) -> list:
+def _decode_all(decode: Callable[[bytes], Any], values: list, odd: set) -> list:
     """decode() of every value, in C; a value it refuses is marked odd (the general mapper decides
     about it), and gets None."""
     out: list = []
@@ -233,7 +238,7 @@ def csv_split_columns(
         filler = b"," * (width - 1)
         lines = [filler if i in odd else v for i, v in enumerate(values)]
 
-    def get(f, raw=False):
+    def get(f: str, raw: bool = False) -> list:
         k = index[f]
         col = list(map(itemgetter(k), map(methodcaller("split", b",", k + 1), lines)))
         return col if raw else list(map(bytes.decode, col))
@@ -271,7 +276,7 @@ def csv_columns(
                 rows[i] = filler
     odd |= blanks
 
-    def get(f, raw=False):  # noqa: ARG001 - raw: see csv_split_columns
+    def get(f: str, raw: bool = False) -> list:  # noqa: ARG001 - raw: see csv_split_columns
         return list(map(itemgetter(index[f]), rows))
 
     if spec.value_as_json:
@@ -300,16 +305,16 @@ def csv_columns(
 # --- both -----------------------------------------------------------------------------------------
 def _columns(
     spec: MappingSpec,
-    get,
-    values,
-    raws,
+    get: _Get,
+    values: list,
+    raws: list,
     longest: int,
-    odd,
-    blanks,
-    const_headers,
+    odd: set,
+    blanks: set,
+    const_headers: list[tuple[str, bytes]] | None,
     partitioner: Partitioner,
     sticky: int,
-    unset,
+    unset: object,
     size_limit: int,
 ) -> Columns:
     """`longest`: the longest raw line. A text field's UTF-8 is never longer than the line it is
@@ -338,14 +343,23 @@ def _columns(
     if spec.timestamp_field:
         stamps = _timestamp_column(get(spec.timestamp_field), odd, unset)
     headers: list | repeat | None = repeat(const_headers) if const_headers else None
-    hmax = sum(len(k) + len(v) for k, v in const_headers or ())
+    hmax: int | None = sum(len(k) + len(v) for k, v in const_headers or ())
     if spec.header_fields:
         headers, hmax = _header_column(spec, get, const_headers, odd, unset, longest)
     _mark_large(values, keys, headers, odd, size_limit, vmax, kmax, hmax)
     return Columns(values, keys, parts, stamps, headers, odd, blanks)
 
 
-def _mark_large(values: list, keys, headers, odd: set, limit: int, vmax, kmax, hmax) -> None:
+def _mark_large(
+    values: list,
+    keys: Any,  # a list, or repeat(None) when unkeyed (then never indexed)
+    headers: Any,  # a list, repeat(constant headers) or None (then hmax is known)
+    odd: set,
+    limit: int,
+    vmax: int | None,
+    kmax: int | None,
+    hmax: int | None,
+) -> None:
     """Records that may be near the size limit are odd: the general path checks their size.
     vmax, kmax, hmax: bounds on the sizes of values, keys and headers (None: unknown)."""
     if vmax is None:
@@ -367,7 +381,7 @@ def _mark_large(values: list, keys, headers, odd: set, limit: int, vmax, kmax, h
             odd.add(i)
 
 
-def _missing(col: list, odd: set, unset) -> None:
+def _missing(col: list, odd: set, unset: object) -> None:
     """Marks lines where the field is missing or null (the general mapper says which it is)."""
     if None in col or (unset is not None and unset in col):
         for i, v in enumerate(col):
@@ -376,7 +390,7 @@ def _missing(col: list, odd: set, unset) -> None:
                 col[i] = ""
 
 
-def _as_bytes(col: list, odd: set, unset) -> tuple[list, bool]:
+def _as_bytes(col: list, odd: set, unset: object) -> tuple[list, bool]:
     """The field's values as the general mapper encodes them, and whether all were text. A column
     of bytes is CSV fields cut from lines already checked to be UTF-8 (csv_split_columns)."""
     if col and type(col[0]) is bytes:
@@ -400,7 +414,7 @@ def _as_bytes(col: list, odd: set, unset) -> tuple[list, bool]:
     return out, False
 
 
-def _partition_column(col: list, odd: set, unset, partitions: int) -> list:
+def _partition_column(col: list, odd: set, unset: object, partitions: int) -> list:
     _missing(col, odd, unset)
     out = []
     for i, v in enumerate(col):
@@ -414,7 +428,7 @@ def _partition_column(col: list, odd: set, unset, partitions: int) -> list:
     return out
 
 
-def _timestamp_column(col: list, odd: set, unset) -> list:
+def _timestamp_column(col: list, odd: set, unset: object) -> list:
     _missing(col, odd, unset)
     if set(map(type, col)) == {int}:
         return col
@@ -428,7 +442,14 @@ def _timestamp_column(col: list, odd: set, unset) -> list:
     return out
 
 
-def _header_column(spec: MappingSpec, get, const_headers, odd: set, unset, longest: int):
+def _header_column(
+    spec: MappingSpec,
+    get: _Get,
+    const_headers: list[tuple[str, bytes]] | None,
+    odd: set,
+    unset: object,
+    longest: int,
+) -> tuple[list, int | None]:
     """Each record's headers (constant ones first), and a bound on their size (None: unknown).
     When every header field holds text, in C: a text field is never longer than its line."""
     names = [name for name, _ in spec.header_fields]

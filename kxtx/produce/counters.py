@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kxtx.log import logger
+from kxtx.results import OMIT_EMPTY, Result
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
@@ -15,10 +17,65 @@ MAX_REPORTED_ERRORS = 10
 PROGRESS_EVERY_S = 0.5
 
 
+@dataclass(frozen=True, slots=True)
+class Progress(Result):
+    """Where a run is (this run's records and bytes, the open transaction's included)."""
+
+    records: int
+    bytes: int
+    records_per_s: float
+    transactions: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange(Result):
+    """The offsets this run committed in one partition of the topic."""
+
+    partition: int
+    first_offset: int | None
+    last_offset: int | None
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult(Result):
+    """One input of a run: where it started and how far it is committed."""
+
+    file: str
+    format: str
+    start: str
+    from_line: int
+    committed_through_line: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary(Result):
+    """What a `kxtx produce` run did, in the order of its output's keys."""
+
+    result: str
+    topic: str
+    transactional_id: str
+    records: int
+    transactions: int
+    bytes: int
+    skipped: int
+    dead_lettered: int
+    aborted_transactions: int
+    elapsed_s: float
+    records_per_s: int | None
+    partitions: list[PartitionRange]
+    errors: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
+    files: list[FileResult]
+    #: why nothing was written (every input was produced already); the CLI also says it on stderr
+    message: str = field(default="", metadata=OMIT_EMPTY)
+
+
+ProgressFn = Callable[[Progress], None]
+
+
 class Stats:
-    def __init__(
-        self, topic: str, transactional_id: str, progress: Callable[[dict], None] | None = None
-    ) -> None:
+    def __init__(self, topic: str, transactional_id: str, progress: ProgressFn | None = None) -> None:
         self.topic, self.transactional_id, self.progress = topic, transactional_id, progress
         self.started = time.monotonic()
         self.records = self.bytes = self.transactions = 0  # committed by this run
@@ -117,35 +174,31 @@ class Stats:
             elapsed = max(now - self.started, 1e-9)
             done = self.records + self.pending_records
             self.progress(
-                {
-                    "records": done,
-                    "bytes": self.bytes + self.pending_bytes,
-                    "records_per_s": done / elapsed,
-                    "transactions": self.transactions,
-                    "elapsed_s": elapsed,
-                }
+                Progress(
+                    records=done,
+                    bytes=self.bytes + self.pending_bytes,
+                    records_per_s=done / elapsed,
+                    transactions=self.transactions,
+                    elapsed_s=elapsed,
+                )
             )
 
-    def summary(self, **extra: Any) -> dict:
+    def summary(self, files: list[FileResult], message: str = "") -> Summary:
         elapsed = time.monotonic() - self.started
-        out: dict[str, Any] = {
-            "result": "nothing to do" if self.nothing_to_do else "produced",
-            "topic": self.topic,
-            "transactional_id": self.transactional_id,
-            "records": self.records,
-            "transactions": self.transactions,
-            "bytes": self.bytes,
-            "skipped": self.skipped,
-            "dead_lettered": self.dead_lettered,
-            "aborted_transactions": self.aborted_transactions,
-            "elapsed_s": round(elapsed, 3),
-            "records_per_s": round(self.records / elapsed) if elapsed > 0 else None,
-            "partitions": [
-                {"partition": p, "first_offset": r[0], "last_offset": r[1], "records": r[2]}
-                for p, r in sorted(self.ranges.items())
-            ],
-        }
-        if self.errors:
-            out["errors"] = self.errors
-        out.update(extra)
-        return out
+        return Summary(
+            result="nothing to do" if self.nothing_to_do else "produced",
+            topic=self.topic,
+            transactional_id=self.transactional_id,
+            records=self.records,
+            transactions=self.transactions,
+            bytes=self.bytes,
+            skipped=self.skipped,
+            dead_lettered=self.dead_lettered,
+            aborted_transactions=self.aborted_transactions,
+            elapsed_s=round(elapsed, 3),
+            records_per_s=round(self.records / elapsed) if elapsed > 0 else None,
+            partitions=[PartitionRange(p, r[0], r[1], r[2]) for p, r in sorted(self.ranges.items())],
+            errors=self.errors,
+            files=files,
+            message=message,
+        )

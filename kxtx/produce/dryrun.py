@@ -4,6 +4,7 @@ the engine shares with it."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
@@ -11,12 +12,35 @@ from kxtx.produce import brokerside, inputs
 from kxtx.produce.counters import Stats
 from kxtx.produce.mapping import BadRecord, Mapper
 from kxtx.produce.options import ProduceOptions, error_policy, sources_of
+from kxtx.results import OMIT_EMPTY, Result
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from kxtx.produce.counters import ProgressFn
 
 
-def dry_run(opts: ProduceOptions, progress: Callable[[dict], None] | None = None) -> dict:
+@dataclass(frozen=True, slots=True)
+class DryRunFile(Result):
+    file: str
+    format: str
+    records: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DryRunSummary(Result):
+    """What `kxtx produce --dry-run` found, in the order of its output's keys."""
+
+    result: str
+    topic: str
+    records: int
+    bytes: int
+    bad_lines: int
+    elapsed_s: float
+    files: list[DryRunFile]
+    #: the first bad lines (MAX_REPORTED_ERRORS of them)
+    errors: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
+
+
+def dry_run(opts: ProduceOptions, progress: ProgressFn | None = None) -> DryRunSummary:
     """Parse and map every record from the beginning of each input; connect to nothing."""
     error_policy(opts.on_error)
     stats = Stats(opts.topic, "", progress)
@@ -36,20 +60,18 @@ def dry_run(opts: ProduceOptions, progress: Callable[[dict], None] | None = None
                 continue
             stats.pending_records += 1
             stats.pending_bytes += len(rec.value)
-        files.append({"file": src.name, "format": src.fmt, "records": stats.pending_records - before})
+        files.append(DryRunFile(src.name, src.fmt, stats.pending_records - before))
     elapsed = time.monotonic() - stats.started
-    out = {
-        "result": "dry run: nothing written",
-        "topic": opts.topic,
-        "records": stats.pending_records,
-        "bytes": stats.pending_bytes,
-        "bad_lines": stats.pending_skipped,
-        "elapsed_s": round(elapsed, 3),
-        "files": files,
-    }
-    if stats.errors:
-        out["errors"] = stats.errors
-    return out
+    return DryRunSummary(
+        result="dry run: nothing written",
+        topic=opts.topic,
+        records=stats.pending_records,
+        bytes=stats.pending_bytes,
+        bad_lines=stats.pending_skipped,
+        elapsed_s=round(elapsed, 3),
+        files=files,
+        errors=stats.errors,
+    )
 
 
 def set_header(mapper: Mapper, src: inputs.Source, line: inputs.Line) -> None:

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
 from kxtx.produce import columns as colmod
@@ -43,6 +43,7 @@ from kxtx.produce.plain import PlainFile, call_until_error
 
 if TYPE_CHECKING:
     from kxtx.client.settings import Settings
+    from kxtx.produce.checkpoint import Checkpoint, FilePosition
     from kxtx.produce.inputs import Source
     from kxtx.produce.mapping import Mapper
 
@@ -71,8 +72,12 @@ class _Mapped:
     """A block with its columns; values None: hand the rest of the input to the general path."""
 
     __slots__ = ("block", "cols", "values")
+    #: the block's Columns, with the `records` of its odd lines attached (`_map_odd`)
+    cols: Any
+    #: the values of cols (None without them): a list whenever a record of the block is produced
+    values: Any
 
-    def __init__(self, block, cols) -> None:
+    def __init__(self, block: inputs.Block, cols: colmod.Columns | None) -> None:
         self.block, self.cols = block, cols
         self.values = None if cols is None else cols.values
 
@@ -84,7 +89,9 @@ class _Mapped:
 
 
 class KeyedFile(PlainFile):
-    def __init__(self, run, src, pos, state, mapper) -> None:
+    def __init__(
+        self, run: Any, src: Source, pos: FilePosition | None, state: Checkpoint, mapper: Mapper
+    ) -> None:
         super().__init__(run, src, pos, state)
         self.mapper, self.spec = mapper, mapper.spec
         self.delivered = run.stats.delivered
@@ -99,7 +106,7 @@ class KeyedFile(PlainFile):
             super().produce_all(plan)
 
     # --- reading ----------------------------------------------------------------------------------
-    def _blocks(self, plan):
+    def _blocks(self, plan: Resume) -> Iterator[_Mapped]:
         mapper, spec, parts = self.mapper, self.spec, Partitioner(self.partitions)
         limit = self.simple_max
         if self.src.fmt == "jsonl":
@@ -128,7 +135,7 @@ class KeyedFile(PlainFile):
             )
             yield self._map_odd(_Mapped(block, cols))
 
-    def _csv_header(self, plan):
+    def _csv_header(self, plan: Resume) -> tuple[list[str] | None, int, int]:
         """The header row (the mapper learns it), and where the rows to produce start."""
         stream = inputs._open(self.src)
         try:
@@ -172,7 +179,7 @@ class KeyedFile(PlainFile):
         self.run.produce_file(self.src, self.mapper, Resume(block.offset, block.lineno), self.pos, self.state)
 
     # --- the transaction loop's hooks -------------------------------------------------------------
-    def _blank(self, mapped, i: int) -> bool:
+    def _blank(self, mapped: _Mapped, i: int) -> bool:
         return i in mapped.cols.blanks
 
     def _count(self, records: int) -> None:  # noqa: ARG002 - the base class passes the block's count
@@ -182,7 +189,7 @@ class KeyedFile(PlainFile):
         self.counts.clear()
 
     # --- one segment ------------------------------------------------------------------------------
-    def _segment(self, mapped, i, j) -> None:
+    def _segment(self, mapped: _Mapped, i: int, j: int) -> None:
         """Lines [i, j): odd lines and the first and last record of each partition one by one
         (those two with a delivery report), the records between in loops in C."""
         cols = mapped.cols
@@ -214,7 +221,7 @@ class KeyedFile(PlainFile):
         backwards = parts[::-1]
         return [i + parts.index(p) for p in counts] + [j - 1 - backwards.index(p) for p in counts]
 
-    def _tight(self, mapped, k: int, end: int) -> None:
+    def _tight(self, mapped: _Mapped, k: int, end: int) -> None:
         """Regular records [k, end) with no report: one loop in C, left only for a full queue
         (wait for delivery reports) or a record librdkafka refuses (handled alone)."""
         from confluent_kafka import KafkaException
@@ -231,7 +238,7 @@ class KeyedFile(PlainFile):
                 self._refused(mapped, k, exc)
                 k += 1
 
-    def _one(self, mapped, s: int) -> None:
+    def _one(self, mapped: _Mapped, s: int) -> None:
         """A regular record with a delivery report (its partition's first or last here)."""
         from confluent_kafka import KafkaException
 
@@ -255,13 +262,13 @@ class KeyedFile(PlainFile):
                 self._refused(mapped, s, exc)
                 return
 
-    def _refused(self, mapped, s: int, exc) -> None:
+    def _refused(self, mapped: _Mapped, s: int, exc: BaseException) -> None:
         """librdkafka refused a counted record: uncount it, report it as the general path does."""
         self.counts[mapped.cols.parts[s]] -= 1
         self._lose(mapped.values[s])
         self.run.produce_error(exc, self.src, mapped.line(s))
 
-    def _odd(self, mapped, s: int) -> None:
+    def _odd(self, mapped: _Mapped, s: int) -> None:
         """A blank line, a bad one, or a record the general mapper made."""
         from confluent_kafka import KafkaException
 
@@ -287,11 +294,11 @@ class KeyedFile(PlainFile):
         self.lost_bytes += len(value)
 
 
-def _get(column, s: int, default=None):
+def _get(column: list | repeat | None, s: int, default: object = None) -> Any:
     if column is None:
         return default
     return column[s] if isinstance(column, list) else next(iter(column))
 
 
-def _column(column, default=None):
+def _column(column: list | repeat | None, default: object = None) -> Iterable[Any]:
     return repeat(default) if column is None else column

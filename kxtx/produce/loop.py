@@ -21,7 +21,7 @@ from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationErro
 from kxtx.log import logger
 from kxtx.produce import brokerside, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
-from kxtx.produce.counters import Stats
+from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
@@ -29,7 +29,7 @@ from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
-    from confluent_kafka import KafkaException
+    from confluent_kafka import KafkaError, KafkaException
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
@@ -40,7 +40,7 @@ _Abortable = txwriter.Abortable
 class Run:
     """One `kxtx produce` invocation against a cluster."""
 
-    def __init__(self, settings: Settings, opts: ProduceOptions, progress=None) -> None:
+    def __init__(self, settings: Settings, opts: ProduceOptions, progress: ProgressFn | None = None) -> None:
         self.settings, self.opts = settings, opts
         self.policy, self.dlq = error_policy(opts.on_error)
         self.sources = sources_of(opts.paths, opts.input_format)
@@ -110,10 +110,10 @@ class Run:
         """A transaction is open."""
         return self.writer.open
 
-    def _delivery_error(self):
+    def _delivery_error(self) -> KafkaError | None:
         return self.stats.delivery_error
 
-    def _stop_if_denied(self, err, doing: str) -> None:
+    def _stop_if_denied(self, err: KafkaError | None, doing: str) -> None:
         """A missing ACL does not heal by retrying: abort the open transaction (nothing of it becomes
         visible) and stop, naming the permission (WRITE on the topic or on the transactional id)."""
         from confluent_kafka import KafkaException
@@ -131,7 +131,7 @@ class Run:
             need=[Need("WRITE", "Topic", self.opts.topic), Need("WRITE", "TransactionalId", self.txid)],
         )
 
-    def _fatal(self, exc, doing: str):
+    def _fatal(self, exc: BaseException, doing: str) -> BaseException:
         if clients.error_name(exc) == "_STATE":
             # A checkpoint or dead-letter record produced after the broker refused one of the
             # batch's records: as in `produce_error`, the cause is in that record's report.
@@ -150,7 +150,7 @@ class Run:
         return err
 
     # --- the run --------------------------------------------------------------------------------
-    def execute(self) -> dict:
+    def execute(self) -> Summary:
         """The summary; a failure or stop carries the summary of what was committed before it
         (`carry`), once the inputs were planned."""
         with self.signals:
@@ -163,7 +163,7 @@ class Run:
             finally:
                 self._close_prefixes()
 
-    def _execute(self) -> dict:
+    def _execute(self) -> Summary:
         try:
             self._connect()
             self.committed = self._load_checkpoint()
@@ -271,25 +271,17 @@ class Run:
             if pos.eof:  # read to its end: it moves no more in this run
                 prefix.close()
 
-    def _summary(self, plans: list[cpmod.Resume]) -> dict:
+    def _summary(self, plans: list[cpmod.Resume]) -> Summary:
         files = []
         for src, plan in zip(self.sources, plans):
             pos = None if src.is_stdin else self.committed.files.get(os.path.abspath(src.path))
             files.append(
-                {
-                    "file": src.name,
-                    "format": src.fmt,
-                    "start": plan.note,
-                    "from_line": plan.line + 1,
-                    "committed_through_line": pos and pos.line,
-                }
+                FileResult(src.name, src.fmt, plan.note, plan.line + 1, None if pos is None else pos.line)
             )
-        out = self.stats.summary(files=files)
+        message = ""
         if self.stats.nothing_to_do:
-            out["message"] = (
-                f"nothing to do: every input was already produced under transactional id {self.txid}"
-            )
-        return out
+            message = f"nothing to do: every input was already produced under transactional id {self.txid}"
+        return self.stats.summary(files, message)
 
     # --- transactions: the API of the fast paths (plain.py, keyed.py) too ------------------------
     def begin(self) -> None:
@@ -339,7 +331,9 @@ class Run:
         self.stats.pending_records, self.stats.pending_bytes = ok, nb
         self.txn_lines = n
 
-    def _produce_other(self, topic: str, value: bytes, key: bytes | None, headers) -> None:
+    def _produce_other(
+        self, topic: str, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> None:
         """A checkpoint or dead-letter record in the open transaction."""
         self.writer.produce(topic, value, key, headers, self.stats.other_delivered)
 

@@ -29,12 +29,16 @@ from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
 from kxtx.produce.mapping import BadRecord, parse_json
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from kxtx.client.settings import Settings
-    from kxtx.produce.checkpoint import Resume
+    from kxtx.produce.checkpoint import Checkpoint, FilePosition, Resume
     from kxtx.produce.inputs import Source
     from kxtx.produce.mapping import Mapper
+
+#: a block of lines as the loop of `PlainFile` takes it: an inputs.Block here, a block with its
+#: columns in keyed (`values` and `line(i)` in both)
+Lines = Any
 
 INF = float("inf")  # no limit (loop.Run.records_limit, loop.Run.bytes_limit)
 
@@ -81,7 +85,8 @@ def usable(settings: Settings, src: Source, mapper: Mapper) -> bool:
 class PlainFile:
     """Produces one input through the fast path inside `run`'s transactions."""
 
-    def __init__(self, run, src, pos, state) -> None:
+    def __init__(self, run: Any, src: Source, pos: FilePosition | None, state: Checkpoint) -> None:
+        # run: the loop.Run whose transactions these are (loop imports this module)
         self.run, self.src, self.pos, self.state = run, src, pos, state
         self.jsonl = src.fmt == "jsonl"
         self.produce, self.topic = run.producer.produce, run.opts.topic
@@ -135,16 +140,16 @@ class PlainFile:
         run.pause(n, ok, nb)
         self._advance(last)
 
-    def _blocks(self, plan):
+    def _blocks(self, plan: Resume) -> Iterator[Lines]:
         return inputs.read_blocks(self.src, plan.offset, plan.line)
 
-    def _hand_over(self, block) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
+    def _hand_over(self, block: Lines) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
         raise AssertionError("the plain fast path reads every input to its end")
 
     def _next_partition(self) -> None:
         self.partition = (self.partition + 1) % self.partitions
 
-    def _blank(self, block, i: int) -> bool:
+    def _blank(self, block: Lines, i: int) -> bool:
         """A JSON line with nothing on it: no record, and no line of a transaction."""
         v = block.values[i]
         return self.jsonl and (not v or v.isspace())
@@ -155,30 +160,30 @@ class PlainFile:
         counted[self.partition] = counted.get(self.partition, 0) + records
 
     @staticmethod
-    def _segment_end(values, i, m, n, nb, n_limit, b_limit) -> int:
+    def _segment_end(values: list[bytes], i: int, m: int, n: int, nb: int, n_limit: Any, b_limit: Any) -> int:
         """Where the transaction would end if every line were a record: after the record that
-        reaches the record or byte limit. Blank or bad lines make it end earlier; the loop then
-        goes on in the same transaction, so the boundaries are those of the record-by-record
-        rule."""
+        reaches the record or byte limit (`n_limit`, `b_limit`: ints, or INF for no limit). Blank
+        or bad lines make it end earlier; the loop then goes on in the same transaction, so the
+        boundaries are those of the record-by-record rule."""
         j = m if n_limit == INF else min(m, i + n_limit - n)
         if b_limit != INF:
             reach = bisect_left(list(accumulate(map(len, values[i:j]))), b_limit - nb)
             j = min(j, i + reach + 1)
         return j
 
-    def _last_record(self, block, i, j):
+    def _last_record(self, block: Lines, i: int, j: int) -> tuple[Lines, int] | None:
         k = j - 1
         while k >= i and self._blank(block, k):
             k -= 1
         return (block, k) if k >= i else None
 
-    def _advance(self, last) -> None:
+    def _advance(self, last: tuple[Lines, int] | None) -> None:
         if self.pos is not None and last is not None:
             line = last[0].line(last[1])
             self.pos.advance(line.lineno, line.start, line.end, line.raw)
 
     # --- one segment ------------------------------------------------------------------------------
-    def _segment(self, block, i, j) -> None:
+    def _segment(self, block: Lines, i: int, j: int) -> None:
         """Lines [i, j) of `block`: the first and the last record with a delivery report, the
         ones between in the tight loop."""
         k = i
@@ -208,7 +213,7 @@ class PlainFile:
             return False
         return True
 
-    def _tight(self, block, k: int, end: int) -> None:
+    def _tight(self, block: Lines, k: int, end: int) -> None:
         """The per-record hot path: records k..end-1 without delivery reports. Anything unusual
         (bad JSON, a blank line, a full queue) leaves the loop and is handled alone.
 
@@ -232,7 +237,7 @@ class PlainFile:
                 self._irregular(block, bad, None)
             k = bad + 1
 
-    def _produce_run(self, block, k: int, end: int) -> None:
+    def _produce_run(self, block: Lines, k: int, end: int) -> None:
         """Produce lines [k, end) of `block`, all known good. A full local queue waits for
         delivery reports; a line librdkafka refuses is handled (and reported) alone."""
         from confluent_kafka import KafkaException
@@ -249,7 +254,7 @@ class PlainFile:
                 self._irregular(block, k, None)
                 k += 1
 
-    def _irregular(self, block, k: int, report) -> int:
+    def _irregular(self, block: Lines, k: int, report: Callable[..., None] | None) -> int:
         """One line the tight loop does not handle (or one that needs a delivery report)."""
         from confluent_kafka import KafkaException
 

@@ -99,8 +99,8 @@ def test_identity_keeps_keys(kafka, pipe):
     assert Counter((m.key, m.value) for m in got) == Counter(
         (b"k%d" % (i % 50), v) for i, v in enumerate(vals)
     )
-    assert summary["records_in"] == summary["records_out"] == N
-    assert summary["transactions"] >= 3 and summary["stopped"] == "idle"
+    assert summary.records_in == summary.records_out == N
+    assert summary.transactions >= 3 and summary.stopped == "idle"
 
 
 def test_keyed_outputs_land_where_a_java_producer_puts_them(kafka, pipe):
@@ -122,7 +122,7 @@ def test_filter_drops_none(kafka, pipe):
     out = kafka.create_topic()
     summary = pipe([src], out, "keep_even")
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals[::2])
-    assert summary["dropped"] == N // 2
+    assert summary.dropped == N // 2
 
 
 def test_fan_out_list(kafka, pipe):
@@ -188,7 +188,7 @@ def test_dlq_holds_exactly_the_poison_record(kafka, pipe):
     assert dead.value == b"poison"
     assert b"ValueError: cannot handle the poison record" in headers["kxtx.error"]
     assert (headers["kxtx.source.topic"], headers["kxtx.source.offset"]) == (src.encode(), b"123")
-    assert summary["dlq"] == 1
+    assert summary.dlq == 1
 
 
 def test_a_udf_failure_summary_agrees_with_its_message(kafka, pipe, mode):
@@ -208,10 +208,10 @@ def test_a_udf_failure_summary_agrees_with_its_message(kafka, pipe, mode):
         pipe([src], out, "poison", batch_max_records=1000)
     message, summary = str(caught.value), partial_of(caught.value)
     assert f"failed on {src}[1]@1500" in message and "the transaction was aborted" in message
-    assert summary["aborted"] == 1
+    assert summary.aborted == 1
     written = read_committed(kafka.bootstrap, out)
-    assert summary["records_out"] == len(written) > 0
-    assert summary["transactions"] >= 1
+    assert summary.records_out == len(written) > 0
+    assert summary.transactions >= 1
 
 
 def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):

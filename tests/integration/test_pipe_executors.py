@@ -387,7 +387,7 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, spark_sess
     summary = run_in_process(kafka, spark_session, [f"^(__|{prefix}-)"], out, "identity", mode=mode)
     want = Counter([b"a-%d" % i for i in range(300)] + [b"b-%d" % i for i in range(200)])
     assert multiset(read_committed(kafka.bootstrap, out)) == want
-    assert summary["records_in"] == 500
+    assert summary.records_in == 500
 
 
 @pytest.mark.parametrize("mode", ["executors", "driver"])

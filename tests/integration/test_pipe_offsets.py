@@ -40,7 +40,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
 
 def pipe(kafka, session, src, out, group):
     summary = run_in_process(kafka, session, [src], out, "identity", group=group)
-    assert summary["stopped"] == "idle", summary
+    assert summary.stopped == "idle", summary
     return summary
 
 

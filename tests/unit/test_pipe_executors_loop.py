@@ -101,7 +101,7 @@ def test_an_error_after_consuming_carries_the_summary():
     with pytest.raises(Unavailable) as info:
         Failing([5, "down"], until_idle=30).run()
     summary = partial_of(info.value)
-    assert (summary["records_in"], summary["stopped"]) == (5, "error")
+    assert (summary.records_in, summary.stopped) == (5, "error")
 
 
 def _absorbing(monkeypatch) -> executors.ExecutorPipe:

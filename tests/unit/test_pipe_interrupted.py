@@ -29,7 +29,7 @@ def test_a_stop_signal_becomes_pipe_interrupted_with_the_summary(exc, code, name
     stats.add_batch(5, 4, 1, 0)
     stop = interrupted(exc, stats, cfg())
     assert isinstance(stop, PipeInterrupted)
-    assert (stop.exit_code, stop.summary["stopped"], stop.summary["records_in"]) == (code, name, 5)
+    assert (stop.exit_code, stop.summary.stopped, stop.summary.records_in) == (code, name, 5)
     assert partial_of(stop) is stop.summary  # the json document shows it
     assert name in str(stop)
 

@@ -108,7 +108,7 @@ def test_every_transaction_carries_its_checkpoint(fake, tmp_path):
         (8, 8, False),
         (10, 10, True),
     ]
-    assert summary["records"] == 10 and summary["transactions"] == 3
+    assert summary.records == 10 and summary.transactions == 3
 
 
 def test_abortable_commit_retries_from_the_checkpoint(fake, tmp_path):
@@ -120,7 +120,7 @@ def test_abortable_commit_retries_from_the_checkpoint(fake, tmp_path):
     p = made["p"]
     assert p.aborts == 1
     assert _data(p) == [b"line%d" % i for i in range(10)]  # exactly once, in order
-    assert summary["aborted_transactions"] == 1 and summary["records"] == 10
+    assert summary.aborted_transactions == 1 and summary.records == 10
 
 
 def test_repeated_abortable_errors_give_up(fake, tmp_path):
@@ -142,8 +142,8 @@ def test_a_cluster_that_stays_unavailable_carries_what_was_committed(fake, tmp_p
     with pytest.raises(Unavailable) as info:
         _run(path, records_per_txn=4)
     done = partial_of(info.value)
-    assert (done["records"], done["transactions"], done["aborted_transactions"]) == (4, 1, 6)
-    assert done["files"][0]["committed_through_line"] == 4
+    assert (done.records, done.transactions, done.aborted_transactions) == (4, 1, 6)
+    assert done.files[0].committed_through_line == 4
 
 
 def test_fenced_stops_with_a_message(fake, tmp_path):
@@ -196,11 +196,11 @@ def test_resume_from_a_checkpoint_and_nothing_to_do(fake, tmp_path):
     last = _checkpoints(made["p"])[-1]
     made = fake(checkpoint=last)
     summary = _run(path)
-    assert summary["result"] == "nothing to do" and made["p"].committed == []
+    assert summary.result == "nothing to do" and made["p"].committed == []
     path.write_bytes(b"a\nb\nc\nd\n")
     made = fake(checkpoint=last)
     summary = _run(path)
-    assert _data(made["p"]) == [b"d"] and summary["files"][0]["start"] == "appended"
+    assert _data(made["p"]) == [b"d"] and summary.files[0].start == "appended"
 
 
 INF = float("inf")
@@ -222,3 +222,68 @@ def test_txn_due_one_rule_for_every_loop(records, bytes_, n, nb, due):
     run = loop.Run.__new__(loop.Run)  # the rule only: no cluster, no inputs
     run.records_limit, run.bytes_limit = records, bytes_
     assert run.txn_due(n, nb) is due
+
+
+def _document(summary) -> list:
+    """The `-o json` document of a run that emitted `summary`, as ordered (key, value) pairs."""
+    import json
+
+    from kxtx.cli import output
+
+    with output.document(output.OutputFormat.json) as doc:
+        output.emit(summary, output.OutputFormat.json)
+        rendered = output._dumps(doc.render(0), indent=2)
+    return json.loads(rendered, object_pairs_hook=lambda pairs: [list(p) for p in pairs])
+
+
+def test_the_summary_document(fake, tmp_path, monkeypatch):
+    """What `produce -o json` writes from the summary: its keys in their order, "errors" only after
+    a bad line, "message" only when there was nothing to do."""
+    from types import SimpleNamespace
+
+    from kxtx.produce import counters
+
+    monkeypatch.setattr(counters, "time", SimpleNamespace(monotonic=lambda: 100.0))
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"a\nb\nc\n")
+    made = fake()
+    first = _document(_run(path, records_per_txn=2))
+    status = [["status", "ok"], ["exit_code", 0], ["error", None]]
+    counts = [["records", 3], ["transactions", 2], ["bytes", 3], ["skipped", 0], ["dead_lettered", 0]]
+    txid = dict(first)["transactional_id"]
+    assert txid.startswith("kxtx-produce-t-")
+    assert first == [
+        *status,
+        ["result", "produced"],
+        ["topic", "t"],
+        ["transactional_id", txid],
+        *counts,
+        ["aborted_transactions", 0],
+        ["elapsed_s", 0.0],
+        ["records_per_s", None],
+        ["partitions", [[["partition", 0], ["first_offset", None], ["last_offset", None], ["records", 3]]]],
+        [
+            "files",
+            [
+                [
+                    ["file", str(path)],
+                    ["format", "lines"],
+                    ["start", "new"],
+                    ["from_line", 1],
+                    ["committed_through_line", 3],
+                ]
+            ],
+        ],
+    ]
+    fake(checkpoint=_checkpoints(made["p"])[-1])
+    again = _document(_run(path))
+    assert [k for k, _ in again] == [k for k, _ in first] + ["message"]
+    assert dict(again)["message"] == (
+        f"nothing to do: every input was already produced under transactional id {txid}"
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"a": 1}\nnot json\n')
+    fake()
+    skipped = _document(_run(bad, on_error="skip"))
+    assert [k for k, _ in skipped] == [k for k, _ in first[:-1]] + ["errors", "files"]
+    assert dict(skipped)["errors"] == [f"{bad}:2: bad JSON: Expecting value: line 1 column 1 (char 0)"]

@@ -118,14 +118,18 @@ def _screen(written: str) -> str:
 
 
 def test_pipe_progress_line_shrinking_leaves_nothing_behind(monkeypatch):
-    from kxtx.cli.pipe import _Progress
+    from kxtx.cli.pipe import _progress
+    from kxtx.pipe.stats import Progress
 
     err = StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    progress = _Progress(tty=True)
-    counts = {"records_in": 1024, "records_out": 1024, "dlq": 0, "transactions": 3, "aborted": 0}
+    progress = _progress(tty=True)
     for lag in (1_048_576, 1_024, 0):
-        progress({**counts, "rate": 12_345.0, "lag": lag})
+        progress(
+            Progress(
+                records_in=1024, records_out=1024, dlq=0, transactions=3, aborted=0, rate=12_345.0, lag=lag
+            )
+        )
     assert _screen(err.getvalue()) == ("1,024 in  1,024 out  0 dlq  3 txns  0 aborted  12,345 rec/s  lag 0")
     progress.done()
     assert err.getvalue().endswith("\n")

@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import pytest
 
 from kxtx.wording import article, plural
@@ -41,5 +43,5 @@ def test_messages_count_in_the_singular_when_there_is_one():
 
     rec = decode(TXN_TOPIC, e.key(0, e.string("tx")), b"\x00")
     assert "value of 1 byte has no version" in rec.notes
-    stop = PipeInterrupted({"records_in": 1, "transactions": 1}, 2)
+    stop = PipeInterrupted(SimpleNamespace(records_in=1, transactions=1), 2)
     assert str(stop).startswith("stopped by SIGINT after 1 record in 1 transaction;")
