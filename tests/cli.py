@@ -31,6 +31,9 @@ KXTX = (sys.executable, "-m", "kxtx")
 #: How much of a failed run's stderr a failure shows (its end: where the error is).
 STDERR_TAIL = 3000
 
+#: ... and of its stdout (a Nagios line, the end of a summary).
+STDOUT_TAIL = 1000
+
 Expect = int | Collection[int] | None
 
 
@@ -72,6 +75,11 @@ class Result:
         return self
 
 
+def _tail(name: str, out: str | bytes | None, most: int) -> str:
+    text = out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+    return f"{name}{' (end)' if len(text) > most else ''}:\n{text[-most:]}"
+
+
 def check(r: Any, expect: Expect = 0) -> Any:
     """Fail the test, with the command and the end of its stderr, unless `r` (a Result or a
     CompletedProcess) ended with `expect`; returns `r`. None checks nothing."""
@@ -80,12 +88,12 @@ def check(r: Any, expect: Expect = 0) -> Any:
         return r
     wanted = {int(expect)} if isinstance(expect, int) else {int(c) for c in expect}
     if r.returncode not in wanted:
-        err = r.stderr.decode(errors="replace") if isinstance(r.stderr, bytes) else (r.stderr or "")
         words = [str(a) for a in r.args]
         command = " ".join(["kxtx", *words[len(KXTX) :]] if words[: len(KXTX)] == list(KXTX) else words)
+        codes = " or ".join(map(str, sorted(wanted)))
         pytest.fail(
-            f"{command}\nexited {r.returncode}, expected {' or '.join(map(str, sorted(wanted)))}; "
-            f"stderr{' (end)' if len(err) > STDERR_TAIL else ''}:\n{err[-STDERR_TAIL:]}",
+            f"{command}\nexited {r.returncode}, expected {codes}; {_tail('stderr', r.stderr, STDERR_TAIL)}"
+            + (f"\n{_tail('stdout', r.stdout, STDOUT_TAIL)}" if r.stdout else ""),
             pytrace=False,
         )
     return r
@@ -130,3 +138,11 @@ def start(
     unless asked: a pipe nobody reads could fill and block the run."""
     popen.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.Popen(argv(*args), env=environ(env, clean=clean), cwd=cwd, **popen)
+
+
+def finish(proc: subprocess.Popen, expect: Expect = 0, timeout: float | None = None) -> Result:
+    """Wait for a run `start` began (its output read if it was piped) and check its exit code as
+    `run` does."""
+    __tracebackhide__ = True
+    out, err = proc.communicate(timeout=timeout)
+    return Result(list(proc.args), proc.returncode, out, err).expect(expect)  # type: ignore[arg-type]

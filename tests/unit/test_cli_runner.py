@@ -23,13 +23,17 @@ def test_an_unexpected_exit_fails_showing_the_command_the_code_and_stderr():
     assert "No such option: --no-such-option" in message
 
 
-def test_a_failure_shows_the_end_of_a_long_stderr():
+def test_a_failure_shows_the_end_of_a_long_stderr_and_of_stdout():
     r = cli.Result(["x"], 1, "", "first line\n" + "y" * cli.STDERR_TAIL + "\nlast line\n")
     with pytest.raises(pytest.fail.Exception) as failed:
         r.expect(0)
     message = str(failed.value)
     assert "stderr (end):" in message and message.endswith("last line\n")
-    assert "first line" not in message
+    assert "first line" not in message and "stdout" not in message
+    r = cli.Result(["x"], 2, "KXTX CRITICAL - lag=9\n", "")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        r.expect(0)
+    assert str(failed.value) == "x\nexited 2, expected 0; stderr:\n\nstdout:\nKXTX CRITICAL - lag=9\n"
 
 
 def test_the_expected_exit_passes_as_an_int_an_exit_code_or_one_of_several_and_none_checks_nothing():
@@ -71,7 +75,12 @@ def test_env_is_added_and_clean_drops_the_kxtx_variables(monkeypatch):
     assert cli.environ({"KXTX_X": "y"}, clean=True)["KXTX_X"] == "y"
 
 
-def test_start_runs_in_the_background():
+def test_start_runs_in_the_background_and_finish_checks_its_exit():
     proc = cli.start("--version", stdout=subprocess.PIPE, text=True)
-    out, _ = proc.communicate(timeout=60)
-    assert (proc.returncode, out) == (0, f"kxtx {__version__}\n")
+    r = cli.finish(proc, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"kxtx {__version__}\n", None)
+    proc = cli.start("--no-such-option", stderr=subprocess.PIPE, text=True)
+    with pytest.raises(
+        pytest.fail.Exception, match=r"^kxtx --no-such-option\nexited 2, expected 0; stderr:\n"
+    ):
+        cli.finish(proc, timeout=60)
