@@ -33,6 +33,20 @@ def produce(bootstrap: str, topic: str, values, keys=None, partition: int | None
     assert p.flush(60) == 0
 
 
+def pipe_args(
+    src: str, out: str, udf: str | None = "identity", group: str | None = None, **options
+) -> list[str]:
+    """`--in SRC --out OUT --group GROUP --udf UDF` for `kxtx pipe`: a new group unless given; UDF
+    names a function of pipe_udfs, or is FILE:FUNCTION itself (no --udf for None). Then each option as
+    `--name value` (`batch_max_records=2000`: `--batch-max-records 2000`; True: the flag alone)."""
+    args = ["--in", src, "--out", out, "--group", group or f"g-{uuid.uuid4().hex[:8]}"]
+    if udf is not None:
+        args += ["--udf", udf if ":" in udf else f"{UDFS}:{udf}"]
+    for name, value in options.items():
+        args += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return args
+
+
 def start_pipe(
     bootstrap: str, tmp_path, name: str, *args: str, env: dict | None = None, new_session: bool = False
 ):

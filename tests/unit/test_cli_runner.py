@@ -84,3 +84,25 @@ def test_start_runs_in_the_background_and_finish_checks_its_exit():
         pytest.fail.Exception, match=r"^kxtx --no-such-option\nexited 2, expected 0; stderr:\n"
     ):
         cli.finish(proc, timeout=60)
+
+
+def test_pipe_args_builds_the_pipe_command_line():
+    from tests.integration.pipe_helpers import UDFS, pipe_args
+
+    assert pipe_args("a", "b", "poison", "g", until_idle=3, batch_max_ms=500, mode="driver") == [
+        *("--in", "a", "--out", "b", "--group", "g", "--udf", f"{UDFS}:poison"),
+        *("--until-idle", "3", "--batch-max-ms", "500", "--mode", "driver"),
+    ]
+    assert pipe_args("a", "b", "x.py:f", "g") == [
+        "--in",
+        "a",
+        "--out",
+        "b",
+        "--group",
+        "g",
+        "--udf",
+        "x.py:f",
+    ]
+    fresh = pipe_args("a", "b", None, dry_run=True)
+    assert fresh[:5] == ["--in", "a", "--out", "b", "--group"] and fresh[5].startswith("g-")
+    assert fresh[6:] == ["--dry-run"] and pipe_args("a", "b")[5] != fresh[5]
