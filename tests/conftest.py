@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -16,7 +14,9 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests import cli
+
+ROOT = cli.ROOT
 
 
 def _children_get_default_stop_signals() -> None:
@@ -272,39 +272,21 @@ def topic(kafka) -> str:
     return kafka.create_topic()
 
 
-def json_doc(r: subprocess.CompletedProcess) -> Any:
+def json_doc(r: Any) -> Any:
     """The JSON document a kxtx run printed (`-o json`), after checking the run succeeded (its
     stderr is the failure message)."""
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return json.loads(cli.check(r, 0).stdout)
 
 
 @pytest.fixture
 def run_kxtx(kafka):
-    """Run the CLI in a subprocess (stdin/stdout are not TTYs, as in cron)."""
+    """`cli.run` against the `kafka` broker (KXTX_BOOTSTRAP_SERVERS; `bootstrap=False` leaves it
+    empty). It checks the exit code only when told: `expect=0` (or another code)."""
 
-    def run(
-        *args: str,
-        input: str | bytes | None = None,
-        timeout: float = 300,
-        env: dict | None = None,
-        bootstrap: bool = True,
-    ) -> subprocess.CompletedProcess:
-        full_env = {
-            **os.environ,
-            "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap if bootstrap else "",
-            **(env or {}),
-        }
-        text = not isinstance(input, bytes)
-        return subprocess.run(
-            [sys.executable, "-m", "kxtx", *args],
-            input=input,
-            capture_output=True,
-            text=text,
-            timeout=timeout,
-            env=full_env,
-            cwd=ROOT,
-        )
+    def run(*args: str, expect: cli.Expect = None, bootstrap: bool = True, **kw: Any) -> cli.Result:
+        __tracebackhide__ = True
+        env = {"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap if bootstrap else "", **(kw.pop("env", None) or {})}
+        return cli.run(*args, expect=expect, env=env, **kw)
 
     return run
 

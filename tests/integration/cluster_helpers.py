@@ -3,15 +3,13 @@ the CLI against it. Every wait is bounded."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
 
-from tests.conftest import ROOT
+from tests import cli
 from tests.integration.kafka_io import wait_until
 
 #: While nodes come and go, a metadata or offset request can fail: `wait_until(..., tolerate=MOVING)`
@@ -23,18 +21,13 @@ FENCE_WAIT_S = 60
 
 
 def cli_env(kafka, env: dict | None = None) -> dict:
-    return {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
+    return {"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
 
 
-def run(kafka, *args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=cli_env(kafka, env),
-        cwd=ROOT,
-    )
+def run(kafka, *args: str, expect: cli.Expect = None, **kw) -> cli.Result:
+    """`cli.run` against `kafka` (its exit code checked only when told: `expect=0`)."""
+    __tracebackhide__ = True
+    return cli.run(*args, expect=expect, env=cli_env(kafka, kw.pop("env", None)), **kw)
 
 
 def popen(kafka, *args: str, env: dict | None = None) -> subprocess.Popen:
@@ -43,15 +36,8 @@ def popen(kafka, *args: str, env: dict | None = None) -> subprocess.Popen:
     import tempfile
 
     err = tempfile.NamedTemporaryFile("w+", prefix="kxtx-stderr-", suffix=".txt", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=err,
-        text=True,
-        env=cli_env(kafka, env),
-        cwd=ROOT,
-    )
-    proc.stderr_path = err.name
+    proc = cli.start(*args, env=cli_env(kafka, env), stdout=subprocess.DEVNULL, stderr=err, text=True)
+    proc.stderr_path = err.name  # type: ignore[attr-defined]
     err.close()
     return proc
 

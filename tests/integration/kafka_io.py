@@ -178,3 +178,29 @@ def wait_until(
             f"timed out after {timeout:g}s waiting for {what}: {stderr() if stderr else ''}"
         )
         time.sleep(every)
+
+
+class HighWatermarks:
+    """Sum of a topic's end offsets: grows whenever anyone writes to it (committed or not), so a
+    test can wait until a background run is writing before it signals the run."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+
+    def __call__(self) -> int:
+        return sum(self.c.get_watermark_offsets(tp, timeout=10)[1] for tp in self.tps)
+
+    def wait_growth(self, proc: Any, timeout: float = 180) -> bool:
+        """Until the sum grows (True), or `proc` (a Popen) ends or `timeout` passes (False)."""
+        base, deadline = self(), time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if self() > base:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def close(self) -> None:
+        self.c.close()

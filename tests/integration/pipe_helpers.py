@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.conftest import ROOT
+from tests import cli
 
 UDFS = __file__.replace("pipe_helpers.py", "pipe_udfs.py")
 #: A killed pipe's group membership ends in 6 s instead of librdkafka's 45 s: its restart (or the
@@ -33,17 +31,33 @@ def produce(bootstrap: str, topic: str, values, keys=None, partition: int | None
     assert p.flush(60) == 0
 
 
+def pipe_args(
+    src: str, out: str, udf: str | None = "identity", group: str | None = None, **options
+) -> list[str]:
+    """`--in SRC --out OUT --group GROUP --udf UDF` for `kxtx pipe`: a new group unless given; UDF
+    names a function of pipe_udfs, or is FILE:FUNCTION itself (no --udf for None). Then each option as
+    `--name value` (`batch_max_records=2000`: `--batch-max-records 2000`; True: the flag alone)."""
+    args = ["--in", src, "--out", out, "--group", group or f"g-{uuid.uuid4().hex[:8]}"]
+    if udf is not None:
+        args += ["--udf", udf if ":" in udf else f"{UDFS}:{udf}"]
+    for name, value in options.items():
+        args += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+    return args
+
+
 def start_pipe(
     bootstrap: str, tmp_path, name: str, *args: str, env: dict | None = None, new_session: bool = False
-):
+) -> subprocess.Popen:
     """`kxtx pipe ARGS -o json` in the background against `bootstrap`; its stdout and stderr go to
     `tmp_path/NAME.out` and `.err` (files: a pipe nobody reads could fill and block it)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "pipe", *args, "-o", "json"],
+    return cli.start(
+        "pipe",
+        *args,
+        "-o",
+        "json",
         stdout=open(tmp_path / f"{name}.out", "w"),
         stderr=open(tmp_path / f"{name}.err", "w"),
-        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": bootstrap, **(env or {})},
-        cwd=ROOT,
+        env={"KXTX_BOOTSTRAP_SERVERS": bootstrap, **(env or {})},
         start_new_session=new_session,
     )
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 
-from tests.conftest import ROOT
+from tests import cli
 
 #: As in test_hanging: lets a transactional Produce reach a partition never added to the transaction.
 BROKER_CONFIG = {
@@ -53,21 +51,25 @@ class SecureBroker:
         return Settings(props=self.conf(user), timeout=30)
 
     def kxtx(
-        self, user: str, *args: str, debug: bool = False, input: str | None = None, timeout: float = 180
-    ) -> subprocess.CompletedProcess:
-        """The CLI as `user`, configured only by that user's Java client.properties."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-        env["KXTX_COMMAND_CONFIG"] = self.properties(user)
-        argv = [sys.executable, "-m", "kxtx", *(["--debug"] if debug else []), *args]
-        return subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            cwd=ROOT,
+        self,
+        user: str,
+        *args: str,
+        debug: bool = False,
+        expect: cli.Expect = None,
+        input: str | None = None,
+        timeout: float = 180,
+    ) -> cli.Result:
+        """The CLI as `user`, configured only by that user's Java client.properties (its exit code
+        checked only when told: `expect=0`)."""
+        __tracebackhide__ = True
+        return cli.run(
+            *(["--debug"] if debug else []),
+            *args,
+            expect=expect,
             input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
+            timeout=timeout,
+            env={"KXTX_COMMAND_CONFIG": self.properties(user)},
+            clean=True,
         )
 
     # --- admin helpers -----------------------------------------------------------------------------------
@@ -173,11 +175,11 @@ def sasl_ssl_broker(brokers) -> SecureBroker:
     return SecureBroker("sasl_ssl", k.bootstrap, k.listeners, k.sandbox, k.version)
 
 
-def rows(result: subprocess.CompletedProcess) -> list[dict]:
-    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+def rows(result: cli.Result) -> list[dict]:
+    return result.rows
 
 
-def assert_no_secret(broker: SecureBroker, user: str, result: subprocess.CompletedProcess) -> None:
+def assert_no_secret(broker: SecureBroker, user: str, result: cli.Result) -> None:
     text = result.stdout + result.stderr
     for secret in broker.secrets(user):
         assert secret not in text, f"a secret of {user} leaked into the output"

@@ -207,12 +207,10 @@ def test_around_the_lso(run_kxtx, log):
 
 
 def test_table_and_jsonl(run_kxtx, log):
-    r = run_kxtx("dump", "partition", log, "--to", "lso", "-o", "jsonl", "--timeout", "30")
-    assert r.returncode == 0, r.stderr
+    r = run_kxtx("dump", "partition", log, "--to", "lso", "-o", "jsonl", "--timeout", "30", expect=0)
     rows = [json.loads(x) for x in r.stdout.splitlines()]
     assert [x["kind"] for x in rows].count("summary") == 1 and rows[-1]["kind"] == "summary"
-    r = run_kxtx("dump", "partition", log, "-o", "table", "--timeout", "30", env={"COLUMNS": "80"})
-    assert r.returncode == 0, r.stderr
+    r = run_kxtx("dump", "partition", log, "-o", "table", "--timeout", "30", env={"COLUMNS": "80"}, expect=0)
     assert "ABORT" in r.stdout and "open" in r.stdout and "read_committed" in r.stdout
 
 
@@ -243,8 +241,9 @@ def test_json_with_records_is_streamed_with_the_same_bytes(run_kxtx, log):
     partition before, bench/README); the bytes are those of the whole document rendered at once."""
     from kxtx.cli.output import _dumps
 
-    r = run_kxtx("dump", "partition", log, "--records", "-o", "json", "--timeout", "30", timeout=120)
-    assert r.returncode == 0, r.stderr
+    r = run_kxtx(
+        "dump", "partition", log, "--records", "-o", "json", "--timeout", "30", timeout=120, expect=0
+    )
     doc = json.loads(r.stdout)
     assert doc["batches"] and any(b.get("records") for b in doc["batches"]), doc
     assert r.stdout == _dumps(doc, indent=2) + "\n"
@@ -357,8 +356,7 @@ def test_transactions_named_by_their_transactional_id(run_kxtx, log):
         opened["transactional_id"],
         opened["base_offset"],
     )
-    r = run_kxtx("dump", "partition", log, "-o", "table", "--timeout", "30", env={"COLUMNS": "80"})
-    assert r.returncode == 0, r.stderr
+    r = run_kxtx("dump", "partition", log, "-o", "table", "--timeout", "30", env={"COLUMNS": "80"}, expect=0)
     assert f"open: dp-d-{sfx}" in r.stdout
 
 
@@ -433,9 +431,17 @@ def test_records_formats_headers_and_width(run_kxtx, kafka, topic):
     assert base64.b64decode(first["value"]) == value and base64.b64decode(second["key"]) == b"\xfe"
     assert first["headers"][1] == ["bin", base64.b64encode(b"\xff\x00").decode()]
     r = run_kxtx(
-        "dump", "partition", topic, "--records", "-o", "table", "--width", "12", env={"COLUMNS": "80"}
+        "dump",
+        "partition",
+        topic,
+        "--records",
+        "-o",
+        "table",
+        "--width",
+        "12",
+        env={"COLUMNS": "80"},
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
     assert '{"id": 7, "…' in r.stdout
     assert "x" * 20 not in r.stdout

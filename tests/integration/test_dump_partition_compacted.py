@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import json_doc
+from tests import cli
 from tests.integration.kafka_io import read, read_committed, wait_until
 from tests.integration.test_dump_partition import _dump, _kafka_dump_log, _kafkas, _ours
 
@@ -76,16 +76,9 @@ def compacted(kafka):
 
 
 def _summary(kafka, topic: str) -> dict:
-    import subprocess
-    import sys
-
-    r = subprocess.run(
-        [sys.executable, "-m", "kxtx", "dump", "partition", topic, "-o", "json", "-b", kafka.bootstrap],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return json_doc(r)["summary"][0]
+    return cli.run("dump", "partition", topic, "-o", "json", "-b", kafka.bootstrap, timeout=120).json[
+        "summary"
+    ][0]
 
 
 def test_compacted_batches_agree_with_kafka_dump_log_segments(run_kxtx, kafka, compacted):

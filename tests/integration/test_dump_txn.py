@@ -11,6 +11,7 @@ from collections import defaultdict
 import pytest
 
 from kxtx.records.partitioner import partition_for
+from tests import cli
 from tests.integration.dump_helpers import (
     assert_agrees,
     dump,
@@ -172,12 +173,7 @@ def test_agrees_with_kafkas_transaction_log_formatter(kafka, run_kxtx, txns):
 
 
 def test_start_positions_partition_and_follow(kafka, run_kxtx):
-    import json
-    import os
     import subprocess
-    import sys
-
-    from tests.conftest import ROOT
 
     tid = f"dump-follow-{uuid.uuid4().hex[:8]}"  # its own id: the other tests' histories stay as they are
     topic = kafka.create_topic()
@@ -195,35 +191,18 @@ def test_start_positions_partition_and_follow(kafka, run_kxtx):
     wrong = run_kxtx("dump", "txn-state", "-t", tid, "--partition", str((p + 1) % 50))
     assert wrong.returncode == 2 and "holds none" in wrong.stderr
     # --follow: waits for new records; --limit ends it once the next transaction's records arrive.
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kxtx",
-            "dump",
-            "txn-state",
-            "-t",
-            tid,
-            "--follow",
-            "--limit",
-            str(len(rows) + 2),
-            "-o",
-            "jsonl",
-        ],
+    proc = cli.start(
+        *("dump", "txn-state", "-t", tid, "--follow", "--limit", str(len(rows) + 2), "-o", "jsonl"),
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        cwd=ROOT,
     )
     try:
         _one(_producer(kafka, tid), topic, "commit")
-        out, err = proc.communicate(timeout=90)
+        followed = cli.finish(proc, timeout=90).rows
     finally:
         proc.kill()
-    assert proc.returncode == 0, err
-    followed = [json.loads(line) for line in out.splitlines()]
     assert followed[: len(rows)] == rows and len(followed) == len(rows) + 2
     assert followed[-1]["offset"] > rows[-1]["offset"]
 
@@ -233,24 +212,18 @@ def test_follow_stops_on_a_signal_with_a_summary(kafka, sig, code, name):
     """Ctrl-C / SIGTERM is how --follow normally ends: a one-line summary, not an error, and the
     exit code of the README's table; every row read before it is on stdout."""
     import json
-    import os
     import subprocess
-    import sys
     import threading
-
-    from tests.conftest import ROOT
 
     tid = f"dump-stop-{uuid.uuid4().hex[:8]}"
     topic = kafka.create_topic()
     _one(_producer(kafka, tid), topic, "commit")  # Empty, Ongoing, PrepareCommit, CompleteCommit
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "dump", "txn-state", "-t", tid, "--follow", "-o", "jsonl"],
+    proc = cli.start(
+        *("dump", "txn-state", "-t", tid, "--follow", "-o", "jsonl"),
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        cwd=ROOT,
     )
     watchdog = threading.Timer(90, proc.kill)  # a dump that never shows its rows fails, not hangs
     watchdog.start()

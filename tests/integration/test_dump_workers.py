@@ -8,6 +8,7 @@ import json
 import uuid
 
 from kxtx.records.partitioner import partition_for
+from tests import cli
 
 
 def _commit_many(kafka, groups: list[str], rounds: int) -> None:
@@ -25,8 +26,7 @@ def _commit_many(kafka, groups: list[str], rounds: int) -> None:
 
 
 def _rows(proc) -> list[dict]:
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()]  # a torn line would not parse
+    return [json.loads(line) for line in cli.check(proc).stdout.splitlines()]  # a torn line would not parse
 
 
 def test_workers_write_the_rows_of_one_process(kafka, run_kxtx):

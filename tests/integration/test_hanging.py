@@ -105,8 +105,8 @@ def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
     # the same, scoped to one broker and to one partition
     r = kxtx(broker, "find-hanging", "--broker-id", "1", "-o", "jsonl")
     assert r.returncode == 3 and {(x["topic"], x["partition"]) for x in rows(r)} == set(got)
-    r = kxtx(broker, "find-hanging", "--topic", hanging["a"], "--partition", "1", "-o", "jsonl")
-    assert r.returncode == 0 and rows(r) == []
+    r = kxtx(broker, "find-hanging", "--topic", hanging["a"], "--partition", "1", "-o", "jsonl", expect=0)
+    assert rows(r) == []
 
 
 def test_inspect_names_the_hanging_partitions(broker, hanging):
@@ -141,8 +141,7 @@ def test_dry_run_and_refusal_change_nothing(broker, hanging):
 
 
 def test_abort_hanging_yes_releases_the_lso(broker, hanging):
-    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl")
-    assert r.returncode == 0, r.stderr
+    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl", expect=0)
     # plan rows, then result rows, in one stream: `kind` tells which
     assert [x["kind"] for x in rows(r)] == ["plan"] * len(hanging["starts"]) + ["result"] * len(
         hanging["starts"]
@@ -159,13 +158,12 @@ def test_abort_hanging_yes_releases_the_lso(broker, hanging):
     seen = committed_values(broker, hanging["a"], 0)
     assert seen == [f"before-{i}" for i in range(4)] + ["before-0"]
     assert not any(v.startswith("hanging") for v in seen)
-    assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 0
+    kxtx(broker, "find-hanging", "-o", "jsonl", expect=0)
     # abort-hanging again: nothing to do, and still one JSON document for a script (it printed nothing)
-    r = kxtx(broker, "abort-hanging", "--yes", "-o", "json")
-    doc = json.loads(r.stdout)
-    assert r.returncode == 0 and (doc["status"], doc["transactions"]) == ("ok", []), r.stdout + r.stderr
-    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl")
-    assert r.returncode == 0 and r.stdout == "", r.stdout
+    doc = kxtx(broker, "abort-hanging", "--yes", "-o", "json", expect=0).json
+    assert (doc["status"], doc["transactions"]) == ("ok", []), doc
+    r = kxtx(broker, "abort-hanging", "--yes", "-o", "jsonl", expect=0)
+    assert r.stdout == "", r.stdout
 
 
 def test_manual_abort_by_start_offset(broker):
@@ -175,8 +173,20 @@ def test_manual_abort_by_start_offset(broker):
     assert r.returncode == 1 and "no open transaction starts at offset 7" in r.stderr
     r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0")
     assert r.returncode == 2
-    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0", "--yes", "-o", "jsonl")
-    assert r.returncode == 0, r.stderr
+    r = kxtx(
+        broker,
+        "abort",
+        "--topic",
+        t,
+        "--partition",
+        "0",
+        "--start-offset",
+        "0",
+        "--yes",
+        "-o",
+        "jsonl",
+        expect=0,
+    )
     assert rows(r)[-1]["outcome"] == "aborted"
     lso, hw = offsets(broker, t, 0)
     assert lso == hw == 4  # 3 records + the abort marker
@@ -216,8 +226,8 @@ def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
         p.produce(t, value=b"open-%d" % i, partition=0)
     assert p.flush(30) == 0
     time.sleep(1.5)  # past the 1s max below: a candidate, yet the coordinator tracks it
-    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "1s", "-o", "jsonl")
-    assert r.returncode == 0 and rows(r) == [], r.stderr
+    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "1s", "-o", "jsonl", expect=0)
+    assert rows(r) == [], r.stderr
     out = json.loads(kxtx(broker, "inspect", "txn", tid, "-o", "json").stdout)
     assert out["state"] == "Ongoing" and out["verdict"].startswith("ongoing for")
     assert out["txn_start_time"] == iso(out["txn_start_timestamp_ms"]) is not None
@@ -246,8 +256,8 @@ def test_committed_and_aborted_only_is_clean(broker):
         p.produce(t, value=b"x", partition=0)
         p.produce(t, value=b"y", partition=1)
         p.commit_transaction(30) if commit else p.abort_transaction(30)
-    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "0", "-o", "jsonl")
-    assert r.returncode == 0 and r.stdout == "", r.stderr
+    r = kxtx(broker, "find-hanging", "--topic", t, "--max-transaction-timeout", "0", "-o", "jsonl", expect=0)
+    assert r.stdout == "", r.stderr
     # stdout stays data only; stderr says so, as abort-hanging does
     assert "kxtx: nothing hangs (2 partitions checked)" in r.stderr.splitlines(), r.stderr
     r = kxtx(broker, "inspect", "txn", "no-such-transactional-id")

@@ -8,14 +8,12 @@ be false positives; and it has no ALTER/CLUSTER_ACTION on the Cluster, so abort 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 
-from tests.conftest import ROOT, json_doc
+from tests import cli
+from tests.conftest import json_doc
 from tests.integration.kafka_io import wait_until
 from tests.integration.txn_helpers import make_hanging
 
@@ -28,19 +26,10 @@ def secure(brokers):
     return k.bootstrap, k.listeners
 
 
-def kxtx_as(secure, user, *args):
+def kxtx_as(secure, user, *args, expect=None):
     bootstrap, listeners = secure
     xs = [a for k, v in listeners.client_config(user).items() for a in ("-X", f"{k}={v}")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args, "-b", bootstrap, *xs],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+    return cli.run(*args, "-b", bootstrap, *xs, expect=expect, clean=True, timeout=180)
 
 
 def _hanging_topic(secure, prefix: str) -> tuple[str, str]:
@@ -121,11 +110,11 @@ def test_limited_principal_gets_warnings_and_the_missing_permission(secure):
         "--yes",
         "-o",
         "jsonl",
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     out = [json.loads(x) for x in r.stdout.splitlines()]
     assert out[-1]["outcome"] == "aborted"
-    assert kxtx_as(secure, "admin", "find-hanging", "--topic", topic, "-o", "jsonl").returncode == 0
+    kxtx_as(secure, "admin", "find-hanging", "--topic", topic, "-o", "jsonl", expect=0)
 
 
 def _acls(internal: str, create: bool) -> None:
@@ -185,7 +174,6 @@ def test_repair_names_the_cluster_permission_it_lacks_and_writes_nothing(secure)
         assert end_offsets(internal, topic) == before  # nothing written: the LSO stayed
     finally:
         _acls(internal, create=False)
-    r = kxtx_as(secure, "admin", *args)
-    assert r.returncode == 0, r.stderr
+    r = kxtx_as(secure, "admin", *args, expect=0)
     assert [json.loads(x).get("outcome") for x in r.stdout.splitlines()][-1] == "aborted"
-    assert kxtx_as(secure, "admin", "audit-markers", "--topic", topic).returncode == 0
+    kxtx_as(secure, "admin", "audit-markers", "--topic", topic, expect=0)

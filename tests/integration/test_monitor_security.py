@@ -10,13 +10,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 import uuid
 
 import pytest
 
+from tests import cli
 from tests.conftest import ROOT
 from tests.integration.kafka_io import commit_retrying
 from tests.integration.monitor_helpers import samples
@@ -49,7 +49,7 @@ def scene(sec):
 def _argv(sec, user: str, *args: str) -> tuple[list[str], dict]:
     """The CLI with --debug, configured by `--command-config` alone (no KXTX_* variable)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    argv = [sys.executable, "-m", "kxtx", "--debug", *args, "--command-config", sec.properties(user)]
+    argv = cli.argv("--debug", *args, "--command-config", sec.properties(user))
     return argv, env
 
 
@@ -72,8 +72,7 @@ def _seen(text: str, topic: str, group: str) -> None:
 
 def test_collect_over_sasl_shows_the_scene_and_no_secret(sec, scene):
     argv, env = _argv(sec, "admin", "monitor", "collect", "--topic", scene["topic"], "-o", "prometheus")
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
-    assert r.returncode == 0, r.stderr
+    r = cli.check(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180))
     _seen(r.stdout, scene["topic"], scene["group"])
     assert "kxtx: info:" in r.stderr, "no debug log: nothing was checked"
     _no_secret(sec, r.stdout, r.stderr)
@@ -143,8 +142,7 @@ def test_producers_and_lag_a_principal_may_not_read_are_unseen(sec, half_granted
     offsets, 4, as if read), and a threshold on them is not OK."""
     topic, group = half_granted["topic"], half_granted["group"]
     args = ("monitor", "collect", "--topic", topic, "--group", group)
-    r = sec.kxtx("limited", *args, "-o", "json")
-    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("limited", *args, "-o", "json", expect=0)
     doc = json.loads(r.stdout)
     assert doc["complete"] is False
     assert sorted((u["what"], u["name"]) for u in doc["unseen"]) == [
@@ -154,8 +152,7 @@ def test_producers_and_lag_a_principal_may_not_read_are_unseen(sec, half_granted
     assert doc["hanging_transactions"] is None and doc["max_group_lag_records"] is None, doc
     [row] = doc["groups"]
     assert row["committed"] == 1 and row["lso"] == 5 and row["lag_records"] is None, row
-    r = sec.kxtx("limited", *args, "-o", "prometheus")
-    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("limited", *args, "-o", "prometheus", expect=0)
     s = samples(r.stdout)
     assert s[("kxtx_up", ())] == 1
     assert s[("kxtx_collect_unseen", (("what", "partitions"),))] == 1

@@ -23,6 +23,7 @@ import pytest
 from kxtx import __version__
 from kxtx.monitor import check, exposition, snapshot
 from kxtx.ops.calls import Cluster
+from tests import cli
 from tests.integration.kafka_io import commit_retrying
 from tests.integration.monitor_helpers import samples
 
@@ -156,7 +157,6 @@ def test_a_collection_started_during_a_freeze_fails_with_a_meaning(scene, tmp_pa
     only `collection failed: list index out of range`. Now one line that says what happened."""
     import os
     import subprocess
-    import sys
     import threading
     import time
     import urllib.request
@@ -165,7 +165,7 @@ def test_a_collection_started_during_a_freeze_fails_with_a_meaning(scene, tmp_pa
 
     kafka = scene["kafka"]
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    argv = [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", "--min-interval", "0"]
+    argv = cli.argv("monitor", "serve", "--port", "0", "--min-interval", "0")
     # a scrape timeout (which bounds each call) longer than the freeze: the frozen call gets its answer
     argv += ["--topic", scene["topic"], "--timeout", "30", "--scrape-timeout", "28"]
     log = tmp_path / "serve.log"
@@ -220,7 +220,6 @@ def test_serve_on_a_frozen_broker_costs_a_scrape_timeout_and_recovers_at_once(sc
     began after it (before, by the one begun during the freeze, which waited out its calls)."""
     import os
     import subprocess
-    import sys
     import time
     import urllib.request
 
@@ -228,7 +227,7 @@ def test_serve_on_a_frozen_broker_costs_a_scrape_timeout_and_recovers_at_once(sc
 
     kafka, bound = scene["kafka"], 4.0
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    argv = [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", "--min-interval", "0"]
+    argv = cli.argv("monitor", "serve", "--port", "0", "--min-interval", "0")
     argv += ["--topic", scene["topic"], "--timeout", "30", "--scrape-timeout", str(bound)]
     log = tmp_path / "serve.log"
 

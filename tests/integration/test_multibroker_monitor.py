@@ -8,12 +8,12 @@ partition of the broker that is down has no other replica to answer for it."""
 from __future__ import annotations
 
 import os
-import sys
 import urllib.request
 import uuid
 
 import pytest
 
+from tests import cli
 from tests.conftest import json_doc
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import wait_until
@@ -62,7 +62,7 @@ def test_collect_and_serve_while_a_broker_is_down(cluster3):
     before = _collect(cluster3, topic)
     assert before["complete"] and _hanging_on(before) == {0, 1, 2}, before
     victim = 3  # leads partition 2, the only replica of it
-    argv = [sys.executable, "-m", "kxtx", "monitor", "serve", "--port", "0", "--min-interval", "0"]
+    argv = cli.argv("monitor", "serve", "--port", "0", "--min-interval", "0")
     argv += ["--topic", topic, "--timeout", str(TIMEOUT_S), "--scrape-timeout", str(BOUND_S - 10)]
     env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": cluster3.bootstrap}
     try:

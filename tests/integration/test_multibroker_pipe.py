@@ -168,8 +168,9 @@ def _feed(kafka, topic: str, done: threading.Event, fed: list) -> None:
 
 
 def _inspect_waits_for_the_coordinator(kafka, tid: str) -> None:
-    done = ch.run(kafka, "inspect", "txn", tid, "--no-history", "--no-scan", "-o", "json", "--timeout", "60")
-    assert done.returncode == 0, done.stderr
+    done = ch.run(
+        kafka, "inspect", "txn", tid, "--no-history", "--no-scan", "-o", "json", "--timeout", "60", expect=0
+    )
     assert json.loads(done.stdout)["transactional_id"] == tid
 
 

@@ -41,8 +41,7 @@ def test_three_nodes_replicate_like_production(cluster3):
 def test_cli_node_control_and_failover(cluster3):
     state = cluster3.sandbox.dir
     topic = cluster3.create_topic(replication=3)  # one partition: the round trip checks order
-    status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json")
-    assert status.returncode == 0, status.stderr
+    status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json", expect=0)
     assert [(n["id"], n["state"]) for n in json.loads(status.stdout)["nodes"]] == [
         (1, "running"),
         (2, "running"),
@@ -51,9 +50,9 @@ def test_cli_node_control_and_failover(cluster3):
     victim = ch.leaders(cluster3, topic)[0]
     try:
         killed = ch.run(
-            cluster3, "sandbox", "kill-node", str(victim), "--state-dir", str(state), "-o", "json"
+            cluster3, "sandbox", "kill-node", str(victim), "--state-dir", str(state), "-o", "json", expect=0
         )
-        assert killed.returncode == 0 and json.loads(killed.stdout)["state"] == "stopped", killed.stderr
+        assert json.loads(killed.stdout)["state"] == "stopped", killed.stderr
         status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json")
         assert status.returncode == 3  # a node is down: a problem found
         assert {n["id"]: n["state"] for n in json.loads(status.stdout)["nodes"]}[victim] == "stopped"
@@ -123,7 +122,7 @@ def test_three_nodes_with_sasl_ssl(tmp_path):
         assert f"bootstrap.servers={info['bootstrap']}" in props.read_text()
         plain = ch.run(Kafka(info["bootstrap"], None, None), "find-hanging", "--timeout", "10")
         assert plain.returncode == 1  # no node has a plaintext client listener
-        found = ch.run(kafka, "find-hanging", "--command-config", str(props), "-o", "json")
-        assert found.returncode == 0 and json.loads(found.stdout)["hanging"] == [], found.stderr
+        found = ch.run(kafka, "find-hanging", "--command-config", str(props), "-o", "json", expect=0)
+        assert json.loads(found.stdout)["hanging"] == [], found.stderr
     finally:
         ch.run(kafka, "sandbox", "stop", "--state-dir", str(state))

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.integration.pipe_helpers import UDFS
+from tests.integration.pipe_helpers import pipe_args
 
 pytestmark = [pytest.mark.kafka]
 
@@ -49,16 +49,7 @@ def test_pipe_missing_output_topic_is_not_created(kafka, topic, run_kxtx):
         "pipe",
         "--mode",
         "driver",
-        "--in",
-        topic,
-        "--out",
-        missing,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--until-idle",
-        "2",
+        *pipe_args(topic, missing, until_idle="2"),
         timeout=180,
     )
     assert r.returncode == 2, r.stderr
@@ -74,18 +65,7 @@ def test_pipe_missing_dlq_topic_is_not_created(kafka, run_kxtx):
         "pipe",
         "--mode",
         "driver",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--on-udf-error",
-        f"dlq:{missing}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--until-idle",
-        "2",
+        *pipe_args(src, out, on_udf_error=f"dlq:{missing}", until_idle="2"),
         timeout=180,
     )
     assert r.returncode == 2, r.stderr

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import json_doc
 from tests.integration.kafka_io import multiset, read_committed
-from tests.integration.pipe_helpers import UDFS, committed_offsets, produce, run_in_process
+from tests.integration.pipe_helpers import UDFS, committed_offsets, pipe_args, produce, run_in_process
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -224,20 +224,7 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
     group = f"g-{uuid.uuid4().hex[:8]}"
     r = run_kxtx(
         "pipe",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        group,
-        "--udf",
-        f"{UDFS}:poison",
-        "--until-idle",
-        "3",
-        "--batch-max-ms",
-        "3000",
-        "--mode",
-        mode,
+        *pipe_args(src, out, "poison", group, until_idle=3, batch_max_ms=3000, mode=mode),
         "-o",
         "json",
     )
@@ -251,25 +238,7 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
 def test_cli_identity_summary(kafka, run_kxtx, mode):
     src, vals = inputs(kafka, n=1000)
     out = kafka.create_topic(partitions=2)
-    r = run_kxtx(
-        "pipe",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--until-idle",
-        "3",
-        "--batch-max-ms",
-        "500",
-        "--mode",
-        mode,
-        "-o",
-        "json",
-    )
+    r = run_kxtx("pipe", *pipe_args(src, out, until_idle=3, batch_max_ms=500, mode=mode), "-o", "json")
     summary = json_doc(r)
     assert (summary["records_in"], summary["records_out"], summary["stopped"]) == (1000, 1000, "idle")
     assert multiset(read_committed(kafka.bootstrap, out)) == Counter(vals)
@@ -307,22 +276,7 @@ def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message, mode):
     src, _ = inputs(kafka, n=10, partitions=1)
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx(
-        "pipe",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        group,
-        "--udf",
-        udf,
-        "--until-idle",
-        "2",
-        "--mode",
-        mode,
-        timeout=120,
-    )
+    r = run_kxtx("pipe", *pipe_args(src, out, udf, group, until_idle=2, mode=mode), timeout=120)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]

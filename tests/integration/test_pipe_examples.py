@@ -17,8 +17,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
 def help_example(run_kxtx) -> list[str]:
-    r = run_kxtx("pipe", "--help", env={"COLUMNS": "250", "TERM": "dumb"})
-    assert r.returncode == 0, r.stderr
+    r = run_kxtx("pipe", "--help", env={"COLUMNS": "250", "TERM": "dumb"}, expect=0)
     text = re.sub(r"\s+", " ", re.sub(r"[│╭╮╰╯─]", " ", r.stdout))
     found = re.search(r"Example: (kxtx pipe .*?)(?: Options|$)", text)
     assert found, r.stdout
@@ -45,9 +44,16 @@ def test_the_help_example_runs(kafka, run_kxtx):
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in docs])
     names = {"orders": src, "orders-enriched": out, "enricher": f"g-{uuid.uuid4().hex[:8]}"}
     r = run_kxtx(
-        *renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", "-o", "json", timeout=300
+        *renamed(argv, names),
+        "--until-idle",
+        "3",
+        "--batch-max-ms",
+        "500",
+        "-o",
+        "json",
+        timeout=300,
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     got = sorted(
         (json.loads(m.value) for m in read_committed(kafka.bootstrap, out)), key=lambda d: d["order"]["id"]
     )

@@ -16,10 +16,9 @@ import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.kafka_io import multiset, read_committed, wait_until
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
+from tests.integration.kafka_io import HighWatermarks, multiset, read_committed, wait_until
+from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, pipe_args, produce, start_pipe
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -35,46 +34,13 @@ def text(tmp_path, name: str, ext: str) -> str:
     return (tmp_path / f"{name}.{ext}").read_text()
 
 
-class HighWatermarks:
-    """Sum of the output topic's end offsets: grows whenever the pipe writes (committed or not)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
-        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
-
-    def __call__(self) -> int:
-        return sum(self.c.get_watermark_offsets(tp, timeout=10)[1] for tp in self.tps)
-
-    def wait_growth(self, proc: subprocess.Popen, timeout: float = 180) -> bool:
-        base, deadline = self(), time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
-            if self() > base:
-                return True
-            time.sleep(0.2)
-        return False
-
-    def close(self):
-        self.c.close()
-
-
 def test_sigkill_at_random_moments_then_sigterm_exactly_once(kafka, tmp_path):
     n = 100_000
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
     vals = [b"r-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
     group = f"crash-{uuid.uuid4().hex[:8]}"
-    io = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        group,
-        "--batch-max-records",
-        "2000",
-        "--batch-max-ms",
-        "1000",
-    ]
+    io = pipe_args(src, out, None, group, batch_max_records=2000, batch_max_ms=1000)
     # ~0.5 ms per record keeps each run short of the whole input, so every kill lands
     # mid-stream (Spark's start-up dominates a run otherwise).
     args = [*io, "--udf", f"{UDFS}:slow_identity"]
@@ -149,20 +115,12 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
     vals = [b"z-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals)
-    common = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"zombie-{uuid.uuid4().hex[:8]}",
-        "--transactional-id",
-        f"zombie-{uuid.uuid4().hex[:8]}",
-        "--batch-max-records",
-        "1000",
-        "--batch-max-ms",
-        "500",
-    ]
+    common = pipe_args(
+        *(src, out, None, f"zombie-{uuid.uuid4().hex[:8]}"),
+        transactional_id=f"zombie-{uuid.uuid4().hex[:8]}",
+        batch_max_records=1000,
+        batch_max_ms=500,
+    )
     hw = HighWatermarks(kafka.bootstrap, out, 2)
     first = start_pipe(kafka.bootstrap, tmp_path, "first", *DRIVER, *common, "--udf", f"{UDFS}:slow_identity")
     second = None
@@ -207,22 +165,10 @@ def test_two_instances_share_the_group_exactly_once(kafka, tmp_path):
             tmp_path,
             f"p{i}",
             *DRIVER,
-            "--in",
-            src,
-            "--out",
-            out,
-            "--group",
-            group,
-            "--transactional-id",
-            f"{group}-{i}",
-            "--udf",
-            f"{UDFS}:slow_identity",
-            "--batch-max-records",
-            "1000",
-            "--batch-max-ms",
-            "500",
-            "--until-idle",
-            "8",
+            *pipe_args(
+                src, out, "slow_identity", group, transactional_id=f"{group}-{i}", batch_max_records=1000
+            ),
+            *("--batch-max-ms", "500", "--until-idle", "8"),
         )
         for i in range(2)
     ]

@@ -73,8 +73,7 @@ def _file(tmp_path, name, data):
     ],
 )
 def test_formats_and_mappings(kafka, topic, run_kxtx, tmp_path, name, data, args, expected):
-    p = run_kxtx("produce", _file(tmp_path, name, data), "-t", topic, *args)
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", _file(tmp_path, name, data), "-t", topic, *args, expect=0)
     got = [
         (k, v, h, ts if expected[0][3] is not None else None)
         for _, k, v, h, ts in read(kafka.bootstrap, topic)
@@ -89,8 +88,7 @@ def test_formats_and_mappings(kafka, topic, run_kxtx, tmp_path, name, data, args
 
 
 def test_stdin_is_transactional(kafka, topic, run_kxtx):
-    p = run_kxtx("produce", "-", "-t", topic, "-I", "jsonl", "-k", "id", input=JSONL.decode())
-    assert p.returncode == 0, p.stderr
+    run_kxtx("produce", "-", "-t", topic, "-I", "jsonl", "-k", "id", input=JSONL.decode(), expect=0)
     assert [(r[1], r[2]) for r in read(kafka.bootstrap, topic)] == [
         (b"1", JSONL.splitlines()[0]),
         (b"2", JSONL.splitlines()[1]),
@@ -104,15 +102,14 @@ def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path)
     topic = kafka.create_topic(partitions=3)
     lines = [json.dumps({"k": f"key-{i}", "p": i % 3}).encode() for i in range(30)]
     path = _file(tmp_path, "k.jsonl", b"\n".join(lines) + b"\n")
-    assert run_kxtx("produce", path, "-t", topic, "-k", "k").returncode == 0
+    run_kxtx("produce", path, "-t", topic, "-k", "k", expect=0)
     keyed = read(kafka.bootstrap, topic)
     assert sorted(r[2] for r in keyed) == sorted(lines)
     assert {r[0] for r in keyed} == {0, 1, 2}
     for part, key, _, _, _ in keyed:
         assert part == (murmur2(key) & 0x7FFFFFFF) % 3, key
     topic2 = kafka.create_topic(partitions=3)
-    p = run_kxtx("produce", path, "-t", topic2, "--partition-field", "p")
-    assert p.returncode == 0, p.stderr
+    run_kxtx("produce", path, "-t", topic2, "--partition-field", "p", expect=0)
     for part, _, v, _, _ in read(kafka.bootstrap, topic2):
         assert json.loads(v)["p"] == part
 
@@ -120,16 +117,14 @@ def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path)
 def test_rerun_writes_nothing_and_append_continues(kafka, topic, run_kxtx, tmp_path):
     path = tmp_path / "in.jsonl"
     first = write_jsonl(path, 100)
-    assert run_kxtx("produce", str(path), "-t", topic, "-n", "30").returncode == 0
-    again = run_kxtx("produce", str(path), "-t", topic, "-n", "30")
-    assert again.returncode == 0, again.stderr
+    run_kxtx("produce", str(path), "-t", topic, "-n", "30", expect=0)
+    again = run_kxtx("produce", str(path), "-t", topic, "-n", "30", expect=0)
     assert "nothing to do" in again.stderr
     s = summary(again)
     assert s["result"] == "nothing to do" and s["records"] == 0 and s["transactions"] == 0
     assert values(read(kafka.bootstrap, topic)) == first
     more = write_jsonl(path, 10, start=100)
-    p = run_kxtx("produce", str(path), "-t", topic, "-n", "30")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "-n", "30", expect=0)
     assert summary(p)["records"] == 10 and summary(p)["files"][0]["start"] == "appended"
     assert values(read(kafka.bootstrap, topic)) == first + more
 
@@ -137,14 +132,13 @@ def test_rerun_writes_nothing_and_append_continues(kafka, topic, run_kxtx, tmp_p
 def test_changed_file_refused_unless_restart(kafka, topic, run_kxtx, tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"a\nb\nc\n")
-    assert run_kxtx("produce", str(path), "-t", topic).returncode == 0
+    run_kxtx("produce", str(path), "-t", topic, expect=0)
     path.write_bytes(b"a\nB\nc\n")
     p = run_kxtx("produce", str(path), "-t", topic)
     assert p.returncode == 1
     assert "changed since the last committed checkpoint" in p.stderr and "--restart" in p.stderr
     assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c"]
-    p = run_kxtx("produce", str(path), "-t", topic, "--restart")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "--restart", expect=0)
     assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c", b"a", b"B", b"c"]
 
 
@@ -170,8 +164,7 @@ def test_a_fixed_bad_line_continues_after_the_committed_part(kafka, run_kxtx, tm
     assert p.returncode == 1 and f"{path}:500: bad JSON" in p.stderr
     assert len(read_committed(kafka.bootstrap, topic)) == 400
     write(lines)  # line 500 fixed
-    p = run_kxtx(*cmd)
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx(*cmd, expect=0)
     assert summary(p)["records"] == 600 and summary(p)["files"][0]["start"] == "resumed"
     got = read_committed(kafka.bootstrap, topic)
     assert len(got) == 1000 and Counter(r.value for r in got) == Counter(lines)
@@ -201,8 +194,7 @@ def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx,
     assert f"{path}:8: bad JSON" in p.stderr
     assert values(read(kafka.bootstrap, topic)) == good[:5]
     # skip: the run continues after the checkpoint, counting the bad line
-    p = run_kxtx("produce", str(path), "-t", topic, "-n", "5", "--on-error", "skip")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "-n", "5", "--on-error", "skip", expect=0)
     s = summary(p)
     assert s["skipped"] == 1 and s["records"] == 5
     assert s["errors"] == [f"{path}:8: bad JSON: Expecting value: line 1 column 8 (char 7)"]
@@ -245,8 +237,7 @@ def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path
 def test_dead_letter_topic(kafka, topic, run_kxtx, tmp_path):
     dlq = kafka.create_topic()
     path = _file(tmp_path, "in.csv", b"id,v\n1,a\n2\n3,c\n")
-    p = run_kxtx("produce", path, "-t", topic, "-k", "id", "--on-error", f"dlq:{dlq}")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", path, "-t", topic, "-k", "id", "--on-error", f"dlq:{dlq}", expect=0)
     assert summary(p)["dead_lettered"] == 1
     assert [(r[1], r[2]) for r in read(kafka.bootstrap, topic)] == [(b"1", b"1,a"), (b"3", b"3,c")]
     [(_, key, value, headers, _)] = read(kafka.bootstrap, dlq)
@@ -260,8 +251,7 @@ def test_dead_letter_topic(kafka, topic, run_kxtx, tmp_path):
 
 def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):
     path = _file(tmp_path, "in.jsonl", JSONL + b"nope\n")
-    p = run_kxtx("produce", path, "-t", topic, "-k", "c.k", "--dry-run", "--on-error", "skip")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", path, "-t", topic, "-k", "c.k", "--dry-run", "--on-error", "skip", expect=0)
     s = summary(p)
     assert s["records"] == 3 and s["bad_lines"] == 1
     assert s["errors"][0].startswith(f"{path}:4: bad JSON")
@@ -271,7 +261,7 @@ def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):
     assert f"{path}:4: bad JSON" in p.stderr
     assert read(kafka.bootstrap, topic, committed=False) == []
     # and the real run afterwards starts from the beginning
-    assert run_kxtx("produce", path, "-t", topic, "--on-error", "skip").returncode == 0
+    run_kxtx("produce", path, "-t", topic, "--on-error", "skip", expect=0)
     assert values(read(kafka.bootstrap, topic)) == JSONL.splitlines()
 
 
@@ -288,14 +278,13 @@ def test_bytes_per_transaction_and_multiple_files(kafka, topic, run_kxtx, tmp_pa
     a, b = tmp_path / "a.jsonl", tmp_path / "b.txt"
     first = write_jsonl(a, 100)  # ~70 bytes per line
     b.write_bytes(b"x\ny\n")
-    p = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB", expect=0)
     s = summary(p)
     assert s["records"] == 102 and 6 <= s["transactions"] <= 9
     assert [f["start"] for f in s["files"]] == ["new", "new"]
     assert values(read(kafka.bootstrap, topic)) == first + [b"x", b"y"]
-    again = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB")
-    assert again.returncode == 0 and summary(again)["result"] == "nothing to do"
+    again = run_kxtx("produce", str(a), str(b), "-t", topic, "--bytes-per-txn", "1KiB", expect=0)
+    assert summary(again)["result"] == "nothing to do"
 
 
 def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path):
@@ -304,6 +293,6 @@ def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path
     path.write_bytes(b"small\n" + b"x" * 5000 + b"\nlast\n")
     p = run_kxtx("produce", str(path), "-t", topic)
     assert p.returncode == 1 and f"{path}:2: record of 5000 bytes is over the limit of 2000" in p.stderr
-    p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip")
-    assert p.returncode == 0 and summary(p)["skipped"] == 1
+    p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip", expect=0)
+    assert summary(p)["skipped"] == 1
     assert values(read(kafka.bootstrap, topic)) == [b"small", b"last"]

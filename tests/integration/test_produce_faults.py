@@ -7,20 +7,18 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
-from tests.conftest import ROOT
+from tests import cli
 from tests.integration.kafka_io import read, values
 from tests.integration.produce_helpers import summary, write_jsonl
 
 
 def _start(kafka, *args, preexec_fn=None) -> subprocess.Popen:
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
-    return subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "produce", *args],
-        cwd=ROOT,
-        env=env,
+    return cli.start(
+        "produce",
+        *args,
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -70,15 +68,13 @@ def test_sigkill_at_random_moments_then_resume(kafka, topic, tmp_path):
         proc.communicate(timeout=60)
     assert killed_while_running >= 3, f"seed {seed}: runs finished before they could be killed"
     final = _start(kafka, str(path), "-t", topic, "-n", "5000", "-k", "c.k")
-    out, err = final.communicate(timeout=300)
-    assert final.returncode == 0, err
+    cli.finish(final, timeout=300)
     got = values(read(kafka.bootstrap, topic, timeout=120))
     assert len(got) == len(lines), f"seed {seed}: {len(got)} records for {len(lines)} lines"
     assert got == lines, f"seed {seed}: content differs from the input"
     # and once more: nothing left to do
     again = _start(kafka, str(path), "-t", topic, "-k", "c.k")
-    out, err = again.communicate(timeout=120)
-    assert again.returncode == 0 and "nothing to do" in err
+    assert "nothing to do" in cli.finish(again, timeout=120).stderr
 
 
 def test_sigterm_sigint_and_sighup_abort_and_resume(kafka, topic, tmp_path):
@@ -106,8 +102,7 @@ def test_sigterm_sigint_and_sighup_abort_and_resume(kafka, topic, tmp_path):
         assert got == lines[: len(got)] and 0 < len(got) < len(lines)
     c.close()
     final = _start(kafka, str(path), "-t", topic)
-    out, err = final.communicate(timeout=120)
-    assert final.returncode == 0, err
+    cli.finish(final, timeout=120)
     assert values(read(kafka.bootstrap, topic)) == lines
 
 
@@ -119,8 +114,7 @@ def test_a_signal_ignored_at_start_stays_ignored(kafka, topic, tmp_path):
     proc = _start(kafka, str(path), "-t", topic, "-n", "200", preexec_fn=_ignore_sigint)
     assert _wait_for_records(kafka, topic, 2000, proc), "the run ended before the signal"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    cli.finish(proc, timeout=120)
     assert values(read(kafka.bootstrap, topic)) == lines
 
 
@@ -135,12 +129,11 @@ def test_zombie_is_fenced(kafka, topic, tmp_path):
     old = _start(kafka, str(path), "-t", topic, "-n", "100")
     assert _wait_for_records(kafka, topic, 1000, old), "the older run ended too early"
     new = _start(kafka, str(path), "-t", topic, "-n", "10000")
-    out, err = new.communicate(timeout=120)
-    assert new.returncode == 0, err
+    newer = cli.finish(new, timeout=120)
     out_old, err_old = old.communicate(timeout=60)
     assert old.returncode == 1, err_old
     assert "was taken over by another producer (fenced)" in err_old
-    assert summary(subprocess.CompletedProcess([], 0, out, err))["transactional_id"] in err_old
+    assert summary(newer)["transactional_id"] in err_old
     assert values(read(kafka.bootstrap, topic)) == lines
 
 
@@ -153,8 +146,7 @@ def test_resume_waits_for_another_producers_open_transaction(kafka, topic, tmp_p
 
     path = tmp_path / "in.jsonl"
     first = write_jsonl(path, 1000)
-    done = _start(kafka, str(path), "-t", topic, "-n", "300")
-    assert done.wait(120) == 0, done.communicate()
+    cli.finish(_start(kafka, str(path), "-t", topic, "-n", "300"), timeout=120)
     other = Producer(
         {
             "bootstrap.servers": kafka.bootstrap,

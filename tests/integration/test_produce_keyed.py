@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 import pytest
 from kafka.partitioner.default import murmur2  # the Java client's partitioner, in Python
 
+from tests import cli
 from tests.integration.kafka_io import read
 from tests.integration.produce_helpers import summary
 from tests.integration.test_produce_faults import _start
@@ -63,8 +64,7 @@ def test_keyed_jsonl_six_partitions(kafka, run_kxtx, tmp_path):
     topic = kafka.create_topic(partitions=PARTITIONS)
     path = tmp_path / "in.jsonl"
     expected = _jsonl(path, 3000)
-    p = run_kxtx("produce", str(path), "-t", topic, "-k", "c.k", "-n", "500", "--on-error", "skip")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "-k", "c.k", "-n", "500", "--on-error", "skip", expect=0)
     result = summary(p)
     # 3001 lines: the bad one counts towards -n as in the general path
     assert result["records"] == 3000 and result["skipped"] == 1 and result["transactions"] == 7
@@ -81,8 +81,7 @@ def test_keyed_csv_six_partitions_value_as_json(kafka, run_kxtx, tmp_path):
     w.writerows(rows)
     path = tmp_path / "in.csv"
     path.write_text(buf.getvalue(), encoding="utf-8")
-    p = run_kxtx("produce", str(path), "-t", topic, "-k", "key", "--value-as-json", "-n", "300")
-    assert p.returncode == 0, p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "-k", "key", "--value-as-json", "-n", "300", expect=0)
     expected = [
         (
             r[0].encode(),
@@ -114,8 +113,8 @@ def test_header_and_timestamp_fields(kafka, run_kxtx, tmp_path):
         "src=test",
         "--on-error",
         "skip",
+        expect=0,
     )
-    assert p.returncode == 0, p.stderr
     records = read(kafka.bootstrap, topic)
     _check_keyed(records, expected, summary(p))
     for _, _, value, headers, ts in records:
@@ -165,8 +164,7 @@ def test_sigkill_then_rerun_is_exactly_once(kafka, tmp_path, fmt):
         proc.communicate(timeout=60)
     assert killed >= 2, f"seed {seed}: runs finished before they could be killed"
     final = _start(kafka, *args)
-    out, err = final.communicate(timeout=300)
-    assert final.returncode == 0, err
+    cli.finish(final, timeout=300)
     _check_keyed(read(kafka.bootstrap, topic, timeout=120), expected)
 
 

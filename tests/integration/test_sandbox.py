@@ -5,6 +5,8 @@ import uuid
 
 import pytest
 
+from tests import cli
+
 
 def _read_committed(bootstrap: str, topic: str, expect: int, timeout: float = 20) -> list[bytes]:
     from confluent_kafka import Consumer
@@ -73,17 +75,15 @@ def test_cli_sandbox_lifecycle(run_kxtx, tmp_path):
     import json
 
     state = tmp_path / "sb"
-    started = run_kxtx("sandbox", "start", "--port", "0", "--state-dir", str(state), "-o", "json")
-    assert started.returncode == 0, started.stderr
+    started = run_kxtx("sandbox", "start", "--port", "0", "--state-dir", str(state), "-o", "json", expect=0)
     info = json.loads(started.stdout)
     assert info["running"] is True and info["bootstrap"].startswith("127.0.0.1:")
     # a line a shell can take as it is (README: eval it, or copy it)
     line = f"export KXTX_BOOTSTRAP_SERVERS={info['bootstrap']} KXTX_SANDBOX_DIR={state}"
     assert line in started.stderr.splitlines()
-    status = run_kxtx("sandbox", "status", "--state-dir", str(state), "-o", "jsonl")
-    assert status.returncode == 0 and json.loads(status.stdout)["pid"] == info["pid"]
-    stopped = run_kxtx("sandbox", "stop", "--state-dir", str(state))
-    assert stopped.returncode == 0
+    status = run_kxtx("sandbox", "status", "--state-dir", str(state), "-o", "jsonl", expect=0)
+    assert json.loads(status.stdout)["pid"] == info["pid"]
+    run_kxtx("sandbox", "stop", "--state-dir", str(state), expect=0)
     assert not state.exists()
     after = run_kxtx("sandbox", "status", "--state-dir", str(state))
     assert after.returncode == 3
@@ -137,7 +137,7 @@ def test_export_lets_status_and_stop_find_the_sandbox(tmp_path):
         )
     finally:
         subprocess.run(
-            [sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", str(state)],
+            cli.argv("sandbox", "stop", "--state-dir", str(state)),
             env=env,
             capture_output=True,
             timeout=120,

@@ -8,15 +8,14 @@ password ever appears in the output, even with --debug.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 
-from tests.conftest import ROOT, json_doc
+from tests import cli
+from tests.conftest import json_doc
 from tests.integration.kafka_io import read_committed, values
+from tests.integration.pipe_helpers import pipe_args
 from tests.integration.security_helpers import (
     assert_no_secret,
     rows,
@@ -65,8 +64,7 @@ def _fails_naming(sec, result, *phrases):
 
 # --- admin: every command succeeds ---------------------------------------------------------------------
 def test_admin_cluster_and_find_hanging_without_false_positive(sec, scene):
-    r = sec.kxtx("admin", "cluster", "-o", "json")
-    assert r.returncode == 0, r.stderr
+    sec.kxtx("admin", "cluster", "-o", "json", expect=0)
     r = sec.kxtx(
         "admin", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT, "-o", "jsonl"
     )
@@ -99,21 +97,18 @@ def test_admin_inspect_and_dump(sec, scene):
     statuses = {x["transactional_id"]: x["status"] for x in json_doc(r)["open_transactions"]}
     assert statuses[scene["live_id"]].startswith("ongoing")
     assert statuses[scene["hang_id"]].startswith("hanging")
-    r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl")
-    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("admin", "dump", "txn-state", "-t", scene["live_id"], "-o", "jsonl", expect=0)
     assert {x["key"]["transactional_id"] for x in rows(r)} == {scene["live_id"]}
     assert_no_secret(sec, "admin", r)
     # the whole log in forked processes: each opens its own SASL_SSL connection with the PEM files
     # the parent wrote, which outlive every worker
-    r = sec.kxtx("admin", "dump", "txn-state", "-o", "jsonl", "--workers", "3")
-    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("admin", "dump", "txn-state", "-o", "jsonl", "--workers", "3", expect=0)
     assert scene["live_id"] in {x["key"]["transactional_id"] for x in rows(r)}
 
 
 def test_admin_produce(sec):
     topic = sec.create_topic()
-    r = sec.kxtx("admin", "produce", "-t", topic, write_lines(5), "-o", "json")
-    assert r.returncode == 0, r.stderr
+    r = sec.kxtx("admin", "produce", "-t", topic, write_lines(5), "-o", "json", expect=0)
     assert len(read_committed(sec.bootstrap, topic, conf=sec.conf())) == 5
     assert_no_secret(sec, "admin", r)
 
@@ -133,24 +128,13 @@ def test_admin_pipe_short_run(sec, tmp_path):
         "pipe",
         "--mode",
         "driver",
-        "--in",
-        src,
-        "--out",
-        dst,
-        "--group",
-        f"g-{src}",
-        "--udf",
-        f"{udf}:upper",
-        "--value-format",
-        "string",
-        "--max-records",
-        "4",
-        "--until-idle",
-        "5",
+        *pipe_args(
+            src, dst, f"{udf}:upper", f"g-{src}", value_format="string", max_records="4", until_idle="5"
+        ),
         "-o",
         "json",
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     assert sorted(values(read_committed(sec.bootstrap, dst, conf=sec.conf()))) == [b"V0", b"V1", b"V2", b"V3"]
     assert_no_secret(sec, "admin", r)
 
@@ -160,8 +144,7 @@ def test_admin_fence_and_abort_hanging(sec):
     fence_id = f"tx-fence-{topic}"
     sec.make_live(fence_id, topic)
     start = sec.make_hanging(f"tx-abort-{topic}", topic)
-    r = sec.kxtx("admin", "fence", fence_id, "--yes", "-o", "json")
-    assert r.returncode == 0, r.stderr
+    sec.kxtx("admin", "fence", fence_id, "--yes", "-o", "json", expect=0)
     r = sec.kxtx(
         "admin",
         "abort-hanging",
@@ -172,8 +155,8 @@ def test_admin_fence_and_abort_hanging(sec):
         "--yes",
         "-o",
         "jsonl",
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     lso, _hw = sec.offsets(topic)
     assert lso > start
     assert_no_secret(sec, "admin", r)
@@ -211,12 +194,10 @@ def test_inspect_partition_marks_false_positives_for_limited_only(sec, scene):
         "-o",
         "json",
     )
-    admin = sec.kxtx("admin", *args)
-    assert admin.returncode == 0, admin.stderr
+    admin = sec.kxtx("admin", *args, expect=0)
     assert not any(x.get("maybe_false_positive") for x in json.loads(admin.stdout)["open_transactions"])
     assert "maybe_false_positive" not in admin.stderr
-    limited = sec.kxtx("limited", *args, debug=True)
-    assert limited.returncode == 0, limited.stderr
+    limited = sec.kxtx("limited", *args, debug=True, expect=0)
     opened = json.loads(limited.stdout)["open_transactions"]
     live = next(x for x in opened if x["start_offset"] == scene["live_start"])
     assert live["status"].startswith("hanging") and live["maybe_false_positive"]
@@ -316,18 +297,7 @@ def test_limited_pipe_names_the_group(sec, tmp_path):
         "pipe",
         "--mode",
         "driver",
-        "--in",
-        src,
-        "--out",
-        dst,
-        "--group",
-        group,
-        "--transactional-id",
-        f"limited.{src}",
-        "--udf",
-        f"{udf}:ident",
-        "--until-idle",
-        "20",
+        *pipe_args(src, dst, f"{udf}:ident", group, transactional_id=f"limited.{src}", until_idle="20"),
         debug=True,
     )
     _fails_naming(sec, r, f"READ on Group '{group}'")
@@ -337,27 +307,12 @@ def test_wrong_password_fails_without_echoing_it(sec, tmp_path):
     props = tmp_path / "bad.properties"
     text = open(sec.properties("limited")).read().replace(sec.password("limited"), "not-the-Passw0rd")
     props.write_text(text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kxtx",
-            "--debug",
-            "find-hanging",
-            "--command-config",
-            str(props),
-            "--timeout",
-            "5",
-        ],
-        capture_output=True,
-        text=True,
+    r = cli.run(
+        *("--debug", "find-hanging", "--command-config", str(props), "--timeout", "5"),
+        expect=1,
+        clean=True,
         timeout=120,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
     )
-    assert r.returncode == 1, r.stderr
     assert "check sasl.mechanism, sasl.username and sasl.password" in r.stderr
     assert "not-the-Passw0rd" not in r.stdout + r.stderr
 
@@ -396,18 +351,7 @@ def test_limited_pipe_from_a_topic_it_may_not_see_names_the_acl(sec, tmp_path, m
         "pipe",
         "--mode",
         mode,
-        "--in",
-        src,
-        "--out",
-        dst,
-        "--group",
-        f"g-{src}",
-        "--transactional-id",
-        f"limited.{src}",
-        "--udf",
-        f"{udf}:ident",
-        "--until-idle",
-        "5",
+        *pipe_args(src, dst, f"{udf}:ident", f"g-{src}", transactional_id=f"limited.{src}", until_idle="5"),
     )
     _fails_naming(sec, r, f"DESCRIBE on Topic '{src}'", f"READ on Topic '{src}'")
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr

@@ -5,15 +5,14 @@ User:limited). Also `sandbox start --security sasl_plaintext` end to end through
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, json_doc
+from tests import cli
+from tests.conftest import json_doc
 from tests.integration.kafka_io import read_committed
 from tests.integration.security_helpers import (
     BROKER_CONFIG,
@@ -40,22 +39,28 @@ def test_client_properties_use_pkcs12_keystores(tls):
 
 def test_admin_over_mtls(tls):
     topic = tls.create_topic()
-    r = tls.kxtx("admin", "cluster", "-o", "json")
-    assert r.returncode == 0, r.stderr
-    r = tls.kxtx("admin", "produce", "-t", topic, write_lines(4), "-o", "json")
-    assert r.returncode == 0, r.stderr
+    tls.kxtx("admin", "cluster", "-o", "json", expect=0)
+    r = tls.kxtx("admin", "produce", "-t", topic, write_lines(4), "-o", "json", expect=0)
     assert len(read_committed(tls.bootstrap, topic, conf=tls.conf())) == 4
     start = tls.make_hanging(f"tx-hang-{topic}", topic)
     # kafka-python (KIP-664 calls) over mutual TLS
     r = tls.kxtx("admin", "find-hanging", "-t", topic, "--max-transaction-timeout", "1", "-o", "jsonl")
     assert r.returncode == 3, r.stderr
     assert [(x["start_offset"], x["maybe_false_positive"]) for x in rows(r)] == [(start, False)]
-    r = tls.kxtx("admin", "dump", "txn-state", "-t", f"tx-hang-{topic}", "-o", "jsonl")
-    assert r.returncode == 0 and rows(r), r.stderr
+    r = tls.kxtx("admin", "dump", "txn-state", "-t", f"tx-hang-{topic}", "-o", "jsonl", expect=0)
+    assert rows(r), r.stderr
     r = tls.kxtx(
-        "admin", "abort-hanging", "-t", topic, "--max-transaction-timeout", "1", "--yes", "-o", "jsonl"
+        "admin",
+        "abort-hanging",
+        "-t",
+        topic,
+        "--max-transaction-timeout",
+        "1",
+        "--yes",
+        "-o",
+        "jsonl",
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     assert tls.offsets(topic)[0] > start
     assert_no_secret(tls, "admin", r)
 
@@ -66,7 +71,7 @@ def test_limited_certificate_maps_to_user_limited(tls):
     tls.grant("limited", "topic", other, "DESCRIBE")
     path = write_lines(3)
     # the prefixed ACLs for User:limited apply: the CN became the principal
-    r = tls.kxtx(
+    tls.kxtx(
         "limited",
         "produce",
         "-t",
@@ -78,8 +83,8 @@ def test_limited_certificate_maps_to_user_limited(tls):
         "limited.ckpt",
         "-o",
         "json",
+        expect=0,
     )
-    assert r.returncode == 0, r.stderr
     r = tls.kxtx(
         "limited",
         "produce",
@@ -104,17 +109,9 @@ def test_without_client_certificate_fails_cleanly(tls, tmp_path):
         f"bootstrap.servers={tls.bootstrap}\nsecurity.protocol=SSL\n"
         f"ssl.truststore.location={tls.listeners.dir / 'ca.pem'}\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    r = subprocess.run(
-        [sys.executable, "-m", "kxtx", "cluster", "--command-config", str(props), "--timeout", "5"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
+    r = cli.run(
+        "cluster", "--command-config", str(props), "--timeout", "5", expect=1, clean=True, timeout=120
     )
-    assert r.returncode == 1
     assert r.stderr.startswith("kxtx: error:") and "Traceback" not in r.stderr
     assert "ssl.ca.location and the client certificate" in r.stderr
 
@@ -123,20 +120,10 @@ def test_sandbox_cli_sasl_plaintext(tmp_path):
     """`sandbox start --security` prints a client.properties per user; both work as printed; `stop`
     removes the security material with the rest of the state."""
     state = Path(tempfile.mkdtemp(prefix="kxtx-test-cli-sasl-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-    env["KXTX_SANDBOX_DIR"] = str(state)
 
-    def kxtx(*args, config=None):
-        e = {**env, **({"KXTX_COMMAND_CONFIG": config} if config else {})}
-        return subprocess.run(
-            [sys.executable, "-m", "kxtx", *args],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            env=e,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-        )
+    def kxtx(*args, config=None, expect=None):
+        env = {"KXTX_SANDBOX_DIR": str(state), **({"KXTX_COMMAND_CONFIG": config} if config else {})}
+        return cli.run(*args, expect=expect, env=env, clean=True, timeout=240)
 
     r = kxtx(
         "sandbox",
@@ -159,13 +146,11 @@ def test_sandbox_cli_sasl_plaintext(tmp_path):
             assert f"bootstrap.servers={out['bootstrap']}" in text
             assert Path(out["client_properties"][user]).read_text() == text
         admin_props, limited_props = out["client_properties"]["admin"], out["client_properties"]["limited"]
-        assert kxtx("cluster", "-o", "json", config=admin_props).returncode == 0
-        r = kxtx("find-hanging", "-o", "jsonl", config=admin_props)  # kafka-python over SASL_PLAINTEXT
-        assert r.returncode == 0, r.stderr
+        kxtx("cluster", "-o", "json", config=admin_props, expect=0)
+        kxtx("find-hanging", "-o", "jsonl", config=admin_props, expect=0)  # kafka-python over SASL_PLAINTEXT
         status = kxtx("sandbox", "status", "-o", "json")
         assert "admin_client" not in status.stdout and "password" not in status.stdout
-        r = kxtx("find-hanging", "-o", "jsonl", config=limited_props)
-        assert r.returncode == 0, r.stderr
+        kxtx("find-hanging", "-o", "jsonl", config=limited_props, expect=0)
     finally:
         kxtx("sandbox", "stop")
     assert not state.exists()

@@ -10,8 +10,6 @@ The coordinator never learns about the partition, so no marker ever comes: the L
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
@@ -26,6 +24,8 @@ from kafka.protocol.producer.transaction import (
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import TopicPartition
+
+from tests import cli
 
 #: What a broker needs for `make_hanging`: verification off (it would refuse the write). A short
 #: maximum keeps "ongoing" transactions from outliving the tests.
@@ -46,20 +46,10 @@ def hanging_broker(brokers):
     return brokers(BROKER_CONFIG)
 
 
-def kxtx_on(broker, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the CLI against `broker` (stdin and stdout not terminals, as in cron)."""
-    from tests.conftest import ROOT
-
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+def kxtx_on(broker, *args: str, expect: cli.Expect = None, timeout: float = 120) -> cli.Result:
+    """`cli.run` against `broker` (its exit code checked only when told: `expect=0`)."""
+    __tracebackhide__ = True
+    return cli.run(*args, expect=expect, timeout=timeout, env={"KXTX_BOOTSTRAP_SERVERS": broker.bootstrap})
 
 
 _RETRY = (

@@ -4,12 +4,11 @@ one line, exit 128 + n, no traceback (issue 11, item 2: "any moment")."""
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests import cli
 
 
 def _caught(pid: int, sig: int) -> bool:
@@ -25,13 +24,7 @@ def _caught(pid: int, sig: int) -> bool:
 def _signal_while_starting(sig: int, delay: float) -> tuple[int, str, str]:
     # --version is the quickest command; the signal goes in as soon as kxtx's entry catches SIGTERM
     # (Python itself catches only SIGINT), i.e. during the imports that follow.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "--version"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = cli.start("--version", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
     while not _caught(proc.pid, signal.SIGTERM) and proc.poll() is None:
         assert time.monotonic() < deadline, "kxtx never caught SIGTERM while starting"

@@ -5,27 +5,14 @@ import re
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kxtx import __version__
 from kxtx.exitcodes import DESCRIPTIONS, ExitCode, status
+from tests import cli
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def kxtx(*args, env=None, timeout=60):
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "kxtx", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=ROOT,
-    )
+ROOT = cli.ROOT
 
 
 def _closed_port() -> int:
@@ -35,15 +22,13 @@ def _closed_port() -> int:
 
 
 def test_version():
-    r = kxtx("--version")
-    assert r.returncode == 0 and r.stdout.strip() == f"kxtx {__version__}"
+    assert cli.run("--version").stdout.strip() == f"kxtx {__version__}"
 
 
 def test_help_lists_every_command():
     from kxtx.cli import docs
 
-    r = kxtx("--help", env={"COLUMNS": "200"})
-    assert r.returncode == 0
+    r = cli.run("--help", env={"COLUMNS": "200"})
     for child in docs.tree().children:
         assert re.search(rf"\b{re.escape(child.path[-1])}\b", r.stdout), child.path
 
@@ -58,36 +43,48 @@ def test_help_does_not_import_heavy_libraries():
 
 
 def test_usage_error_is_exit_2_without_traceback():
-    r = kxtx("cluster", "-b", "127.0.0.1:1", "-X", "no-equals-sign")
-    assert r.returncode == ExitCode.USAGE
+    r = cli.run("cluster", "-b", "127.0.0.1:1", "-X", "no-equals-sign", expect=ExitCode.USAGE)
     assert r.stderr.strip() == "kxtx: error: -X 'no-equals-sign': expected key=value"
-    r = kxtx("cluster", "--no-such-option")
-    assert r.returncode == ExitCode.USAGE and "Traceback" not in r.stderr
+    assert "Traceback" not in cli.run("cluster", "--no-such-option", expect=ExitCode.USAGE).stderr
 
 
 def test_unreachable_cluster_fails_within_the_timeout_with_one_line():
     # subprocess timeout guards against a hang; the command's own bound is --timeout 2
-    r = kxtx("cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "2", timeout=30)
-    assert r.returncode == ExitCode.UNREACHABLE == 69
+    r = cli.run(
+        "cluster",
+        "-b",
+        f"127.0.0.1:{_closed_port()}",
+        "--timeout",
+        "2",
+        expect=ExitCode.UNREACHABLE,
+        timeout=30,
+    )
+    assert ExitCode.UNREACHABLE == 69
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kxtx: error:"), r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 
 def test_debug_shows_the_traceback():
-    r = kxtx("--debug", "cluster", "-b", f"127.0.0.1:{_closed_port()}", "--timeout", "1", timeout=30)
-    assert r.returncode == ExitCode.UNREACHABLE and "Traceback" in r.stderr
+    address = f"127.0.0.1:{_closed_port()}"
+    r = cli.run(
+        "--debug", "cluster", "-b", address, "--timeout", "1", expect=ExitCode.UNREACHABLE, timeout=30
+    )
+    assert "Traceback" in r.stderr
 
 
 def test_bad_client_property_names_the_property():
-    r = kxtx("cluster", "-b", "127.0.0.1:1", "-X", "no.such.property=1", "--timeout", "1")
-    assert r.returncode == ExitCode.ERROR
+    r = cli.run(
+        "cluster", "-b", "127.0.0.1:1", "-X", "no.such.property=1", "--timeout", "1", expect=ExitCode.ERROR
+    )
     assert "no.such.property" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_missing_bootstrap_is_explained():
-    r = kxtx("cluster", env={"KXTX_BOOTSTRAP_SERVERS": "", "KXTX_COMMAND_CONFIG": ""})
-    assert r.returncode == ExitCode.ERROR and "no bootstrap servers" in r.stderr
+    r = cli.run(
+        "cluster", env={"KXTX_BOOTSTRAP_SERVERS": "", "KXTX_COMMAND_CONFIG": ""}, expect=ExitCode.ERROR
+    )
+    assert "no bootstrap servers" in r.stderr
 
 
 def test_readme_exit_code_table_matches_the_enum():
@@ -158,9 +155,14 @@ def test_closed_stdout_stops_quietly_with_141(tmp_path):
     # `kxtx ... | head`: the reader is gone before kxtx writes; no "Broken pipe" error, no traceback
     data = tmp_path / "a.jsonl"
     data.write_text('{"a":1}\n')
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kxtx", "produce", str(data), "-t", "t", "--dry-run", "-o", "jsonl"],
-        cwd=ROOT,
+    proc = cli.start(
+        "produce",
+        str(data),
+        "-t",
+        "t",
+        "--dry-run",
+        "-o",
+        "jsonl",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -191,12 +193,13 @@ def test_bash_completion_completes_option_values(words, expected):
     """The static script (completions/kxtx.bash) and typer's own (`kxtx --install-completion`)."""
     script = (ROOT / "completions" / "kxtx.bash").read_text()
     assert _bash_complete(script, *words) == expected
-    r = kxtx(
+    r = cli.run(
+        expect=None,
         env={
             "_KXTX_COMPLETE": "complete_bash",
             "COMP_WORDS": " ".join(["kxtx", *words]),
             "COMP_CWORD": str(len(words)),
-        }
+        },
     )
     assert r.stdout.split() == expected, r.stderr
 
@@ -206,7 +209,7 @@ def test_install_completion_is_in_the_readme_and_works(tmp_path):
     # typer installs for the shell it runs in: typed in bash (not under a test runner's process tree)
     # ("; exit $?": bash would exec a lone command in its own place, and kxtx would then find no
     # shell among its parents when the suite itself runs detached from one)
-    argv = " ".join([sys.executable, "-m", "kxtx", "--install-completion"]) + "; exit $?"
+    argv = " ".join(cli.argv("--install-completion")) + "; exit $?"
     r = subprocess.run(
         ["bash", "-c", argv],
         capture_output=True,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PY = """#!/usr/bin/env bash
@@ -61,30 +63,14 @@ def test_sandbox_start_shows_each_jar_maven_downloads(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _script(bin_dir / "mvn", FAKE_MVN)
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("KXTX_")},
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kxtx",
-            "sandbox",
-            "start",
-            "--kafka-version",
-            "9.9.9",
-            "--state-dir",
-            str(tmp_path / "sb"),
-        ],
-        capture_output=True,
-        text=True,
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = cli.run(
+        *("sandbox", "start", "--kafka-version", "9.9.9", "--state-dir", str(tmp_path / "sb")),
+        expect=1,
         env=env,
-        cwd=ROOT,
+        clean=True,
         timeout=120,
     )
-    assert r.returncode == 1
     lines = r.stderr.splitlines()
     assert lines[0].startswith(
         f"kxtx: fetching the Kafka 9.9.9 jars from Maven Central with mvn into {tmp_path / 'cache'}"

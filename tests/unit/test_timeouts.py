@@ -18,10 +18,8 @@ are past their start-up (connected to their listener)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from kxtx.exitcodes import ExitCode
+from tests import cli
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 15
 
 #: Commands that once waited longer than --timeout (see the module docstring).
@@ -60,25 +58,18 @@ def _closed_port() -> int:
         return s.getsockname()[1]  # closed again when the block ends
 
 
-def _argv(args: list[str], address: str, tmp_path: Path, timeout_s: float | None = None) -> list[str]:
+def _args(args: list[str], address: str, tmp_path: Path, timeout_s: float | None = None) -> list[str]:
     data = tmp_path / "a.jsonl"
     data.write_text('{"a": 1}\n')
     udf = tmp_path / "u.py"
     udf.write_text("def f(v):\n    return v\n")
-    argv = [sys.executable, "-m", "kxtx", *(a.format(file=data, udf=f"{udf}:f") for a in args), "-b", address]
+    argv = [*(a.format(file=data, udf=f"{udf}:f") for a in args), "-b", address]
     return argv + (["--timeout", str(timeout_s)] if timeout_s else [])
 
 
-def _env() -> dict:
-    return {k: v for k, v in os.environ.items() if not k.startswith("KXTX_")}
-
-
 def _run(args: list[str], address: str, tmp_path: Path, timeout_s: float | None = None):
-    argv = _argv(args, address, tmp_path, timeout_s)
     started = time.monotonic()
-    r = subprocess.run(
-        argv, cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180
-    )
+    r = cli.run(*_args(args, address, tmp_path, timeout_s), expect=None, clean=True, timeout=180)
     return r, time.monotonic() - started
 
 
@@ -129,15 +120,8 @@ def silent_started(tmp_path_factory):
             listener.bind(("127.0.0.1", 0))
             listener.listen(64)
             address = f"127.0.0.1:{listener.getsockname()[1]}"
-            argv = _argv(COMMANDS[name], address, tmp_path_factory.mktemp("cmd"), TIMEOUT_S)
-            proc = subprocess.Popen(
-                argv,
-                cwd=ROOT,
-                env=_env(),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
+            args = _args(COMMANDS[name], address, tmp_path_factory.mktemp("cmd"), TIMEOUT_S)
+            proc = cli.start(*args, clean=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             started[name] = (proc, time.monotonic(), address)
         for name, (proc, _, _) in started.items():
             threading.Thread(target=_time_exit, args=(proc, name, ended), daemon=True).start()
