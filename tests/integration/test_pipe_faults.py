@@ -122,7 +122,18 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
         batch_max_ms=500,
     )
     hw = HighWatermarks(kafka.bootstrap, out, 2)
-    first = start_pipe(kafka.bootstrap, tmp_path, "first", *DRIVER, *common, "--udf", f"{UDFS}:slow_identity")
+    # faulthandler: a first instance that never ends is sent SIGABRT below, and its stderr then
+    # shows where each thread waits (once in CI it wrote output, then nothing for minutes).
+    first = start_pipe(
+        kafka.bootstrap,
+        tmp_path,
+        "first",
+        *DRIVER,
+        *common,
+        "--udf",
+        f"{UDFS}:slow_identity",
+        env={"PYTHONFAULTHANDLER": "1"},
+    )
     second = None
     try:
         assert hw.wait_growth(first), text(tmp_path, "first", "err")
@@ -130,8 +141,11 @@ def test_zombie_is_fenced_and_nothing_duplicates(kafka, tmp_path):
             kafka.bootstrap, tmp_path, "second", *DRIVER, *common, "--udf", f"{UDFS}:identity"
         )
         rc = feed_until_exit(first, kafka.bootstrap, src, vals)
+        if rc is None:
+            first.send_signal(signal.SIGABRT)
+            first.wait(30)
         err = text(tmp_path, "first", "err")
-        assert rc == 1, err
+        assert rc == 1, f"exit {rc}; the first instance's stderr (tracebacks after SIGABRT):\n{err[-6000:]}"
         assert "fenced: another instance with the same transactional id took over" in err
         wait_until(
             lambda: len(read_committed(kafka.bootstrap, out)) >= len(vals),
