@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka_io import multiset, read_committed, wait_until
+from tests.integration.kafka_io import HighWatermarks, multiset, read_committed, wait_until
 from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
 from tests.integration.spark_cluster import SparkCluster
 
@@ -159,30 +159,6 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
     )
 
 
-class OutputGrowth:
-    """Sum of the output topic's end offsets: grows whenever the pipe writes (committed or not)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int):
-        from confluent_kafka import Consumer, TopicPartition
-
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
-        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
-
-    def __call__(self) -> int:
-        return sum(self.c.get_watermark_offsets(tp, timeout=10)[1] for tp in self.tps)
-
-    def wait(self, proc: subprocess.Popen, timeout: float = 240) -> bool:
-        base, deadline = self(), time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
-            if self() > base:
-                return True
-            time.sleep(0.2)
-        return False
-
-    def close(self):
-        self.c.close()
-
-
 def slow_input(kafka, n: int, prefix: bytes):
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [prefix + b"-%d" % i for i in range(n)]
@@ -205,7 +181,7 @@ def slow_input(kafka, n: int, prefix: bytes):
 
 def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cluster, tmp_path):
     src, out, vals, args = slow_input(kafka, 40_000, b"w")
-    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    growth = HighWatermarks(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "12")))
     proc = start_pipe(
         kafka.bootstrap, tmp_path, "kills", *on(cluster), *args, "--until-idle", "5", env=SPARK_ENV
@@ -213,7 +189,7 @@ def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cl
     killed = []
     try:
         for i in range(4):
-            assert growth.wait(proc), (tmp_path / "kills.err").read_text()
+            assert growth.wait_growth(proc, 240), (tmp_path / "kills.err").read_text()
             time.sleep(rng.uniform(0.2, 2.5))
             # Three times a Python worker (the task dies, Spark retries it), once an executor
             # JVM with its workers (the standalone worker starts a new executor).
@@ -232,7 +208,7 @@ def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cl
 
 def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
     src, out, vals, args = slow_input(kafka, 30_000, b"d")
-    growth = OutputGrowth(kafka.bootstrap, out, 2)
+    growth = HighWatermarks(kafka.bootstrap, out, 2)
     rng = random.Random(int(os.environ.get("KXTX_TEST_SEED", "7")))
     try:
         for i in range(2):
@@ -240,7 +216,7 @@ def test_sigkill_the_driver_then_restart_exactly_once(kafka, cluster, tmp_path):
                 kafka.bootstrap, tmp_path, f"driver{i}", *on(cluster), *args, new_session=True, env=SPARK_ENV
             )
             try:
-                assert growth.wait(proc), (tmp_path / f"driver{i}.err").read_text()
+                assert growth.wait_growth(proc, 240), (tmp_path / f"driver{i}.err").read_text()
                 time.sleep(rng.uniform(0.0, 2.0))
             finally:
                 # The driver machine dies: kxtx and its Spark JVM at once; running tasks go on
