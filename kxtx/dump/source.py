@@ -147,8 +147,8 @@ class ConfluentSource:
         and a partition is done (paused) once its last record before the end is seen.
 
         Each field is read for the whole batch by `map` over the Message method (a loop in C): a
-        Python loop calling five methods per message cost ~1 µs a record, as much as decoding an
-        offset commit (measured on 1M records)."""
+        Python loop calling five methods per message costs as much as decoding an offset commit
+        (bench/README.md, "dump")."""
         from confluent_kafka import KafkaError, KafkaException, Message
 
         errors = list(map(Message.error, msgs))

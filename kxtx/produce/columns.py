@@ -199,7 +199,7 @@ def csv_rows(block: Block) -> list | None:
 def csv_splits(block: Block, spec: MappingSpec) -> bool:
     """Can the block's fields be cut at its commas (no quote, no carriage return, no empty line,
     plain UTF-8)? Then only the fields the mapping reads are taken out of each line, and no row is
-    built: ~0.3 µs a line instead of ~1 µs for csv.reader's rows (measured, 50k-line blocks).
+    built, which is cheaper than csv.reader's rows (bench/README.md, "Behind produce's constants").
     --value-as-json needs every field: csv.reader then."""
     if not block.utf8 or spec.value_as_json or b"" in block.values:
         return False

@@ -218,8 +218,8 @@ class PlainFile:
         (bad JSON, a blank line, a full queue) leaves the loop and is handled alone.
 
         Both passes are loops in C (`map` drained by a zero-length deque): a Python `for` around
-        check() and produce() cost ~70 ns a record more (measured on 1M lines of 100 bytes), about
-        a tenth of produce() itself. Where a pass stopped is read off the list iterator."""
+        check() and produce() costs a tenth of produce() itself more (bench/README.md, "Behind
+        produce's constants"). Where a pass stopped is read off the list iterator."""
         values = block.values
         simple_max = self.simple_max
         if block.span >= simple_max and max(map(len, values[k:end]), default=0) >= simple_max:

@@ -73,8 +73,8 @@ def span_count(base: int, last: int, n: int, lo: int, hi: int) -> int | None:
 
 def _decode(raw: Any) -> list[tuple]:
     """The records of a kafka-python batch: its decompressed bytes (decompressed by kafka-python)
-    decoded here, about 3x faster than its record iterator (measured on 200k-record partitions: it
-    made --records the slower half of the dump). Other batch kinds (message format v0/v1) through
+    decoded here, because its record iterator made --records the slower half of the dump
+    (bench/README.md, "dump partition"). Other batch kinds (message format v0/v1) through
     kafka-python's iterator."""
     uncompress = getattr(raw, "_maybe_uncompress", None)
     if uncompress is None or not hasattr(raw, "_buffer") or getattr(raw, "magic", 2) != 2:
@@ -96,8 +96,8 @@ def _decode(raw: Any) -> list[tuple]:
 def _records(buf: bytes, pos: int, n: int, base: int, first_ts: int, fixed_ts: int | None) -> list[tuple]:  # noqa: C901
     """Record format v2 (KIP-98): length, attributes, timestamp delta, offset delta, key, value,
     headers; every number a zigzag varint. One- and two-byte varints (lengths of keys and values,
-    offset deltas) are decoded inline, the same few lines per field on purpose: with a call per
-    varint the decoding took 1.6-1.9x as long (200k records: 0.92-1.1 s against 0.59 s)."""
+    offset deltas) are decoded inline, the same few lines per field on purpose: a call per varint
+    costs more than the decoding itself (bench/README.md, "dump partition")."""
     out: list[tuple] = []
     append = out.append
     varint = read_varint
