@@ -14,10 +14,8 @@ replication factor): produce's is checked in test_multibroker_produce.py
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -31,7 +29,8 @@ import pytest
 
 from kxtx.cli import docs
 from kxtx.exitcodes import ExitCode, status
-from tests.conftest import ROOT, Kafka
+from tests import cli
+from tests.conftest import Kafka
 from tests.integration.kafka_io import commit_offset, end_offsets, wait_until
 from tests.integration.pipe_helpers import UDFS
 from tests.integration.txn_helpers import hanging_broker, kxtx_on, make_hanging
@@ -104,8 +103,7 @@ def scene(broker, tmp_path_factory) -> Iterator[Scene]:
     # The worker's broker with verification off is shared with test_hanging.py, whose find-hanging
     # runs over every topic: leave nothing hanging behind (it failed after this module before).
     for topic in (hang, hang2):
-        r = kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes")
-        assert r.returncode == 0, r.stderr
+        kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes", expect=0)
 
 
 # --- the rows -----------------------------------------------------------------------------------------
@@ -451,13 +449,13 @@ def _id(param) -> str:
 
 
 # --- running one --------------------------------------------------------------------------------------
-def _argv(case: Case, s: Scene) -> list[str]:
+def _args(case: Case, s: Scene) -> list[str]:
     args = [a.replace("{dir}", str(s.dir)) for a in case.argv(s)]
-    return [sys.executable, "-m", "kxtx", *case.command.split(), *args, "-o", "json"]
+    return [*case.command.split(), *args, "-o", "json"]
 
 
 def _env(s: Scene) -> dict:
-    return {**os.environ, "KXTX_BOOTSTRAP_SERVERS": s.kafka.bootstrap, "COLUMNS": "200"}
+    return {"KXTX_BOOTSTRAP_SERVERS": s.kafka.bootstrap, "COLUMNS": "200"}
 
 
 def _feed(stdin) -> None:
@@ -476,13 +474,12 @@ def _feed(stdin) -> None:
 def _run_stopped(case: Case, s: Scene) -> tuple[int, str, str]:
     out, err = s.dir / f"{_id(case)}.out", s.dir / f"{_id(case)}.err"
     with open(out, "w") as o, open(err, "w") as e:
-        proc = subprocess.Popen(
-            _argv(case, s),
+        proc = cli.start(
+            *_args(case, s),
             stdin=subprocess.PIPE if case.feed else subprocess.DEVNULL,
             stdout=o,
             stderr=e,
             env=_env(s),
-            cwd=ROOT,
         )
     feeder = threading.Thread(target=_feed, args=(proc.stdin,), daemon=True) if case.feed else None
     try:
@@ -513,15 +510,7 @@ def _run(case: Case, s: Scene) -> tuple[int, str, str, float]:
     if case.stop is not None:
         code, out, err = _run_stopped(case, s)
         return code, out, err, time.monotonic() - started
-    r = subprocess.run(
-        _argv(case, s),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_env(s),
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-    )
+    r = cli.run(*_args(case, s), expect=None, env=_env(s), timeout=180)
     return r.returncode, r.stdout, r.stderr, time.monotonic() - started
 
 

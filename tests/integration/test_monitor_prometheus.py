@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import urllib.request
 import uuid
 
 import pytest
 
+from tests import cli
 from tests.binaries import need
 from tests.conftest import ROOT
 from tests.integration.kafka_io import wait_until
@@ -50,7 +50,7 @@ def _serve_argv(topic: str, scrape_timeout: str = "0.9") -> list[str]:
         "--min-interval",
         "2",
     ]
-    return [sys.executable, "-m", "kxtx", *serve]
+    return cli.argv(*serve)
 
 
 def _by_job(base: str, promql: str) -> dict[str, dict[str, float]]:
@@ -86,8 +86,7 @@ def test_prometheus_sees_a_hanging_transaction_until_abort_hanging(broker, tmp_p
     textfiles.mkdir()
 
     def collect_textfile() -> None:
-        r = kxtx_on(broker, "monitor", "collect", "--topic", topic, "--textfile", str(textfiles))
-        assert r.returncode == 0, r.stderr
+        kxtx_on(broker, "monitor", "collect", "--topic", topic, "--textfile", str(textfiles), expect=0)
 
     try:
         collect_textfile()
@@ -103,15 +102,14 @@ def test_prometheus_sees_a_hanging_transaction_until_abort_hanging(broker, tmp_p
             each = {job: {"": 1.0} for job in JOBS}
             seen = {hanging: by_job, "kxtx_hanging_transactions": each, "kxtx_up": each}
             _until(base, seen, "the hanging partition from both jobs")
-            r = kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes")
-            assert r.returncode == 0, r.stderr
+            kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes", expect=0)
             collect_textfile()
             # the partition has nothing open any more: its series goes, the total goes to 0
             zero = {job: {"": 0.0} for job in JOBS}
             gone = {hanging: {}, "kxtx_hanging_transactions": zero, "kxtx_up": each}
             _until(base, gone, "0 hanging in both jobs after abort-hanging")
     finally:  # the worker's broker is shared with test_hanging.py: leave nothing hanging behind
-        assert kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes").returncode == 0
+        kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes", expect=0)
 
 
 def test_promtool_check_metrics_on_a_real_collection(broker):
@@ -121,8 +119,7 @@ def test_promtool_check_metrics_on_a_real_collection(broker):
     topic = broker.create_topic(f"mon-lint-{uuid.uuid4().hex[:6]}")
     make_hanging(broker.bootstrap, f"mon-lint-{uuid.uuid4().hex[:6]}", [(topic, 0)])
     try:
-        r = kxtx_on(broker, "monitor", "collect", "--topic", topic, "-o", "prometheus")
-        assert r.returncode == 0, r.stderr
+        r = kxtx_on(broker, "monitor", "collect", "--topic", topic, "-o", "prometheus", expect=0)
         assert f'kxtx_partition_hanging_transactions{{topic="{topic}",partition="0"}} 1' in r.stdout
         texts = [r.stdout]
         env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": broker.bootstrap}
@@ -138,4 +135,4 @@ def test_promtool_check_metrics_on_a_real_collection(broker):
             )
             assert (lint.returncode, lint.stdout + lint.stderr) == (0, ""), text
     finally:
-        assert kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes").returncode == 0
+        kxtx_on(broker, "abort-hanging", "--topic", topic, "--yes", expect=0)

@@ -17,7 +17,8 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import ROOT, json_doc
+from tests import cli
+from tests.conftest import ROOT
 from tests.integration.kafka_io import multiset, read_committed, wait_until
 from tests.integration.pipe_helpers import (
     FAST_GROUP,
@@ -475,15 +476,9 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
     # `inspect txn PIPE-ID` shows the partitions' own ids (PIPE-ID itself is never used), the
     # added partitions' too, each with its last transaction committed
     pipe_id = summary["transactional_id"]
-    r = subprocess.run(
-        [sys.executable, "-m", "kxtx", "inspect", "txn", pipe_id, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
-        cwd=ROOT,
-    )
-    view = json_doc(r)
+    view = cli.run(
+        "inspect", "txn", pipe_id, "-o", "json", timeout=120, env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap}
+    ).json
     assert [row["transactional_id"] for row in view["transactional_ids"]] == [
         f"{pipe_id}.{src}.{p}" for p in range(4)
     ]

@@ -14,16 +14,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 
 import psutil
 import pytest
 
-from tests.conftest import ROOT
+from tests import cli
 from tests.integration.kafka_io import wait_until
-from tests.integration.pipe_helpers import UDFS, produce
+from tests.integration.pipe_helpers import pipe_args, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -120,36 +119,17 @@ def test_impatient_ctrl_c_still_one_line_and_the_summary(kafka, source, tmp_path
 def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1, mode="driver"):
     out = kafka.create_topic(partitions=2)
     mark = uuid.uuid4().hex
-    env = {**os.environ, "KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "KXTX_TEST_MARK": mark}
+    env = {"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, "KXTX_TEST_MARK": mark}
+    args = pipe_args(
+        source, out, "slow_identity", f"sig-{mark[:8]}", batch_max_records=2000, batch_max_ms=1000
+    )
     stdout, stderr = tmp_path / "out", tmp_path / "err"
     with open(stdout, "w") as o, open(stderr, "w") as e:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kxtx",
-                "pipe",
-                "--mode",
-                mode,
-                "--in",
-                source,
-                "--out",
-                out,
-                "--group",
-                f"sig-{mark[:8]}",
-                "--udf",
-                f"{UDFS}:slow_identity",
-                "--batch-max-records",
-                "2000",
-                "--batch-max-ms",
-                "1000",
-                "-o",
-                "json",
-            ],
+        proc = cli.start(
+            *("pipe", "--mode", mode, *args, "-o", "json"),
             stdout=o,
             stderr=e,
             env=env,
-            cwd=ROOT,
             start_new_session=True,
         )
     try:

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from tests import cli
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -109,7 +110,7 @@ def test_the_lines_kxtx_is_used_by(tmp_path):
         )
     finally:
         subprocess.run(
-            [sys.executable, "-m", "kxtx", "sandbox", "stop", "--state-dir", str(sandbox)],
+            cli.argv("sandbox", "stop", "--state-dir", str(sandbox)),
             env=env,
             capture_output=True,
             timeout=300,
