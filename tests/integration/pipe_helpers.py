@@ -36,12 +36,13 @@ def pipe_args(
 ) -> list[str]:
     """`--in SRC --out OUT --group GROUP --udf UDF` for `kxtx pipe`: a new group unless given; UDF
     names a function of pipe_udfs, or is FILE:FUNCTION itself (no --udf for None). Then each option as
-    `--name value` (`batch_max_records=2000`: `--batch-max-records 2000`; True: the flag alone)."""
+    `--name value` (`batch_max_records=2000`: `--batch-max-records 2000`; `from_="latest"`: `--from
+    latest`, the underscore of a Python keyword dropped; True: the flag alone)."""
     args = ["--in", src, "--out", out, "--group", group or f"g-{uuid.uuid4().hex[:8]}"]
     if udf is not None:
         args += ["--udf", udf if ":" in udf else f"{UDFS}:{udf}"]
     for name, value in options.items():
-        args += [f"--{name.replace('_', '-')}"] + ([] if value is True else [str(value)])
+        args += [f"--{name.rstrip('_').replace('_', '-')}"] + ([] if value is True else [str(value)])
     return args
 
 

@@ -23,7 +23,7 @@ from kxtx.exitcodes import ExitCode
 from tests.integration import chaos
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import by_partition, end_offsets, read_committed
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, start_pipe
+from tests.integration.pipe_helpers import FAST_GROUP, pipe_args, start_pipe
 
 #: bench/chaos_run.py raises the bound for long schedules
 TIMEOUT_S = int(os.environ.get("KXTX_CHAOS_TIMEOUT_S", "1800"))
@@ -83,17 +83,9 @@ def test_produce_and_pipes_through_random_broker_faults(cluster3, tmp_path):
                 cluster3.bootstrap,
                 tmp_path,
                 f"{mode}{i}",
-                *("--mode", mode, "--master", "local[1]", "--in", src, "--out", outs[mode]),
-                *("--group", groups[mode], "--transactional-id", f"chaos-{mode}-{tag}"),
-                *(
-                    "--udf",
-                    f"{UDFS}:identity",
-                    "--max-records",
-                    str(rest),
-                    "--until-idle",
-                    "600",
-                    *FAST_GROUP,
-                ),
+                *("--mode", mode, "--master", "local[1]"),
+                *pipe_args(src, outs[mode], "identity", groups[mode], transactional_id=f"chaos-{mode}-{tag}"),
+                *("--max-records", str(rest), "--until-idle", "600", *FAST_GROUP),
             )
 
         return ch.Reruns(

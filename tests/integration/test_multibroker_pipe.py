@@ -16,7 +16,7 @@ import pytest
 
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import by_partition, read_committed, wait_until
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, committed_offsets, produce, start_pipe
+from tests.integration.pipe_helpers import FAST_GROUP, committed_offsets, pipe_args, produce, start_pipe
 
 pytestmark = [pytest.mark.multibroker, pytest.mark.spark, pytest.mark.timeout(1500)]
 
@@ -73,24 +73,8 @@ def test_pipe_survives_leader_and_coordinator_outages(cluster3, tmp_path, how, d
     args = [
         "--mode",
         "driver",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        group,
-        "--transactional-id",
-        txid,
-        "--udf",
-        f"{UDFS}:slow_identity",
-        "--batch-max-records",
-        "2000",
-        "--batch-max-ms",
-        "1000",
-        "--until-idle",
-        IDLE_S,
-        *FAST_GROUP,
-        *EXTRA,
+        *pipe_args(src, out, "slow_identity", group, transactional_id=txid, batch_max_records=2000),
+        *("--batch-max-ms", "1000", "--until-idle", IDLE_S, *FAST_GROUP, *EXTRA),
     ]
     who = {
         "input leader": lambda: ch.leaders(cluster3, src)[0],
@@ -192,8 +176,8 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
             cluster3.bootstrap,
             tmp_path,
             m,
-            *("--mode", m, "--master", "local[1]", "--in", src, "--out", outs[m]),
-            *("--group", f"back-{m}-{uuid.uuid4().hex[:8]}", "--udf", f"{UDFS}:identity"),
+            *("--mode", m, "--master", "local[1]"),
+            *pipe_args(src, outs[m], "identity", f"back-{m}-{uuid.uuid4().hex[:8]}"),
             *("--until-idle", str(COMEBACK_IDLE_S), *FAST_GROUP, *EXTRA),
         )
         for m in modes

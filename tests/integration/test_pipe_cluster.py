@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.kafka_io import HighWatermarks, multiset, read_committed, wait_until
-from tests.integration.pipe_helpers import FAST_GROUP, UDFS, produce, start_pipe
+from tests.integration.pipe_helpers import FAST_GROUP, pipe_args, produce, start_pipe
 from tests.integration.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -95,18 +95,7 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
         tmp_path,
         "identity",
         *on(cluster),
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--batch-max-records",
-        "1500",
-        "--until-idle",
-        "3",
+        *pipe_args(src, out, batch_max_records=1500, until_idle=3),
         "-X",
         f"sasl.password={secret}",
         "--spark-ui",
@@ -135,18 +124,7 @@ def test_identity_and_json_enrichment_on_the_cluster(kafka, cluster, tmp_path):
         tmp_path,
         "enrich",
         *on(cluster),
-        "--in",
-        src_json,
-        "--out",
-        out_json,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:enrich_without_kxtx",
-        "--value-format",
-        "json",
-        "--until-idle",
-        "3",
+        *pipe_args(src_json, out_json, "enrich_without_kxtx", value_format="json", until_idle=3),
         env=SPARK_ENV,
     )
     finish(p, tmp_path, "enrich")
@@ -164,19 +142,7 @@ def slow_input(kafka, n: int, prefix: bytes):
     vals = [prefix + b"-%d" % i for i in range(n)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 97) for i in range(n)])
     # ~0.5 ms per record: a round of 4 x 2000 records takes seconds, so kills land mid-round.
-    args = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:slow_identity",
-        "--batch-max-records",
-        "2000",
-    ]
-    return src, out, vals, args
+    return src, out, vals, pipe_args(src, out, "slow_identity", batch_max_records=2000)
 
 
 def test_sigkill_python_workers_and_an_executor_mid_round_exactly_once(kafka, cluster, tmp_path):
@@ -238,9 +204,8 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
     vals[777] = b"poison"
     produce(kafka.bootstrap, src, vals)
     out, dlq = kafka.create_topic(), kafka.create_topic()
-    common = ["--in", src, "--out", out, "--udf", f"{UDFS}:poison", "--until-idle", "3"]
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    p = start_pipe(kafka.bootstrap, tmp_path, "fail", *on(cluster), *common, "--group", group, env=SPARK_ENV)
+    common = pipe_args(src, out, "poison", until_idle=3)  # the same group in both runs
+    p = start_pipe(kafka.bootstrap, tmp_path, "fail", *on(cluster), *common, env=SPARK_ENV)
     assert p.wait(300) == 1
     err = (tmp_path / "fail.err").read_text()
     assert "ValueError: cannot handle the poison record" in err and "nothing of this batch" in err
@@ -250,8 +215,6 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
         "dlq",
         *on(cluster),
         *common,
-        "--group",
-        group,
         "--on-udf-error",
         f"dlq:{dlq}",
         env=SPARK_ENV,
@@ -303,16 +266,7 @@ def test_a_frozen_python_worker_is_overtaken_and_its_zombie_fenced(kafka, cluste
         *on(cluster),
         "--mode",
         "executors",
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:freezing_identity",
-        "--batch-max-records",
-        "1000",
+        *pipe_args(src, out, "freezing_identity", batch_max_records=1000),
         *SPECULATION,
         env=SPARK_ENV,
     )

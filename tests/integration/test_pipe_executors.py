@@ -22,8 +22,8 @@ from tests.conftest import ROOT
 from tests.integration.kafka_io import multiset, read_committed, wait_until
 from tests.integration.pipe_helpers import (
     FAST_GROUP,
-    UDFS,
     committed_offsets,
+    pipe_args,
     produce,
     run_in_process,
     start_pipe,
@@ -252,20 +252,7 @@ def test_two_instances_of_one_pipe_never_duplicate(kafka, tmp_path):
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [b"two-%d" % i for i in range(12_000)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
-    args = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:slow_identity",
-        "--batch-max-records",
-        "500",
-        "--until-idle",
-        "6",
-    ]
+    args = pipe_args(src, out, "slow_identity", batch_max_records=500, until_idle=6)
     procs = [start_pipe(kafka.bootstrap, tmp_path, f"p{i}", *local(), *args) for i in range(2)]
     summaries = wait_all(procs, tmp_path)
     counts = multiset(read_committed(kafka.bootstrap, out))
@@ -288,21 +275,7 @@ def test_another_member_of_the_group_never_duplicates(kafka, tmp_path, second):
     src, out = kafka.create_topic(partitions=4), kafka.create_topic(partitions=2)
     vals = [b"mix-%d" % i for i in range(12_000)]
     produce(kafka.bootstrap, src, vals, [b"k%d" % (i % 31) for i in range(len(vals))])
-    args = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:slow_identity",
-        "--batch-max-records",
-        "500",
-        "--until-idle",
-        "8",
-        *FAST_GROUP,
-    ]
+    args = [*pipe_args(src, out, "slow_identity", batch_max_records=500, until_idle=8), *FAST_GROUP]
     mode, *extra = second
     procs = [
         start_pipe(kafka.bootstrap, tmp_path, "p0", *local(), *args),
@@ -334,21 +307,7 @@ def test_a_member_joining_mid_round_never_duplicates(kafka, tmp_path):
     group = f"g-{uuid.uuid4().hex[:8]}"
     marker, gate = tmp_path / "started", tmp_path / "gate"
     env = {"KXTX_TEST_MARKER": str(marker), "KXTX_TEST_GATE": str(gate)}
-    args = [
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        group,
-        "--udf",
-        f"{UDFS}:gated_identity",
-        "--batch-max-records",
-        "500",
-        "--until-idle",
-        "8",
-        *FAST_GROUP,
-    ]
+    args = [*pipe_args(src, out, "gated_identity", group, batch_max_records=500, until_idle=8), *FAST_GROUP]
     procs = [start_pipe(kafka.bootstrap, tmp_path, "p0", *local(), *args, env=env)]
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     try:
@@ -405,18 +364,7 @@ def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, t
         tmp_path,
         "p0",
         *local(mode),
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:sluggish_identity",
-        "--batch-max-records",
-        "2000",
-        "--until-idle",
-        "6",
+        *pipe_args(src, out, "sluggish_identity", batch_max_records=2000, until_idle=6),
         *FAST_GROUP,
         "-X",
         "max.poll.interval.ms=6000",
@@ -442,16 +390,7 @@ def test_partitions_added_while_running_are_picked_up(kafka, tmp_path):
         tmp_path,
         "p0",
         *local(),
-        "--in",
-        src,
-        "--out",
-        out,
-        "--group",
-        f"g-{uuid.uuid4().hex[:8]}",
-        "--udf",
-        f"{UDFS}:identity",
-        "--until-idle",
-        "15",
+        *pipe_args(src, out, until_idle=15),
     )
     wait_until(
         lambda: len(read_committed(kafka.bootstrap, out)) >= len(first),
@@ -501,23 +440,10 @@ def test_a_pipe_from_latest_reads_what_arrives_between_rounds(kafka, tmp_path):
             tmp_path,
             "p0",
             *local(),
-            "--in",
-            src,
-            "--out",
-            out,
-            "--group",
-            group,
-            "--udf",
-            f"{UDFS}:identity",
-            "--from",
-            "latest",
             # Stops on the condition, not on idle time: a first round slower than a short
             # --until-idle (Spark's workers starting on a loaded machine) ended the run before the
             # new records came. A pipe that skipped some never reaches the count and idles out.
-            "--max-records",
-            "300",
-            "--until-idle",
-            "120",
+            *pipe_args(src, out, "identity", group, from_="latest", max_records=300, until_idle=120),
         )
     ]
     ends: list[int] = []

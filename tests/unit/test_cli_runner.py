@@ -93,6 +93,9 @@ def test_pipe_args_builds_the_pipe_command_line():
         *("--in", "a", "--out", "b", "--group", "g", "--udf", f"{UDFS}:poison"),
         *("--until-idle", "3", "--batch-max-ms", "500", "--mode", "driver"),
     ]
+    assert pipe_args("a", "b", None, "g", from_="latest", dry_run=True) == [
+        *("--in", "a", "--out", "b", "--group", "g", "--from", "latest", "--dry-run"),
+    ]
     assert pipe_args("a", "b", "x.py:f", "g") == [
         "--in",
         "a",
