@@ -1,59 +1,51 @@
-"""The root command: a table of contents. Each command lives in its own module under kxtx.cli."""
+"""The root command: a table of contents. Each command lives in its own module under kxtx.cli.
+
+A run imports and builds only the command it runs (`kxtx produce ...` never imports the modules of
+`pipe` or `monitor`): the whole tree is built for the root's help, for shell completion and for
+anything that is not a known command name (click's "no such command" error then lists them all).
+`app` is the whole tree, built when first used (the docs and the tests read it).
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
-from typing import Annotated
+import os
+import sys
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from kxtx import __version__
-from kxtx.cli import (
-    cluster,
-    dump,
-    fence,
-    hanging,
-    inspection,
-    markers,
-    monitor,
-    pipe,
-    produce,
-    sandbox,
-    topic,
-)
 from kxtx.cli.common import STATE
 from kxtx.cli.helpfmt import KxtxCommand
 
-app = typer.Typer(
-    name="kxtx",
-    help="Operate Apache Kafka transactions: exactly-once produce and pipe, decode the internal "
-    "topics, find and abort hanging transactions.",
-    no_args_is_help=True,
-    # Locals can hold SASL passwords: never print them in tracebacks.
-    pretty_exceptions_show_locals=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 DATA, LOOK, HANG, SETUP = "Exactly-once data", "Look inside", "Hanging transactions", "Setup"
 
-app.command("produce", rich_help_panel=DATA)(produce.produce)
-app.command("pipe", rich_help_panel=DATA)(pipe.pipe)
+#: name, help panel, and where it lives in kxtx.cli: "module:function" for a command,
+#: "module:app" for a group of subcommands (a typer.Typer). In the order of the root's help.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("produce", DATA, "produce:produce"),
+    ("pipe", DATA, "pipe:pipe"),
+    ("dump", LOOK, "dump:app"),
+    ("inspect", LOOK, "inspection:app"),
+    ("find-hanging", HANG, "hanging:find_hanging"),
+    ("abort-hanging", HANG, "hanging:abort_hanging"),
+    ("abort", HANG, "hanging:abort_cmd"),
+    ("fence", HANG, "fence:fence"),
+    ("audit-markers", HANG, "markers:audit_markers"),
+    ("repair-markers", HANG, "markers:repair_markers"),
+    ("monitor", HANG, "monitor:app"),
+    ("cluster", SETUP, "cluster:cluster"),
+    ("topic", SETUP, "topic:app"),
+    ("sandbox", SETUP, "sandbox:app"),
+)
 
-app.add_typer(dump.app, name="dump", rich_help_panel=LOOK)
-app.add_typer(inspection.app, name="inspect", rich_help_panel=LOOK)
-
-app.command("find-hanging", rich_help_panel=HANG)(hanging.find_hanging)
-app.command("abort-hanging", rich_help_panel=HANG)(hanging.abort_hanging)
-app.command("abort", rich_help_panel=HANG)(hanging.abort_cmd)
-app.command("fence", rich_help_panel=HANG)(fence.fence)
-app.command("audit-markers", rich_help_panel=HANG)(markers.audit_markers)
-app.command("repair-markers", rich_help_panel=HANG)(markers.repair_markers)
-app.add_typer(monitor.app, name="monitor", rich_help_panel=HANG)
-
-app.command("cluster", rich_help_panel=SETUP)(cluster.cluster)
-app.add_typer(topic.app, name="topic", rich_help_panel=SETUP)
-app.add_typer(sandbox.app, name="sandbox", rich_help_panel=SETUP)
+#: the root's own options (`kxtx --debug produce ...`): none takes a value
+ROOT_FLAGS = ("--debug",)
+#: set by the shell when it asks for completions (typer's `_{PROG}_COMPLETE`)
+COMPLETE_ENV = "_KXTX_COMPLETE"
 
 
 def reflow(text: str) -> str:
@@ -80,16 +72,12 @@ def _reflow_help(typer_app: typer.Typer) -> None:
             _reflow_help(group.typer_instance)
 
 
-_reflow_help(app)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"kxtx {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
 def root(
     debug: Annotated[
         bool, typer.Option("--debug", envvar="KXTX_DEBUG", help="Show tracebacks and debug logs.")
@@ -101,5 +89,49 @@ def root(
     STATE.debug = debug
 
 
+def build(names: tuple[str, ...] | None = None) -> typer.Typer:
+    """The root app with the commands `names` (all of them when None), their modules imported now."""
+    root_app = typer.Typer(
+        name="kxtx",
+        help="Operate Apache Kafka transactions: exactly-once produce and pipe, decode the internal "
+        "topics, find and abort hanging transactions.",
+        no_args_is_help=True,
+        # Locals can hold SASL passwords: never print them in tracebacks.
+        pretty_exceptions_show_locals=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    root_app.callback()(root)
+    for name, panel, where in COMMANDS:
+        if names is None or name in names:
+            module, attr = where.split(":")
+            target = getattr(importlib.import_module(f"kxtx.cli.{module}"), attr)
+            if isinstance(target, typer.Typer):
+                root_app.add_typer(target, name=name, rich_help_panel=panel)
+            else:
+                root_app.command(name, rich_help_panel=panel)(target)
+    _reflow_help(root_app)
+    return root_app
+
+
+def invoked(args: list[str], env: Any = os.environ) -> tuple[str, ...] | None:
+    """The one command these arguments run, or None when the whole tree is needed (the root's
+    help or version, completion, no command, or a name that is not a command)."""
+    if env.get(COMPLETE_ENV):
+        return None
+    names = {name for name, _panel, _where in COMMANDS}
+    for arg in args:
+        if arg in ROOT_FLAGS:
+            continue
+        return (arg,) if arg in names else None
+    return None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole tree, once (module attribute on first use)
+        globals()["app"] = whole = build()
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main() -> None:
-    app(prog_name="kxtx")
+    build(invoked(sys.argv[1:]))(prog_name="kxtx")

@@ -1,0 +1,76 @@
+"""A run builds only the command it runs (kxtx.cli.app): the same command, the same help, fewer
+imports."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+
+import pytest
+import typer.main
+
+from kxtx.cli import app as appmod
+from kxtx.cli import docs
+from tests.conftest import ROOT
+
+
+@pytest.mark.parametrize(
+    "args, env, expected",
+    [
+        (["produce", "f.jsonl", "-t", "t"], {}, ("produce",)),
+        (["--debug", "topic", "create", "x"], {}, ("topic",)),
+        (["--debug", "--debug", "dump", "txn-state"], {}, ("dump",)),
+        (["find-hanging", "--help"], {}, ("find-hanging",)),
+        ([], {}, None),  # the root's help
+        (["--help"], {}, None),
+        (["--version"], {}, None),
+        (["-h", "produce"], {}, None),
+        (["--debug"], {}, None),
+        (["prodcue"], {}, None),  # not a command: click lists them all
+        (["f.jsonl", "produce"], {}, None),
+        (["produce"], {"_KXTX_COMPLETE": "complete_bash"}, None),  # completion needs the tree
+    ],
+)
+def test_which_command_a_run_builds(args, env, expected):
+    assert appmod.invoked(args, env) == expected
+
+
+def test_every_command_is_in_the_table_of_contents():
+    assert [c.path[1] for c in docs.tree().children] == sorted(name for name, _p, _w in appmod.COMMANDS)
+
+
+def _help(cli, path: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*path, "--help"], prog_name="kxtx", standalone_mode=False) == 0
+    return out.getvalue()
+
+
+def test_a_command_built_alone_has_the_help_it_has_in_the_whole_tree(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    whole = typer.main.get_command(appmod.build())
+    for name, _panel, _where in appmod.COMMANDS:
+        alone = typer.main.get_command(appmod.build((name,)))
+        top = next(c for c in docs.tree().children if c.path[1] == name)
+        for leaf in docs._leaves(top):
+            path = leaf.path[1:]
+            assert _help(alone, path) == _help(whole, path), path
+
+
+def test_a_run_imports_only_its_own_command_module():
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['kxtx', 'topic', '--help']\n"
+        "try:\n"
+        "    runpy.run_module('kxtx', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kxtx.cli.')), file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    loaded = r.stderr.strip().splitlines()[-1]
+    assert "'kxtx.cli.topic'" in loaded, r.stderr
+    for other in ("pipe", "produce", "dump", "monitor", "hanging", "sandbox", "markers"):
+        assert f"'kxtx.cli.{other}'" not in loaded, loaded
