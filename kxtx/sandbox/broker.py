@@ -22,9 +22,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kxtx import jvmcds
 from kxtx.errors import KxtxError, UsageError
 from kxtx.sandbox import nodes as _nodes
-from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, resolve_distribution
+from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, require_tool, resolve_distribution
 from kxtx.sandbox.nodes import NodeInfo, SandboxInfo, free_port
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 STATE_FILE = "sandbox.json"
 #: extra JVM options for every node (`kxtx sandbox start`)
 JVM_OPTIONS_ENV = "KXTX_SANDBOX_JVM_OPTIONS"
+#: "off" turns the nodes' class-data archive off (kxtx.jvmcds; on by default)
+CDS_ENV = "KXTX_SANDBOX_CDS"
 #: Most nodes a loopback sandbox starts (each is a JVM; beyond this a laptop only swaps).
 MAX_NODES = 9
 
@@ -216,9 +219,28 @@ class Sandbox:
             f"-Dkafka.logs.dir={self.dir / 'logs'}",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             *self._logging_flags(),
+            *self._cds(info, node),
             *info.jvm_options,
         )
         return info.distribution.java("kafka.Kafka", str(node.config), jvm=jvm)
+
+    @staticmethod
+    def _cds(info: SandboxInfo, node: NodeInfo) -> list[str]:
+        """The node's class-data archive: mapped when one exists for this java and these jars, else
+        written by this node as it stops, unless another node is writing it now (all nodes start at
+        once). Records on `node` the file its JVM writes (see `_settle_cds`)."""
+        node.cds_pending = ""
+        if not jvmcds.enabled(os.environ, CDS_ENV):
+            return []
+        try:
+            key = jvmcds.archive_key(
+                repr(jvmcds.file_stat(require_tool("java"))), repr(sorted(jvmcds.jar_stats(Path(info.libs))))
+            )
+        except (OSError, KxtxError):
+            return []  # the start itself says what is missing
+        options, pending = jvmcds.plan_archive(jvmcds.cache_dir("kafka-cds"), key, one_writer=True)
+        node.cds_pending = str(pending or "")
+        return options
 
     def _log4j1(self) -> Path:
         # Kafka 3.x logs through reload4j; 4.x through slf4j-simple (configured by -D flags).
@@ -303,13 +325,15 @@ class Sandbox:
     def stop_node(self, node_id: int, wait_s: float = 60.0) -> NodeInfo:
         """SIGTERM: a controlled shutdown (the node hands its leaderships over first)."""
         node = self._running_info().node(node_id)
-        _nodes.terminate(node.pid, wait_s)
+        killed = _nodes.terminate_all([node.pid], wait_s)
+        _settle_cds(node, exited_normally=not killed)
         return node
 
     def kill_node(self, node_id: int) -> NodeInfo:
         """SIGKILL: a crash. Leaders on the node move only when the controller fences it."""
         node = self._running_info().node(node_id)
         _nodes.kill(node.pid)
+        _settle_cds(node, exited_normally=False)
         return node
 
     def pause_node(self, node_id: int) -> NodeInfo:
@@ -356,7 +380,9 @@ class Sandbox:
         info = self.info()
         if info:
             pids = [n.pid for n in info.node_list()]
-            _nodes.terminate_all(pids, wait_s)
+            killed = _nodes.terminate_all(pids, wait_s)
+            for node in info.node_list():
+                _settle_cds(node, exited_normally=node.pid not in killed)
             left = [p for p in pids if _nodes.alive(p)]
             if left:  # "stopped" must mean the JVMs are gone; keep the state for another try
                 raise KxtxError(
@@ -365,6 +391,12 @@ class Sandbox:
         if remove and self.dir.exists() and (self.dir / STATE_FILE).exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return info
+
+
+def _settle_cds(node: NodeInfo, exited_normally: bool) -> None:
+    """Keep the archive a node's JVM wrote as it stopped; drop one it could not finish."""
+    if node.cds_pending and not _nodes.alive(node.pid):
+        jvmcds.settle(Path(node.cds_pending), exited_normally)
 
 
 def _cluster_id() -> str:

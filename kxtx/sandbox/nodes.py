@@ -58,6 +58,8 @@ class NodeInfo:
     pid: int = 0
     #: a secured sandbox's plaintext inter-broker listener (0 when there is none)
     internal_port: int = 0
+    #: the class-data archive this node's JVM writes as it exits ("" when it maps one or none)
+    cds_pending: str = ""
 
     @property
     def roles(self) -> str:
@@ -143,7 +145,8 @@ def terminate(pid: int, wait_s: float) -> None:
     terminate_all([pid], wait_s)
 
 
-def terminate_all(pids: list[int], wait_s: float) -> None:
+def terminate_all(pids: list[int], wait_s: float) -> list[int]:
+    """SIGTERM to each; SIGKILL to those still alive after wait_s, which are returned."""
     pids = [p for p in pids if alive(p)]
     for pid in pids:
         if paused(pid):
@@ -152,9 +155,10 @@ def terminate_all(pids: list[int], wait_s: float) -> None:
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.2)
-    for pid in pids:
-        if alive(pid):
-            kill(pid)
+    killed = [pid for pid in pids if alive(pid)]
+    for pid in killed:
+        kill(pid)
+    return killed
 
 
 def kill(pid: int) -> None:

@@ -153,3 +153,34 @@ def test_export_lets_status_and_stop_find_the_sandbox(tmp_path):
     assert again["stopped"] is False and again["status"] == "problem_found", again
     assert "again: 3" in r.stderr.splitlines()
     assert f"no sandbox at {state}" in (tmp_path / "again.err").read_text()
+
+
+def test_a_stop_writes_the_class_archive_and_the_next_start_maps_it(tmp_path, monkeypatch):
+    """The first node of a java and jar set writes the class-data archive as it stops (a normal
+    exit); the next start maps it, and is the same broker (transactions included)."""
+    from pathlib import Path
+
+    from kxtx import jvmcds
+    from kxtx.sandbox import Sandbox
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(jvmcds, "cache_dir", lambda kind: cache / kind)
+    monkeypatch.delenv("KXTX_SANDBOX_CDS", raising=False)
+
+    def cmdline(pid: int) -> str:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+    sandbox = Sandbox(tmp_path / "sb")
+    try:
+        info = sandbox.start(port=0)
+        (node,) = info.node_list()
+        assert node.cds_pending and f"-XX:ArchiveClassesAtExit={node.cds_pending}" in cmdline(node.pid)
+        sandbox.stop()
+        (archive,) = (cache / "kafka-cds").glob("*.jsa")
+        assert archive.stat().st_size > 0 and not list((cache / "kafka-cds").glob("*.tmp"))
+        info = sandbox.start(port=0)
+        (node,) = info.node_list()
+        assert node.cds_pending == "" and f"-XX:SharedArchiveFile={archive}" in cmdline(node.pid)
+        _transactions_round_trip(info.bootstrap, f"cds-{uuid.uuid4().hex[:8]}")
+    finally:
+        sandbox.stop()
