@@ -11,7 +11,7 @@ from typing import Any
 OMIT_EMPTY = {"omit_empty": True}
 
 
-def key(name: str) -> dict[str, str]:
+def written_as(name: str) -> dict[str, str]:
     """The metadata of a field written under another key (dump partition's "from", a keyword)."""
     return {"key": name}
 
@@ -22,7 +22,7 @@ class Result:
     __slots__ = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields in their order (under their `key` where one is given), nested results as
+        """The fields in their order (under the key `written_as` gives, if any), nested results as
         dicts; an empty OMIT_EMPTY field left out."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass

@@ -37,7 +37,7 @@ from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
 from kxtx.records.batchrecords import BatchRecords
-from kxtx.results import OMIT_EMPTY, Result, key
+from kxtx.results import OMIT_EMPTY, Result, written_as
 from kxtx.timefmt import iso_ms
 
 if TYPE_CHECKING:
@@ -255,8 +255,8 @@ class Summary(Result):
 
     kind: str = "summary"
     partition: int
-    first: int = field(metadata=key("from"))
-    end: int = field(metadata=key("to"))
+    first: int = field(metadata=written_as("from"))
+    end: int = field(metadata=written_as("to"))
     log_start: int
     lso: int
     hw: int
