@@ -303,3 +303,27 @@ def test_a_secured_sandbox(monkeypatch, tmp_path, command, table, jsonl):
     assert _sandbox(monkeypatch, tmp_path / "table", command, "table") == table
     assert _sandbox(monkeypatch, tmp_path / "jsonl", command, "jsonl") == jsonl
     assert _sandbox(monkeypatch, tmp_path / "json", command, "json") == _document(jsonl)
+
+
+def test_the_readiness_probe_of_a_secured_sandbox_signs_in_as_its_admin(monkeypatch, tmp_path):
+    """`Sandbox.start` waits until the brokers answer an admin client configured from the state."""
+    from confluent_kafka import admin
+
+    from kxtx.sandbox.broker import Sandbox
+
+    asked = []
+
+    class Admin:
+        def __init__(self, conf):
+            asked.append(conf)
+
+        def list_topics(self, timeout):
+            raise RuntimeError("not up")
+
+    monkeypatch.setattr(admin, "AdminClient", Admin)
+    _state(tmp_path)
+    sandbox = Sandbox(tmp_path)
+    assert sandbox.brokers_in_metadata(sandbox.info()) == set()
+    admin_client = json.loads((tmp_path / "sandbox.json").read_text())["extra"]["admin_client"]
+    assert admin_client["sasl.username"] == "admin"
+    assert asked == [{"bootstrap.servers": "127.0.0.1:19092", "log_level": 2, **admin_client}]
