@@ -11,19 +11,25 @@ from typing import Any
 OMIT_EMPTY = {"omit_empty": True}
 
 
+def written_as(name: str) -> dict[str, str]:
+    """The metadata of a field written under another key (dump partition's "from", a keyword)."""
+    return {"key": name}
+
+
 class Result:
     """The base of a typed result (a `@dataclass(frozen=True, slots=True)` subclass)."""
 
     __slots__ = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields in their order, nested results as dicts; an empty OMIT_EMPTY field left out."""
+        """The fields in their order (under the key `written_as` gives, if any), nested results as
+        dicts; an empty OMIT_EMPTY field left out."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass
             value = getattr(self, f.name)
             if f.metadata.get("omit_empty") and not value:
                 continue
-            out[f.name] = plain(value)
+            out[f.metadata.get("key", f.name)] = plain(value)
         return out
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from kxtx.client.settings import Settings
+    from kxtx.dump.rows import DumpRow
     from kxtx.dump.runner import DumpRequest
     from kxtx.dump.source import Start
 
@@ -289,7 +290,7 @@ OFFSETS_COLUMNS = ["partition", "offset", "time", "type", "key", "version", "val
 
 
 #: a row as a table shows it (`_txn_cell`, `_offsets_cell`)
-Cell = Callable[[dict], dict]
+Cell = Callable[["DumpRow"], dict]
 
 
 def _dump(
@@ -414,14 +415,14 @@ def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) 
     emit_rows(rows, OutputFormat.table, columns)
 
 
-def _common(row: dict) -> dict:
+def _common(row: DumpRow) -> dict:
     out = {"partition": row["partition"], "offset": row["offset"], "time": row["time"], "txn": row.get("txn")}
     if row.get("notes"):
         out["notes"] = "; ".join(row["notes"])
     return out
 
 
-def _txn_cell(row: dict) -> dict:
+def _txn_cell(row: DumpRow) -> dict:
     out = _common(row)
     out["transactional_id"] = (row["key"] or {}).get("transactional_id", row.get("raw_key"))
     v = row["value"]
@@ -443,7 +444,7 @@ def _txn_cell(row: dict) -> dict:
     return out
 
 
-def _offsets_cell(row: dict) -> dict:
+def _offsets_cell(row: DumpRow) -> dict:
     out = _common(row)
     out["type"] = row["type"]
     key = row["key"]

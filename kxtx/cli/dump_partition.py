@@ -23,7 +23,8 @@ from kxtx.cli.common import (
 from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
 
 if TYPE_CHECKING:
-    from kxtx.dump.partition import PartitionDump
+    from kxtx.dump.partition import Batch, PartitionDump, Summary
+    from kxtx.records.batchrecords import RecordRow
 
 _RECORDS = "Records (--records)"
 
@@ -119,44 +120,44 @@ def partition_cmd(
 
         # made as they are written: held whole, a partition's records took many times their size
         # (bench/README.md, "`-o json --records` streamed")
-        batches = Streamed(_with_records(rows, records) for rows in _batch_rows(dumps, value_format))
+        batches = Streamed(_with_records(b, rows, records) for b, rows in _batches(dumps, value_format))
         emit({"batches": batches, "summary": summaries}, fmt)
     elif fmt is OutputFormat.jsonl:
-        emit_row_batches(_batch_rows(dumps, value_format), fmt)
+        emit_row_batches(([b.row(), *rows] for b, rows in _batches(dumps, value_format)), fmt)
         emit_rows(summaries, fmt)
     else:
         _tables(dumps, summaries, value_format, width, records)
 
 
-def _batch_rows(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[list]:
-    """Per batch: its row, then its records' rows (with --records), in offset order."""
+def _batches(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[tuple[Batch, list[RecordRow]]]:
+    """Per batch, in offset order: the batch and its records' rows (with --records)."""
     from kxtx.records.batchrecords import record_rows
 
     for d in dumps:
         s = d.summary
         for b in d.batches:
-            rows = [b.row()]
+            rows: list[RecordRow] = []
             if b.records is not None:
-                rows += record_rows(b.records, b.partition, b.fate, how.value, s["from"], s["to"], s["lso"])
+                rows = record_rows(b.records, b.partition, b.fate, how.value, s.first, s.end, s.lso)
                 b.records = None  # written: the batch's bytes can go
-            yield rows
+            yield b, rows
 
 
-def _with_records(rows: list[dict], records: bool) -> dict:
-    batch = rows[0]
-    if records and not batch["control"]:
-        batch["records"] = rows[1:]
+def _with_records(b: Batch, rows: list[RecordRow], records: bool) -> dict:
+    batch = b.row()
+    if records and not b.control:
+        batch["records"] = rows
     return batch
 
 
 def _tables(
-    dumps: list[PartitionDump], summaries: list[dict], how: ValueFormat, width: int, records: bool
+    dumps: list[PartitionDump], summaries: list[Summary], how: ValueFormat, width: int, records: bool
 ) -> None:
     batches: list[dict] = []
     shown: list[dict] = []
-    for rows in _batch_rows(dumps, how):
-        batches.append(_batch_cell(rows[0]))
-        shown.extend(_record_cell(r, width) for r in rows[1:])
+    for b, rows in _batches(dumps, how):
+        batches.append(_batch_cell(b))
+        shown.extend(_record_cell(r, width) for r in rows)
     emit_rows(batches, OutputFormat.table, BATCH_COLUMNS, title="batches")
     if records:
         # columns that would say nothing are left out: 80 columns fit longer keys
@@ -188,27 +189,27 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def _batch_cell(row: dict) -> dict:
-    if row["control"]:
-        kind = row["control_type"]
+def _batch_cell(b: Batch) -> dict:
+    if b.control:
+        kind = b.control_type
     else:
-        kind = "txn" if row["transactional"] else ("idempotent" if row["producer_id"] >= 0 else "plain")
-    fate = row["fate"] or "-"
-    if row["fate"] == "open" and row["transactional_id"]:
-        fate = f"open: {row['transactional_id']}"  # what holds the LSO, by name
+        kind = "txn" if b.transactional else ("idempotent" if b.producer_id >= 0 else "plain")
+    fate = b.fate or "-"
+    if b.fate == "open" and b.transactional_id:
+        fate = f"open: {b.transactional_id}"  # what holds the LSO, by name
     return {
-        "p": row["partition"],
-        "offsets": f"{row['base_offset']}-{row['last_offset']}",
-        "n": row["count"],
-        "producer": f"{row['producer_id']}/{row['producer_epoch']}" if row["producer_id"] >= 0 else "-",
-        "seq": row["base_sequence"] if row["base_sequence"] >= 0 else "-",
+        "p": b.partition,
+        "offsets": f"{b.base_offset}-{b.last_offset}",
+        "n": b.count,
+        "producer": f"{b.producer_id}/{b.producer_epoch}" if b.producer_id >= 0 else "-",
+        "seq": b.base_sequence if b.base_sequence >= 0 else "-",
         "kind": kind,
         "fate": fate,
-        "codec": row["compression"],
+        "codec": b.compression,
     }
 
 
-def _record_cell(row: dict, width: int) -> dict:
+def _record_cell(row: RecordRow, width: int) -> dict:
     headers = ",".join(f"{k}={_text(v)}" for k, v in row["headers"])
     return {
         "p": row["partition"],
@@ -234,20 +235,19 @@ def _cut(value: str, width: int) -> str | None:
     return text if not width or len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def _summary_cell(s: dict) -> dict:
+def _summary_cell(s: Summary) -> dict:
     producers = " ".join(
-        f"{p['transactional_id'] or p['producer_id']}:{p['committed']}c/{p['aborted']}a/{p['open']}o"
-        for p in s["producers"]
+        f"{p.transactional_id or p.producer_id}:{p.committed}c/{p.aborted}a/{p.open}o" for p in s.producers
     )
     return {
-        "p": s["partition"],
-        "range": f"{s['from']}-{s['to']}" + (" (start deleted)" if s.get("deleted") else ""),
-        "lso": s["lso"],
-        "hw": s["hw"],
-        "records": s["records"],
-        "markers": s["markers"],
-        "aborted": s["aborted_records"],
-        "open": s["open_records"],
-        "read_committed": s["read_committed"],
+        "p": s.partition,
+        "range": f"{s.first}-{s.end}" + (" (start deleted)" if s.deleted else ""),
+        "lso": s.lso,
+        "hw": s.hw,
+        "records": s.records,
+        "markers": s.markers,
+        "aborted": s.aborted_records,
+        "open": s.open_records,
+        "read_committed": s.read_committed,
         "producers": producers,
     }

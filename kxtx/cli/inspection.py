@@ -51,8 +51,11 @@ def txn(
     from __transaction_state and a one-line verdict. For the id of a kxtx pipe in executors mode, which
     uses one id per input partition (ID.TOPIC.PARTITION), each of those and a verdict for the pipe.
     Exit 1 for an unknown id."""
+    from dataclasses import replace
+
     from kxtx.ops.calls import Cluster
     from kxtx.ops.inspection import inspect_txn
+    from kxtx.ops.pipeids import PipeView
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         out = inspect_txn(
@@ -62,15 +65,14 @@ def txn(
             max_timeout_minutes=parse_minutes(max_transaction_timeout),
             scan=not no_scan,
         )
-    details = out.get("details")
-    if details is None or choose(fmt) is not OutputFormat.table:
+    if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
         emit(out, fmt, title=f"transaction {transactional_id}")
         return
     # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
     # cannot hold them)
-    emit({k: v for k, v in out.items() if k != "details"}, fmt, title=f"pipe {transactional_id}")
-    for view in details:
-        emit(view, fmt, title=f"transaction {view['transactional_id']}")
+    emit(replace(out, details=[]), fmt, title=f"pipe {transactional_id}")
+    for member, view in zip(out.transactional_ids, out.details):
+        emit(view, fmt, title=f"transaction {member.transactional_id}")
 
 
 @app.command("partition")

@@ -1,7 +1,7 @@
 """The one output layer: commands hand over data, this renders table / json / jsonl on stdout.
 
-Rows are dicts; a result is a dict or a typed result of the library (kxtx.results.Result), written
-as its `to_dict()`: its fields' keys in their order. `columns` picks and orders the table columns
+Rows and results are dicts or typed results of the library (kxtx.results.Result), written as their
+`to_dict()`: their fields' keys in their order. `columns` picks and orders the table columns
 (json keeps every field). Streaming commands pass an iterator: jsonl rows are written and flushed
 one by one.
 
@@ -245,7 +245,7 @@ def emit(
 
 
 def emit_rows(
-    rows: Iterable[Mapping],
+    rows: Iterable[Mapping | Result],
     fmt: OutputFormat | None,
     columns: list[str] | None = None,
     title: str | None = None,
@@ -260,7 +260,7 @@ def emit_rows(
             count += 1
         return count
     if fmt is OutputFormat.json:
-        got: list[Mapping] = []
+        got: list[Mapping | Result] = []
         try:
             got.extend(rows)
         except BaseException as exc:  # a failure or stop mid-stream: the document has the rows so far
@@ -268,9 +268,9 @@ def emit_rows(
             raise
         _keep(got)
         return len(got)
-    rows = list(rows)
-    _print_table(rows, columns, title)
-    return len(rows)
+    shown = [r.to_dict() if isinstance(r, Result) else r for r in rows]
+    _print_table(shown, columns, title)
+    return len(shown)
 
 
 def emit_row_batches(

@@ -52,8 +52,10 @@ def _row(info: SandboxInfo) -> dict:
         "state_dir": info.state_dir,
         "uptime_s": round(time.time() - info.started_at, 1) if info.running else None,
         "broker_config": info.broker_config,
-        **{k: v for k, v in (info.extra or {}).items() if k != "admin_client"},
     }
+    if info.security is not None:  # not its admin_client: its librdkafka config, with the password
+        sec = info.security
+        row.update(security=sec.security, client_properties=sec.client_properties, principals=sec.principals)
     row["nodes"] = [
         {
             "id": n.id,
@@ -167,7 +169,7 @@ def start(
         return
     row = _row(info)
     # The one place credentials are printed on purpose: throwaway users of a loopback broker.
-    for user, path in (info.extra or {}).get("client_properties", {}).items():
+    for user, path in (info.security.client_properties if info.security else {}).items():
         row[f"{user}.properties"] = Path(path).read_text()
     emit(row, fmt, title="sandbox")
     typer.echo(export_line, err=True)  # for a shell: copy it (or start with --export and eval)

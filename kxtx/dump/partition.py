@@ -25,7 +25,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client.settings import Settings
@@ -37,6 +37,7 @@ from kxtx.errors import KafkaOperationError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.records.batchheader import HEADER_SIZE, Header, headers
 from kxtx.records.batchrecords import BatchRecords
+from kxtx.results import OMIT_EMPTY, Result, written_as
 from kxtx.timefmt import iso_ms
 
 if TYPE_CHECKING:
@@ -222,10 +223,59 @@ class Fates:
         return sorted(self.done, key=lambda t: t.batches[0].base_offset)
 
 
-def summarize(partition: int, batches: list[Batch], txns: list[Txn], info: dict) -> dict[str, Any]:
-    """The counts of one partition's range; `info` has the bounds (first, end, log_start, lso, hw)."""
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """A partition's range as read, [first, end), with its log start, last stable offset and high
+    watermark; `deleted` says what of the asked start was gone (below the log start)."""
+
+    first: int
+    end: int
+    log_start: int
+    lso: int
+    hw: int
+    deleted: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerCounts(Result):
+    """One producer id's transactions in the range by fate, and its data records in it."""
+
+    producer_id: int
+    transactional_id: str | None
+    committed: int
+    aborted: int
+    open: int
+    records: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary(Result):
+    """The counts of one partition's range: the last row of `dump partition`, what `count` and
+    `monitor` read. Its json keys are the fields' ("from" for `first`, "to" for `end`)."""
+
+    kind: str = "summary"
+    partition: int
+    first: int = field(metadata=written_as("from"))
+    end: int = field(metadata=written_as("to"))
+    log_start: int
+    lso: int
+    hw: int
+    deleted: str = field(default="", metadata=OMIT_EMPTY)
+    batches: int
+    records: int
+    markers: int
+    committed_records: int
+    aborted_records: int
+    open_records: int
+    non_transactional_records: int
+    read_committed: int
+    producers: list[ProducerCounts]
+
+
+def summarize(partition: int, batches: list[Batch], txns: list[Txn], bounds: Bounds) -> Summary:
+    """The counts of one partition's range, [bounds.first, bounds.end)."""
     data = [b for b in batches if not b.control]
-    producers: dict[int, dict[str, int]] = {}
+    producers: dict[int, dict[str, int]] = {}  # ProducerCounts' counts by producer id
     for b in data:
         if b.producer_id >= 0:
             p = producers.setdefault(b.producer_id, _producer_counts())
@@ -233,22 +283,24 @@ def summarize(partition: int, batches: list[Batch], txns: list[Txn], info: dict)
     for t in txns:
         producers.setdefault(t.producer_id, _producer_counts())[str(t.fate)] += 1
     by_fate = {f: sum(b.in_range for b in data if b.fate == f) for f in (COMMITTED, ABORTED, OPEN)}
-    return {
-        "kind": "summary",
-        "partition": partition,
-        **info,
-        "batches": len(batches),
-        "records": sum(b.in_range for b in data),
-        "markers": sum(b.in_range for b in batches if b.control),
-        "committed_records": by_fate[COMMITTED],
-        "aborted_records": by_fate[ABORTED],
-        "open_records": by_fate[OPEN],
-        "non_transactional_records": sum(b.in_range for b in data if not b.transactional),
-        "read_committed": sum(b.committed_view for b in data if b.fate != ABORTED),
-        "producers": [
-            {"producer_id": pid, "transactional_id": None, **c} for pid, c in sorted(producers.items())
-        ],
-    }
+    return Summary(
+        partition=partition,
+        first=bounds.first,
+        end=bounds.end,
+        log_start=bounds.log_start,
+        lso=bounds.lso,
+        hw=bounds.hw,
+        deleted=bounds.deleted,
+        batches=len(batches),
+        records=sum(b.in_range for b in data),
+        markers=sum(b.in_range for b in batches if b.control),
+        committed_records=by_fate[COMMITTED],
+        aborted_records=by_fate[ABORTED],
+        open_records=by_fate[OPEN],
+        non_transactional_records=sum(b.in_range for b in data if not b.transactional),
+        read_committed=sum(b.committed_view for b in data if b.fate != ABORTED),
+        producers=[ProducerCounts(pid, None, **c) for pid, c in sorted(producers.items())],
+    )
 
 
 def _producer_counts() -> dict[str, int]:
@@ -259,7 +311,16 @@ def _producer_counts() -> dict[str, int]:
 @dataclass
 class PartitionDump:
     batches: list[Batch]
-    summary: dict[str, Any]
+    summary: Summary
+
+    def name(self, ids: dict[int, str]) -> None:
+        """Its transactional batches and producers named by the transactional ids of `ids` (by
+        producer id; one not in it is unnamed)."""
+        for b in self.batches:
+            if b.transactional:
+                b.transactional_id = ids.get(b.producer_id)
+        producers = [replace(p, transactional_id=ids.get(p.producer_id)) for p in self.summary.producers]
+        self.summary = replace(self.summary, producers=producers)
 
 
 def read_ranges(
@@ -280,7 +341,7 @@ def read_ranges(
 
 def read_headers(
     settings: Settings, topic: str, starts: dict[int, int | str]
-) -> list[tuple[dict, list[Header]]]:
+) -> list[tuple[Bounds, list[Header]]]:
     """The marker audit's read: each partition of `starts` from its start to the high watermark, as
     (its bounds, the headers of its transactional batches), parsed straight from the Fetch bytes
     (`kxtx.records.batchheader`): no batch object, no record read but the markers'."""
@@ -381,9 +442,9 @@ class _PartitionReader:
                 )
             time.sleep(0.2)
 
-    def _open(self) -> tuple[Any, int, int, dict[str, Any]]:
-        """The first Fetch and the range it resolves: (its response from `first`, first, end, the
-        summary's bounds)."""
+    def _open(self) -> tuple[Any, Bounds]:
+        """The first Fetch and the range it resolves: (its response from the range's first offset,
+        the range)."""
         topic = self.source.topic
         log_start = self.log_start if self.log_start is not None else self.source.log_starts([self.p])[self.p]
         # A start relative to the LSO is known once a Fetch has answered: ask at the log start first.
@@ -397,35 +458,35 @@ class _PartitionReader:
         hw, lso = head.high_watermark, head.last_stable_offset
         log_start = max(log_start, head.log_start_offset)
         first, end = resolve(self.start, self.end, log_start, lso, hw)
-        info: dict[str, Any] = {"from": first, "to": end, "log_start": log_start, "lso": lso, "hw": hw}
         asked = max(0, _offset(self.start, log_start, lso, hw))
         if asked > hw:  # not an empty range to show as a result: a start that cannot be
             raise UsageError(
                 f"--from {asked}: beyond the end of {topic}:{self.p} (high watermark {hw}, its next "
                 f"offset); nothing to read"
             )
+        deleted = ""
         if asked < log_start:
-            info["deleted"] = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
+            deleted = f"offsets {asked}..{log_start - 1} are gone (below the log start offset)"
         if first != want:
             head = self._fetch(first)
-        return head, first, end, info
+        return head, Bounds(first, end, log_start, lso, hw, deleted)
 
     def read(self) -> PartitionDump:
-        head, first, end, info = self._open()
-        batches, fates = self._scan(head, first, end, info["hw"], info["lso"])
-        return PartitionDump(batches, summarize(self.p, batches, fates.finish(), info))
+        head, bounds = self._open()
+        batches, fates = self._scan(head, bounds.first, bounds.end, bounds.hw, bounds.lso)
+        return PartitionDump(batches, summarize(self.p, batches, fates.finish(), bounds))
 
-    def transactional_headers(self) -> tuple[dict[str, Any], list[Header]]:
+    def transactional_headers(self) -> tuple[Bounds, list[Header]]:
         """(the bounds, the headers of every transactional batch from the start to the high
         watermark): what the marker audit reads. Only message format v2 has transactions; a batch
         of an older one is passed over."""
-        head, first, _end, info = self._open()
+        head, bounds = self._open()
         found = [
             raw
-            for raw in self._walk(head, first, info["hw"], lambda _pos: True, headers_only=True)
+            for raw in self._walk(head, bounds.first, bounds.hw, lambda _pos: True, headers_only=True)
             if isinstance(raw, Header) and raw.is_transactional
         ]
-        return info, found
+        return bounds, found
 
     def _walk(
         self, part: Any, pos: int, hw: int, more: Callable[[int], bool], headers_only: bool = False

@@ -8,11 +8,38 @@ everything else through `kxtx.records.decode`, whose notes, raw bytes and warnin
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from kxtx.log import warn_once
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, txn_log
 from kxtx.timefmt import ISO, iso_ms
+
+
+class _Record(TypedDict):
+    partition: int
+    offset: int
+    timestamp_ms: int
+    time: str | None
+    type: str
+    type_id: int | None
+    #: the record's key and value fields as the spec names them: which ones depends on the record
+    #: type and the value's version (kxtx.records), so they stay dicts
+    key: dict[str, Any] | None
+    version: int | None
+    value: dict[str, Any] | None
+    tombstone: bool
+
+
+class DumpRow(_Record, total=False):
+    """One record of `dump txn-state` / `dump offsets` as written. A dict, not a
+    `kxtx.results.Result`: one is built per record, in the hot loop, and written as it is. The keys
+    below are there only when they say something."""
+
+    txn: str  # the fate of the transaction that wrote it (--include-uncommitted)
+    notes: list[str]  # what could not be decoded, and how it was
+    raw_key: str  # the bytes (hex) of a key or value that could not be decoded
+    raw_value: str
+
 
 #: topic -> (type id, type name, fast decoder) of the record kind that dominates the topic
 _FAST = {
@@ -21,7 +48,7 @@ _FAST = {
 }
 
 
-def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) -> Callable[[list], list]:
+def builder(topic: str, keep: Callable[[DumpRow], bool] | None, with_keys: bool) -> Callable[[list], list]:
     """A function batch -> list of rows (or of (row, raw key) pairs with `with_keys`, for --latest).
 
     `keep` (key-only filters) sees each row before it is kept."""
@@ -34,6 +61,7 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) ->
         for p, o, ts, key, value, status in batch:
             found = fast(key, value)
             rec = None
+            row: DumpRow
             if found is not None:
                 k, version, v = found
                 row = {
@@ -66,8 +94,8 @@ def builder(topic: str, keep: Callable[[dict], bool] | None, with_keys: bool) ->
     return build
 
 
-def _slow_row(rec: Record, p: int, o: int, ts: int, status: str | None) -> dict:
-    row: dict[str, Any] = {
+def _slow_row(rec: Record, p: int, o: int, ts: int, status: str | None) -> DumpRow:
+    row: DumpRow = {
         "partition": p,
         "offset": o,
         "timestamp_ms": ts,

@@ -1,7 +1,8 @@
 """`kxtx dump`: read `__transaction_state` / `__consumer_offsets` and decode every record.
 
-`run(settings, request)` yields one row (a dict) per record, or with `latest=True` one row per key as a
-coordinator would load it (tombstones applied); `run_batches` yields the same rows in batches.
+`run(settings, request)` yields one row (a `kxtx.dump.rows.DumpRow`) per record, or with `latest=True`
+one row per key as a coordinator would load it (tombstones applied); `run_batches` yields the same
+rows in batches.
 Rows: partition, offset, timestamp_ms (epoch ms) and time (ISO-8601), type, type_id, key (dict),
 version, value (dict, None for a tombstone), tombstone, and when relevant `txn` (committed / pending
 / aborted), `notes`, `raw_key` / `raw_value` (hex of what could not be decoded). Field names are
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from kxtx.client import clients
 from kxtx.client.settings import Settings
-from kxtx.dump.rows import builder
+from kxtx.dump.rows import DumpRow, builder
 from kxtx.dump.source import ConfluentSource, Start
 from kxtx.errors import UsageError
 from kxtx.log import logger
@@ -125,7 +126,7 @@ def partition_count(settings: Settings, topic: str) -> int | None:
 
 def run(
     settings: Settings, req: DumpRequest, progress: Callable[[int], None] | None = None
-) -> Iterator[dict]:
+) -> Iterator[DumpRow]:
     """Yield decoded rows. Ends at the end offsets that existed at start, unless `req.follow`."""
     for batch in run_batches(settings, req, progress):
         yield from batch
@@ -133,7 +134,7 @@ def run(
 
 def run_batches(
     settings: Settings, req: DumpRequest, progress: Callable[[int], None] | None = None
-) -> Iterator[list[dict]]:
+) -> Iterator[list[DumpRow]]:
     """The rows of `run` in batches, one per read from the source (non-empty, in order): a consumer
     can write and flush a batch at once and still stream, since a batch comes as soon as it is read."""
     validate(req)
@@ -174,12 +175,12 @@ def _counted(batches: Iterable[list], progress: Callable[[int], None] | None) ->
         yield batch
 
 
-def _chunks(rows: list[dict], size: int = 10000) -> Iterator[list[dict]]:
+def _chunks(rows: list[DumpRow], size: int = 10000) -> Iterator[list[DumpRow]]:
     for i in range(0, len(rows), size):
         yield rows[i : i + size]
 
 
-def _limited(batches: Iterator[list[dict]], limit: int | None) -> Iterator[list[dict]]:
+def _limited(batches: Iterator[list[DumpRow]], limit: int | None) -> Iterator[list[DumpRow]]:
     if limit is None:
         yield from batches
         return
@@ -194,7 +195,7 @@ def _limited(batches: Iterator[list[dict]], limit: int | None) -> Iterator[list[
         yield batch
 
 
-def _key_filter(req: DumpRequest) -> Callable[[dict], bool] | None:
+def _key_filter(req: DumpRequest) -> Callable[[DumpRow], bool] | None:
     """Filters that depend only on the key (safe to apply before --latest folding); on rows."""
     ids = set(req.ids)
     topics = set(req.topics)
@@ -203,7 +204,7 @@ def _key_filter(req: DumpRequest) -> Callable[[dict], bool] | None:
         cats = (cats or {"offset-commit"}) & {"offset-commit"}
     txn = req.topic == TXN_TOPIC
 
-    def keep(row: dict) -> bool:
+    def keep(row: DumpRow) -> bool:
         key = row["key"]
         if ids:
             if key is None:
@@ -213,19 +214,19 @@ def _key_filter(req: DumpRequest) -> Callable[[dict], bool] | None:
                 return False
         if cats and group_log.category(row["type_id"] if key is not None else None) not in cats:
             return False
-        return not (topics and key.get("topic") not in topics)
+        return not topics or (key is not None and key.get("topic") in topics)
 
     return keep if (ids or cats or topics) else None
 
 
-def _value_filtered(req: DumpRequest, batches: Iterator[list[dict]]) -> Iterator[list[dict]]:
+def _value_filtered(req: DumpRequest, batches: Iterator[list[DumpRow]]) -> Iterator[list[DumpRow]]:
     states = {s.lower() for s in req.states}
     pids = set(req.producer_ids)
     if not (states or pids):
         yield from batches
         return
 
-    def keep(row: dict) -> bool:
+    def keep(row: DumpRow) -> bool:
         value = row["value"]
         if value is None or row["type"] != "TransactionLog":
             return False
@@ -239,9 +240,9 @@ def _value_filtered(req: DumpRequest, batches: Iterator[list[dict]]) -> Iterator
             yield kept
 
 
-def _fold(batches: Iterable[list[tuple[dict, bytes | None]]]) -> list[dict]:
+def _fold(batches: Iterable[list[tuple[DumpRow, bytes | None]]]) -> list[DumpRow]:
     """The current value per key, tombstones applied: memory grows with keys, not records."""
-    current: dict[tuple[int, bytes], dict] = {}
+    current: dict[tuple[int, bytes], DumpRow] = {}
     for batch in batches:
         for row, key in batch:
             ident = (row["partition"], key if key is not None else b"")

@@ -385,8 +385,8 @@ def _read_batch(
         return
     for r, dump in zip(batch.values(), dumps):
         s = dump.summary
-        r.lag_records = s["read_committed"]
-        r.invisible_records = s["markers"] + s["aborted_records"]
+        r.lag_records = s.read_committed
+        r.invisible_records = s.markers + s.aborted_records
         r.exact = True
 
 

@@ -228,7 +228,7 @@ def judge(settings: Settings, job: Job, by_tp: dict[TP, list[Decision]]) -> list
     for topic, starts in job.items():
         for p, (bounds, batches) in zip(starts, read_headers(settings, topic, starts)):
             found, unexplained = markers.audit_partition((topic, p), batches, by_tp.get((topic, p), []))
-            out.append(((topic, p), (bounds["lso"], bounds["hw"]), found, unexplained))
+            out.append(((topic, p), (bounds.lso, bounds.hw), found, unexplained))
     return out
 
 

@@ -56,11 +56,7 @@ def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:
         logger.warning(f"transactional ids of producer ids {', '.join(map(str, sorted(pids)))}: {exc}")
         return
     for d in dumps:
-        for b in d.batches:
-            if b.transactional:
-                b.transactional_id = ids.get(b.producer_id)
-        for p in d.summary["producers"]:
-            p["transactional_id"] = ids.get(p["producer_id"])
+        d.name(ids)
 
 
 def _committed(settings: Settings, topic: str, partitions: list[int], start: str) -> dict[int, int]:

@@ -7,8 +7,12 @@ module is the one seam between the transaction tools and it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from kxtx.client.settings import Settings
+
+if TYPE_CHECKING:
+    from kxtx.dump.rows import DumpRow
 
 
 def histories(settings: Settings, transactional_ids: list[str]) -> dict[str, list[dict]]:
@@ -22,8 +26,8 @@ def histories(settings: Settings, transactional_ids: list[str]) -> dict[str, lis
     return out
 
 
-def _item(row: dict) -> dict:
-    item = {
+def _item(row: DumpRow) -> dict:
+    item: dict[str, Any] = {
         "partition": row["partition"],
         "offset": row["offset"],
         "timestamp_ms": row["timestamp_ms"],
@@ -72,7 +76,7 @@ def _partitions(value: list[dict] | None) -> list[str]:
     return [f"{p['topic']}:{i}" for p in (value or []) for i in p.get("partition_ids", [])]
 
 
-def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[dict]:
+def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[DumpRow]:
     from kxtx.dump.runner import TXN_TOPIC, DumpRequest, run
 
     yield from run(settings, DumpRequest(topic=TXN_TOPIC, ids=list(ids or [])))

@@ -11,6 +11,7 @@ from kxtx.ops import decide, history, pipeids
 from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import named_producers, resolve_max_timeout
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.ops.pipeids import PipeView
 from kxtx.timefmt import iso_ms
 from kxtx.wording import plural
 
@@ -35,7 +36,7 @@ def inspect_txn(
     max_timeout_minutes: float | None = None,
     now_ms: int | None = None,
     scan: bool = True,
-) -> dict:
+) -> dict | PipeView:
     """`scan`: sweep DescribeProducers over every partition for this id's producer ids, the only way
     to see partitions the coordinator never heard of (where it hangs).
 
@@ -106,7 +107,7 @@ def _histories(
         return None, unavailable
 
 
-def _inspect_pipe(cluster: Cluster, pipe_id: str, members: dict[str, TP], how: str, ask: _Ask) -> dict:
+def _inspect_pipe(cluster: Cluster, pipe_id: str, members: dict[str, TP], how: str, ask: _Ask) -> PipeView:
     ids = list(members)
     descs = cluster.describe_txns(ids)
     pasts, unavailable = _histories(cluster, ids, ask.with_history)

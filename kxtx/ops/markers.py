@@ -20,9 +20,9 @@ became of its records. Nothing here guesses: records whose transaction is not in
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kxtx.dump.partition import ABORTED, COMMITTED, OPEN  # a data batch's fate on its partition
 from kxtx.ops.model import TP
@@ -96,7 +96,7 @@ def _partitions(value: dict) -> set[TP]:
     }
 
 
-def decisions(rows: Iterable[dict]) -> list[Decision]:
+def decisions(rows: Iterable[Mapping[str, Any]]) -> list[Decision]:
     """The transactions in `__transaction_state` rows (the dump engine's, in log order per partition),
     oldest first per transactional id. A transaction whose start precedes the rows read is still
     listed from its Prepare record on (its data epoch then unknown unless transactions v1 says it)."""

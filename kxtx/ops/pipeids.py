@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import string
 from collections import Counter
+from dataclasses import dataclass, field
 
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster
 from kxtx.ops.model import TP
+from kxtx.results import OMIT_EMPTY, Result
 from kxtx.wording import plural
 
 #: The characters Kafka allows in a topic name.
@@ -76,37 +78,68 @@ def find_members(cluster: Cluster, pipe_id: str) -> tuple[dict[str, TP], str]:
     return dict(sorted(found.items(), key=lambda item: item[1])), how
 
 
+@dataclass(frozen=True, slots=True)
+class PipeMember(Result):
+    """One of a pipe's ids, a row of `inspect txn PIPE-ID`: its input partition, its state, the
+    partitions of its transaction and those whose LSO it holds."""
+
+    transactional_id: str
+    input: str
+    state: str
+    producer_id: int | None
+    producer_epoch: int | None
+    partitions: list[str]
+    holding_lso: list[str]
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipeView(Result):
+    """The result of `inspect txn PIPE-ID`: a row per id, the verdict, and each id's full view
+    (`details`, what `inspect txn ID` shows: a dict, whose keys depend on what the coordinator knows
+    of the id and what was asked) in the order of the rows. Never without ids: an empty `details`
+    is one left out (the table shows the views one by one instead)."""
+
+    transactional_id: str
+    state: str = "unknown to the coordinator"
+    pipe: str
+    id_filter: str
+    verdict: str
+    counts: dict[str, int]
+    transactional_ids: list[PipeMember]
+    details: list[dict] = field(default_factory=list, metadata=OMIT_EMPTY)
+
+
 def pipe_view(
     pipe_id: str, members: dict[str, TP], how: str, views: list[dict], kinds: dict[str, str]
-) -> dict:
-    """The result of `inspect txn PIPE-ID`: a row per id, the verdict, and each id's full view
-    (`details`, what `inspect txn ID` shows) in the order of `views`."""
+) -> PipeView:
+    """The result of `inspect txn PIPE-ID` from each id's view (in the order of `views`) and its
+    `decide.txn_kind`."""
     rows = [_row(members[v["transactional_id"]], v) for v in views]
-    holding = {r["transactional_id"]: r["holding_lso"] for r in rows if r["holding_lso"]}
+    holding = {r.transactional_id: r.holding_lso for r in rows if r.holding_lso}
     counts = Counter(kinds.values())
-    return {
-        "transactional_id": pipe_id,
-        "state": "unknown to the coordinator",
-        "pipe": f"kxtx pipe in executors mode: a transactional id per input partition, {pipe_id}.TOPIC.PARTITION",
-        "id_filter": how,
-        "verdict": pipe_verdict(kinds, holding),
-        "counts": {kind: counts[kind] for kind in sorted(counts, key=_rank)},
-        "transactional_ids": rows,
-        "details": views,
-    }
+    return PipeView(
+        transactional_id=pipe_id,
+        pipe=f"kxtx pipe in executors mode: a transactional id per input partition, {pipe_id}.TOPIC.PARTITION",
+        id_filter=how,
+        verdict=pipe_verdict(kinds, holding),
+        counts={kind: counts[kind] for kind in sorted(counts, key=_rank)},
+        transactional_ids=rows,
+        details=views,
+    )
 
 
-def _row(tp: TP, view: dict) -> dict:
-    return {
-        "transactional_id": view["transactional_id"],
-        "input": f"{tp[0]}:{tp[1]}",
-        "state": view["state"],
-        "producer_id": view.get("producer_id"),
-        "producer_epoch": view.get("producer_epoch"),
-        "partitions": [f"{p['topic']}:{p['partition']}" for p in view["partitions"]],
-        "holding_lso": [f"{p['topic']}:{p['partition']}" for p in view["partitions"] if p["blocking"]],
-        "verdict": view["verdict"],
-    }
+def _row(tp: TP, view: dict) -> PipeMember:
+    return PipeMember(
+        transactional_id=view["transactional_id"],
+        input=f"{tp[0]}:{tp[1]}",
+        state=view["state"],
+        producer_id=view.get("producer_id"),
+        producer_epoch=view.get("producer_epoch"),
+        partitions=[f"{p['topic']}:{p['partition']}" for p in view["partitions"]],
+        holding_lso=[f"{p['topic']}:{p['partition']}" for p in view["partitions"] if p["blocking"]],
+        verdict=view["verdict"],
+    )
 
 
 def pipe_verdict(kinds: dict[str, str], holding: dict[str, list[str]]) -> str:

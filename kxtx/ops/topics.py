@@ -198,9 +198,11 @@ def count_records(settings: Settings, topic: str, partitions: list[int] | None =
         rows.append(
             {
                 "kind": "partition",
-                "partition": s["partition"],
-                **{k: s[k] for k in COUNTS},
-                **{k: s[k] for k in ("log_start", "lso", "hw")},
+                "partition": s.partition,
+                **{k: getattr(s, k) for k in COUNTS},
+                "log_start": s.log_start,
+                "lso": s.lso,
+                "hw": s.hw,
             }
         )
     total = {k: sum(r[k] for r in rows) for k in COUNTS}

@@ -9,7 +9,7 @@ message names the codec and the package, instead of kafka-python's "Libraries ..
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, TypedDict
 
 from kxtx.errors import KxtxError
 from kxtx.log import logger
@@ -242,9 +242,25 @@ def _loads(data: bytes) -> Any:
     return orjson.loads(data)
 
 
+class RecordRow(TypedDict):
+    """A record's row in `dump partition --records`. A dict, not a `kxtx.results.Result`: one is
+    built per record and written as it is (bench/README.md, "dump partition")."""
+
+    kind: str
+    partition: int
+    offset: int
+    timestamp: int
+    time: str | None
+    key: Any
+    headers: list[list[Any]]
+    value: Any
+    fate: str | None
+    read_committed: bool
+
+
 def record_rows(
     records: BatchRecords, partition: int, fate: str | None, how: str, lo: int, hi: int, lso: int
-) -> list[dict[str, Any]]:
+) -> list[RecordRow]:
     """The rows of a data batch's records in [lo, hi), each with its batch's fate and whether a
     read_committed consumer reads it now (below the LSO, not aborted)."""
     visible_fate = fate != "aborted"

@@ -156,7 +156,7 @@ class Sandbox:
             libs=str(dist.libs),
             started_at=time.time(),
             broker_config=dict(broker_config or {}),
-            extra=(listeners.extra() if listeners is not None else {}),
+            extra=(asdict(listeners.extra()) if listeners is not None else {}),
             heap=heap or default_heap(brokers),
             jvm_options=list(env_jvm_options() if jvm_options is None else jvm_options),
         )
@@ -308,7 +308,8 @@ class Sandbox:
         from confluent_kafka.admin import AdminClient
 
         conf: dict[str, str | int | float | bool] = {"bootstrap.servers": info.bootstrap, "log_level": 2}
-        conf.update((info.extra or {}).get("admin_client", {}))
+        if info.security is not None:
+            conf.update(info.security.admin_client)
         try:
             md = AdminClient(conf).list_topics(timeout=timeout)
         except Exception:  # noqa: BLE001 - not ready yet

@@ -176,6 +176,18 @@ def _reap(pid: int) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class SecurityInfo:
+    """What a secured sandbox keeps in its state (`SandboxInfo.extra`, written by
+    kxtx.sandbox.security): the client listener's security, each user's Java client.properties and
+    principal, and the admin's librdkafka config (for the readiness probe and the ACLs; never shown)."""
+
+    security: str
+    client_properties: dict[str, str]
+    principals: dict[str, str]
+    admin_client: dict[str, str]
+
+
 @dataclass
 class SandboxInfo:
     bootstrap: str
@@ -189,12 +201,17 @@ class SandboxInfo:
     broker_config: dict[str, str] = field(default_factory=dict)
     #: True when every node runs
     running: bool = True
-    #: extra data other parts add (e.g. security material paths)
+    #: a secured sandbox's `SecurityInfo` as a dict (the state file's form; read it as `security`)
     extra: dict = field(default_factory=dict)
     nodes: list[dict] = field(default_factory=list)
     heap: str = "1g"
     #: JVM options added to every node's (kept here so a restarted node runs with them too)
     jvm_options: list[str] = field(default_factory=list)
+
+    @property
+    def security(self) -> SecurityInfo | None:
+        """What a secured sandbox added (None for a plaintext one)."""
+        return SecurityInfo(**self.extra) if self.extra else None
 
     @property
     def distribution(self) -> KafkaDistribution:

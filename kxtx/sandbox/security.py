@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kxtx.errors import UsageError
-from kxtx.sandbox.nodes import SandboxInfo, free_port
+from kxtx.sandbox.nodes import SandboxInfo, SecurityInfo, free_port
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -153,17 +153,17 @@ class SecureListeners:
     def bootstrap(self, port: int) -> str:
         return f"127.0.0.1:{port}"
 
-    def extra(self) -> dict:
-        return {
-            "security": self.mode,
-            "client_properties": {u: str(self._properties_path(u)) for u in USERS},
-            "principals": {
+    def extra(self) -> SecurityInfo:
+        """What the sandbox keeps of its security in its state (`SandboxInfo.extra`)."""
+        return SecurityInfo(
+            security=self.mode,
+            client_properties={u: str(self._properties_path(u)) for u in USERS},
+            principals={
                 "admin": "User:admin (super user)",
                 "limited": f"User:limited (ALL on Topic/Group/TransactionalId prefixed {LIMITED_PREFIX!r})",
             },
-            # librdkafka config for the readiness probe and the ACL set-up (never printed)
-            "admin_client": self.client_config("admin"),
-        }
+            admin_client=self.client_config("admin"),
+        )
 
     def after_start(self, info: SandboxInfo) -> None:
         """Grant the limited user its prefixed ACLs (as admin)."""

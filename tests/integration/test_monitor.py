@@ -218,10 +218,7 @@ def test_lag_reads_alone_what_the_shared_fetch_left_out(broker, multi, monkeypat
     settings = Settings(props={"bootstrap.servers": broker.bootstrap}, timeout=30)
     dumps = partition.read_ranges(settings, topic, {p: m[0] for p, m in MULTI.items()}, "lso")
     got = {
-        d.summary["partition"]: (
-            d.summary["read_committed"],
-            d.summary["markers"] + d.summary["aborted_records"],
-        )
+        d.summary.partition: (d.summary.read_committed, d.summary.markers + d.summary.aborted_records)
         for d in dumps
     }
     assert got == {p: (lag, inv) for p, (_c, lag, inv) in MULTI.items()}

@@ -9,6 +9,7 @@ from kxtx.dump.partition import (
     COMMITTED,
     OPEN,
     Batch,
+    Bounds,
     Fates,
     parse_from,
     parse_target,
@@ -173,13 +174,11 @@ def test_summary_counts():
     f = Fates()
     for b in batches:
         f.add(b, shown=True)
-    s = summarize(0, batches, f.finish(), {"from": 0, "to": 15, "lso": 13, "hw": 15})
-    got = {k: s[k] for k in ("batches", "records", "markers", "committed_records", "aborted_records")}
-    assert got == {"batches": 7, "records": 13, "markers": 2, "committed_records": 3, "aborted_records": 2}
-    assert (s["open_records"], s["non_transactional_records"], s["read_committed"]) == (2, 6, 9)
-    assert {
-        p["producer_id"]: (p["committed"], p["aborted"], p["open"], p["records"]) for p in s["producers"]
-    } == {
+    s = summarize(0, batches, f.finish(), Bounds(0, 15, 0, 13, 15))
+    got = (s.batches, s.records, s.markers, s.committed_records, s.aborted_records)
+    assert got == (7, 13, 2, 3, 2)
+    assert (s.open_records, s.non_transactional_records, s.read_committed) == (2, 6, 9)
+    assert {p.producer_id: (p.committed, p.aborted, p.open, p.records) for p in s.producers} == {
         1: (1, 0, 0, 3),
         2: (0, 1, 0, 2),
         4: (0, 0, 1, 2),

@@ -57,7 +57,9 @@ def scans(monkeypatch):
         asked.append((topic, dict(starts), end))
         lso = 9
         return [
-            SimpleNamespace(summary={"read_committed": lso - start - 1, "markers": 1, "aborted_records": 0})
+            SimpleNamespace(
+                summary=SimpleNamespace(read_committed=lso - start - 1, markers=1, aborted_records=0)
+            )
             for start in starts.values()
         ]
 

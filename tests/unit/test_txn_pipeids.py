@@ -108,10 +108,10 @@ def test_pipe_view_rows_and_counts():
         _view("p.t.1", "Ongoing", "ongoing for 2s (timeout 1m00s)", [("o", 0, False), ("o", 1, True)]),
     ]
     out = pipeids.pipe_view("p", members, pipeids.CLIENT_FILTER, views, {"p.t.0": IDLE, "p.t.1": ONGOING})
-    assert out["transactional_id"] == "p" and out["id_filter"] == pipeids.CLIENT_FILTER
-    assert out["counts"] == {"ongoing": 1, "idle": 1} and list(out["counts"]) == ["ongoing", "idle"]
-    assert out["verdict"] == f"2 {HEAD}1 ongoing, 1 idle; holding an LSO: p.t.1 on o:1"
-    assert out["transactional_ids"] == [
+    assert out.transactional_id == "p" and out.id_filter == pipeids.CLIENT_FILTER
+    assert out.counts == {"ongoing": 1, "idle": 1} and list(out.counts) == ["ongoing", "idle"]
+    assert out.verdict == f"2 {HEAD}1 ongoing, 1 idle; holding an LSO: p.t.1 on o:1"
+    assert out.to_dict()["transactional_ids"] == [
         {
             "transactional_id": "p.t.0",
             "input": "t:0",
@@ -133,4 +133,4 @@ def test_pipe_view_rows_and_counts():
             "verdict": "ongoing for 2s (timeout 1m00s)",
         },
     ]
-    assert out["details"] == views
+    assert out.details == views

@@ -19,7 +19,7 @@ from kxtx.cli import output
 from kxtx.cli.output import OutputFormat
 from kxtx.pipe import stats as pipestats
 from kxtx.pipe.runconfig import PipeConfig
-from kxtx.results import OMIT_EMPTY, Result
+from kxtx.results import OMIT_EMPTY, Result, written_as
 
 
 def _document(result, partial=False) -> list:
@@ -56,6 +56,16 @@ def test_a_result_is_written_in_field_order_its_empty_optional_fields_left_out()
     assert list(s.to_dict()) == ["z_first", "rows", "a_last"]
     full = _Summary(z_first="x", rows=[], notes=["n"], a_last=2, message="m")
     assert list(full.to_dict()) == ["z_first", "rows", "notes", "a_last", "message"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Range(Result):
+    first: int = field(metadata=written_as("from"))  # a keyword
+    to: int = 0
+
+
+def test_a_field_is_written_under_the_key_it_names():
+    assert list(_Range(1, 2).to_dict().items()) == [("from", 1), ("to", 2)]
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "table"])
