@@ -30,6 +30,10 @@ from pathlib import Path
 KEEP = 3
 #: a pending archive still there after this long was left by a JVM that did not exit normally
 STALE_S = 3600.0
+#: with `one_writer`, a pending file younger than this means a node is writing that archive; past
+#: it another node may write it too (a node killed outside kxtx leaves its file; two archives of one
+#: key only replace each other)
+ONE_WRITER_S = 300.0
 #: the JVM's CDS messages off: an archive it cannot use is not the user's concern
 LOG_OPTIONS = ("-Xlog:cds*=off:stderr",)
 
@@ -79,7 +83,7 @@ def plan_archive(directory: Path, key: str, one_writer: bool = False) -> tuple[l
     try:
         directory.mkdir(parents=True, exist_ok=True)
         if one_writer and any(
-            time.time() - p.stat().st_mtime < STALE_S for p in directory.glob(f"{key}.*.tmp")
+            time.time() - p.stat().st_mtime < ONE_WRITER_S for p in directory.glob(f"{key}.*.tmp")
         ):
             return [], None
         pending = directory / f"{key}.{os.getpid()}.{time.monotonic_ns()}.tmp"

@@ -47,7 +47,7 @@ def test_an_archive_not_written_by_a_normal_exit_is_dropped(tmp_path, normally, 
 def test_a_stale_pending_file_does_not_stop_a_new_writer(tmp_path):
     _, pending = jvmcds.plan_archive(tmp_path, "k", one_writer=True)
     assert pending is not None
-    old = pending.stat().st_mtime - jvmcds.STALE_S - 1
+    old = pending.stat().st_mtime - jvmcds.ONE_WRITER_S - 1
     os.utime(pending, (old, old))  # left by a node killed before it could write
     assert jvmcds.plan_archive(tmp_path, "k", one_writer=True)[1] is not None
 
