@@ -77,6 +77,8 @@ def _setup(env: Mapping[str, str]) -> tuple[tuple, list[tuple]] | None:
     """(java binary, Spark's jars) as PySpark will start them, or None when either is not found."""
     home = env.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java:
+        return None  # no java here: Spark's own start will say so
     try:
         # PySpark's own order: SPARK_HOME, else the pip package's directory.
         spec = importlib.util.find_spec("pyspark")
@@ -84,7 +86,7 @@ def _setup(env: Mapping[str, str]) -> tuple[tuple, list[tuple]] | None:
         # The JVM uses an archive only for the class path it was made with, down to each jar's
         # path, size and modification time (a venv elsewhere or a reinstall needs a new one).
         jars = cds.jar_stats(Path(spark_home) / "jars")
-        binary = cds.file_stat(java or "")
+        binary = cds.file_stat(java)
     except Exception:  # noqa: BLE001 - no java or no Spark here: Spark's own start will say so
         return None
     if not jars:

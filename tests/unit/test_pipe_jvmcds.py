@@ -85,6 +85,11 @@ def test_without_java_or_spark_no_option(monkeypatch):
     assert jvmcds.plan(OPTS, {}) == ([], None)
 
 
+def test_without_a_java_binary_no_set_up(monkeypatch):
+    monkeypatch.setattr(jvmcds.shutil, "which", lambda name: None)
+    assert jvmcds._setup({}) is None
+
+
 def test_prune_keeps_the_most_recently_used_archives_and_drops_stale_leftovers(tmp_path):
     for i in range(5):
         path = tmp_path / f"a{i}.jsa"
