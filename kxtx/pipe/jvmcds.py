@@ -17,9 +17,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kxtx import jvmcds as cds
-from kxtx.jvmcds import LOG_OPTIONS, STALE_S, prune
-
-__all__ = ["LOG_OPTIONS", "STALE_S", "prune"]
 
 ENV = "KXTX_SPARK_CDS"
 #: how long a JVM that writes the archive as it exits is waited for (kxtx.pipe.spark._end_jvm):

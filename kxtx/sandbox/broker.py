@@ -326,7 +326,7 @@ class Sandbox:
     def stop_node(self, node_id: int, wait_s: float = 60.0) -> NodeInfo:
         """SIGTERM: a controlled shutdown (the node hands its leaderships over first)."""
         node = self._running_info().node(node_id)
-        killed = _nodes.terminate_all([node.pid], wait_s)
+        killed = _nodes.terminate(node.pid, wait_s)
         _settle_cds(node, exited_normally=not killed)
         return node
 
@@ -380,9 +380,10 @@ class Sandbox:
         All nodes at once: one by one, the last voters would wait for a quorum that is gone."""
         info = self.info()
         if info:
-            pids = [n.pid for n in info.node_list()]
+            nodes = info.node_list()
+            pids = [n.pid for n in nodes]
             killed = _nodes.terminate_all(pids, wait_s)
-            for node in info.node_list():
+            for node in nodes:
                 _settle_cds(node, exited_normally=node.pid not in killed)
             left = [p for p in pids if _nodes.alive(p)]
             if left:  # "stopped" must mean the JVMs are gone; keep the state for another try

@@ -140,9 +140,10 @@ def send(pid: int, sig: int) -> None:
         pass
 
 
-def terminate(pid: int, wait_s: float) -> None:
-    """SIGTERM (a controlled shutdown: leaders move away first), SIGKILL after wait_s."""
-    terminate_all([pid], wait_s)
+def terminate(pid: int, wait_s: float) -> bool:
+    """SIGTERM (a controlled shutdown: leaders move away first), SIGKILL after wait_s; whether it
+    took the SIGKILL."""
+    return bool(terminate_all([pid], wait_s))
 
 
 def terminate_all(pids: list[int], wait_s: float) -> list[int]:

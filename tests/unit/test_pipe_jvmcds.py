@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from kxtx import jvmcds as cds
 from kxtx.pipe import jvmcds
 
 JAVA = ("/usr/lib/jvm/17/bin/java", 100, 1)
@@ -57,7 +58,7 @@ def test_first_start_writes_then_later_starts_map_the_archive(cache):
     opts, pending = jvmcds.plan(OPTS, {})
     assert pending is not None and pending.parent == cache
     assert opts[0] == f"-XX:ArchiveClassesAtExit={pending}"
-    assert set(jvmcds.LOG_OPTIONS) <= set(opts)
+    assert set(cds.LOG_OPTIONS) <= set(opts)
     pending.write_bytes(b"archive")  # what the JVM writes as it exits
     jvmcds.settle(pending, 0)
     (archive,) = cache.glob("*.jsa")
@@ -96,10 +97,10 @@ def test_prune_keeps_the_most_recently_used_archives_and_drops_stale_leftovers(t
         path.write_bytes(b"x")
         os.utime(path, (1000 + i, 1000 + i))
     fresh, stale = tmp_path / "b.1.2.tmp", tmp_path / "c.1.2.tmp"
-    for path, mtime in ((fresh, 9000), (stale, 9000 - jvmcds.STALE_S - 1)):
+    for path, mtime in ((fresh, 9000), (stale, 9000 - cds.STALE_S - 1)):
         path.write_bytes(b"x")
         os.utime(path, (mtime, mtime))
-    jvmcds.prune(tmp_path, keep=3, now=9000)
+    cds.prune(tmp_path, keep=3, now=9000)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a2.jsa", "a3.jsa", "a4.jsa", "b.1.2.tmp"]
 
 
