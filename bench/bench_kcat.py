@@ -28,6 +28,7 @@ import argparse
 import gzip
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -94,14 +95,17 @@ def committed(bootstrap: str, topic: str) -> int:
 
 def timed(argv: list[str], env: dict | None = None) -> dict:
     """Run argv; its wall time, CPU seconds and peak RSS (MiB), from wait4."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    _pid, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"bench_kcat: {' '.join(argv[:6])} ... failed ({proc.returncode}): {err[-500:]}")
+    # stderr to a file: a pipe nobody reads while the process runs could fill and block it
+    with tempfile.TemporaryFile() as errfile:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errfile, env=env, cwd=ROOT)
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        if code != 0:
+            errfile.seek(0)
+            err = errfile.read().decode(errors="replace")
+            raise SystemExit(f"bench_kcat: {' '.join(argv[:6])} ... failed ({code}): {err[-500:]}")
     return {
         "wall_s": round(wall, 3),
         "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
@@ -127,7 +131,7 @@ def commands(case: str, tool: str, kc: str, paths: dict[str, Path], topic: str, 
         return kxtx("produce", str(paths["csv"]), "-t", topic, "-b", bs, "-k", "id")
     if case == "gzip":
         if tool == "kcat":
-            return ["bash", "-c", f"zcat {paths['gz']} | {' '.join(kcat)}"]
+            return ["bash", "-c", f"zcat {shlex.quote(str(paths['gz']))} | {shlex.join(kcat)}"]
         return kxtx("produce", str(paths["gz"]), "-t", topic, "-b", bs)
     raise SystemExit(f"bench_kcat: unknown case {case}")
 
