@@ -27,10 +27,11 @@ def _columns(columns: int):
             os.environ["COLUMNS"] = old
 
 
-def render_help(path: list[str], columns: int) -> str:
+def render_help(path: list[str], columns: int, cli=CLI) -> str:
+    """`kxtx PATH --help` at `columns`, from the whole command tree or from another build of it."""
     out = io.StringIO()
     with _columns(columns), contextlib.redirect_stdout(out):
-        code = CLI.main([*path, "--help"], prog_name="kxtx", standalone_mode=False)
+        code = cli.main([*path, "--help"], prog_name="kxtx", standalone_mode=False)
     assert code == 0, out.getvalue()
     return out.getvalue()
 

@@ -3,8 +3,6 @@ imports."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import subprocess
 import sys
 
@@ -14,6 +12,7 @@ import typer.main
 from kxtx.cli import app as appmod
 from kxtx.cli import docs
 from tests.conftest import ROOT
+from tests.unit.helptext import render_help
 
 
 @pytest.mark.parametrize(
@@ -41,22 +40,14 @@ def test_every_command_is_in_the_table_of_contents():
     assert [c.path[1] for c in docs.tree().children] == sorted(name for name, _p, _w in appmod.COMMANDS)
 
 
-def _help(cli, path: list[str]) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert cli.main([*path, "--help"], prog_name="kxtx", standalone_mode=False) == 0
-    return out.getvalue()
-
-
-def test_a_command_built_alone_has_the_help_it_has_in_the_whole_tree(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "100")
+def test_a_command_built_alone_has_the_help_it_has_in_the_whole_tree():
     whole = typer.main.get_command(appmod.build())
     for name, _panel, _where in appmod.COMMANDS:
         alone = typer.main.get_command(appmod.build((name,)))
         top = next(c for c in docs.tree().children if c.path[1] == name)
         for leaf in docs._leaves(top):
             path = leaf.path[1:]
-            assert _help(alone, path) == _help(whole, path), path
+            assert render_help(path, 100, alone) == render_help(path, 100, whole), path
 
 
 def test_a_run_imports_only_its_own_command_module():
