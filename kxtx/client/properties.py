@@ -84,6 +84,12 @@ def remember_secrets(props: dict) -> None:
                         _remember(q or b)
 
 
+def remember(secret: str) -> None:
+    """Note one secret value for `scrub` (a registry's password, say)."""
+    if len(secret) >= 4:
+        _remember(secret)
+
+
 def _remember(secret: str) -> None:
     _secrets.add(secret)
     # as it shows in a repr of the bytes on the wire (kafka-python's --debug protocol dumps)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kxtx.client import registry as regmod
 from kxtx.client.kafkaerrors import FAILOVER_S
 from kxtx.errors import ConfigError
 from kxtx.parsers import parse_properties, split_csv
@@ -30,6 +31,8 @@ ENV_SETTINGS = {
     "KXTX_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
     "KXTX_SSL_KEY_LOCATION": "ssl.key.location",
     "KXTX_SSL_KEY_PASSWORD": "ssl.key.password",
+    "KXTX_SCHEMA_REGISTRY_URL": "schema.registry.url",
+    "KXTX_SCHEMA_REGISTRY_USER_INFO": "schema.registry.basic.auth.user.info",
 }
 
 #: Java client property names that librdkafka spells differently.
@@ -106,6 +109,12 @@ class Settings:
     failover: float = FAILOVER_S
     #: where each key came from ("file", "env", "flag"), for error messages
     origin: dict[str, str] = field(default_factory=dict)
+    #: the Schema Registry's settings (`schema.registry.*`, kxtx.client.registry), kept out of props
+    registry: dict[str, str] = field(default_factory=dict)
+
+    def registry_config(self, required_by: str) -> regmod.RegistryConfig:
+        """The Schema Registry a command needs; ConfigError naming `required_by` when none is set."""
+        return regmod.config(self.registry, self.timeout, required_by)
 
     @property
     def bootstrap(self) -> str:
@@ -179,7 +188,10 @@ class Settings:
         return kwargs
 
     def redacted(self) -> dict[str, str]:
-        return {k: ("***" if k in SECRET_KEYS else v) for k, v in self.props.items()}
+        shown = {k: ("***" if k in SECRET_KEYS else v) for k, v in self.props.items()}
+        for k, v in self.registry.items():
+            shown[k] = "***" if k in regmod.SECRET_KEYS else regmod.shown(v) if k.endswith(".url") else v
+        return shown
 
 
 def _kafka_python_value(name: str, value: str) -> object:
@@ -222,6 +234,7 @@ def resolve(
     command_config: str | None = None,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
+    registry_url: str | None = None,
 ) -> Settings:
     """Merge the three sources: file < environment < flags."""
     environ: Mapping[str, str] = os.environ if env is None else env
@@ -239,6 +252,12 @@ def resolve(
     for k, v in (overrides or {}).items():
         k = JAVA_RENAMES.get(k, k)
         s.props[k], s.origin[k] = v, f"from -X {k}"
+    if registry_url:
+        s.props["schema.registry.url"], s.origin["schema.registry.url"] = (
+            registry_url,
+            "from --schema-registry",
+        )
+    s.registry = regmod.split_settings(s.props, s.origin)
     if timeout is not None:
         if timeout <= 0:
             raise ConfigError("--timeout must be positive")
