@@ -1,0 +1,439 @@
+"""Avro, JSON Schema and Protobuf codecs of one schema: Python objects <-> payload bytes (the
+part after the wire format's header). No registry here: `serde` finds the schemas.
+
+Each codec raises `Mismatch` for an object that does not fit its schema, with a message naming the
+field (`field id: expected long, got 'x'`), and for payload bytes it cannot read. Avro goes through
+fastavro's schemaless reader and writer (~10x the records per second of confluent-kafka's
+AvroSerializer, which adds its own framing and lookups per call: bench/README).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import io
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
+#: --value-format words -> the registry's schemaType
+FORMATS = {"avro": AVRO, "jsonschema": JSON, "protobuf": PROTOBUF}
+
+
+class Mismatch(ValueError):
+    """An object that does not fit the schema, or bytes that are not a record of it."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# --- Avro ------------------------------------------------------------------------------------------
+class AvroCodec:
+    kind = AVRO
+
+    def __init__(self, schema: str, references: dict[str, str] | None = None) -> None:
+        import fastavro
+
+        self._fastavro = fastavro
+        named: dict[str, Any] = {}
+        try:
+            for ref in (references or {}).values():
+                fastavro.parse_schema(json.loads(ref), named)
+            self.schema = fastavro.parse_schema(json.loads(schema), named)
+            self._named = named
+        except (ValueError, TypeError, KeyError) as exc:
+            raise Mismatch(f"not a valid Avro schema: {exc}") from None
+        self.name: str | None = self.schema.get("name") if isinstance(self.schema, dict) else None
+        self._out = io.BytesIO()
+        self._write = fastavro.schemaless_writer
+        self._read = fastavro.schemaless_reader
+
+    def encode(self, obj: Any) -> bytes:
+        out = self._out
+        out.seek(0)
+        out.truncate()
+        try:
+            self._write(out, self.schema, obj)
+        except Exception:  # noqa: BLE001 - fastavro's are TypeError, ValueError, KeyError, ...
+            raise Mismatch(self._why(obj)) from None
+        return out.getvalue()
+
+    def _why(self, obj: Any) -> str:
+        """Which field of `obj` does not fit, as a dotted path from the top record."""
+        from fastavro.schema import expand_schema
+
+        try:  # named types inlined: each field's schema then stands alone
+            expanded = expand_schema(self.schema)
+        except Exception:  # noqa: BLE001 - a type from a reference: say less
+            return f"does not fit the Avro schema {self.name or ''}".rstrip()
+        path, value, schema = self._locate(obj, expanded, [])
+        where = f"field {'.'.join(path)}: " if path else ""
+        if value is _MISSING:
+            return f"{where}missing (expected {_avro_type(schema)})"
+        return f"{where}expected {_avro_type(schema)}, got {_short(value)}"
+
+    def _locate(self, obj: Any, schema: Any, path: list[str]) -> tuple[list[str], Any, Any]:
+        from fastavro.validation import validate
+
+        if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(obj, dict):
+            for f in schema["fields"]:
+                value = obj.get(f["name"], f.get("default", _MISSING))
+                if value is _MISSING:
+                    return [*path, f["name"]], _MISSING, f["type"]
+                if not validate(value, f["type"], raise_errors=False):
+                    return self._locate(value, f["type"], [*path, f["name"]])
+        return path, obj, schema
+
+    def decode(self, payload: bytes) -> Any:
+        try:
+            return self._read(io.BytesIO(payload), self.schema, None)
+        except Exception as exc:  # noqa: BLE001 - truncated or foreign bytes
+            raise Mismatch(f"not an Avro record of this schema: {type(exc).__name__}: {exc}") from None
+
+    def fields(self) -> dict[str, Any] | None:
+        """Top-level field name -> its Avro type, for a record schema (CSV columns are text)."""
+        if isinstance(self.schema, dict) and self.schema.get("type") == "record":
+            return {f["name"]: f["type"] for f in self.schema["fields"]}
+        return None
+
+
+_MISSING = object()
+
+
+def _avro_type(t: Any) -> str:
+    if isinstance(t, list):
+        return " or ".join(_avro_type(x) for x in t)
+    if isinstance(t, dict):
+        return str(t.get("logicalType") or t.get("name") or t.get("type"))
+    return str(t).rpartition(".")[2]
+
+
+# --- JSON Schema -----------------------------------------------------------------------------------
+class JsonSchemaCodec:
+    kind = JSON
+
+    def __init__(self, schema: str, references: dict[str, str] | None = None) -> None:
+        from jsonschema import validators
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            doc = json.loads(schema)
+            cls = validators.validator_for(doc)
+            cls.check_schema(doc)
+        except (ValueError, SchemaError) as exc:
+            raise Mismatch(f"not a valid JSON Schema: {str(exc).splitlines()[0]}") from None
+        registry = None
+        if references:
+            from referencing import Registry, Resource
+
+            registry = Registry().with_resources(
+                (name, Resource.from_contents(json.loads(text))) for name, text in references.items()
+            )
+        self.schema = doc
+        self.name = doc.get("title") if isinstance(doc, dict) else None
+        self._validator = cls(doc, registry=registry) if registry is not None else cls(doc)
+        try:
+            import orjson
+
+            self._dumps: Callable[[Any], bytes] = orjson.dumps
+            self._loads: Callable[[bytes], Any] = orjson.loads
+        except ImportError:  # pragma: no cover
+            self._dumps = lambda o: json.dumps(o, separators=(",", ":")).encode()
+            self._loads = json.loads
+
+    def check(self, obj: Any) -> None:
+        error = next(self._validator.iter_errors(obj), None)
+        if error is not None:
+            from jsonschema.exceptions import best_match
+
+            error = best_match(self._validator.iter_errors(obj)) or error
+            path = ".".join(str(p) for p in error.absolute_path) or "(document)"
+            raise Mismatch(f"field {path}: {error.message}")
+
+    def encode(self, obj: Any) -> bytes:
+        self.check(obj)
+        return self._dumps(obj)
+
+    def decode(self, payload: bytes) -> Any:
+        try:
+            return self._loads(payload)
+        except ValueError as exc:
+            raise Mismatch(f"not a JSON document: {exc}") from None
+
+    def fields(self) -> dict[str, Any] | None:
+        props = self.schema.get("properties") if isinstance(self.schema, dict) else None
+        return (
+            {k: v.get("type") for k, v in props.items() if isinstance(v, dict)}
+            if isinstance(props, dict)
+            else None
+        )
+
+
+# --- Protobuf --------------------------------------------------------------------------------------
+class ProtobufCodec:
+    """From the schema's FileDescriptorProto (the registry's `format=serialized`, base64): message
+    classes built at run time, no generated code and no protoc."""
+
+    kind = PROTOBUF
+
+    def __init__(
+        self, serialized: str, references: dict[str, str] | None = None, message: str | None = None
+    ) -> None:
+        from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+
+        self._json = json_format
+        pool = descriptor_pool.DescriptorPool()
+        default = descriptor_pool.Default()
+
+        def add(fdp: Any) -> None:
+            for dep in fdp.dependency:
+                try:
+                    pool.FindFileByName(dep)
+                    continue
+                except KeyError:
+                    pass
+                if references and dep in references:
+                    add(_fdp(references[dep], dep))
+                    continue
+                try:  # google/protobuf/timestamp.proto and the other well-known types
+                    if dep.startswith("google/protobuf/") and dep.endswith(".proto"):
+                        import importlib
+
+                        try:  # loading the generated module adds the file to the default pool
+                            importlib.import_module("google.protobuf." + dep[16:-6] + "_pb2")
+                        except ImportError:
+                            pass
+                    known = default.FindFileByName(dep)
+                except KeyError:
+                    raise Mismatch(
+                        f"Protobuf schema imports {dep!r}, which is neither a reference nor well known"
+                    ) from None
+                proto = descriptor_pb2.FileDescriptorProto()
+                known.CopyToProto(proto)
+                add(proto)
+            pool.Add(fdp)
+
+        def _fdp(text: str, name: str) -> Any:
+            proto = descriptor_pb2.FileDescriptorProto()
+            try:
+                proto.ParseFromString(base64.b64decode(text))
+            except Exception as exc:  # noqa: BLE001
+                raise Mismatch(
+                    f"Protobuf schema {name}: not a serialized FileDescriptorProto: {exc}"
+                ) from None
+            return proto
+
+        fdp = _fdp(serialized, "(schema)")
+        add(fdp)
+        self.file = pool.FindFileByName(fdp.name)
+        names = list(self.file.message_types_by_name)
+        if not names:
+            raise Mismatch("the Protobuf schema defines no message")
+        self.message_name = message or names[0]
+        if self.message_name not in self.file.message_types_by_name:
+            raise Mismatch(
+                f"the Protobuf schema has no message {self.message_name!r} (it has {', '.join(names)})"
+            )
+        self.index = names.index(self.message_name)
+        desc = self.file.message_types_by_name[self.message_name]
+        self.name = desc.full_name
+        self._cls = message_factory.GetMessageClass(desc)
+        self._classes: dict[tuple[int, ...], Any] = {(self.index,): self._cls}
+
+    @property
+    def indexes(self) -> list[int]:
+        return [self.index]
+
+    def encode(self, obj: Any) -> bytes:
+        msg = self._cls()
+        try:
+            self._json.ParseDict(obj, msg)
+        except (self._json.ParseError, TypeError, ValueError) as exc:
+            raise Mismatch(_proto_message(str(exc))) from None
+        return msg.SerializeToString()
+
+    def decode(self, payload: bytes, indexes: list[int] | None = None) -> Any:
+        cls = self._class(indexes or [0])
+        try:
+            msg = cls.FromString(payload)
+        except Exception as exc:  # noqa: BLE001 - DecodeError
+            raise Mismatch(f"not a Protobuf {cls.DESCRIPTOR.full_name}: {exc}") from None
+        return self._python(msg)
+
+    def _python(self, msg: Any) -> Any:
+        """A message as Python objects: 64-bit integers stay integers (the Protobuf JSON mapping
+        turns them into strings), every field is present (proto3 defaults too), enums by name,
+        the well-known types (Timestamp, Struct, ...) as their JSON mapping."""
+        desc = msg.DESCRIPTOR
+        if desc.full_name.startswith("google.protobuf."):
+            return self._json.MessageToDict(msg, preserving_proto_field_name=True)
+        out: dict[str, Any] = {}
+        for f in desc.fields:
+            value = getattr(msg, f.name)
+            if f.message_type is not None and f.message_type.GetOptions().map_entry:
+                vf = f.message_type.fields_by_name["value"]
+                out[f.name] = {k: self._scalar(vf, v) for k, v in value.items()}
+            elif _repeated(f):
+                out[f.name] = [self._scalar(f, v) for v in value]
+            elif f.message_type is not None and not msg.HasField(f.name):
+                out[f.name] = None
+            else:
+                out[f.name] = self._scalar(f, value)
+        return out
+
+    def _scalar(self, f: Any, value: Any) -> Any:
+        if f.message_type is not None:
+            return self._python(value)
+        if f.enum_type is not None:
+            ev = f.enum_type.values_by_number.get(value)
+            return ev.name if ev is not None else value
+        return value
+
+    def _class(self, indexes: list[int]) -> Any:
+        key = tuple(indexes)
+        cls = self._classes.get(key)
+        if cls is None:
+            from google.protobuf import message_factory
+
+            try:
+                desc = self.file.message_types_by_name[list(self.file.message_types_by_name)[indexes[0]]]
+                for i in indexes[1:]:
+                    desc = desc.nested_types[i]
+            except (IndexError, KeyError):
+                raise Mismatch(f"message indexes {indexes}: no such message in the schema") from None
+            cls = self._classes[key] = message_factory.GetMessageClass(desc)
+        return cls
+
+    def fields(self) -> dict[str, Any] | None:
+        return {f.name: f.type for f in self._cls.DESCRIPTOR.fields}
+
+
+def _repeated(f: Any) -> bool:
+    flag = getattr(f, "is_repeated", None)  # protobuf >= 5.28; `label` is deprecated there
+    return bool(flag) if flag is not None else f.label == f.LABEL_REPEATED
+
+
+def _proto_message(text: str) -> str:
+    # json_format: 'Failed to parse id field: invalid literal for int() ...' / 'Message type
+    # "shop.Order" has no field named "x" at "Order".'
+    if text.startswith("Failed to parse ") and " field: " in text:
+        field, _, why = text[len("Failed to parse ") :].partition(" field: ")
+        return f"field {field}: {why}"
+    return text
+
+
+def codec(
+    kind: str, schema: str, references: dict[str, str] | None = None, message: str | None = None
+) -> Any:
+    """The codec of a registry schema: `kind` is its schemaType (AVRO when the registry gives none)."""
+    kind = (kind or AVRO).upper()
+    if kind == AVRO:
+        return AvroCodec(schema, references)
+    if kind == JSON:
+        return JsonSchemaCodec(schema, references)
+    if kind == PROTOBUF:
+        return ProtobufCodec(schema, references, message)
+    raise Mismatch(f"schema type {kind!r} is not one kxtx reads (AVRO, JSON, PROTOBUF)")
+
+
+# --- CSV columns to typed values -------------------------------------------------------------------
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+def _convert(text: str, t: Any) -> Any:  # noqa: C901 - one branch per scalar type
+    if isinstance(t, list):  # an Avro union, or a JSON Schema type list
+        if text == "" and ("null" in t):
+            return None
+        last: Exception | None = None
+        for one in t:
+            if one == "null":
+                continue
+            try:
+                return _convert(text, one)
+            except (ValueError, TypeError) as exc:
+                last = exc
+        raise last or ValueError("no type")
+    if isinstance(t, dict):
+        t = t.get("type")
+        return _convert(text, t)
+    if t in ("int", "long", "integer", 3, 4, 5, 6, 13, 15, 16, 17, 18):  # protobuf int kinds too
+        return int(text)
+    if t in ("float", "double", "number", 1, 2):
+        return float(text)
+    if t in ("boolean", 8):
+        low = text.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError("not a boolean")
+    if t == "null":
+        if text == "":
+            return None
+        raise ValueError("not empty")
+    return text
+
+
+def typed_scalar(codec: Any, text: Any) -> Any:
+    """A CSV column as the type of a primitive schema (Avro "long", JSON Schema {"type": "integer"});
+    text as it is for any other schema."""
+    if not isinstance(text, str):
+        return text
+    t: Any = None
+    if codec.kind == AVRO and not (isinstance(codec.schema, dict) and codec.schema.get("type") == "record"):
+        t = codec.schema
+    elif codec.kind == JSON and isinstance(codec.schema, dict):
+        t = codec.schema.get("type")
+    if t is None or t == "object":
+        return text
+    try:
+        return _convert(text, t)
+    except (ValueError, TypeError):
+        raise Mismatch(f"expected {_type_name(t)}, got {_short(text)}") from None
+
+
+def _type_name(t: Any) -> str:
+    if isinstance(t, list):
+        return " or ".join(_type_name(x) for x in t)
+    if isinstance(t, dict):
+        return str(t.get("type"))
+    return str(t)
+
+
+def typed_row(fields: dict[str, Any] | None, row: dict[str, str]) -> dict[str, Any]:
+    """A CSV row (column -> text) with each column the schema names converted to its type."""
+    if not fields:
+        return row
+    out: dict[str, Any] = {}
+    for name, text in row.items():
+        t = fields.get(name)
+        if t is None:
+            out[name] = text
+            continue
+        try:
+            out[name] = _convert(text, t)
+        except (ValueError, TypeError):
+            raise Mismatch(f"field {name}: expected {_type_name(t)}, got {_short(text)}") from None
+    return out
+
+
+# --- for output --------------------------------------------------------------------------------------
+def jsonable(obj: Any) -> Any:
+    """A decoded record as JSON can show it: bytes as base64, decimals and UUIDs as text, times
+    as ISO-8601."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(obj)).decode("ascii")
+    if isinstance(obj, (decimal.Decimal, uuid.UUID)):
+        return str(obj)
+    if isinstance(obj, (_dt.datetime, _dt.date, _dt.time)):
+        return obj.isoformat()
+    return obj

@@ -1,0 +1,52 @@
+"""Keys and values framed for a schema registry, decoded for `dump partition --records`."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from kxtx.schemas import codecs, framing
+from kxtx.schemas.codecs import Mismatch
+from kxtx.schemas.serde import Reader, UnknownSchema
+
+#: --value-format words that decode through the registry ("auto": whatever each record's schema is)
+REGISTRY_FORMATS = ("avro", "protobuf", "jsonschema", "auto")
+
+
+class RowDecoder:
+    """`decoder(bytes, "key" | "value")` -> (what the row shows, the row's extra keys).
+
+    A decoded part adds `<part>_schema_id` and `<part>_subject`. A value that cannot be decoded
+    (not framed, a schema id the registry does not know, bytes that do not fit the schema) is
+    shown as base64 with `<part>_error` saying why, never a crash; a key that is not framed (most
+    keys are plain text) is shown as text, as is any part under `auto`."""
+
+    def __init__(self, reader: Reader, how: str) -> None:
+        self.reader, self.how = reader, how
+
+    def __call__(self, data: bytes | None, part: str) -> tuple[Any, dict]:
+        if data is None:
+            return None, {}
+        try:
+            decoded = self.reader.decode(data)
+        except framing.NotFramed as exc:
+            if part == "key" or self.how == "auto":
+                return data.decode("utf-8", "backslashreplace"), {}
+            return _b64(data), {f"{part}_error": f"not framed for a schema registry ({exc})"}
+        except (UnknownSchema, Mismatch) as exc:
+            sid = framing.schema_id(data)
+            return _b64(data), {f"{part}_schema_id": sid, f"{part}_error": str(exc)}
+        subjects = self.reader.subjects(decoded.schema_id)
+        return codecs.jsonable(decoded.value), {
+            f"{part}_schema_id": decoded.schema_id,
+            f"{part}_subject": subjects[0] if subjects else None,
+        }
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decoder(cfg: Any, how: str) -> RowDecoder:
+    expect = None if how == "auto" else codecs.FORMATS[how]
+    return RowDecoder(Reader(cfg, expect), how)

@@ -1,0 +1,446 @@
+"""Schemas through a registry: which schema a run writes with (`Writer`), and the schema of each
+record it reads (`Reader`), each looked up once and cached.
+
+A `Writer` resolves its schema when it is made, before any transaction begins: a missing subject,
+an unregistered file or an incompatible schema stops a run before it writes anything. Schemas are
+registered only when asked (`register=True`, `--register`), never as a side effect. A `Reader`
+holds only schema texts and the registry's settings, so it pickles (`kxtx pipe` ships it to Spark's
+workers, each of which then fetches a schema id it has not seen once, not per record).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kxtx.client import registry as reg
+from kxtx.errors import ConfigError, UsageError
+from kxtx.schemas import codecs, framing
+from kxtx.schemas.codecs import Mismatch
+
+STRATEGIES = ("topic", "record", "topic-record")
+_EXTENSIONS = {".avsc": codecs.AVRO, ".json": codecs.JSON, ".proto": codecs.PROTOBUF}
+
+
+class UnknownSchema(LookupError):
+    """A record framed with a schema id the registry does not know."""
+
+
+@dataclass(frozen=True)
+class SchemaChoice:
+    """What `--value-schema` / `--key-schema` named: a file, or a subject's latest or Nth version,
+    or a schema id."""
+
+    option: str
+    path: str | None = None
+    kind: str | None = None
+    version: int | str | None = None  # "latest" or a number
+    schema_id: int | None = None
+
+    def describe(self) -> str:
+        if self.path:
+            return self.path
+        if self.schema_id is not None:
+            return f"schema id {self.schema_id}"
+        return f"version {self.version}"
+
+
+def parse_choice(text: str, option: str) -> SchemaChoice:
+    """`latest`, a version number, `id:N`, or a schema file (.avsc, .json JSON Schema, .proto)."""
+    text = text.strip()
+    if text == "latest":
+        return SchemaChoice(option, version="latest")
+    if text.isdigit():
+        return SchemaChoice(option, version=int(text))
+    if text.startswith("id:") and text[3:].isdigit():
+        return SchemaChoice(option, schema_id=int(text[3:]))
+    ext = os.path.splitext(text)[1].lower()
+    if ext not in _EXTENSIONS:
+        raise UsageError(
+            f"{option} {text!r}: expected latest, a version number, id:N, or a schema file "
+            "(.avsc Avro, .json JSON Schema, .proto Protobuf)"
+        )
+    if not os.path.isfile(text):
+        raise UsageError(f"{option} {text}: no such file")
+    return SchemaChoice(option, path=text, kind=_EXTENSIONS[ext])
+
+
+def subject_name(strategy: str, topic: str, is_key: bool, record: str | None) -> str:
+    """The subject under the registry's naming strategies (TopicNameStrategy is the default)."""
+    part = "key" if is_key else "value"
+    if strategy == "topic":
+        return f"{topic}-{part}"
+    if not record:
+        raise UsageError(f"--subject-strategy {strategy} needs a schema with a record name")
+    return record if strategy == "record" else f"{topic}-{record}"
+
+
+class _Registry:
+    """A lazily made client (it does not pickle) with the lookups kxtx needs."""
+
+    def __init__(self, cfg: reg.RegistryConfig) -> None:
+        self.cfg = cfg
+        self._client: Any = None
+
+    def __getstate__(self) -> dict:
+        return {"cfg": self.cfg, "_client": None, "_serialized": None}
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = reg.connect(self.cfg)
+        return self._client
+
+    def serialized(
+        self, what: str, schema_id: int | None = None, subject: str | None = None, version: Any = None
+    ) -> Any:
+        """A schema in the registry's `format=serialized` (Protobuf: a base64 FileDescriptorProto;
+        other types as they are), by id or by subject and version. A client of its own: the
+        client's cache keys schemas by id alone, whatever format they were fetched in."""
+        if getattr(self, "_serialized", None) is None:
+            self._serialized = reg.connect(self.cfg)
+        c = self._serialized
+        if schema_id is not None:
+            return self.call(what, c.get_schema, schema_id, None, "serialized")
+        return self.call(what, c.get_version, subject, version, False, "serialized").schema
+
+    def call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        return reg.call(self.cfg, what, lambda: fn(*args, **kwargs))
+
+    def references(self, refs: list | None) -> dict[str, str]:
+        """name -> schema text of every schema `refs` names, references of references too."""
+        out: dict[str, str] = {}
+        for ref in refs or []:
+            found = self.call(
+                f"reference {ref.name} ({ref.subject} version {ref.version})",
+                self.client.get_version,
+                ref.subject,
+                ref.version,
+            )
+            out[ref.name] = found.schema.schema_str
+            out.update(self.references(found.schema.references))
+        return out
+
+
+class Writer:
+    """Encodes objects with the one schema chosen for a topic's keys or values."""
+
+    #: the schema's codec (kxtx.schemas.codecs), set by `_load`
+    codec: Any
+
+    def __init__(
+        self,
+        cfg: reg.RegistryConfig,
+        choice: SchemaChoice,
+        topic: str,
+        is_key: bool = False,
+        strategy: str = "topic",
+        register: bool = False,
+        subject: str | None = None,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise UsageError(f"--subject-strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+        self.registry = _Registry(cfg)
+        self.choice, self.topic, self.is_key = choice, topic, is_key
+        self.register = register
+        self.schema_id: int = -1
+        self.version: int | None = None
+        self.subject = ""
+        self._resolve(strategy, subject)
+        head = framing.header(self.schema_id)
+        if self.codec.kind == codecs.PROTOBUF:
+            head += framing.message_indexes(self.codec.indexes)
+        self._head = head
+
+    def _resolve(self, strategy: str, subject: str | None) -> None:
+        c, r = self.choice, self.registry
+        client = r.client
+        if c.path:
+            self._resolve_file(c, strategy, subject)
+            return
+        if c.schema_id is not None:
+            self.subject = subject or ""
+            got = r.call(f"schema id {c.schema_id}", client.get_schema, c.schema_id)
+            self.schema_id = c.schema_id
+            self._load(got.schema_type, got.schema_str, got.references)
+            if not self.subject:
+                self.subject = subject_name("topic", self.topic, self.is_key, None)
+            return
+        if strategy != "topic" and not subject:
+            raise UsageError(
+                f"{c.option} {c.version}: name the subject (--subject-strategy {strategy} needs a schema file)"
+            )
+        self.subject = subject or subject_name("topic", self.topic, self.is_key, None)
+        what = f"subject {self.subject} version {c.version}"
+        try:
+            if c.version == "latest":
+                found = r.call(what, client.get_latest_version, self.subject)
+            else:
+                found = r.call(what, client.get_version, self.subject, c.version)
+        except reg.RegistryError as exc:
+            if exc.status == 404:
+                raise ConfigError(
+                    f"{c.option} {c.version}: schema registry {r.cfg.shown_url} has no {what} ({exc.args[0].rpartition(': ')[2]})"
+                ) from None
+            raise
+        self.schema_id, self.version = found.schema_id, found.version
+        self._load(found.schema.schema_type, found.schema.schema_str, found.schema.references)
+
+    def _resolve_file(self, c: SchemaChoice, strategy: str, subject: str | None) -> None:
+        """A schema file: registered under its subject with --register, else looked up there."""
+        from confluent_kafka.schema_registry import Schema
+
+        r = self.registry
+        text = read_file(c)
+        kind = c.kind or codecs.AVRO
+        try:  # the file checked before the registry sees it
+            record = codecs.codec(kind, text).name if kind != codecs.PROTOBUF else _proto_name(text)
+        except Mismatch as exc:
+            raise ConfigError(f"{c.option} {c.path}: {exc}") from None
+        self.subject = subject or subject_name(strategy, self.topic, self.is_key, record)
+        schema = Schema(text, kind)
+        what = f"looking up {c.path} under subject {self.subject}"
+        if self.register:
+            got = r.call(
+                f"registering {c.path} under subject {self.subject}",
+                r.client.register_schema_full_response,
+                self.subject,
+                schema,
+            )
+            self.schema_id, self.version = got.schema_id, got.version
+            if self.schema_id is None or self.version is None:  # some registries answer with the id only
+                found = r.call(what, r.client.lookup_schema, self.subject, schema)
+                self.schema_id, self.version = found.schema_id, found.version
+        else:
+            try:
+                found = r.call(what, r.client.lookup_schema, self.subject, schema)
+            except reg.RegistryError as exc:
+                if exc.status == 404:
+                    raise ConfigError(
+                        f"{c.option} {c.path}: not registered under subject {self.subject} in schema "
+                        f"registry {r.cfg.shown_url}; pass --register to register it"
+                    ) from None
+                raise
+            self.schema_id, self.version = found.schema_id, found.version
+        self._load(kind, text, [])
+
+    def _load(self, kind: str | None, text: str, refs: list) -> None:
+        kind = (kind or codecs.AVRO).upper()
+        references = self.registry.references(refs)
+        if kind == codecs.PROTOBUF:  # the registry compiles .proto text; kxtx reads the result
+            got = self.registry.serialized(f"schema id {self.schema_id}", self.schema_id)
+            text = got.schema_str
+            references = _serialized_references(self.registry, got.references)
+        self._text, self._references = text, references
+        try:
+            self.codec = codecs.codec(kind, text, references)
+        except Mismatch as exc:
+            raise ConfigError(f"{self.choice.option} {self.choice.describe()}: {exc}") from None
+
+    def encode(self, obj: Any) -> bytes:
+        """The framed record; Mismatch (naming the field) for an object the schema refuses."""
+        return self._head + self.codec.encode(obj)
+
+    def encoder(self) -> Encoder:
+        """This writer's schema as an Encoder (pickles: for Spark's workers)."""
+        return Encoder(self.schema_id, self.codec.kind, self._text, self._references, self._head)
+
+    def fields(self) -> dict[str, Any] | None:
+        return self.codec.fields()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "version": self.version,
+            "schema_id": self.schema_id,
+            "type": self.codec.kind,
+        }
+
+
+def read_file(c: SchemaChoice) -> str:
+    try:
+        with open(c.path or "", encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{c.option} {c.path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _proto_name(text: str) -> str | None:
+    """The full name of a .proto file's first message (for the record strategies), read from its
+    text: `package a.b;` and `message X {`."""
+    import re
+
+    pkg = re.search(r"^\s*package\s+([\w.]+)\s*;", text, re.M)
+    msg = re.search(r"^\s*message\s+(\w+)", text, re.M)
+    if not msg:
+        return None
+    return f"{pkg.group(1)}.{msg.group(1)}" if pkg else msg.group(1)
+
+
+def _serialized_references(r: _Registry, refs: list | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for ref in refs or []:
+        found = r.serialized(
+            f"reference {ref.name} ({ref.subject} version {ref.version})", None, ref.subject, ref.version
+        )
+        out[ref.name] = found.schema_str
+        out.update(_serialized_references(r, found.references))
+    return out
+
+
+class Encoder:
+    """A Writer's schema without its registry client: what `kxtx pipe` ships to Spark's workers to
+    encode the UDF's results (it pickles; the codec is built once per worker process)."""
+
+    def __init__(self, schema_id: int, kind: str, text: str, references: dict[str, str], head: bytes) -> None:
+        self.schema_id, self.kind, self.text, self.references, self.head = (
+            schema_id,
+            kind,
+            text,
+            references,
+            head,
+        )
+        self._codec: Any = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_codec": None}
+
+    def encode(self, obj: Any) -> bytes:
+        c = self._codec
+        if c is None:
+            c = self._codec = _process_codec(
+                ("encode", self.schema_id, self.text), self.kind, self.text, self.references
+            )
+        return self.head + c.encode(obj)
+
+
+#: codecs built in this process, by schema: `kxtx pipe` unpickles its Reader and Encoder once per
+#: Spark task, and a worker process runs many tasks. Hung off a module in sys.modules because
+#: code Spark ships by value gets fresh module globals per task (kxtx.pipe.worker.task).
+def _process_codecs() -> dict:
+    import sys
+
+    holder = sys.modules.get("kxtx_schema_codecs")
+    if holder is None:
+        import types
+
+        holder = sys.modules["kxtx_schema_codecs"] = types.ModuleType("kxtx_schema_codecs")
+        holder.codecs = {}  # type: ignore[attr-defined]
+    return holder.codecs
+
+
+def _process_codec(key: tuple, kind: str, text: str, references: dict[str, str]) -> Any:
+    cache = _process_codecs()
+    c = cache.get(key)
+    if c is None:
+        c = cache[key] = codecs.codec(kind, text, references)
+    return c
+
+
+class Decoded(NamedTuple):
+    value: Any
+    schema_id: int
+
+
+@dataclass
+class _Known:
+    kind: str
+    text: str
+    references: dict[str, str]
+    subjects: list[str] | None = None
+
+
+@dataclass
+class Reader:
+    """Decodes framed records; each schema id is fetched once (per process: `_codecs` is not
+    pickled, the texts are)."""
+
+    cfg: reg.RegistryConfig
+    #: the format the records must have (codecs.AVRO, ...), or None: whatever their schema says
+    expect: str | None = None
+    known: dict[int, _Known] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._registry = _Registry(self.cfg)
+        self._codecs: dict[int, Any] = {}
+        self.fetches = 0
+
+    def __getstate__(self) -> dict:
+        return {"cfg": self.cfg, "expect": self.expect, "known": self.known}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
+    def codec_of(self, schema_id: int) -> Any:
+        c = self._codecs.get(schema_id)
+        if c is not None:
+            return c
+        key = ("decode", self.cfg.url, schema_id)
+        c = _process_codecs().get(key)
+        if c is None:
+            k = self.known.get(schema_id)
+            if k is None:
+                k = self.known[schema_id] = self._fetch(schema_id)
+            try:
+                c = _process_codec(key, k.kind, k.text, k.references)
+            except Mismatch as exc:
+                raise Mismatch(f"schema id {schema_id}: {exc}") from None
+        if self.expect and c.kind != self.expect:
+            raise Mismatch(f"schema id {schema_id} is {c.kind}, not {self.expect}")
+        self._codecs[schema_id] = c
+        return c
+
+    def _fetch(self, schema_id: int) -> _Known:
+        r = self._registry
+        self.fetches += 1
+        try:  # serialized: Protobuf comes compiled; Avro and JSON Schema come as they are
+            got = r.serialized(f"schema id {schema_id}", schema_id)
+        except reg.RegistryError as exc:
+            if exc.status == 404:
+                raise UnknownSchema(
+                    f"schema id {schema_id} is not in schema registry {self.cfg.shown_url}"
+                ) from None
+            raise
+        kind = (got.schema_type or codecs.AVRO).upper()
+        if kind == codecs.PROTOBUF:
+            return _Known(kind, got.schema_str, _serialized_references(r, got.references))
+        return _Known(kind, got.schema_str, r.references(got.references))
+
+    def prefetch(self, values: Any) -> None:
+        """Fetch every schema id of these framed values not known yet (the driver, before it ships
+        a batch to Spark: the workers then need no registry). Values not framed are left to decode."""
+        for v in values:
+            if v is not None and len(v) >= framing.HEADER and v[0] == framing.MAGIC:
+                sid = int.from_bytes(v[1 : framing.HEADER], "big")
+                if sid not in self.known:
+                    try:
+                        self.known[sid] = self._fetch(sid)
+                    except (UnknownSchema, Mismatch):
+                        pass  # that record's decoding says so, on the worker
+
+    def decode(self, data: bytes) -> Decoded:
+        """framing.NotFramed, UnknownSchema or Mismatch for a record it cannot decode."""
+        sid = framing.schema_id(data)
+        c = self.codec_of(sid)
+        if c.kind == codecs.PROTOBUF:
+            indexes, pos = framing.read_message_indexes(data, framing.HEADER)
+            return Decoded(c.decode(data[pos:], indexes), sid)
+        return Decoded(c.decode(data[framing.HEADER :]), sid)
+
+    def subjects(self, schema_id: int) -> list[str]:
+        """The subjects a schema id is registered under (for display; [] if the registry cannot say)."""
+        k = self.known.get(schema_id)
+        if k is not None and k.subjects is not None:
+            return k.subjects
+        r = self._registry
+        try:
+            found = list(
+                r.call(f"subjects of schema id {schema_id}", r.client.get_subjects_by_schema_id, schema_id)
+            )
+        except (reg.RegistryError, AttributeError):
+            found = []
+        if k is not None:
+            k.subjects = found
+        return found

@@ -1,0 +1,372 @@
+"""The schema registry's pure parts, without a registry: the wire format, the codecs, CSV typing,
+schema choices, subject names, and the registry's settings."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+
+import pytest
+
+from kxtx.client import registry
+from kxtx.client.settings import resolve
+from kxtx.errors import ConfigError, UsageError
+from kxtx.schemas import codecs, framing
+from kxtx.schemas.codecs import Mismatch
+from kxtx.schemas.serde import parse_choice, subject_name
+
+pytest.importorskip("fastavro")
+
+
+# --- the wire format ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("schema_id", "payload", "framed"),
+    [
+        (1, b"", b"\x00\x00\x00\x00\x01"),
+        (258, b"ab", b"\x00\x00\x00\x01\x02ab"),
+        (2**31 - 1, b"\x00", b"\x00\x7f\xff\xff\xff\x00"),
+    ],
+)
+def test_frame_and_schema_id(schema_id, payload, framed):
+    assert framing.frame(schema_id, payload) == framed
+    assert framing.schema_id(framed) == schema_id
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [(b"", "0 bytes: too short"), (b"\x00\x00\x01", "3 bytes: too short"), (b'{"a": 1}', "first byte 123")],
+)
+def test_bytes_that_are_not_framed(data, why):
+    with pytest.raises(framing.NotFramed, match=why):
+        framing.schema_id(data)
+
+
+@pytest.mark.parametrize(
+    ("n", "encoded"),
+    [
+        (0, b"\x00"),
+        (1, b"\x02"),
+        (-1, b"\x01"),
+        (63, b"\x7e"),
+        (64, b"\x80\x01"),
+        (-65, b"\x81\x01"),
+        (300, b"\xd8\x04"),
+    ],
+)
+def test_zigzag_varints(n, encoded):
+    assert framing.varint(n) == encoded
+    assert framing.read_varint(encoded + b"rest", 0) == (n, len(encoded))
+
+
+@pytest.mark.parametrize(
+    ("indexes", "encoded"),
+    [([0], b"\x00"), ([1], b"\x02\x02"), ([0, 2], b"\x04\x00\x04"), ([3, 1, 0], b"\x06\x06\x02\x00")],
+)
+def test_protobuf_message_indexes(indexes, encoded):
+    assert framing.message_indexes(indexes) == encoded
+    assert framing.read_message_indexes(encoded + b"msg", 0) == (indexes, len(encoded))
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [(b"\x80", "runs past the end"), (b"\x02\x01", "negative index"), (b"\xfe\x01", "not a plausible")],
+)
+def test_bad_message_indexes(data, why):
+    with pytest.raises(framing.NotFramed, match=why):
+        framing.read_message_indexes(data, 0)
+
+
+# --- Avro ----------------------------------------------------------------------------------------
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {
+            "name": "customer",
+            "type": {"type": "record", "name": "Customer", "fields": [{"name": "name", "type": "string"}]},
+        },
+        {"name": "amount", "type": ["null", "double"], "default": None},
+        {"name": "paid", "type": "boolean", "default": False},
+    ],
+}
+
+
+def test_avro_round_trip_and_bytes_as_avro_writes_them():
+    c = codecs.AvroCodec(json.dumps(ORDER))
+    obj = {"id": 7, "customer": {"name": "x"}, "amount": 1.5, "paid": True}
+    data = c.encode(obj)
+    assert data[:4] == b"\x0e\x02x\x02"  # long 7 zig-zag, string "x", union branch 1
+    assert c.decode(data) == obj
+    assert c.name == "shop.Order"
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"id": "x", "customer": {"name": "a"}}, "field id: expected long, got 'x'"),
+        ({"id": 1, "customer": {"name": 5}}, "field customer.name: expected string, got 5"),
+        ({"id": 1}, "field customer: missing (expected shop.Customer)"),
+        (
+            {"id": 1, "customer": {"name": "a"}, "amount": "much"},
+            "field amount: expected null or double, got 'much'",
+        ),
+        ("not a record", "expected shop.Order, got 'not a record'"),
+    ],
+)
+def test_avro_names_the_field_that_does_not_fit(obj, message):
+    with pytest.raises(Mismatch, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        codecs.AvroCodec(json.dumps(ORDER)).encode(obj)
+
+
+def test_avro_bad_schema_and_bad_bytes():
+    with pytest.raises(Mismatch, match="not a valid Avro schema"):
+        codecs.AvroCodec('{"type": "record", "name": "X", "fields": [{"name": "a", "type": "nope"}]}')
+    with pytest.raises(Mismatch, match="not an Avro record of this schema"):
+        codecs.AvroCodec(json.dumps(ORDER)).decode(b"\x0e")
+
+
+def test_avro_references_resolve_named_types():
+    ref = json.dumps(
+        {
+            "type": "record",
+            "name": "Money",
+            "namespace": "shop",
+            "fields": [{"name": "cents", "type": "long"}],
+        }
+    )
+    schema = json.dumps(
+        {
+            "type": "record",
+            "name": "Line",
+            "namespace": "shop",
+            "fields": [{"name": "price", "type": "shop.Money"}],
+        }
+    )
+    c = codecs.AvroCodec(schema, {"money.avsc": ref})
+    assert c.decode(c.encode({"price": {"cents": 5}})) == {"price": {"cents": 5}}
+
+
+# --- JSON Schema ---------------------------------------------------------------------------------
+JSON_ORDER = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+    "required": ["id"],
+}
+
+
+def test_json_schema_round_trip_and_what_does_not_fit():
+    c = codecs.JsonSchemaCodec(json.dumps(JSON_ORDER))
+    assert c.decode(c.encode({"id": 1, "tags": ["a"]})) == {"id": 1, "tags": ["a"]}
+    with pytest.raises(Mismatch, match="^field id: 'x' is not of type 'integer'"):
+        c.encode({"id": "x"})
+    with pytest.raises(Mismatch, match="^field tags.1: 2 is not of type 'string'"):
+        c.encode({"id": 1, "tags": ["a", 2]})
+    with pytest.raises(Mismatch, match=r"^field \(document\): 'id' is a required property"):
+        c.encode({})
+    with pytest.raises(Mismatch, match="not a valid JSON Schema"):
+        codecs.JsonSchemaCodec('{"type": 5}')
+
+
+# --- Protobuf ------------------------------------------------------------------------------------
+def _order_proto() -> str:
+    """A serialized FileDescriptorProto, as a registry gives it with format=serialized."""
+    pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
+    f = pb2.FileDescriptorProto(name="order.proto", package="shop", syntax="proto3")
+    f.dependency.append("google/protobuf/timestamp.proto")
+    m = f.message_type.add(name="Order")
+    t = pb2.FieldDescriptorProto
+    m.field.add(name="id", number=1, type=t.TYPE_INT64, label=t.LABEL_OPTIONAL)
+    m.field.add(name="tags", number=2, type=t.TYPE_STRING, label=t.LABEL_REPEATED)
+    m.field.add(name="status", number=3, type=t.TYPE_ENUM, type_name=".shop.Status", label=t.LABEL_OPTIONAL)
+    m.field.add(
+        name="at",
+        number=4,
+        type=t.TYPE_MESSAGE,
+        type_name=".google.protobuf.Timestamp",
+        label=t.LABEL_OPTIONAL,
+    )
+    inner = m.nested_type.add(name="Line")
+    inner.field.add(name="sku", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
+    e = f.enum_type.add(name="Status")
+    e.value.add(name="NEW", number=0)
+    e.value.add(name="PAID", number=1)
+    f.message_type.add(name="Other").field.add(name="x", number=1, type=t.TYPE_INT32, label=t.LABEL_OPTIONAL)
+    return base64.b64encode(f.SerializeToString()).decode()
+
+
+def test_protobuf_round_trip_with_64_bit_ints_enums_and_well_known_types():
+    c = codecs.ProtobufCodec(_order_proto())
+    assert c.name == "shop.Order" and c.indexes == [0]
+    obj = {"id": 2**40, "tags": ["a", "b"], "status": "PAID", "at": "2026-11-28T10:00:00Z"}
+    data = c.encode(obj)
+    assert c.decode(data) == {**obj, "id": 2**40}  # an int, not the JSON mapping's string
+    assert c.decode(c.encode({"id": 1})) == {"id": 1, "tags": [], "status": "NEW", "at": None}
+    with pytest.raises(Mismatch, match="^field id: "):
+        c.encode({"id": "abc"})
+    with pytest.raises(Mismatch, match="has no field named"):
+        c.encode({"nope": 1})
+
+
+def test_protobuf_message_indexes_pick_the_message():
+    c = codecs.ProtobufCodec(_order_proto())
+    other = codecs.ProtobufCodec(_order_proto(), message="Other")
+    assert other.indexes == [1]
+    assert c.decode(other.encode({"x": 3}), [1]) == {"x": 3}
+    assert c.decode(b"\x0a\x01z", [0, 0]) == {"sku": "z"}  # Order.Line, a nested message
+    with pytest.raises(Mismatch, match=r"message indexes \[5\]"):
+        c.decode(b"", [5])
+    with pytest.raises(Mismatch, match="no message 'Nope'"):
+        codecs.ProtobufCodec(_order_proto(), message="Nope")
+
+
+# --- CSV typing and output -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("row", "typed"),
+    [
+        (
+            {"id": "1", "customer": "x", "amount": "2.5", "paid": "true"},
+            {"id": 1, "customer": "x", "amount": 2.5, "paid": True},
+        ),
+        ({"id": "1", "amount": "", "paid": "0"}, {"id": 1, "amount": None, "paid": False}),
+        ({"id": "1", "other": "kept as text"}, {"id": 1, "other": "kept as text"}),
+    ],
+)
+def test_csv_rows_typed_by_the_avro_schema(row, typed):
+    assert codecs.typed_row(codecs.AvroCodec(json.dumps(ORDER)).fields(), row) == typed
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "one"}, "field id: expected long, got 'one'"),
+        ({"paid": "maybe"}, "field paid: expected boolean, got 'maybe'"),
+    ],
+)
+def test_csv_columns_that_do_not_fit(row, message):
+    with pytest.raises(Mismatch, match=message):
+        codecs.typed_row(codecs.AvroCodec(json.dumps(ORDER)).fields(), row)
+
+
+def test_typed_scalar_for_primitive_key_schemas():
+    assert codecs.typed_scalar(codecs.AvroCodec('"long"'), "42") == 42
+    assert codecs.typed_scalar(codecs.AvroCodec('"string"'), "42") == "42"
+    assert codecs.typed_scalar(codecs.JsonSchemaCodec('{"type": "integer"}'), "42") == 42
+    with pytest.raises(Mismatch, match="expected long, got 'x'"):
+        codecs.typed_scalar(codecs.AvroCodec('"long"'), "x")
+
+
+def test_jsonable():
+    when = dt.datetime(2026, 11, 28, 10, 0, tzinfo=dt.timezone.utc)
+    got = codecs.jsonable(
+        {"b": b"\x00\x01", "d": decimal.Decimal("1.10"), "t": when, "l": [dt.date(2026, 1, 2)]}
+    )
+    assert got == {"b": "AAE=", "d": "1.10", "t": "2026-11-28T10:00:00+00:00", "l": ["2026-01-02"]}
+
+
+# --- schema choices and subjects -----------------------------------------------------------------
+def test_schema_choices(tmp_path):
+    avsc = tmp_path / "o.avsc"
+    avsc.write_text("{}")
+    assert parse_choice("latest", "--value-schema").version == "latest"
+    assert parse_choice("3", "--value-schema").version == 3
+    assert parse_choice("id:42", "--value-schema").schema_id == 42
+    c = parse_choice(str(avsc), "--value-schema")
+    assert (c.path, c.kind) == (str(avsc), codecs.AVRO)
+    with pytest.raises(UsageError, match="no such file"):
+        parse_choice(str(tmp_path / "missing.proto"), "--key-schema")
+    with pytest.raises(UsageError, match="expected latest, a version number, id:N, or a schema file"):
+        parse_choice("orders.txt", "--out-schema")
+
+
+@pytest.mark.parametrize(
+    ("strategy", "is_key", "record", "subject"),
+    [
+        ("topic", False, None, "orders-value"),
+        ("topic", True, "shop.Order", "orders-key"),
+        ("record", False, "shop.Order", "shop.Order"),
+        ("topic-record", True, "shop.Order", "orders-shop.Order"),
+    ],
+)
+def test_subject_naming_strategies(strategy, is_key, record, subject):
+    assert subject_name(strategy, "orders", is_key, record) == subject
+
+
+def test_record_strategies_need_a_record_name():
+    with pytest.raises(UsageError, match="needs a schema with a record name"):
+        subject_name("record", "orders", False, None)
+
+
+# --- the registry's settings ---------------------------------------------------------------------
+def test_registry_settings_come_from_flags_env_and_file_and_stay_out_of_librdkafka(tmp_path):
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "bootstrap.servers=b:9092\nschema.registry.url=http://file:8081\nbasic.auth.credentials.source=USER_INFO\n"
+        "basic.auth.user.info=fileuser:filesecret\n"
+    )
+    s = resolve(command_config=str(props), env={})
+    assert s.registry == {
+        "schema.registry.url": "http://file:8081",
+        "schema.registry.basic.auth.user.info": "fileuser:filesecret",
+    }
+    assert not any(k.startswith(("schema.", "basic.")) for k in s.confluent())
+    s = resolve(command_config=str(props), env={"KXTX_SCHEMA_REGISTRY_URL": "http://env:8081"})
+    assert s.registry["schema.registry.url"] == "http://env:8081"
+    s = resolve(
+        command_config=str(props),
+        env={"KXTX_SCHEMA_REGISTRY_URL": "http://env:8081"},
+        registry_url="https://flag:8081",
+        overrides={"schema.registry.ssl.ca.location": "/ca.pem"},
+    )
+    cfg = s.registry_config("--value-schema")
+    assert cfg.url == "https://flag:8081"
+    assert cfg.client_conf()["ssl.ca.location"] == "/ca.pem"
+    assert cfg.client_conf()["basic.auth.user.info"] == "fileuser:filesecret"
+    assert s.redacted()["schema.registry.basic.auth.user.info"] == "***"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"schema.registry.nope": "1"}, "unknown schema registry setting 'schema.registry.nope'"),
+        ({"schema.registry.ssl.truststore.location": "/t.jks"}, "give the CA as PEM"),
+        ({"schema.registry.basic.auth.user.info": "nocolon"}, "expected USER:PASSWORD"),
+        ({"basic.auth.credentials.source": "SASL_INHERIT"}, "kxtx takes only USER_INFO"),
+    ],
+)
+def test_registry_settings_that_cannot_work(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve(overrides=overrides, env={})
+
+
+def test_a_command_without_a_registry_says_how_to_give_one():
+    with pytest.raises(
+        ConfigError, match="--value-format avro needs a schema registry: pass --schema-registry URL"
+    ):
+        resolve(env={}).registry_config("--value-format avro")
+    with pytest.raises(ConfigError, match=r"expected http\(s\)://HOST\[:PORT\]"):
+        resolve(env={}, registry_url="ftp://x").registry_config("--out-schema")
+
+
+def test_credentials_in_the_url_are_never_shown():
+    assert registry.shown("https://user:s3cret@reg:8081/x") == "https://***@reg:8081/x"
+    assert registry.shown("http://a:1,https://u:p@b") == "http://a:1,https://***@b"
+    from kxtx.client.properties import scrub
+
+    resolve(env={}, registry_url="https://user:s3cret-pass@reg:8081")
+    assert "s3cret-pass" not in scrub("failed: https://user:s3cret-pass@reg:8081")
+
+
+def test_http_errors_become_kxtx_errors():
+    cfg = registry.RegistryConfig("http://reg:8081", (("schema.registry.basic.auth.user.info", "u:p"),))
+    auth = registry.translate(cfg, "looking up x", 401, 40101, "Unauthorized")
+    assert isinstance(auth, registry.RegistryError) and auth.exit_code == 1
+    assert "authentication failed (HTTP 401)" in str(auth) and "u:p" not in str(auth)
+    down = registry.translate(cfg, "schema id 3", 503, 50003, "busy")
+    assert isinstance(down, registry.RegistryUnavailable) and down.exit_code == 75
+    missing = registry.translate(cfg, "subject s version latest", 404, 40401, "Subject not found")
+    assert missing.status == 404 and "Subject not found" in str(missing)
