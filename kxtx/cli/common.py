@@ -71,6 +71,16 @@ TimeoutOpt = Annotated[
         rich_help_panel="Connection",
     ),
 ]
+RegistryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--schema-registry",
+        metavar="URL",
+        help="Schema Registry URL (Confluent API); credentials and TLS as -X schema.registry.* "
+        "(README). Env: KXTX_SCHEMA_REGISTRY_URL.",
+        rich_help_panel="Connection",
+    ),
+]
 FormatOpt = Annotated[
     OutputFormat | None,
     typer.Option(
@@ -84,11 +94,18 @@ FormatOpt = Annotated[
 
 
 class ValueFormat(str, enum.Enum):
-    """How record bytes are handed over or shown: as they are, UTF-8 text, or parsed JSON."""
+    """How record bytes are handed over or shown: as they are, UTF-8 text, parsed JSON, or
+    decoded through a schema registry."""
 
     raw = "raw"
     string = "string"
     json = "json"
+    #: framed for a schema registry (Confluent wire format), decoded with the record's schema
+    avro = "avro"
+    protobuf = "protobuf"
+    jsonschema = "jsonschema"
+    #: any of the three, whatever each record's schema is; what is not framed, as text
+    auto = "auto"
 
 
 YesOpt = Annotated[
@@ -113,12 +130,13 @@ def connection(
     config: list[str] | None = None,
     command_config: str | None = None,
     timeout: float | None = None,
+    schema_registry: str | None = None,
 ) -> Settings:
     """Build the one Settings object from the shared connection options."""
     from kxtx.client.settings import resolve
     from kxtx.parsers import parse_kv_list
 
-    return resolve(bootstrap, parse_kv_list(config), command_config, timeout)
+    return resolve(bootstrap, parse_kv_list(config), command_config, timeout, registry_url=schema_registry)
 
 
 # --- the error boundary -----------------------------------------------------------------------------

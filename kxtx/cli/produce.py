@@ -14,6 +14,7 @@ from kxtx.cli.common import (
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
+    RegistryOpt,
     TimeoutOpt,
     boundary,
     complete_words,
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
 
 _MAP = "Record mapping"
 _TXN = "Transactions"
+_SR = "Schema Registry"
+_SCHEMA_HELP = (
+    "a schema file (.avsc Avro, .json JSON Schema, .proto Protobuf) registered under the subject, "
+    "or latest, a version number, id:N of the subject"
+)
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]i?b?|b)?", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -182,11 +188,50 @@ def produce(
             "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
         ),
     ] = "fail",
+    value_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--value-schema",
+            metavar="SCHEMA",
+            rich_help_panel=_SR,
+            help=f"Encode each value with {_SCHEMA_HELP} (Confluent wire format); a line that does "
+            "not fit is a bad line.",
+        ),
+    ] = None,
+    key_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--key-schema",
+            metavar="SCHEMA",
+            rich_help_panel=_SR,
+            help="Encode each key (--key-field) the same way, under the TOPIC-key subject.",
+        ),
+    ] = None,
+    subject_strategy: Annotated[
+        str,
+        typer.Option(
+            "--subject-strategy",
+            metavar="topic|record|topic-record",
+            autocompletion=complete_words("topic|record|topic-record"),
+            rich_help_panel=_SR,
+            help="Subject naming: TOPIC-value, the record's full name, or TOPIC-RECORD.",
+        ),
+    ] = "topic",
+    register: Annotated[
+        bool,
+        typer.Option(
+            "--register",
+            rich_help_panel=_SR,
+            help="Register the schema file under its subject (never done otherwise: an unregistered "
+            "file is refused).",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None,
+    schema_registry: RegistryOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Load files into a topic exactly once, in transactions, resumable after a crash.
@@ -204,7 +249,10 @@ def produce(
     from kxtx.produce.loop import Run
     from kxtx.produce.mapping import MappingSpec, parse_header_options
     from kxtx.produce.options import ProduceOptions
+    from kxtx.produce.schemas import SchemaOptions
 
+    schemas = SchemaOptions(value_schema, key_schema, subject_strategy, register)
+    schemas.check(key_field)
     consts, from_fields = parse_header_options(header, header_field)
     opts = ProduceOptions(
         topic=topic,
@@ -220,6 +268,7 @@ def produce(
         checkpoint_topic=checkpoint_topic,
         on_error=on_error,
         restart=restart,
+        schemas=schemas,
     )
     # one rewritten status line on stderr, only when stderr is a terminal
     progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
@@ -228,7 +277,7 @@ def produce(
         if dry_run:
             summary = run_dry(opts, progress)
         else:
-            settings = connection(bootstrap, config, command_config, timeout)
+            settings = connection(bootstrap, config, command_config, timeout, schema_registry)
             summary = Run(settings, opts, progress).execute()
     finally:
         if progress:

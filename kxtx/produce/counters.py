@@ -67,6 +67,8 @@ class Summary(Result):
     partitions: list[PartitionRange]
     errors: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
     files: list[FileResult]
+    #: the registry schemas keys / values were written with (`--value-schema`, `--key-schema`)
+    schemas: list[dict] = field(default_factory=list, metadata=OMIT_EMPTY)
     #: why nothing was written (every input was produced already); the CLI also says it on stderr
     message: str = field(default="", metadata=OMIT_EMPTY)
 

@@ -46,8 +46,14 @@ def dry_run(opts: ProduceOptions, progress: ProgressFn | None = None) -> DryRunS
     stats = Stats(opts.topic, "", progress)
     limit = brokerside.CLIENT_MAX_BYTES
     files = []
+    value_writer = key_writer = None
+    if opts.schemas.given:
+        from kxtx.produce.schemas import writers
+
+        value_writer, key_writer = writers(opts.schemas, opts.topic, None)
     for src in sources_of(opts.paths, opts.input_format):
         mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records
+        mapper.use_schemas(value_writer, key_writer)
         for line in inputs.read(src):
             if line.lineno == 0:
                 set_header(mapper, src, line)

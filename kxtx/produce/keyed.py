@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 def fast_file(settings: Settings, src: Source, mapper: Mapper) -> Callable[..., PlainFile] | None:
     """The fast path class for this input under a run's settings, or None for the general path."""
+    if mapper.encodes:
+        return None  # records encoded with a registry schema take the general path
     if settings.props.get("partitioner", "murmur2_random") != "murmur2_random":
         return None  # a user's partitioner decides alone: only librdkafka knows it
     if plain.usable(settings, src, mapper):

@@ -49,6 +49,8 @@ class Run:
         self.stats = Stats(opts.topic, self.txid, progress)
         self.resumable = any(not s.is_stdin for s in self.sources)
         self.producer: Any = None
+        self.value_writer: Any = None
+        self.key_writer: Any = None
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
         self.signals = Guard()
         self._restarted: set[str] = set()
@@ -76,6 +78,12 @@ class Run:
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
         s, o = self.settings, self.opts
+        if o.schemas.given:  # before Kafka: a schema problem stops the run before anything is written
+            from kxtx.produce.schemas import writers
+
+            self.value_writer, self.key_writer = writers(o.schemas, o.topic, s)
+            for mapper in self.mappers:
+                mapper.use_schemas(self.value_writer, self.key_writer)
         # Created first: a new client waits a while for its first answer, so the producer
         # connects while the admin client checks the topics and init_transactions() finds it
         # connected (bench/README.md, "Behind produce's constants").
@@ -281,7 +289,12 @@ class Run:
         message = ""
         if self.stats.nothing_to_do:
             message = f"nothing to do: every input was already produced under transactional id {self.txid}"
-        return self.stats.summary(files, message)
+        summary = self.stats.summary(files, message)
+        if self.value_writer is not None or self.key_writer is not None:
+            from kxtx.produce.schemas import described
+
+            summary = dataclasses.replace(summary, schemas=described(self.value_writer, self.key_writer))
+        return summary
 
     # --- transactions: the API of the fast paths (plain.py, keyed.py) too ------------------------
     def begin(self) -> None:

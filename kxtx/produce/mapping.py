@@ -173,6 +173,40 @@ class Mapper:
         #: value = the line as it is, no key, headers or fields: only validation remains (the
         #: engine then skips map() on its hot path)
         self.plain = not spec.fields() and not spec.value_as_json and not spec.headers
+        #: kxtx.schemas.serde Writers (or their dry-run stand-ins): encode keys / values with a schema
+        self.value_writer: Any = None
+        self.key_writer: Any = None
+        self._value_fields: dict[str, Any] | None = None
+
+    def use_schemas(self, value: Any, key: Any) -> None:
+        """Encode values and/or keys with these writers (`encode(obj) -> bytes`, raising
+        kxtx.schemas.codecs.Mismatch): every record then takes the general path."""
+        self.value_writer, self.key_writer = value, key
+        if value is not None or key is not None:
+            self.plain = False
+        if value is not None and self.fmt == "csv":
+            self._value_fields = value.fields()
+
+    @property
+    def encodes(self) -> bool:
+        return self.value_writer is not None or self.key_writer is not None
+
+    def _encode(self, writer: Any, obj: Any, what: str) -> bytes:
+        from kxtx.schemas.codecs import Mismatch
+
+        try:
+            return writer.encode(obj)
+        except Mismatch as exc:
+            raise BadRecord(f"{what}: {exc}" if what else str(exc)) from None
+
+    def _csv_typed(self, writer: Any, text: Any, what: str) -> Any:
+        """A CSV column (text) as the type a primitive schema wants (a long key, say)."""
+        from kxtx.schemas.codecs import Mismatch, typed_scalar
+
+        try:
+            return typed_scalar(writer.codec, text)
+        except Mismatch as exc:
+            raise BadRecord(f"{what}: {exc}") from None
 
     # --- CSV ------------------------------------------------------------------------------------
     def set_header(self, columns: list[str]) -> None:
@@ -201,6 +235,9 @@ class Mapper:
         if line.error:
             raise BadRecord(line.error)
         if self.fmt == "lines":
+            if self.value_writer is not None:
+                text = line.raw.decode("utf-8", "replace")
+                return Record(None, self._encode(self.value_writer, text, ""), self.const_headers, None, None)
             return Record(None, line.raw, self.const_headers, None, None)
         doc: Any
         if self.fmt == "jsonl":
@@ -219,18 +256,35 @@ class Mapper:
     def _record(self, line: Line, doc: Any, get: Callable[[Any, str], Any]) -> Record:  # noqa: C901
         spec = self.spec
         key = value = None
+        vw, kw, csv = self.value_writer, self.key_writer, self.fmt == "csv"
         if spec.key_field:
             k = get(doc, spec.key_field)
             if k is None:
                 raise BadRecord(f"missing key field {spec.key_field!r}")
-            key = value_bytes(k)
+            if kw is None:
+                key = value_bytes(k)
+            else:
+                key = self._encode(kw, self._csv_typed(kw, k, "key") if csv else k, "key")
         if spec.value_field:
             v = get(doc, spec.value_field)
             if v is None:
                 raise BadRecord(f"missing value field {spec.value_field!r}")
-            value = value_bytes(v)
+            if vw is None:
+                value = value_bytes(v)
+            else:
+                value = self._encode(vw, self._csv_typed(vw, v, "value") if csv else v, "")
+        elif csv and vw is not None:
+            from kxtx.schemas.codecs import Mismatch, typed_row
+
+            try:
+                row = typed_row(self._value_fields, dict(zip(self.columns, doc)))
+            except Mismatch as exc:
+                raise BadRecord(str(exc)) from None
+            value = self._encode(vw, row, "")
         elif spec.value_as_json:
             value = value_bytes(dict(zip(self.columns, doc)))
+        elif vw is not None:
+            value = self._encode(vw, doc, "")
         else:
             value = line.raw
         headers = self.const_headers

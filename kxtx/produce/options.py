@@ -8,6 +8,7 @@ from kxtx.errors import UsageError
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN, inputs
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.mapping import MappingSpec
+from kxtx.produce.schemas import SchemaOptions
 
 
 @dataclass
@@ -23,6 +24,7 @@ class ProduceOptions:
     checkpoint_topic: str = cpmod.DEFAULT_TOPIC
     on_error: str = "fail"  # fail | skip | dlq:TOPIC
     restart: bool = False
+    schemas: SchemaOptions = field(default_factory=SchemaOptions)
 
 
 def error_policy(text: str) -> tuple[str, str | None]:
