@@ -15,6 +15,7 @@ from kxtx.cli.common import (
     ConfigOpt,
     FormatOpt,
     OutputFormat,
+    RegistryOpt,
     TimeoutOpt,
     ValueFormat,
     boundary,
@@ -25,6 +26,7 @@ from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
 if TYPE_CHECKING:
     from kxtx.dump.partition import Batch, PartitionDump, Summary
     from kxtx.records.batchrecords import RecordRow
+    from kxtx.schemas.rows import RowDecoder
 
 _RECORDS = "Records (--records)"
 
@@ -73,7 +75,8 @@ def partition_cmd(
         typer.Option(
             "--value-format",
             help="Keys, values and header values as UTF-8 text (undecodable bytes as \\xNN), parsed "
-            "JSON (text when not JSON), or raw bytes (base64).",
+            "JSON (text when not JSON), or raw bytes (base64); avro, protobuf, jsonschema or auto: "
+            "decoded through --schema-registry, with each record's schema id and subject.",
             rich_help_panel=_RECORDS,
         ),
     ] = ValueFormat.string,
@@ -92,6 +95,7 @@ def partition_cmd(
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None,
+    schema_registry: RegistryOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Show a data partition's record batches over the wire (no broker disk needed): producer id and
@@ -110,9 +114,13 @@ def partition_cmd(
         raise UsageError("--around-lso excludes --from and --to")
     texts = around_lso(around) if around is not None else (start or "earliest", end or "hw")
     first, last = parse_from(texts[0]), parse_to(texts[1])
-    dumps = dump_partitions(
-        connection(bootstrap, config, command_config, timeout), topic, partitions, first, last, records
-    )
+    settings = connection(bootstrap, config, command_config, timeout, schema_registry)
+    decode = None
+    if value_format.value in ("avro", "protobuf", "jsonschema", "auto"):
+        from kxtx.schemas.rows import decoder
+
+        decode = decoder(settings.registry_config(f"--value-format {value_format.value}"), value_format.value)
+    dumps = dump_partitions(settings, topic, partitions, first, last, records)
     summaries = [d.summary for d in dumps]
     fmt = choose(fmt)
     if fmt is OutputFormat.json:
@@ -120,16 +128,20 @@ def partition_cmd(
 
         # made as they are written: held whole, a partition's records took many times their size
         # (bench/README.md, "`-o json --records` streamed")
-        batches = Streamed(_with_records(b, rows, records) for b, rows in _batches(dumps, value_format))
+        batches = Streamed(
+            _with_records(b, rows, records) for b, rows in _batches(dumps, value_format, decode)
+        )
         emit({"batches": batches, "summary": summaries}, fmt)
     elif fmt is OutputFormat.jsonl:
-        emit_row_batches(([b.row(), *rows] for b, rows in _batches(dumps, value_format)), fmt)
+        emit_row_batches(([b.row(), *rows] for b, rows in _batches(dumps, value_format, decode)), fmt)
         emit_rows(summaries, fmt)
     else:
-        _tables(dumps, summaries, value_format, width, records)
+        _tables(dumps, summaries, value_format, width, records, decode)
 
 
-def _batches(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[tuple[Batch, list[RecordRow]]]:
+def _batches(
+    dumps: list[PartitionDump], how: ValueFormat, decode: RowDecoder | None = None
+) -> Iterator[tuple[Batch, list[RecordRow]]]:
     """Per batch, in offset order: the batch and its records' rows (with --records)."""
     from kxtx.records.batchrecords import record_rows
 
@@ -138,7 +150,7 @@ def _batches(dumps: list[PartitionDump], how: ValueFormat) -> Iterator[tuple[Bat
         for b in d.batches:
             rows: list[RecordRow] = []
             if b.records is not None:
-                rows = record_rows(b.records, b.partition, b.fate, how.value, s.first, s.end, s.lso)
+                rows = record_rows(b.records, b.partition, b.fate, how.value, s.first, s.end, s.lso, decode)
                 b.records = None  # written: the batch's bytes can go
             yield b, rows
 
@@ -151,13 +163,18 @@ def _with_records(b: Batch, rows: list[RecordRow], records: bool) -> dict:
 
 
 def _tables(
-    dumps: list[PartitionDump], summaries: list[Summary], how: ValueFormat, width: int, records: bool
+    dumps: list[PartitionDump],
+    summaries: list[Summary],
+    how: ValueFormat,
+    width: int,
+    records: bool,
+    decode: RowDecoder | None = None,
 ) -> None:
     batches: list[dict] = []
     shown: list[dict] = []
-    for b, rows in _batches(dumps, how):
+    for b, rows in _batches(dumps, how, decode):
         batches.append(_batch_cell(b))
-        shown.extend(_record_cell(r, width) for r in rows)
+        shown.extend(_record_cell(r, width, decode is not None) for r in rows)
     emit_rows(batches, OutputFormat.table, BATCH_COLUMNS, title="batches")
     if records:
         # columns that would say nothing are left out: 80 columns fit longer keys
@@ -166,6 +183,8 @@ def _tables(
             for c in RECORD_COLUMNS
             if (c != "p" or len(dumps) > 1) and (c != "headers" or any(r["headers"] for r in shown))
         ]
+        if decode is not None:  # the schema id of each value, or why it could not be decoded
+            columns.insert(columns.index("value"), "schema")
         emit_rows(shown, OutputFormat.table, columns, title="records")
     emit_rows([_summary_cell(s) for s in summaries], OutputFormat.table, SUMMARY_COLUMNS, title="summary")
 
@@ -209,9 +228,9 @@ def _batch_cell(b: Batch) -> dict:
     }
 
 
-def _record_cell(row: RecordRow, width: int) -> dict:
+def _record_cell(row: RecordRow, width: int, schema: bool = False) -> dict:
     headers = ",".join(f"{k}={_text(v)}" for k, v in row["headers"])
-    return {
+    cell = {
         "p": row["partition"],
         "offset": row["offset"],
         "time": (row["time"] or "")[11:23] or None,
@@ -220,6 +239,12 @@ def _record_cell(row: RecordRow, width: int) -> dict:
         "headers": _cut(headers, width) if headers else None,
         "fate": row["fate"],
     }
+    if schema:
+        extra: dict = row  # type: ignore[assignment]  # the decoder's keys are not in RecordRow
+        cell["schema"] = extra.get("value_schema_id")
+        if "value_error" in extra:
+            cell["value"] = _cut(extra["value_error"], max(width, 40))
+    return cell
 
 
 def _text(value: object) -> str:

@@ -9,6 +9,7 @@ message names the codec and the package, instead of kafka-python's "Libraries ..
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from kxtx.errors import KxtxError
@@ -242,6 +243,41 @@ def _loads(data: bytes) -> Any:
     return orjson.loads(data)
 
 
+def _decoded_rows(
+    records: BatchRecords,
+    partition: int,
+    fate: str | None,
+    lo: int,
+    hi: int,
+    lso: int,
+    decode: Callable[[bytes | None, str], tuple[Any, dict]],
+) -> list[RecordRow]:
+    visible_fate = fate != "aborted"
+    iso = ISO.get
+    rows: list[RecordRow] = []
+    for o, ts, key, value, headers in records.read():
+        if not lo <= o < hi:
+            continue
+        k, k_extra = decode(key, "key")
+        v, v_extra = decode(value, "value")
+        row: Any = {
+            "kind": "record",
+            "partition": partition,
+            "offset": o,
+            "timestamp": ts,
+            "time": iso(ts) or iso_ms(ts),
+            "key": k,
+            "headers": [[hk, _text(hv)] for hk, hv in headers] if headers else [],
+            "value": v,
+            **k_extra,
+            **v_extra,
+            "fate": fate,
+            "read_committed": visible_fate and o < lso,
+        }
+        rows.append(row)
+    return rows
+
+
 class RecordRow(TypedDict):
     """A record's row in `dump partition --records`. A dict, not a `kxtx.results.Result`: one is
     built per record and written as it is (bench/README.md, "dump partition")."""
@@ -259,12 +295,23 @@ class RecordRow(TypedDict):
 
 
 def record_rows(
-    records: BatchRecords, partition: int, fate: str | None, how: str, lo: int, hi: int, lso: int
+    records: BatchRecords,
+    partition: int,
+    fate: str | None,
+    how: str,
+    lo: int,
+    hi: int,
+    lso: int,
+    decode: Callable[[bytes | None, str], tuple[Any, dict]] | None = None,
 ) -> list[RecordRow]:
     """The rows of a data batch's records in [lo, hi), each with its batch's fate and whether a
-    read_committed consumer reads it now (below the LSO, not aborted)."""
+    read_committed consumer reads it now (below the LSO, not aborted). `decode(bytes, "key" or
+    "value")` -> (shown, extra keys of the row), for keys and values framed for a schema registry
+    (kxtx.schemas.rows); header values are then shown as text."""
     visible_fate = fate != "aborted"
     iso = ISO.get
+    if decode is not None:
+        return _decoded_rows(records, partition, fate, lo, hi, lso, decode)
     shown = _SHOW[how]
     return [
         {
