@@ -14,9 +14,11 @@ from kxtx.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     FormatOpt,
+    RegistryOpt,
     TimeoutOpt,
     ValueFormat,
     boundary,
+    complete_words,
     connection,
     is_tty,
 )
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
 _SPARK = "Spark"
+_SR = "Schema Registry"
 
 
 class InputMode(str, Enum):
@@ -103,7 +106,8 @@ def pipe(
             "--value-format",
             rich_help_panel=_UDF,
             help="What the UDF gets as the value: raw bytes, a UTF-8 string, or parsed JSON (then "
-            "returned values are JSON-encoded).",
+            "returned values are JSON-encoded); avro, protobuf, jsonschema or auto: decoded "
+            "through --schema-registry, each record with its own schema.",
         ),
     ] = ValueFormat.raw,
     input_mode: Annotated[
@@ -191,10 +195,36 @@ def pipe(
         bool,
         typer.Option("--spark-ui", rich_help_panel=_SPARK, help="Start Spark's web UI (off by default)."),
     ] = False,
+    out_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--out-schema",
+            metavar="SCHEMA",
+            rich_help_panel=_SR,
+            help="Encode the UDF's results with a schema file (.avsc, .json, .proto) registered "
+            "under the output's subject, or latest, a version, id:N; a result that does not fit "
+            "is a UDF error (--on-udf-error).",
+        ),
+    ] = None,
+    register: Annotated[
+        bool,
+        typer.Option("--register", rich_help_panel=_SR, help="Register the --out-schema file first."),
+    ] = False,
+    subject_strategy: Annotated[
+        str,
+        typer.Option(
+            "--subject-strategy",
+            metavar="topic|record|topic-record",
+            autocompletion=complete_words("topic|record|topic-record"),
+            rich_help_panel=_SR,
+            help="Subject naming of --out-schema: OUT-value, the record's name, or OUT-RECORD.",
+        ),
+    ] = "topic",
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,
     timeout: TimeoutOpt = None,
+    schema_registry: RegistryOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
     """Transform records between topics with a PySpark UDF, exactly once.
@@ -231,6 +261,9 @@ def pipe(
             max_records=max_records,
             dlq=parse_on_udf_error(on_udf_error),
             value_format=value_format.value,
+            out_schema=out_schema,
+            register=register,
+            subject_strategy=subject_strategy,
             record_input=input_mode is InputMode.record,
             master=master,
             mode=mode.value,
@@ -238,7 +271,7 @@ def pipe(
             spark_ui=spark_ui,
             debug=STATE.debug,
         ).resolve()
-        settings = connection(bootstrap, config, command_config, timeout)
+        settings = connection(bootstrap, config, command_config, timeout, schema_registry)
         progress = _progress(is_tty(sys.stderr))
         try:
             summary = run(settings, cfg, progress, signals=signals)

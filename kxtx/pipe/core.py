@@ -16,6 +16,7 @@ from kxtx.client import clients
 from kxtx.errors import KxtxError, Unavailable, carry
 from kxtx.log import logger
 from kxtx.pipe import preflight
+from kxtx.pipe import schemas as pipeschemas
 from kxtx.pipe import spark as sparkmod
 from kxtx.pipe import udf as udfmod
 from kxtx.pipe.runconfig import RunConfig, subscription_conf
@@ -93,6 +94,9 @@ class PipeCore:
         #: records per transaction (driver) or per partition and round (executors); lowered when
         #: one nears max.poll.interval.ms (rounds.pace)
         self._limit = cfg.batch_max_records
+        #: the schema registry reader of the input and encoder of the output (kxtx.pipe.schemas)
+        self.reader: Any = None
+        self.encoder: Any = None
 
     # --- the run ---------------------------------------------------------------------------------
     def run(self) -> Summary:
@@ -133,6 +137,9 @@ class PipeCore:
             if not sparkmod.needs_session(exc):
                 raise
         preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
+        if self.cfg.value_format in pipeschemas.REGISTRY_FORMATS or self.cfg.out_schema:
+            # before Spark: a registry or schema problem stops the run in a second, not after a JVM start
+            self.reader, self.encoder = pipeschemas.serdes(self.cfg, self.settings)
         self.signals.check()
         if self.session is None:
             self.session = sparkmod.start(

@@ -57,7 +57,9 @@ class DriverPipe(PipeCore):
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded: LoadedUdf) -> None:
         """The batch job (the UDF in a mapper) and the transactional producer."""
-        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
+        mapper = tf.make_mapper(
+            loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input, self.reader, self.encoder
+        )
         self.job = sparkmod.batch_job(self.session, tf.make_ipc_task(mapper))
         self._txn = TxnProducer(self.settings, self.cfg.transactional_id, self.settings.timeout)
         self._txn.init()
@@ -228,6 +230,8 @@ class DriverPipe(PipeCore):
         stats = self.stats
         self.txn.begin()
         t0 = time.perf_counter()
+        if self.reader is not None:  # the batch's new schema ids travel with its job (see Reader)
+            self.reader.prefetch(m.value() for m in batch)
         out = sparkmod.transform(self.session, tf.input_table(batch, self.cfg.record_input), self.job)
         t1 = time.perf_counter()
         stats.spark_s += t1 - t0

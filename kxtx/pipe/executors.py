@@ -97,7 +97,9 @@ class ExecutorPipe(PipeCore):
     def _prepare_mode(self, loaded: LoadedUdf) -> None:
         """The admin client the rounds are planned with, and the task every round runs."""
         self.admin = clients.admin(self.settings)
-        mapper = tf.make_mapper(loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input)
+        mapper = tf.make_mapper(
+            loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input, self.reader, self.encoder
+        )
         job = taskmod.Job(
             conf=self.settings.confluent(),
             group=self.cfg.group,
@@ -369,6 +371,7 @@ class ExecutorPipe(PipeCore):
         got = failed = unavailable = 0
         s = self.stats
         udf_failure = None
+        last_error = ""
         for r in results:
             key = (r.topic, r.partition)
             s.consume_s += r.consume_s
@@ -387,6 +390,7 @@ class ExecutorPipe(PipeCore):
             if r.status != "ok":
                 failed += 1
                 unavailable += r.unavailable
+                last_error = r.error or last_error
                 # a commit whose outcome is unknown was not aborted: it is not counted as one
                 s.aborted += r.status != "in-doubt"
                 self.tokens.pop(key, None)
@@ -410,7 +414,9 @@ class ExecutorPipe(PipeCore):
         if udf_failure is not None:
             raise self.udf_failed(udf_failure)
         if failed and not got:
-            self._failed(f"{failed} task(s) fenced or aborted", unavailable == failed)
+            # the tasks' own words for a cause outside Kafka (a schema registry that did not answer)
+            why = f": {last_error.partition(': ')[2]}" if last_error.startswith("_REGISTRY") else ""
+            self._failed(f"{failed} task(s) fenced or aborted{why}", unavailable == failed)
         else:
             self._failed_rounds = 0
         return got

@@ -20,7 +20,7 @@ DEFAULT_BATCH_RECORDS = 200_000
 #: bench/README.md, "Batch sizes").
 EXECUTOR_BATCH_RECORDS = 100_000
 DEFAULT_BATCH_MS = 5_000
-VALUE_FORMATS = ("raw", "string", "json")
+VALUE_FORMATS = ("raw", "string", "json", "avro", "protobuf", "jsonschema", "auto")
 MODES = ("auto", "driver", "executors")
 #: Kafka's own topics. librdkafka's pattern subscription matches them too (Java's consumer leaves
 #: them out, exclude.internal.topics): `--in '^.*'` would read offsets and transaction state.
@@ -95,6 +95,11 @@ class PipeConfig:
     max_records: int | None = None
     dlq: str | None = None
     value_format: str = "raw"
+    #: encode the UDF's results with this schema (kxtx.schemas.serde.parse_choice), registered
+    #: under the output's subject with `register`
+    out_schema: str | None = None
+    register: bool = False
+    subject_strategy: str = "topic"
     record_input: bool = False
     master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
@@ -167,6 +172,16 @@ class PipeConfig:
             raise UsageError("--from must be earliest or latest")
         if self.value_format not in VALUE_FORMATS:
             raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
+        if self.out_schema:
+            from kxtx.schemas.serde import STRATEGIES, parse_choice
+
+            parse_choice(self.out_schema, "--out-schema")
+            if self.subject_strategy not in STRATEGIES:
+                raise UsageError(
+                    f"--subject-strategy {self.subject_strategy!r}: expected {', '.join(STRATEGIES)}"
+                )
+        elif self.register:
+            raise UsageError("--register needs --out-schema FILE")
 
     def _check_topics(self) -> None:
         for spec in self.inputs:

@@ -339,7 +339,25 @@ def test_the_worker_modules_import_only_what_is_shipped():
 
     assert shipping_violations(ROOT / "kxtx", "kxtx.pipe.worker", worker.SHIPPED_WITH) == []
     package = {n for n in modules(ROOT / "kxtx") if n.startswith("kxtx.pipe.worker.")}
-    assert sorted(m.__name__ for m in worker.modules()) == sorted(package | set(worker.SHIPPED_WITH))
+    shipped = package | set(worker.SHIPPED_WITH) | set(worker.SHIPPED_FOR_SCHEMAS)
+    assert sorted(m.__name__ for m in worker.modules()) == sorted(shipped)
+
+
+def test_the_schema_modules_shipped_import_only_what_is_shipped_with_them():
+    """The registry reader and encoder reach the workers as objects (kxtx.pipe.schemas): their
+    modules, loaded there by value, import at load time only modules shipped with them."""
+    from kxtx.pipe import worker
+
+    found = modules(ROOT / "kxtx")
+    known = set(found)
+    shipped = set(worker.SHIPPED_FOR_SCHEMAS)
+    bad = [
+        f"{name} -> {t}"
+        for name in sorted(shipped)
+        for t in sorted(all_imports(name, found[name], known, lazy=False) & known)
+        if t not in shipped
+    ]
+    assert bad == []
 
 
 def test_the_shipping_check_sees_what_is_not_shipped(tmp_path):

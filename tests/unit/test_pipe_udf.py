@@ -305,8 +305,10 @@ def test_pipe_help_names_the_default_group():
         ({"out": "a"}, "--out cannot be one of the --in topics"),
         ({"batch_max_records": 0}, "--batch-max-records"),
         ({"dlq": "a"}, "dead-letter topic cannot be an input"),
-        ({"value_format": "avro"}, "--value-format"),
+        ({"value_format": "xml"}, "--value-format"),
         ({"until_idle": 0}, "--until-idle"),
+        ({"register": True}, "--register needs --out-schema FILE"),
+        ({"out_schema": "enriched.txt"}, "--out-schema 'enriched.txt': expected latest"),
     ],
 )
 def test_config_validation(kwargs, message):

@@ -23,7 +23,23 @@ SHIPPED_WITH = (
 )
 
 
+#: the modules of the schema registry reader and encoder (kxtx.pipe.schemas) that the driver hands
+#: the mapper as objects: no worker module imports them, the pickled objects need them
+SHIPPED_FOR_SCHEMAS = (
+    "kxtx.schemas",
+    "kxtx.schemas.serde",
+    "kxtx.schemas.codecs",
+    "kxtx.schemas.framing",
+    "kxtx.client.registry",
+    "kxtx.errors",
+    "kxtx.exitcodes",
+    "kxtx.signals",
+)
+
+
 def modules() -> list[ModuleType]:
-    """Every module Spark's workers need from kxtx: this package's and `SHIPPED_WITH`."""
-    names = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)] + list(SHIPPED_WITH)
+    """Every module Spark's workers need from kxtx: this package's, `SHIPPED_WITH` and
+    `SHIPPED_FOR_SCHEMAS`."""
+    names = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
+    names += list(SHIPPED_WITH) + list(SHIPPED_FOR_SCHEMAS)
     return [importlib.import_module(name) for name in names]

@@ -18,12 +18,16 @@ compact JSON. Keys: bytes as they are, str as UTF-8, others as JSON. Headers: a 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kxtx.pipe.worker.jsontext import json_bytes
 from kxtx.wording import article
 
 SPEC_KEYS = frozenset({"key", "value", "headers", "topic"})
+
+#: a value's encoder (`--out-schema`): object -> framed bytes, ValueError when it does not fit
+Encode = Callable[[Any], bytes]
 
 
 class ContractError(ValueError):
@@ -41,8 +45,9 @@ class Out(NamedTuple):
     topic: str | None
 
 
-def to_outputs(result: Any, json_values: bool = False) -> list[Out]:
-    """Normalise one UDF result into the output records it stands for."""
+def to_outputs(result: Any, json_values: bool = False, encode: Encode | None = None) -> list[Out]:
+    """Normalise one UDF result into the output records it stands for. `encode`: the values'
+    encoder under `--out-schema` (kxtx.schemas.serde.Encoder.encode), bytes passing as they are."""
     result = _plain(result)
     if _missing(result):
         return []
@@ -54,9 +59,9 @@ def to_outputs(result: Any, json_values: bool = False) -> list[Out]:
                 continue
             if isinstance(item, (list, tuple)):
                 raise ContractError("a list item is itself a list (fan-out lists do not nest)")
-            outs.append(_one(item, json_values))
+            outs.append(_one(item, json_values, encode))
         return outs
-    return [_one(result, json_values)]
+    return [_one(result, json_values, encode)]
 
 
 def is_spec(item: Any) -> bool:
@@ -72,13 +77,13 @@ def any_spec(dicts: list[dict]) -> bool:
     return any(map(SPEC_KEYS.issuperset, dicts)) and any(map(is_spec, dicts))
 
 
-def _one(item: Any, json_values: bool) -> Out:
+def _one(item: Any, json_values: bool, encode: Encode | None = None) -> Out:
     if is_spec(item):
-        return _from_spec(item, json_values)
-    return Out(False, None, encode_value(item, json_values), False, None, None)
+        return _from_spec(item, json_values, encode)
+    return Out(False, None, encode_value(item, json_values, encode), False, None, None)
 
 
-def _from_spec(spec: dict, json_values: bool) -> Out:
+def _from_spec(spec: dict, json_values: bool, encode: Encode | None = None) -> Out:
     topic = spec.get("topic")
     if topic is not None and (not isinstance(topic, str) or not topic):
         raise ContractError(f"'topic' must be a non-empty string, got {topic!r}")
@@ -87,7 +92,7 @@ def _from_spec(spec: dict, json_values: bool) -> Out:
     return Out(
         key_set,
         encode_key(spec["key"]) if key_set else None,
-        encode_value(_plain(spec.get("value")), json_values),
+        encode_value(_plain(spec.get("value")), json_values, encode),
         headers_set,
         encode_headers(spec["headers"]) if headers_set else None,
         topic,
@@ -108,12 +113,17 @@ def _missing(obj: Any) -> bool:
     return obj is None or (isinstance(obj, float) and math.isnan(obj))
 
 
-def encode_value(value: Any, json_values: bool = False) -> bytes | None:
+def encode_value(value: Any, json_values: bool = False, encode: Encode | None = None) -> bytes | None:
     value = _plain(value)
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
+    if encode is not None:
+        try:
+            return encode(value)
+        except ValueError as exc:  # kxtx.schemas.codecs.Mismatch: the field and what it expected
+            raise ContractError(f"does not fit the output schema: {exc}") from None
     if isinstance(value, str) and not json_values:
         return value.encode("utf-8")
     return _json(value)

@@ -300,6 +300,17 @@ def _attempt(job: Job, plan: Plan) -> dict:
         attempt["unavailable"] = later(err)
         attempt["token"] = None
         _executor_log(job, plan, tid, attempt)
+    except Exception as exc:
+        if not getattr(exc, "retriable", False):
+            raise
+        # A schema registry that did not answer (kxtx.client.registry.RegistryUnavailable): no
+        # record's fault. The round is aborted and retried as after a failover; the driver gives
+        # up after the failover time (exit 75).
+        if prod is not None:
+            _settle(tid, prod, None)
+        attempt["status"], attempt["token"], attempt["unavailable"] = "aborted", None, True
+        attempt["error"] = f"_REGISTRY: {exc}"
+        _executor_log(job, plan, tid, attempt)
     return attempt
 
 

@@ -71,9 +71,13 @@ def _headers_type() -> pa.DataType:
     return pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def make_mapper(func: Callable, kind: str, value_format: str, record_mode: bool) -> Mapper:
-    """The UDF over batches of input (run by `make_ipc_task` on the workers, with `func`)."""
-    return Mapper(func, kind, value_format, record_mode)
+def make_mapper(
+    func: Callable, kind: str, value_format: str, record_mode: bool, reader: Any = None, encoder: Any = None
+) -> Mapper:
+    """The UDF over batches of input (run by `make_ipc_task` on the workers, with `func`).
+    `reader` (kxtx.schemas.serde.Reader) decodes values framed for a schema registry; `encoder`
+    (kxtx.schemas.serde.Encoder) encodes the results with `--out-schema`."""
+    return Mapper(func, kind, value_format, record_mode, reader, encoder)
 
 
 class Mapper:
@@ -82,15 +86,29 @@ class Mapper:
     itself, gives it their values with `map_values` and gets the same outputs without the Arrow
     copies both ways (no input table, no values column to read back)."""
 
-    def __init__(self, func: Callable, kind: str, value_format: str, record_mode: bool) -> None:
+    def __init__(
+        self,
+        func: Callable,
+        kind: str,
+        value_format: str,
+        record_mode: bool,
+        reader: Any = None,
+        encoder: Any = None,
+    ) -> None:
         self.func, self.kind, self.value_format, self.record_mode = func, kind, value_format, record_mode
         self.json_values = value_format == JSON
+        self.reader, self.encoder = reader, encoder
+        #: how inputs are decoded: the value format, or the registry reader in its place
+        self.decoding: Any = reader if reader is not None else value_format
+        self.encode = encoder.encode if encoder is not None else None
 
     def __call__(self, batches: Iterator) -> Iterator:
         for batch in batches:
-            inputs = _inputs(batch, self.value_format, self.record_mode)
-            plain, results = _map(self.func, self.kind, inputs, self.record_mode, self.json_values)
-            yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values)
+            inputs = _inputs(batch, self.decoding, self.record_mode)
+            plain, results = _map(
+                self.func, self.kind, inputs, self.record_mode, self.json_values, self.encode
+            )
+            yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values, self.encode)
 
     def map_values(self, values: list, chunk: int) -> list[bytes] | pa.Table:
         """The outputs for input `values` (bytes, None for a tombstone; not with --input record),
@@ -101,11 +119,11 @@ class Mapper:
 
         parts: list = []
         for start in range(0, len(values), chunk):
-            inputs = _decode_values(values[start : start + chunk], self.value_format)
-            plain, results = _map(self.func, self.kind, inputs, False, self.json_values)
+            inputs = _decode_values(values[start : start + chunk], self.decoding)
+            plain, results = _map(self.func, self.kind, inputs, False, self.json_values, self.encode)
             if plain is None:  # the contract, record by record, while the inputs are at hand
                 idx = arrays.indices(len(inputs), start)
-                plain = _output_batch(idx, None, inputs, results, self.json_values)
+                plain = _output_batch(idx, None, inputs, results, self.json_values, self.encode)
             parts.append((start, plain))
         if all(type(p) is list for _, p in parts):
             return list(chain.from_iterable(p for _, p in parts))
@@ -190,7 +208,7 @@ class _Failed:
         self.exc, self.doing = exc, doing
 
 
-def _inputs(batch: pa.RecordBatch, value_format: str, record_mode: bool) -> list:
+def _inputs(batch: pa.RecordBatch, value_format: Any, record_mode: bool) -> list:
     """The UDF's input per record of an Arrow batch (a `_Failed` for one that does not decode)."""
     if record_mode:
         rows = batch.to_pydict()
@@ -198,12 +216,14 @@ def _inputs(batch: pa.RecordBatch, value_format: str, record_mode: bool) -> list
     return _decode_values(batch.column("value").to_pylist(), value_format)
 
 
-def _decode_values(values: list, value_format: str) -> list:
+def _decode_values(values: list, value_format: Any) -> list:
     """The UDF's input per value (a `_Failed` for one that does not decode), decoded in one
     C-level pass where every value decodes; record by record otherwise, so each failure is its
-    own."""
+    own. `value_format` is a format name, or a schema registry reader (`Mapper.decoding`)."""
     if value_format == RAW:
         return values
+    if type(value_format) is not str:  # a registry reader: each record by its own schema
+        return [_guard(_registry_value, value_format, v) for v in values]
     if value_format == JSON and _decode_utf8 is not None:
         try:  # straight from the bytes: no str per record (msgspec checks the UTF-8 as it reads)
             return list(map(_decode_utf8, values))
@@ -251,15 +271,26 @@ def _loads_all(texts: list) -> list:
         return [None if t is None else _loads(t) for t in texts]
 
 
+def _registry_value(reader: Any, value: bytes | None) -> Any:
+    return None if value is None else reader.decode(value).value
+
+
 def _guard(fn: Callable[..., Any], *args: Any) -> Any:  # fn's result, or a _Failed
     try:
         return fn(*args)
-    except Exception as exc:  # noqa: BLE001 - undecodable input is that record's error
+    except Exception as exc:
+        if getattr(exc, "retriable", False):  # a schema registry that did not answer: no record's fault
+            raise
         return _Failed(exc, "decoding the input")
 
 
 def _map(
-    func: Callable[..., Any], kind: str, inputs: list, record_mode: bool, json_values: bool
+    func: Callable[..., Any],
+    kind: str,
+    inputs: list,
+    record_mode: bool,
+    json_values: bool,
+    encode: Callable[[Any], bytes] | None = None,
 ) -> tuple[list | None, list]:
     """The UDF over `inputs`: (one bytes value per record, results) when every record decoded and
     gave one plain value (`_plain_values`), else (None, the results of the records that decoded)
@@ -270,21 +301,30 @@ def _map(
     else:
         results = _call_each(func, good)
     if len(good) == len(inputs):
+        if encode is not None:
+            return _encoded_values(results, encode), results
         return _plain_values(results, json_values), results
     return None, results
 
 
 def _output_batch(
-    idx: pa.Array, plain: list | None, inputs: list, results: list, json_values: bool
+    idx: pa.Array,
+    plain: list | None,
+    inputs: list,
+    results: list,
+    json_values: bool,
+    encode: Callable[[Any], bytes] | None = None,
 ) -> pa.RecordBatch:
     """One chunk's output batch, rows `idx` (an int64 array): its plain values (`_map`), else the
     contract's rows for its inputs and results."""
     if plain is not None:
         return _plain_batch(idx, arrays.binary(plain))
-    return _to_batch(_assemble(idx.to_pylist(), inputs, results, json_values))
+    return _to_batch(_assemble(idx.to_pylist(), inputs, results, json_values, encode))
 
 
-def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> list:
+def _assemble(
+    idxs: list, inputs: list, results: list, json_values: bool, encode: Callable[[Any], bytes] | None = None
+) -> list:
     """OUTPUT_FIELDS tuples, in input order, with each record's error in place of its outputs."""
     results_iter = iter(results)
     out = []
@@ -297,12 +337,23 @@ def _assemble(idxs: list, inputs: list, results: list, json_values: bool) -> lis
             out.append(_error(idx, result.exc))
             continue
         try:
-            outs = to_outputs(result, json_values)
+            outs = to_outputs(result, json_values, encode)
         except Exception as exc:  # noqa: BLE001 - e.g. a str that is not UTF-8-encodable
             out.append(_error(idx, exc, "the UDF result"))
             continue
         out.extend((idx,) + tuple(o) + (None,) for o in outs)
     return out
+
+
+def _encoded_values(results: list, encode: Callable[[Any], bytes]) -> list | None:
+    """`_plain_values` under --out-schema: each result a dict that is no record spec, encoded; None
+    (the contract path, which names each record that does not fit) otherwise."""
+    if set(map(type, results)) != {dict} or any_spec(results):
+        return None
+    try:
+        return list(map(encode, results))
+    except Exception:  # noqa: BLE001 - one does not fit the schema: the contract path names it
+        return None
 
 
 def _plain_values(results: list, json_values: bool) -> list | None:
@@ -384,9 +435,12 @@ def _call_batch(func: Callable[..., Any], kind: str, values: list, record_mode: 
     return list(result)
 
 
-def _input(rows: dict, i: int, value_format: str) -> dict:
+def _input(rows: dict, i: int, value_format: Any) -> dict:
     """The record dict given to the UDF with --input record."""
-    value = decode(rows["value"][i], value_format)
+    if type(value_format) is str:
+        value = decode(rows["value"][i], value_format)
+    else:  # a registry reader
+        value = _registry_value(value_format, rows["value"][i])
     key = rows["key"][i]
     if key is not None and value_format != RAW:
         key = key.decode("utf-8", errors="backslashreplace")
