@@ -10,8 +10,9 @@ _kxtx() {
         --on-error) COMPREPLY=($(compgen -W "fail skip dlq:" -- "$cur")); return ;;
         --on-udf-error) COMPREPLY=($(compgen -W "fail dlq:" -- "$cur")); return ;;
         --security) COMPREPLY=($(compgen -W "plaintext sasl_ssl sasl_plaintext ssl" -- "$cur")); return ;;
+        --subject-strategy) COMPREPLY=($(compgen -W "topic record topic-record" -- "$cur")); return ;;
         --to) COMPREPLY=($(compgen -W "OFFSET lso hw" -- "$cur")); return ;;
-        --value-format) COMPREPLY=($(compgen -W "raw string json" -- "$cur")); return ;;
+        --value-format) COMPREPLY=($(compgen -W "raw string json avro protobuf jsonschema auto" -- "$cur")); return ;;
         -I) COMPREPLY=($(compgen -W "jsonl csv lines" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
@@ -26,7 +27,7 @@ _kxtx() {
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump") words="offsets partition txn-state" ;;
         "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "dump partition") words="--from --to --around-lso --records --value-format --width -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "dump partition") words="--from --to --around-lso --records --value-format --width -b --bootstrap-servers -X --config --command-config --timeout --schema-registry --format -o" ;;
         "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
@@ -37,8 +38,8 @@ _kxtx() {
         "monitor check") words="--topic -t --group -g --warn -w --crit -c --max-transaction-timeout --lag-scan-max --audit-markers -b --bootstrap-servers -X --config --command-config --timeout" ;;
         "monitor collect") words="--topic -t --group -g --max-transaction-timeout --lag-scan-max --audit-markers --textfile --textfile-name -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "monitor serve") words="--port --bind --min-interval --scrape-timeout --topic -t --group -g --max-transaction-timeout --lag-scan-max --audit-markers -b --bootstrap-servers -X --config --command-config --timeout" ;;
-        "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --dry-run -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "pipe") words="--in -i --out -t --udf --group -g --transactional-id --from --value-format --input --on-udf-error --batch-max-records --batch-max-ms --until-idle --max-records --master --mode --spark-conf --spark-ui --out-schema --register --subject-strategy -b --bootstrap-servers -X --config --command-config --timeout --schema-registry --format -o" ;;
+        "produce") words="--topic -t --input-format -I --key-field -k --value-field --value-as-json --header -H --header-field --partition-field --timestamp-field --transactional-id --records-per-txn -n --bytes-per-txn --all-or-nothing --checkpoint-topic --restart --on-error --value-schema --key-schema --subject-strategy --register --dry-run -b --bootstrap-servers -X --config --command-config --timeout --schema-registry --format -o" ;;
         "repair-markers") words="--topic -t --partition -p --since --from --commit --abort --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "sandbox") words="kill-node pause-node resume-node start start-node status stop stop-node" ;;
         "sandbox kill-node") words="--state-dir --format -o" ;;

@@ -20,11 +20,11 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 WORKERS=${KXTX_TEST_WORKERS:-3}
 
-"$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,test]' \
+"$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,registry,test]' \
   || { echo "test.sh: installing kxtx and its test dependencies failed" >&2; exit 1; }
 echo "test.sh: dependency versions under test:" >&2
 "$PY" -m pip freeze --exclude-editable 2>/dev/null \
-  | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|pytest|pytest-timeout|pytest-xdist|psutil)==' \
+  | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|fastavro|jsonschema|protobuf|httpx2|pytest|pytest-timeout|pytest-xdist|psutil)==' \
   | sed 's/^/  /' >&2
 
 # How busy the machine's CPUs were during a stage (from /proc/stat; Linux only): near 100 % the
@@ -33,6 +33,10 @@ cpu_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /p
 busy() { # busy-before total-before busy-after total-after
   if [ -n "${4:-}" ] && [ "$4" -gt "$2" ]; then echo ", CPUs $(( 100 * ($3 - $1) / ($4 - $2) ))% busy ($(nproc) cores)"; fi
 }
+
+# The schema registry the tests start (tests/registry.py), built once into kxtx's cache dir: a Go
+# problem fails here, not inside a fixture.
+"$PY" tests/registry.py >/dev/null || { echo "test.sh: building the schema registry failed" >&2; exit 1; }
 
 # Both Kafka versions before any test: the stages run at once and must not fetch jars into the
 # same Maven repository concurrently; a Maven problem fails here, not inside a fixture.

@@ -266,6 +266,16 @@ def spark_session():
     spark.stop(session)
 
 
+@pytest.fixture(scope="module")
+def schema_registry():
+    """A real Schema Registry on a loopback port (tests/registry.py), one per test module."""
+    from tests import registry
+
+    r = registry.Registry()
+    yield r
+    r.stop()
+
+
 @pytest.fixture
 def topic(kafka) -> str:
     """A fresh single-partition topic."""

@@ -63,7 +63,16 @@ def start_pipe(
     )
 
 
-def run_in_process(kafka, session, inputs: list[str], out: str, udf: str, **config):
+def run_in_process(
+    kafka,
+    session,
+    inputs: list[str],
+    out: str,
+    udf: str,
+    registry: str | None = None,
+    registry_timeout: float = 30.0,
+    **config,
+):
     """The pipe engine in this process on the shared SparkSession (the `spark_session` fixture),
     as `kxtx pipe` runs it, until it stops (`until_idle`, 2 s unless given, or `max_records`);
     returns its summary. `udf` names a function of pipe_udfs; `config` sets other PipeConfig
@@ -81,7 +90,11 @@ def run_in_process(kafka, session, inputs: list[str], out: str, udf: str, **conf
         mode=config.pop("mode", "driver"),
         **config,
     )
-    return run(kafka.settings(**{"session.timeout.ms": "6000"}), cfg, session=session)
+    settings = kafka.settings(**{"session.timeout.ms": "6000"})
+    if registry is not None:  # a schema registry's URL (tests/registry.py)
+        settings.registry = {"schema.registry.url": registry}
+        settings.timeout = registry_timeout
+    return run(settings, cfg, session=session)
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:

@@ -109,3 +109,17 @@ def freezing_identity(v):
             open(path + ".thawed", "w").close()
     time.sleep(0.0005)
     return v
+
+
+# --- schema registry (tests/integration/test_schema_registry_pipe.py) -----------------------------
+def registry_enrich(order):
+    return {"id": order["id"], "name": order["name"].upper(), "total": (order.get("amount") or 0) * 2}
+
+
+def registry_shape(order):
+    """How many fields the decoded record had: 3 for version 1 of the schema, 4 for version 2."""
+    return {"id": order["id"], "name": order.get("note") or order["name"], "total": float(len(order))}
+
+
+def registry_bad_total(order):
+    return {"id": order["id"], "name": order["name"], "total": "lots" if order["id"] == 5 else 1.0}

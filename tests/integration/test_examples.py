@@ -101,6 +101,13 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000",
         r"kxtx monitor serve --port 9464 --min-interval 30",
     ],
+    "registry": [
+        r"kxtx produce orders\.jsonl -t orders-avro -k order\.id --value-schema examples/order\.avsc --register "
+        r"--schema-registry http://localhost:8081",
+        r"kxtx pipe --in orders-avro --out enriched-avro --udf enrich\.py:enrich --value-format avro "
+        r"--out-schema examples/enriched\.avsc --register --schema-registry http://localhost:8081",
+        r"kxtx dump partition enriched-avro:0 --records --value-format avro --schema-registry http://localhost:8081",
+    ],
     "security": [
         r"kxtx sandbox start --security sasl_ssl --port 0",
         r"kxtx find-hanging --command-config ~/\.local/state/kxtx/sandbox/security/admin\.properties",
@@ -113,7 +120,18 @@ ELSEWHERE = {
     r"bash scripts/test\.sh": "running the suite inside itself would recurse: tests/unit/test_test_script.py "
     "and tests/unit/test_ci_script.py run the script with a recording interpreter",
 }
-NAMES = ("orders-enriched", "orders", "people-bad", "people", "events", "enricher", "my-group", "my-app-tx-1")
+NAMES = (
+    "orders-enriched",
+    "orders-avro",
+    "enriched-avro",
+    "orders",
+    "people-bad",
+    "people",
+    "events",
+    "enricher",
+    "my-group",
+    "my-app-tx-1",
+)
 
 
 def _scenario_of(ex: Example) -> list[str]:
@@ -199,6 +217,8 @@ class Ctx:
             words.append(w.replace("~/.local/state/kxtx/sandbox", self.env.get("KXTX_SANDBOX_DIR", "~")))
         if words[:1] == ["kxtx"]:
             words = cli.argv(*words[1:])
+        if "--schema-registry" in words and "KXTX_TEST_REGISTRY" in self.env:  # the test's registry
+            words[words.index("--schema-registry") + 1] = self.env["KXTX_TEST_REGISTRY"]
         if "-b" in words and words[words.index("-b") + 1] == "localhost:9092":
             words[words.index("-b") + 1] = self.kafka.bootstrap
         if words[3:5] == ["sandbox", "start"] and "--port" not in words:
@@ -238,6 +258,8 @@ def ctx(kafka, tmp_path):
     shutil.copy(ROOT / "examples" / "enrich.py", tmp_path / "enrich.py")
     (tmp_path / "examples").mkdir()  # pipe --help names it as seen from the repository's root
     shutil.copy(ROOT / "examples" / "enrich.py", tmp_path / "examples" / "enrich.py")
+    for schema in ("order.avsc", "enriched.avsc"):
+        shutil.copy(ROOT / "examples" / schema, tmp_path / "examples" / schema)
     return c
 
 
@@ -445,6 +467,21 @@ def test_pipe_examples(ctx):
         summary = _rows(ctx.run(ex, timeout=900))[-1]
         # enrich.py drops the cancelled tenth of the 200 orders
         assert summary["records_in"] == 200 and summary["records_out"] == 180, summary
+
+
+@pytest.mark.spark
+def test_registry_examples(ctx, schema_registry):
+    produce, pipe, dump = (_by("registry", p) for p in SCENARIOS["registry"])
+    ctx.env["KXTX_TEST_REGISTRY"] = schema_registry.url
+    for name, parts in (("orders-avro", 2), ("enriched-avro", 1)):
+        ctx.kafka.create_topic(ctx.names[name], partitions=parts)
+    assert _rows(ctx.run(produce))[0]["records"] == 200
+    ctx.names["enricher"] = f"enricher-{uuid.uuid4().hex[:6]}"
+    summary = _rows(ctx.run(pipe, timeout=900))[-1]
+    assert summary["records_in"] == 200 and summary["records_out"] == 180, summary
+    rows = [r for r in _rows(ctx.run(dump)) if r["kind"] == "record"]
+    assert len(rows) == 180 and rows[0]["value_subject"] == f"{ctx.names['enriched-avro']}-value", rows[0]
+    assert all(r["value"]["total_cents"] == round(r["value"]["amount"] * 100) for r in rows)
 
 
 def test_dump_examples(ctx):

@@ -126,7 +126,7 @@ def _lines(path: Path) -> list[str]:
 def test_installs_what_pip_resolves_today(tmp_path):
     _, calls = run_script(tmp_path, 0, 0)
     install = next(c for c in calls if "pip install" in c)
-    assert "--upgrade --upgrade-strategy eager" in install and ".[spark,test]" in install
+    assert "--upgrade --upgrade-strategy eager" in install and ".[spark,registry,test]" in install
 
 
 @pytest.mark.parametrize(

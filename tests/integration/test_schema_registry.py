@@ -1,0 +1,291 @@
+"""Avro, Protobuf and JSON Schema through a real Schema Registry (tests/registry.py: AxonOps Schema
+Registry on a loopback port): `produce` encodes, `dump partition` decodes, and the records are
+checked independently with confluent-kafka's own deserializer where it needs no generated code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests import registry as regmod
+from tests.integration.kafka_io import read_committed
+from tests.integration.registry_helpers import docs, records_of, schema_file, subjects, write_jsonl
+
+pytestmark = [pytest.mark.kafka]
+
+
+@pytest.mark.parametrize("fmt", ["avro", "jsonschema", "protobuf"])
+def test_produce_encodes_and_dump_decodes_each_format(kafka, run_kxtx, schema_registry, tmp_path, fmt):
+    topic = kafka.create_topic(partitions=2)
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    data = write_jsonl(tmp_path / "orders.jsonl", docs(200))
+    schema = schema_file(tmp_path, fmt)
+    r = run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "-k",
+        "id",
+        "--value-schema",
+        str(schema),
+        "--register",
+        "-o",
+        "json",
+        env=env,
+    )
+    summary = json.loads(r.expect(0).stdout)
+    (written,) = summary["schemas"]
+    assert written["subject"] == f"{topic}-value" and written["version"] == 1, written
+    assert written["type"] == {"avro": "AVRO", "jsonschema": "JSON", "protobuf": "PROTOBUF"}[fmt]
+    assert f"{topic}-value" in subjects(schema_registry)
+
+    values = [rec.value for rec in read_committed(kafka.bootstrap, topic)]
+    assert len(values) == 200
+    sid = written["schema_id"]
+    assert all(v[:5] == b"\x00" + sid.to_bytes(4, "big") for v in values), values[0]
+    if fmt == "avro":  # Confluent's own deserializer reads what kxtx wrote
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+        de = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url, "timeout": 10}))
+        got = sorted((de(v, None) for v in values), key=lambda d: d["id"])
+        assert got == docs(200)
+    elif fmt == "jsonschema":
+        assert sorted((json.loads(v[5:]) for v in values), key=lambda d: d["id"]) == docs(200)
+    else:
+        assert all(v[5] == 0 for v in values)  # message indexes [0]: the file's first message
+
+    rows = records_of(run_kxtx, topic, fmt, env)
+    assert sorted((row["value"] for row in rows), key=lambda d: d["id"]) == docs(200)
+    assert {(row["value_schema_id"], row["value_subject"]) for row in rows} == {(sid, f"{topic}-value")}
+    assert all(row["key"] == str(row["value"]["id"]) for row in rows)
+
+
+def test_a_line_that_does_not_fit_is_a_bad_line_and_nothing_registers_unasked(
+    kafka, run_kxtx, schema_registry, tmp_path
+):
+    topic = kafka.create_topic()
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    schema = schema_file(tmp_path, "avro")
+    data = write_jsonl(tmp_path / "orders.jsonl", [*docs(2), {"id": "x", "name": "bad"}, *docs(2, 10)])
+
+    # not registered, and not asked to: refused before anything is written, and nothing registered
+    r = run_kxtx("produce", str(data), "-t", topic, "--value-schema", str(schema), env=env, expect=1)
+    assert f"not registered under subject {topic}-value" in r.stderr and "--register" in r.stderr, r.stderr
+    assert f"{topic}-value" not in subjects(schema_registry)
+    assert read_committed(kafka.bootstrap, topic) == []
+
+    # line 3 does not fit: named by file, line and field; the transactions before it stay
+    r = run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "--value-schema",
+        str(schema),
+        "--register",
+        "-n",
+        "1",
+        env=env,
+        expect=1,
+    )
+    assert f"{data.name}:3: field id: expected long, got 'x'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert len(read_committed(kafka.bootstrap, topic)) == 2
+
+    # skipped under --on-error skip, and the rerun continues after the committed lines
+    r = run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "--value-schema",
+        str(schema),
+        "--on-error",
+        "skip",
+        "-o",
+        "json",
+        env=env,
+    )
+    assert json.loads(r.expect(0).stdout)["skipped"] == 1
+    assert sorted(row["value"]["id"] for row in records_of(run_kxtx, topic, "avro", env)) == [0, 1, 10, 11]
+
+
+def test_csv_columns_are_typed_by_the_schema_and_keys_get_their_own(
+    kafka, run_kxtx, schema_registry, tmp_path
+):
+    topic = kafka.create_topic(partitions=3)
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    schema = schema_file(tmp_path, "avro")
+    key_schema = tmp_path / "key.avsc"
+    key_schema.write_text('"long"')
+    data = tmp_path / "orders.csv"
+    data.write_text("id,name,amount\n1,one,1.5\n2,two,\n3,three,4\n")
+    r = run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "-k",
+        "id",
+        "--key-schema",
+        str(key_schema),
+        "--value-schema",
+        str(schema),
+        "--register",
+        "-o",
+        "json",
+        env=env,
+    )
+    parts = {s["part"]: s for s in json.loads(r.expect(0).stdout)["schemas"]}
+    assert parts["key"]["subject"] == f"{topic}-key" and parts["value"]["subject"] == f"{topic}-value"
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+    de = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url, "timeout": 10}))
+    got = sorted((de(rec.key, None), de(rec.value, None)) for rec in read_committed(kafka.bootstrap, topic))
+    assert got == [
+        (1, {"id": 1, "name": "one", "amount": 1.5}),
+        (2, {"id": 2, "name": "two", "amount": None}),  # an empty column of a nullable field
+        (3, {"id": 3, "name": "three", "amount": 4.0}),
+    ]
+    # keys hash as their encoded bytes, as Java's serializer-then-murmur2 does
+    from kxtx.produce.murmur import partition
+
+    for rec in read_committed(kafka.bootstrap, topic):
+        assert rec.partition == partition(rec.key, 3)
+
+
+def test_dump_names_a_schema_id_the_registry_does_not_know(kafka, run_kxtx, schema_registry):
+    from tests.integration.pipe_helpers import produce
+
+    topic = kafka.create_topic()
+    produce(kafka.bootstrap, topic, [b"\x00" + (99999).to_bytes(4, "big") + b"\x02x", b"plain text"])
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    unknown, plain = records_of(run_kxtx, topic, "avro", env)
+    assert unknown["value_schema_id"] == 99999
+    assert "schema id 99999 is not in schema registry" in unknown["value_error"]
+    assert "not framed" in plain["value_error"]
+    (unknown, plain) = records_of(run_kxtx, topic, "auto", env)
+    assert plain["value"] == "plain text" and "value_error" not in plain
+
+
+def test_a_registry_that_does_not_answer_is_exit_75_and_nothing_is_written(kafka, run_kxtx, tmp_path):
+    topic = kafka.create_topic()
+    data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+    schema = schema_file(tmp_path, "avro")
+    r = run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "--value-schema",
+        str(schema),
+        "--schema-registry",
+        "http://127.0.0.1:9",
+        "--timeout",
+        "1",
+        expect=75,
+    )
+    assert "schema registry http://127.0.0.1:9 did not answer" in r.stderr, r.stderr
+    assert read_committed(kafka.bootstrap, topic) == []
+
+
+def test_basic_auth_works_and_a_wrong_password_is_exit_1_without_the_secret(kafka, run_kxtx, tmp_path):
+    reg = regmod.Registry(auth=True)
+    try:
+        topic = kafka.create_topic()
+        data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+        schema = schema_file(tmp_path, "avro")
+        base = [
+            "produce",
+            str(data),
+            "-t",
+            topic,
+            "--value-schema",
+            str(schema),
+            "--register",
+            "--schema-registry",
+            reg.url,
+        ]
+        wrong = "not-the-password-4711"
+        r = run_kxtx(
+            *base, "-X", f"schema.registry.basic.auth.user.info={regmod.USER}:{wrong}", "-o", "json", expect=1
+        )
+        assert f"schema registry {reg.url}: authentication failed (HTTP 401)" in r.stderr, r.stderr
+        assert wrong not in r.stdout + r.stderr
+        assert json.loads(r.stdout)["exit_code"] == 1
+        r = run_kxtx(*base, expect=1)
+        assert "no credentials given" in r.stderr, r.stderr
+        # right: from the environment, as a cron script would keep it
+        env = {"KXTX_SCHEMA_REGISTRY_USER_INFO": f"{regmod.USER}:{regmod.PASSWORD}"}
+        r = run_kxtx(*base, "-o", "json", env=env, expect=0)
+        assert json.loads(r.stdout)["records"] == 3
+        assert regmod.PASSWORD not in r.stdout + r.stderr
+    finally:
+        reg.stop()
+
+
+def test_tls_with_a_client_certificate(kafka, run_kxtx, tmp_path):
+    from kxtx.sandbox.security import _ca, _key_pem, _leaf, _pem
+
+    ca_key, ca = _ca()
+    files = {"ca": tmp_path / "ca.pem", "cert": tmp_path / "server.pem", "key": tmp_path / "server.key"}
+    files["ca"].write_bytes(_pem(ca))
+    key, cert = _leaf("localhost", ca_key, ca, server=True)
+    files["cert"].write_bytes(_pem(cert))
+    files["key"].write_bytes(_key_pem(key))
+    ckey, ccert = _leaf("kxtx-client", ca_key, ca, server=False)
+    (tmp_path / "client.pem").write_bytes(_pem(ccert))
+    (tmp_path / "client.key").write_bytes(_key_pem(ckey))
+    reg = regmod.Registry(tls={**{k: str(v) for k, v in files.items()}, "client_auth": "require"})
+    try:
+        topic = kafka.create_topic()
+        data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+        schema = schema_file(tmp_path, "avro")
+        base = [
+            "produce",
+            str(data),
+            "-t",
+            topic,
+            "--value-schema",
+            str(schema),
+            "--register",
+            "--schema-registry",
+            reg.url,
+        ]
+        trust = ["-X", f"schema.registry.ssl.ca.location={files['ca']}"]
+        r = run_kxtx(*base, *trust, expect=None)
+        # no client certificate: refused, exit 1 (retrying will not help), naming the registry
+        assert r.returncode == 1 and f"schema registry {reg.url}: TLS failed" in r.stderr, r.stderr
+        assert "CERTIFICATE_REQUIRED" in r.stderr, r.stderr
+        client = [
+            "-X",
+            f"schema.registry.ssl.certificate.location={tmp_path / 'client.pem'}",
+            "-X",
+            f"schema.registry.ssl.key.location={tmp_path / 'client.key'}",
+        ]
+        r = run_kxtx(*base, *trust, *client, "-o", "json", expect=0)
+        assert json.loads(r.stdout)["records"] == 3
+        r = run_kxtx(
+            "dump",
+            "partition",
+            topic,
+            "--records",
+            "--value-format",
+            "avro",
+            "--schema-registry",
+            reg.url,
+            *trust,
+            *client,
+            "-o",
+            "jsonl",
+            expect=0,
+        )
+        rows = [row for row in map(json.loads, r.stdout.splitlines()) if row["kind"] == "record"]
+        assert [row["value"] for row in rows] == docs(3)
+    finally:
+        reg.stop()

@@ -1,0 +1,187 @@
+"""`kxtx pipe` through a real Schema Registry: input decoded for the UDF, results encoded with the
+output's schema, schema evolution in the input, results that do not fit, and a registry that stops
+answering, with exactly once checked by counting the output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kxtx.client.registry import RegistryError, RegistryUnavailable
+from kxtx.exitcodes import ExitCode
+from kxtx.pipe.core import UdfFailed
+from tests.integration.kafka_io import read_committed
+from tests.integration.pipe_helpers import committed_offsets, run_in_process
+from tests.integration.registry_helpers import (
+    AVRO_V2,
+    docs,
+    out_schema_file,
+    records_of,
+    schema_file,
+    write_jsonl,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def produce(run_kxtx, reg, topic, tmp_path, fmt, rows, schema=None, name="orders.jsonl"):
+    data = write_jsonl(tmp_path / name, rows)
+    schema = schema or schema_file(tmp_path, fmt)
+    run_kxtx(
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "-k",
+        "id",
+        "--value-schema",
+        str(schema),
+        "--register",
+        env={"KXTX_SCHEMA_REGISTRY_URL": reg.url},
+        expect=0,
+    )
+
+
+def enriched(rows: list[dict]) -> list[dict]:
+    return [{"id": d["id"], "name": d["name"].upper(), "total": d["amount"] * 2} for d in rows]
+
+
+@pytest.mark.parametrize("fmt", ["avro", "jsonschema", "protobuf"])
+def test_the_udf_gets_decoded_records_and_its_results_are_encoded(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path, fmt
+):
+    src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
+    produce(run_kxtx, schema_registry, src, tmp_path, fmt, docs(100))
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "registry_enrich",
+        registry=schema_registry.url,
+        value_format=fmt,
+        out_schema=str(out_schema_file(tmp_path, fmt)),
+        register=True,
+    )
+    assert (summary.records_in, summary.records_out) == (100, 100)
+    rows = records_of(run_kxtx, out, fmt, {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(100))
+    assert {r["value_subject"] for r in rows} == {f"{out}-value"}
+    assert {r["key"] for r in rows} == {str(i) for i in range(100)}  # the input's keys, as they were
+
+
+def test_a_new_compatible_version_mid_stream_reaches_the_udf_as_written(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    """Executors mode: the workers fetch the schema ids themselves, each once."""
+    src, out = kafka.create_topic(partitions=1), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(30))
+    v2 = tmp_path / "v2.avsc"
+    v2.write_text(json.dumps(AVRO_V2))
+    produce(
+        run_kxtx,
+        schema_registry,
+        src,
+        tmp_path,
+        "avro",
+        [{**d, "note": "v2"} for d in docs(30, 100)],
+        v2,
+        "v2.jsonl",
+    )
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(30, 200), name="again.jsonl")
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "registry_shape",
+        registry=schema_registry.url,
+        mode="executors",
+        value_format="avro",
+        out_schema=str(out_schema_file(tmp_path, "avro")),
+        register=True,
+    )
+    assert summary.records_out == 90
+    rows = records_of(run_kxtx, out, "avro", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    shapes = {r["value"]["id"]: (r["value"]["total"], r["value"]["name"]) for r in rows}
+    assert len(rows) == len(shapes) == 90  # exactly once
+    assert all(shapes[i] == (3.0, f"n{i}") for i in [*range(30), *range(200, 230)])
+    assert all(shapes[i] == (4.0, "v2") for i in range(100, 130))
+
+
+def test_a_result_that_does_not_fit_commits_nothing_or_goes_to_the_dlq(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    src, out, dlq = kafka.create_topic(), kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(20))
+    out_schema = str(out_schema_file(tmp_path, "avro"))
+    group = "g-registry-misfit"
+    common = dict(
+        registry=schema_registry.url, value_format="avro", out_schema=out_schema, register=True, group=group
+    )
+    with pytest.raises(UdfFailed) as failed:
+        run_in_process(kafka, spark_session, [src], out, "registry_bad_total", **common)
+    assert "does not fit the output schema: field total: expected double, got 'lots'" in str(failed.value)
+    assert read_committed(kafka.bootstrap, out) == []
+    assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]  # nothing committed
+
+    summary = run_in_process(kafka, spark_session, [src], out, "registry_bad_total", dlq=dlq, **common)
+    assert (summary.records_out, summary.dlq) == (19, 1)
+    (bad,) = read_committed(kafka.bootstrap, dlq)
+    headers = dict(bad.headers)
+    assert b"field total: expected double" in headers["kxtx.error"], headers
+    assert len(read_committed(kafka.bootstrap, out)) == 19
+
+
+def test_an_incompatible_output_schema_is_refused_before_the_run(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(5))
+    first = out_schema_file(tmp_path, "avro")
+    common = dict(registry=schema_registry.url, value_format="avro", register=True, group="g-incompatible")
+    run_in_process(kafka, spark_session, [src], out, "registry_enrich", out_schema=str(first), **common)
+    incompatible = tmp_path / "incompatible.avsc"
+    incompatible.write_text(first.read_text().replace('"type": "double"', '"type": "string"'))
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(5, 50), name="more.jsonl")
+    with pytest.raises(RegistryError) as refused:
+        run_in_process(
+            kafka, spark_session, [src], out, "registry_enrich", out_schema=str(incompatible), **common
+        )
+    assert refused.value.status == 409, refused.value
+    assert f"subject {out}-value" in str(refused.value)
+    assert len(read_committed(kafka.bootstrap, out)) == 5  # the second run consumed nothing
+
+
+def test_a_registry_that_stops_answering_is_exit_75_and_the_rerun_continues_exactly_once(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    """Driver mode: the driver fetches the schema ids of a batch before it ships it to Spark."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(40))
+    common = dict(
+        registry=schema_registry.url, value_format="avro", group="g-registry-down", registry_timeout=1.0
+    )
+    assert run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common).records_out == 40
+    v2 = tmp_path / "v2.avsc"
+    v2.write_text(json.dumps(AVRO_V2))  # a schema id this pipe has not seen: it must ask the registry
+    produce(
+        run_kxtx,
+        schema_registry,
+        src,
+        tmp_path,
+        "avro",
+        [{**d, "note": "x"} for d in docs(40, 100)],
+        v2,
+        "v2.jsonl",
+    )
+    with schema_registry.paused(), pytest.raises(RegistryUnavailable) as down:
+        run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common)
+    assert down.value.exit_code == ExitCode.RETRY
+    assert f"schema registry {schema_registry.url} did not answer" in str(down.value)
+    assert len(read_committed(kafka.bootstrap, out)) == 40
+    summary = run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common)
+    assert summary.records_out == 40
+    got = sorted(json.loads(r.value)["id"] for r in read_committed(kafka.bootstrap, out))
+    assert got == [*range(40), *range(100, 140)]  # every record once: none lost, none twice

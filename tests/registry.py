@@ -1,0 +1,190 @@
+"""A real Schema Registry for the tests: AxonOps Schema Registry (Go; Confluent's REST API and wire
+format), in-memory storage, on a loopback port, started by the tests themselves.
+
+The binary is built once from the Go module proxy into kxtx's cache dir (`binary()`; `.ci/run` builds
+it before the suite, a minute of both cores). The proxy serves exact tags only, so `go install
+MODULE@VERSION` fails (it asks for the version list): the module is downloaded at its tag and built
+in place. Without Go the tests are skipped (a failure under CI, as tests/binaries.py does).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+MODULE = "github.com/axonops/axonops-schema-registry"
+VERSION = "v0.2.1"
+
+#: user and password of the registries started with `auth=True`; the bcrypt hash is of PASSWORD
+USER, PASSWORD = "kxtx", "kxtx-registry-pass"
+_HASH = "$2b$04$Pl0.cJUGScyrrwH0jXJHseUTogwmzd6hrXLoGK8BkUYRqCVAnewOS"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kxtx" / "tools" / f"axonops-schema-registry-{VERSION}"
+
+
+def build() -> Path:
+    """The registry's binary, built when missing (one builder at a time: xdist workers and CI's
+    two stages may ask at once)."""
+    target = cache_dir() / "schema-registry"
+    if target.is_file():
+        return target
+    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.isfile("/usr/local/go/bin/go") else None)
+    if go is None:
+        raise FileNotFoundError("go is not installed (the registry is built from the Go module proxy)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file():
+            return target
+        env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+        subprocess.run([go, "mod", "download", f"{MODULE}@{VERSION}"], check=True, env=env, cwd=target.parent)
+        modcache = subprocess.run(
+            [go, "env", "GOMODCACHE"], check=True, env=env, capture_output=True, text=True
+        ).stdout.strip()
+        source = Path(modcache) / f"{MODULE}@{VERSION}"
+        partial = target.with_suffix(".partial")
+        subprocess.run(
+            [go, "build", "-o", str(partial), "./cmd/schema-registry"], check=True, env=env, cwd=source
+        )
+        partial.rename(target)
+    return target
+
+
+def binary() -> str:
+    """The binary's path; else a skip (a failure under CI) saying why."""
+    try:
+        return str(build())
+    except (OSError, subprocess.CalledProcessError) as exc:
+        why = f"the schema registry could not be built ({exc})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{why}; CI must run this test (.ci/run builds it)")
+        pytest.skip(why)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Registry:
+    """One registry process. `url` is where it listens; `pause()`/`resume()` stop and continue it
+    (SIGSTOP: it neither answers nor refuses, as a hung registry), `stop()` ends it."""
+
+    def __init__(self, auth: bool = False, tls: dict[str, str] | None = None) -> None:
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix="kxtx-registry-")
+        config = [
+            "server:",
+            '  host: "127.0.0.1"',
+            f"  port: {self.port}",
+            "storage:",
+            "  type: memory",
+            "compatibility:",
+            "  default_level: BACKWARD",
+            "logging:",
+            "  level: warn",
+            "  format: text",
+        ]
+        if auth or tls:
+            config += ["security:"]
+        if tls:
+            config += [
+                "  tls:",
+                "    enabled: true",
+                f'    cert_file: "{tls["cert"]}"',
+                f'    key_file: "{tls["key"]}"',
+                f'    ca_file: "{tls["ca"]}"',
+                f"    client_auth: {'require' if tls.get('client_auth') else 'none'}",
+            ]
+        if auth:
+            config += [
+                "  auth:",
+                "    enabled: true",
+                "    methods: [basic]",
+                "    basic:",
+                '      realm: "kxtx tests"',
+                "      users:",
+                # through the environment: the registry expands $VARS in its config file, and a
+                # bcrypt hash is full of dollar signs
+                f'        {USER}: "${{KXTX_TEST_REGISTRY_HASH}}"',
+                "    rbac:",
+                "      enabled: false",
+                "      default_role: admin",
+            ]
+        path = os.path.join(self.dir, "registry.yaml")
+        Path(path).write_text("\n".join(config) + "\n")
+        self.log = open(os.path.join(self.dir, "registry.log"), "wb")
+        env = {**os.environ, "KXTX_TEST_REGISTRY_HASH": _HASH}
+        self.proc = subprocess.Popen(
+            [binary(), "-config", path], stdout=self.log, stderr=subprocess.STDOUT, env=env
+        )
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self._wait(tls is not None)
+
+    def _wait(self, tls: bool, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the schema registry exited ({self.proc.returncode}): {self.logged()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+                if tls:
+                    return
+                urllib.request.urlopen(self.url + "/", timeout=2).read()
+                return
+            except urllib.error.HTTPError:
+                return  # it answers (401 with auth)
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"the schema registry did not listen within {timeout} s: {self.logged()}")
+
+    def logged(self) -> str:
+        self.log.flush()
+        return Path(self.dir, "registry.log").read_text(errors="replace")[-2000:]
+
+    def pause(self) -> None:
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
+    @contextmanager
+    def paused(self):
+        self.pause()
+        try:
+            yield
+        finally:
+            self.resume()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":  # `.ci/run`: build it before the suite (a Go problem fails there)
+    print(build())
