@@ -1,5 +1,9 @@
-"""A real Schema Registry for the tests: AxonOps Schema Registry (Go; Confluent's REST API and wire
-format), in-memory storage, on a loopback port, started by the tests themselves.
+"""Real Schema Registries for the tests, on loopback ports, started by the tests themselves:
+
+- AxonOps Schema Registry (Go; Confluent's REST API and wire format), in-memory storage: ready in
+  0.1 s on ~25 MB, so most tests use it (`Registry`);
+- Apicurio Registry 3.3.3 (Quarkus, Java 21+) through its Confluent-compatible API
+  (`/apis/ccompat/v7`): another implementation of the same API, for the round trips (`Apicurio`).
 
 The binary is built once from the Go module proxy into kxtx's cache dir (`binary()`; `.ci/run` builds
 it before the suite, a minute of both cores). The proxy serves exact tags only, so `go install
@@ -186,5 +190,106 @@ class Registry:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-if __name__ == "__main__":  # `.ci/run`: build it before the suite (a Go problem fails there)
+# --- Apicurio ---------------------------------------------------------------------------------------
+APICURIO = "3.3.3"
+
+
+def apicurio_home() -> Path:
+    """Apicurio's unpacked Quarkus app, fetched from Maven Central once (158 MB) into kxtx's cache."""
+    home = cache_dir().parent / f"apicurio-registry-{APICURIO}"
+    if (home / "quarkus-run.jar").is_file():
+        return home
+    from kxtx.sandbox.distribution import mvn_command
+
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise FileNotFoundError("mvn is not installed (Apicurio comes from Maven Central)")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / ".apicurio.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (home / "quarkus-run.jar").is_file():
+            return home
+        with tempfile.TemporaryDirectory(prefix="kxtx-apicurio-") as tmp:
+            artifact = f"io.apicurio:apicurio-registry-app:{APICURIO}:tar.gz:all"
+            goal = ["-q", "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={tmp}"]
+            got = subprocess.run(mvn_command(mvn, goal), cwd=tmp, capture_output=True, text=True)
+            if got.returncode != 0:
+                raise OSError(f"mvn could not fetch {artifact}: {(got.stdout + got.stderr)[-1500:]}")
+            partial = Path(tmp) / "app"
+            partial.mkdir()
+            (tarball,) = Path(tmp).glob("*.tar.gz")
+            subprocess.run(["tar", "xzf", str(tarball), "-C", str(partial)], check=True)
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.move(str(partial), str(home))
+    return home
+
+
+def java21() -> str | None:
+    """A java of release 21 or later: $KXTX_TEST_JAVA21, else one under /usr/lib/jvm."""
+    given = os.environ.get("KXTX_TEST_JAVA21")
+    if given:
+        return given
+    for release in sorted(Path("/usr/lib/jvm").glob("*/release")):
+        text = release.read_text(errors="replace")
+        for line in text.splitlines():
+            if line.startswith("JAVA_VERSION="):
+                major = line.split("=", 1)[1].strip('"').split(".")[0]
+                if major.isdigit() and int(major) >= 21 and (release.parent / "bin" / "java").is_file():
+                    return str(release.parent / "bin" / "java")
+    return None
+
+
+class Apicurio:
+    """Apicurio Registry, in memory, its Confluent-compatible API at `url`. Its own API and its
+    management interface stay on loopback (left alone, the latter listens on 0.0.0.0:9000)."""
+
+    def __init__(self) -> None:
+        java = java21()
+        try:
+            if java is None:
+                raise FileNotFoundError("no Java 21+ (Apicurio 3 needs it): set KXTX_TEST_JAVA21")
+            home = apicurio_home()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            why = f"Apicurio Registry cannot run here ({exc})"
+            if os.environ.get("CI"):
+                pytest.fail(f"{why}; CI must run this test")
+            pytest.skip(why)
+        self.port, management = _free_port(), _free_port()
+        self.dir = tempfile.mkdtemp(prefix="kxtx-apicurio-")
+        self.log = open(os.path.join(self.dir, "registry.log"), "wb")  # noqa: SIM115 - closed by stop()
+        self.proc = subprocess.Popen(
+            [
+                java,
+                "-Xmx384m",
+                "-XX:TieredStopAtLevel=1",  # a short-lived test server: C1 only, less CPU to start
+                "-Dquarkus.http.host=127.0.0.1",
+                f"-Dquarkus.http.port={self.port}",
+                "-Dquarkus.management.host=127.0.0.1",
+                f"-Dquarkus.management.port={management}",
+                "-jar",
+                str(home / "quarkus-run.jar"),
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=self.dir,
+        )
+        self.url = f"http://127.0.0.1:{self.port}/apis/ccompat/v7"
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Apicurio exited ({self.proc.returncode}): {self.logged()}")
+            try:
+                urllib.request.urlopen(self.url + "/subjects", timeout=2).read()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Apicurio did not answer within 120 s: {self.logged()}") from None
+                time.sleep(0.2)
+
+    logged = Registry.logged
+    stop = Registry.stop
+
+
+if __name__ == "__main__":  # test.sh: fetch and build them before the suite (a problem fails there)
     print(build())
+    print(apicurio_home())

@@ -313,6 +313,45 @@ class ProtobufCodec:
         return {f.name: f.type for f in self._cls.DESCRIPTOR.fields}
 
 
+def compile_proto(text: str, references: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    """A .proto file's text (and its imports' texts by import name) compiled as a registry's
+    `format=serialized` would give them: (the file's FileDescriptorProto, base64; the imports'
+    likewise). For registries that serve only the text (Apicurio's Confluent API); needs protoc
+    as a library, grpcio-tools."""
+    import os
+    import tempfile
+
+    try:
+        from grpc_tools import protoc
+    except ImportError:
+        raise Mismatch(
+            "this registry gives Protobuf schemas only as .proto text; compiling them needs "
+            "grpcio-tools (pip install grpcio-tools)"
+        ) from None
+    from google.protobuf import descriptor_pb2
+
+    with tempfile.TemporaryDirectory(prefix="kxtx-proto-") as tmp:
+        files = {"kxtx_schema.proto": text, **(references or {})}
+        for name, body in files.items():
+            path = os.path.join(tmp, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(body)
+        out = os.path.join(tmp, "out.pb")
+        import importlib.resources
+
+        include = str(importlib.resources.files("grpc_tools") / "_proto")
+        args = ["protoc", f"-I{tmp}", f"-I{include}", f"--descriptor_set_out={out}", "--include_imports"]
+        if protoc.main([*args, "kxtx_schema.proto"]) != 0:
+            raise Mismatch("the Protobuf schema does not compile (protoc's message is above)")
+        fds = descriptor_pb2.FileDescriptorSet()
+        with open(out, "rb") as f:
+            fds.ParseFromString(f.read())
+    by_name = {fd.name: base64.b64encode(fd.SerializeToString()).decode() for fd in fds.file}
+    main = by_name.pop("kxtx_schema.proto")
+    return main, {k: v for k, v in by_name.items() if not k.startswith("google/protobuf/")}
+
+
 def _repeated(f: Any) -> bool:
     flag = getattr(f, "is_repeated", None)  # protobuf >= 5.28; `label` is deprecated there
     return bool(flag) if flag is not None else f.label == f.LABEL_REPEATED

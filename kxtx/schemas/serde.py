@@ -227,13 +227,12 @@ class Writer:
 
     def _load(self, kind: str | None, text: str, refs: list) -> None:
         kind = (kind or codecs.AVRO).upper()
-        references = self.registry.references(refs)
-        if kind == codecs.PROTOBUF:  # the registry compiles .proto text; kxtx reads the result
-            got = self.registry.serialized(f"schema id {self.schema_id}", self.schema_id)
-            text = got.schema_str
-            references = _serialized_references(self.registry, got.references)
-        self._text, self._references = text, references
         try:
+            if kind == codecs.PROTOBUF:  # compiled: by the registry where it can, else here
+                text, references = _protobuf(self.registry, self.schema_id, text, refs)
+            else:
+                references = self.registry.references(refs)
+            self._text, self._references = text, references
             self.codec = codecs.codec(kind, text, references)
         except Mismatch as exc:
             raise ConfigError(f"{self.choice.option} {self.choice.describe()}: {exc}") from None
@@ -276,6 +275,37 @@ def _proto_name(text: str) -> str | None:
     if not msg:
         return None
     return f"{pkg.group(1)}.{msg.group(1)}" if pkg else msg.group(1)
+
+
+#: what a registry that cannot serve `format=serialized` answers (Apicurio's Confluent API: 400)
+_NO_SERIALIZED = (400, 404, 415, 422)
+
+
+def _protobuf(r: _Registry, schema_id: int, text: str, refs: list | None) -> tuple[str, dict[str, str]]:
+    """A Protobuf schema compiled (base64 FileDescriptorProto) with its references: as the registry
+    serves it (`format=serialized`, Confluent's and AxonOps'), else compiled here from its text."""
+    try:
+        got = r.serialized(f"schema id {schema_id}", schema_id)
+        if _base64(got.schema_str):  # Apicurio answers with the raw bytes as text: not usable
+            return got.schema_str, _serialized_references(r, got.references)
+    except reg.RegistryError as exc:
+        if exc.status not in _NO_SERIALIZED:
+            raise
+    try:
+        return codecs.compile_proto(text, r.references(refs))
+    except Mismatch as exc:
+        raise Mismatch(f"schema id {schema_id}: {exc}") from None
+
+
+def _base64(text: str) -> bool:
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def _serialized_references(r: _Registry, refs: list | None) -> dict[str, str]:
@@ -395,8 +425,8 @@ class Reader:
     def _fetch(self, schema_id: int) -> _Known:
         r = self._registry
         self.fetches += 1
-        try:  # serialized: Protobuf comes compiled; Avro and JSON Schema come as they are
-            got = r.serialized(f"schema id {schema_id}", schema_id)
+        try:
+            got = r.call(f"schema id {schema_id}", r.client.get_schema, schema_id)
         except reg.RegistryError as exc:
             if exc.status == 404:
                 raise UnknownSchema(
@@ -405,7 +435,7 @@ class Reader:
             raise
         kind = (got.schema_type or codecs.AVRO).upper()
         if kind == codecs.PROTOBUF:
-            return _Known(kind, got.schema_str, _serialized_references(r, got.references))
+            return _Known(kind, *_protobuf(r, schema_id, got.schema_str, got.references))
         return _Known(kind, got.schema_str, r.references(got.references))
 
     def prefetch(self, values: Any) -> None:

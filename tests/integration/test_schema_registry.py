@@ -15,8 +15,19 @@ from tests.integration.registry_helpers import docs, records_of, schema_file, su
 pytestmark = [pytest.mark.kafka]
 
 
+@pytest.fixture(scope="module")
+def apicurio():
+    r = regmod.Apicurio()
+    yield r
+    r.stop()
+
+
+@pytest.mark.parametrize("which", ["axonops", "apicurio"])
 @pytest.mark.parametrize("fmt", ["avro", "jsonschema", "protobuf"])
-def test_produce_encodes_and_dump_decodes_each_format(kafka, run_kxtx, schema_registry, tmp_path, fmt):
+def test_produce_encodes_and_dump_decodes_each_format(kafka, run_kxtx, request, tmp_path, fmt, which):
+    """Against two implementations of the registry's API. Apicurio serves Protobuf schemas only
+    as text (its format=serialized answers with raw bytes): kxtx compiles them itself."""
+    schema_registry = request.getfixturevalue("schema_registry" if which == "axonops" else "apicurio")
     topic = kafka.create_topic(partitions=2)
     env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
     data = write_jsonl(tmp_path / "orders.jsonl", docs(200))

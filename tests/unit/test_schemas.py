@@ -224,6 +224,23 @@ def test_protobuf_message_indexes_pick_the_message():
         codecs.ProtobufCodec(_order_proto(), message="Nope")
 
 
+def test_proto_text_compiled_here_with_its_imports():
+    """For registries that serve .proto text only (Apicurio): compiled with protoc as a library."""
+    pytest.importorskip("grpc_tools")
+    money = 'syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; }\n'
+    order = (
+        'syntax = "proto3";\npackage shop;\nimport "money.proto";\nimport "google/protobuf/timestamp.proto";\n'
+        "message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3; }\n"
+    )
+    main, refs = codecs.compile_proto(order, {"money.proto": money})
+    assert list(refs) == ["money.proto"]
+    c = codecs.ProtobufCodec(main, refs)
+    obj = {"id": 1, "price": {"cents": 250}, "at": "2026-11-28T10:00:00Z"}
+    assert c.decode(c.encode(obj)) == obj
+    with pytest.raises(Mismatch, match="does not compile"):
+        codecs.compile_proto('syntax = "proto3";\nmessage { broken')
+
+
 # --- CSV typing and output -----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("row", "typed"),
