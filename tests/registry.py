@@ -256,7 +256,7 @@ class Apicurio:
             pytest.skip(why)
         self.port, management = _free_port(), _free_port()
         self.dir = tempfile.mkdtemp(prefix="kxtx-apicurio-")
-        self.log = open(os.path.join(self.dir, "registry.log"), "wb")  # noqa: SIM115 - closed by stop()
+        self.log = open(os.path.join(self.dir, "registry.log"), "wb")  # closed by stop()
         self.proc = subprocess.Popen(
             [
                 java,
