@@ -119,7 +119,9 @@ def partition_cmd(
     if value_format.value in ("avro", "protobuf", "jsonschema", "auto"):
         from kxtx.schemas.rows import decoder
 
-        decode = decoder(settings.registry_config(f"--value-format {value_format.value}"), value_format.value)
+        decode = decoder(
+            settings.registry_config(f"--value-format {value_format.value}"), value_format.value, topic
+        )
     dumps = dump_partitions(settings, topic, partitions, first, last, records)
     summaries = [d.summary for d in dumps]
     fmt = choose(fmt)

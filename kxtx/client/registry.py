@@ -172,7 +172,8 @@ def config(registry: dict[str, str], timeout: float, required_by: str) -> Regist
 
 
 def connect(cfg: RegistryConfig) -> Any:
-    """A confluent-kafka SchemaRegistryClient (imported here: ~0.2 s, only for a registry)."""
+    """A confluent-kafka SchemaRegistryClient (imported here, only by commands that use a registry:
+    it brings httpx and authlib)."""
     try:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
-from kxtx.errors import KxtxError, Unavailable, carry
+from kxtx.errors import KxtxError, Unavailable, UsageError, carry
 from kxtx.log import logger
 from kxtx.pipe import preflight
 from kxtx.pipe import schemas as pipeschemas
@@ -137,9 +137,8 @@ class PipeCore:
             if not sparkmod.needs_session(exc):
                 raise
         preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
-        if self.cfg.value_format in pipeschemas.REGISTRY_FORMATS or self.cfg.out_schema:
-            # before Spark: a registry or schema problem stops the run in a second, not after a JVM start
-            self.reader, self.encoder = pipeschemas.serdes(self.cfg, self.settings)
+        # before Spark: a registry or schema problem stops the run in a second, not after a JVM start
+        self._schemas(loaded)
         self.signals.check()
         if self.session is None:
             self.session = sparkmod.start(
@@ -147,11 +146,22 @@ class PipeCore:
             )
         if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
             loaded = udfmod.load(target, mode)
+            if self.encoder is None:
+                self._schemas(loaded)
         sparkmod.ship(self.session, loaded.source, loaded.module)
         self.loaded = loaded
         self.signals.check()
         self._prepare_mode(loaded)
         self.signals.check()
+
+    def _schemas(self, loaded: udfmod.LoadedUdf | None) -> None:
+        """The registry reader and encoder (kxtx.pipe.schemas), when the run uses a registry: its
+        --value-format, --out-schema, or an output schema the UDF declares (`fn.out_schema`)."""
+        declared = pipeschemas.declared(loaded) if loaded is not None else None
+        if self.cfg.register and not (self.cfg.out_schema or declared) and loaded is not None:
+            raise UsageError("--register needs --out-schema FILE (or a UDF that declares out_schema)")
+        if self.cfg.value_format in pipeschemas.REGISTRY_FORMATS or self.cfg.out_schema or declared:
+            self.reader, self.encoder = pipeschemas.serdes(self.cfg, self.settings, declared)
 
     def _prepare_mode(self, loaded: udfmod.LoadedUdf) -> None:
         raise NotImplementedError

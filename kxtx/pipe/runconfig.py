@@ -180,8 +180,6 @@ class PipeConfig:
                 raise UsageError(
                     f"--subject-strategy {self.subject_strategy!r}: expected {', '.join(STRATEGIES)}"
                 )
-        elif self.register:
-            raise UsageError("--register needs --out-schema FILE")
 
     def _check_topics(self) -> None:
         for spec in self.inputs:

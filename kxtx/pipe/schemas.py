@@ -9,14 +9,36 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kxtx.client.settings import Settings
     from kxtx.pipe.runconfig import RunConfig
+    from kxtx.pipe.udf import LoadedUdf
 
 #: --value-format words that decode through the registry
 REGISTRY_FORMATS = ("avro", "protobuf", "jsonschema", "auto")
 
 
-def serdes(cfg: RunConfig, settings: Settings) -> tuple[Any, Any]:
-    """(reader or None, encoder or None). The output schema is resolved here (looked up, or
-    registered with --register): a missing or incompatible one stops the run before it starts."""
+def declared(loaded: LoadedUdf) -> str | None:
+    """The output schema a UDF declares (`enrich.out_schema = "enriched.avsc"`, what --out-schema
+    takes), a relative file named from the UDF's own folder; None when it declares none."""
+    import os
+
+    value = getattr(loaded.func, "out_schema", None)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)):
+        from kxtx.errors import UsageError
+
+        raise UsageError(f"{loaded.name}: out_schema must be a schema file name, latest, a version or id:N")
+    text = str(value)
+    if loaded.source is not None and not os.path.isabs(text):
+        beside = os.path.join(os.path.dirname(str(loaded.source)), text)
+        if os.path.isfile(beside):
+            return beside
+    return text
+
+
+def serdes(cfg: RunConfig, settings: Settings, declared: str | None = None) -> tuple[Any, Any]:
+    """(reader or None, encoder or None). The output schema (--out-schema, else the UDF's declared
+    one) is resolved here, looked up or registered with --register: a missing or incompatible one
+    stops the run before it starts."""
     from kxtx.schemas import codecs
     from kxtx.schemas.serde import Reader, Writer, parse_choice
 
@@ -24,10 +46,12 @@ def serdes(cfg: RunConfig, settings: Settings) -> tuple[Any, Any]:
     if cfg.value_format in REGISTRY_FORMATS:
         expect = None if cfg.value_format == "auto" else codecs.FORMATS[cfg.value_format]
         reader = Reader(settings.registry_config(f"--value-format {cfg.value_format}"), expect)
-    if cfg.out_schema:
+    out_schema = cfg.out_schema or declared
+    if out_schema:
+        option = "--out-schema" if cfg.out_schema else "the UDF's out_schema"
         writer = Writer(
-            settings.registry_config("--out-schema"),
-            parse_choice(cfg.out_schema, "--out-schema"),
+            settings.registry_config(option),
+            parse_choice(out_schema, option),
             cfg.out,
             False,
             cfg.subject_strategy,

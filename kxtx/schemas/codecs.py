@@ -3,8 +3,8 @@ part after the wire format's header). No registry here: `serde` finds the schema
 
 Each codec raises `Mismatch` for an object that does not fit its schema, with a message naming the
 field (`field id: expected long, got 'x'`), and for payload bytes it cannot read. Avro goes through
-fastavro's schemaless reader and writer (~10x the records per second of confluent-kafka's
-AvroSerializer, which adds its own framing and lookups per call: bench/README).
+fastavro directly (confluent-kafka's AvroSerializer adds its own framing and lookups per call, and
+is slower: bench/README, "Schema Registry").
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class AvroCodec:
             raise Mismatch(f"not a valid Avro schema: {exc}") from None
         self.name: str | None = self.schema.get("name") if isinstance(self.schema, dict) else None
         self._out = io.BytesIO()
+        #: (header, sync marker) of the in-memory container files of `decode_many`
+        self._container: tuple[bytes, bytes] | None = None
         self._write = fastavro.schemaless_writer
         self._read = fastavro.schemaless_reader
 
@@ -88,6 +90,49 @@ class AvroCodec:
                 if not validate(value, f["type"], raise_errors=False):
                     return self._locate(value, f["type"], [*path, f["name"]])
         return path, obj, schema
+
+    def encode_many(self, objs: list, head: bytes = b"") -> list[bytes]:
+        """`head` + each object's encoding; written one after another into one buffer and cut
+        apart (faster than `encode` per object: bench/README, "Schema Registry"). Mismatch from
+        the first object that does not fit, without saying which: `encode` each to find it."""
+        out, write, schema = io.BytesIO(), self._write, self.schema
+        ends = [0]
+        tell, end = out.tell, ends.append
+        try:
+            for obj in objs:
+                out.write(head)
+                write(out, schema, obj)
+                end(tell())
+        except Exception:  # noqa: BLE001 - fastavro's are TypeError, ValueError, KeyError, ...
+            raise Mismatch("a record does not fit the Avro schema") from None
+        data = out.getvalue()
+        return [data[ends[i] : ends[i + 1]] for i in range(len(objs))]
+
+    def decode_many(self, payloads: list) -> list:
+        """Each payload decoded, all in one pass of fastavro's block reader: the payloads become
+        the one block of an in-memory Avro container file (its datums are the same bytes), which
+        fastavro reads in C (faster than `decode` per payload: bench/README). Mismatch when any does not
+        decode, without saying which: `decode` each to find it."""
+        import os
+
+        if not payloads:
+            return []
+        if self._container is None:
+            buf, sync = io.BytesIO(), os.urandom(16)
+            self._fastavro.writer(buf, self.schema, [], codec="null", sync_marker=sync)
+            self._container = (buf.getvalue(), sync)
+        header, sync = self._container
+        body = b"".join(payloads)
+        from kxtx.schemas.framing import varint
+
+        data = b"".join((header, varint(len(payloads)), varint(len(body)), body, sync))
+        try:
+            out = list(self._fastavro.reader(io.BytesIO(data)))
+        except Exception:  # noqa: BLE001 - a payload that is not a datum of this schema
+            raise Mismatch("a record is not an Avro record of this schema") from None
+        if len(out) != len(payloads):
+            raise Mismatch("a record is not an Avro record of this schema")
+        return out
 
     def decode(self, payload: bytes) -> Any:
         try:

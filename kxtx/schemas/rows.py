@@ -21,8 +21,8 @@ class RowDecoder:
     shown as base64 with `<part>_error` saying why, never a crash; a key that is not framed (most
     keys are plain text) is shown as text, as is any part under `auto`."""
 
-    def __init__(self, reader: Reader, how: str) -> None:
-        self.reader, self.how = reader, how
+    def __init__(self, reader: Reader, how: str, topic: str = "") -> None:
+        self.reader, self.how, self.topic = reader, how, topic
 
     def __call__(self, data: bytes | None, part: str) -> tuple[Any, dict]:
         if data is None:
@@ -37,9 +37,11 @@ class RowDecoder:
             sid = framing.schema_id(data)
             return _b64(data), {f"{part}_schema_id": sid, f"{part}_error": str(exc)}
         subjects = self.reader.subjects(decoded.schema_id)
+        # one schema may be registered under several subjects: this topic's, where it is one of them
+        mine = f"{self.topic}-{part}"
         return codecs.jsonable(decoded.value), {
             f"{part}_schema_id": decoded.schema_id,
-            f"{part}_subject": subjects[0] if subjects else None,
+            f"{part}_subject": mine if mine in subjects else (subjects[0] if subjects else None),
         }
 
 
@@ -47,6 +49,6 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def decoder(cfg: Any, how: str) -> RowDecoder:
+def decoder(cfg: Any, how: str, topic: str = "") -> RowDecoder:
     expect = None if how == "auto" else codecs.FORMATS[how]
-    return RowDecoder(Reader(cfg, expect), how)
+    return RowDecoder(Reader(cfg, expect), how, topic)

@@ -336,6 +336,20 @@ class Encoder:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_codec": None}
 
+    def encode_many(self, objs: list) -> list[bytes]:
+        """Each object encoded and framed; Mismatch (a ValueError) if any does not fit, without
+        saying which (`encode` each to find it)."""
+        c = self._codec or self._load()
+        if c.kind == codecs.AVRO:
+            return c.encode_many(objs, self.head)
+        return [self.head + c.encode(obj) for obj in objs]
+
+    def _load(self) -> Any:
+        self._codec = _process_codec(
+            ("encode", self.schema_id, self.text), self.kind, self.text, self.references
+        )
+        return self._codec
+
     def encode(self, obj: Any) -> bytes:
         c = self._codec
         if c is None:
@@ -449,6 +463,22 @@ class Reader:
                         self.known[sid] = self._fetch(sid)
                     except (UnknownSchema, Mismatch):
                         pass  # that record's decoding says so, on the worker
+
+    def decode_values(self, values: list) -> list:
+        """The decoded values (None stays None), in one pass where every value is an Avro record
+        framed with the same schema id (the usual batch); else ValueError, and `decode` each to
+        find the one that fails."""
+        first = values[0] if values else None
+        if first is None or len(first) < framing.HEADER or first[0] != framing.MAGIC:
+            raise ValueError("not one framed schema")
+        head = first[: framing.HEADER]
+        c = self.codec_of(int.from_bytes(head[1:], "big"))
+        if c.kind != codecs.AVRO or not all(v is not None and v[: framing.HEADER] == head for v in values):
+            raise ValueError("not one Avro schema")
+        from operator import itemgetter
+
+        # bytes slices, not memoryviews: making a memoryview per value cost more than the copy
+        return c.decode_many(list(map(itemgetter(slice(framing.HEADER, None)), values)))
 
     def decode(self, data: bytes) -> Decoded:
         """framing.NotFramed, UnknownSchema or Mismatch for a record it cannot decode."""

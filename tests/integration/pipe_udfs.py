@@ -123,3 +123,11 @@ def registry_shape(order):
 
 def registry_bad_total(order):
     return {"id": order["id"], "name": order["name"], "total": "lots" if order["id"] == 5 else 1.0}
+
+
+def registry_declared(order):
+    return registry_enrich(order)
+
+
+#: the output schema this UDF declares (what --out-schema takes), named from this file's folder
+registry_declared.out_schema = "registry_enriched.avsc"

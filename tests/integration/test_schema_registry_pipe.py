@@ -185,3 +185,22 @@ def test_a_registry_that_stops_answering_is_exit_75_and_the_rerun_continues_exac
     assert summary.records_out == 40
     got = sorted(json.loads(r.value)["id"] for r in read_committed(kafka.bootstrap, out))
     assert got == [*range(40), *range(100, 140)]  # every record once: none lost, none twice
+
+
+def test_a_udf_declares_its_output_schema(kafka, spark_session, schema_registry, run_kxtx, tmp_path):
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(10))
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "registry_declared",
+        registry=schema_registry.url,
+        value_format="avro",
+        register=True,
+    )
+    assert summary.records_out == 10
+    rows = records_of(run_kxtx, out, "avro", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(10))
+    assert {r["value_subject"] for r in rows} == {f"{out}-value"}

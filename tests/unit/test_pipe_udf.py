@@ -307,7 +307,6 @@ def test_pipe_help_names_the_default_group():
         ({"dlq": "a"}, "dead-letter topic cannot be an input"),
         ({"value_format": "xml"}, "--value-format"),
         ({"until_idle": 0}, "--until-idle"),
-        ({"register": True}, "--register needs --out-schema FILE"),
         ({"out_schema": "enriched.txt"}, "--out-schema 'enriched.txt': expected latest"),
     ],
 )

@@ -387,3 +387,63 @@ def test_http_errors_become_kxtx_errors():
     assert isinstance(down, registry.RegistryUnavailable) and down.exit_code == 75
     missing = registry.translate(cfg, "subject s version latest", 404, 40401, "Subject not found")
     assert missing.status == 404 and "Subject not found" in str(missing)
+
+
+# --- batches ---------------------------------------------------------------------------------------
+def test_avro_batches_give_what_one_record_at_a_time_gives():
+    from kxtx.client.registry import RegistryConfig
+    from kxtx.schemas.serde import Encoder, Reader, _Known
+
+    order = json.dumps(ORDER)
+    objs = [
+        {
+            "id": i,
+            "customer": {"name": "é" * (i % 70)},
+            "amount": None if i % 3 else i / 3,
+            "paid": i % 2 == 0,
+        }
+        for i in range(300)
+    ]
+    enc = Encoder(7, codecs.AVRO, order, {}, framing.header(7))
+    framed = enc.encode_many(objs)
+    assert framed == [enc.encode(o) for o in objs]
+    reader = Reader(
+        RegistryConfig("http://127.0.0.1:9", (), 1.0), codecs.AVRO, {7: _Known(codecs.AVRO, order, {})}
+    )
+    assert reader.decode_values(framed) == objs == [reader.decode(v).value for v in framed]
+    with pytest.raises(Mismatch):
+        enc.encode_many([*objs[:5], {"id": "x"}])
+    with pytest.raises(ValueError):  # a tombstone, another schema id, a value not framed: one by one
+        reader.decode_values([*framed[:2], None])
+    with pytest.raises(ValueError):
+        reader.decode_values([framed[0], framing.frame(8, b"\x02")])
+    with pytest.raises(ValueError):
+        reader.decode_values([b"plain"])
+    with pytest.raises(Mismatch):  # a truncated record in the batch
+        reader.decode_values([framed[0], framed[1][:-3]])
+
+
+def test_the_pipe_mapper_names_the_record_a_batch_cannot_take():
+    """A batch that does not decode or encode in one pass goes record by record: each failure is
+    its own record's (the contract path)."""
+    from kxtx.client.registry import RegistryConfig
+    from kxtx.pipe.worker import transform as tf
+    from kxtx.schemas.serde import Encoder, Reader, _Known
+
+    order = json.dumps(ORDER)
+    enc = Encoder(7, codecs.AVRO, order, {}, framing.header(7))
+    reader = Reader(
+        RegistryConfig("http://127.0.0.1:9", (), 1.0), codecs.AVRO, {7: _Known(codecs.AVRO, order, {})}
+    )
+    values = [enc.encode({"id": i, "customer": {"name": "n"}}) for i in range(4)]
+    values[2] = values[2][:6]  # truncated
+
+    def udf(o):
+        return {**o, "id": "bad"} if o["id"] == 3 else o
+
+    out = tf.make_mapper(udf, "python", "avro", False, reader, enc).map_values(values, 10)
+    rows = out.to_pydict()
+    assert rows["error"][0] is None and rows["error"][1] is None
+    assert "decoding the input" in rows["error"][2] and "not an Avro record" in rows["error"][2]
+    assert "does not fit the output schema: field id: expected long, got 'bad'" in rows["error"][3]
+    assert reader.decode(rows["value"][1]).value["id"] == 1

@@ -223,6 +223,11 @@ def _decode_values(values: list, value_format: Any) -> list:
     if value_format == RAW:
         return values
     if type(value_format) is not str:  # a registry reader: each record by its own schema
+        try:  # all in one pass (one Avro schema: the usual batch)
+            return value_format.decode_values(values)
+        except Exception as exc:
+            if getattr(exc, "retriable", False):
+                raise
         return [_guard(_registry_value, value_format, v) for v in values]
     if value_format == JSON and _decode_utf8 is not None:
         try:  # straight from the bytes: no str per record (msgspec checks the UTF-8 as it reads)
@@ -350,7 +355,10 @@ def _encoded_values(results: list, encode: Callable[[Any], bytes]) -> list | Non
     (the contract path, which names each record that does not fit) otherwise."""
     if set(map(type, results)) != {dict} or any_spec(results):
         return None
+    many = getattr(encode, "__self__", None)  # the Encoder: all in one pass
     try:
+        if many is not None and hasattr(many, "encode_many"):
+            return many.encode_many(results)
         return list(map(encode, results))
     except Exception:  # noqa: BLE001 - one does not fit the schema: the contract path names it
         return None
