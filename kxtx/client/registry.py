@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from kxtx.errors import ConfigError, KafkaOperationError, Unavailable
 
@@ -96,6 +95,8 @@ class RegistryConfig:
 
 def shown(url: str) -> str:
     """`url` with any user info (`https://user:secret@host`) replaced by `***`."""
+    from urllib.parse import urlsplit, urlunsplit  # here: every command imports this module
+
     parts = [p.strip() for p in url.split(",")]
     out = []
     for part in parts:
@@ -143,6 +144,8 @@ def split_settings(props: dict[str, str], origin: dict[str, str]) -> dict[str, s
 
 def _remember_secrets(found: dict[str, str]) -> None:
     """So that no message kxtx writes shows them (kxtx.client.properties.scrub)."""
+    from urllib.parse import urlsplit
+
     from kxtx.client.properties import remember
 
     for key in SECRET_KEYS:
@@ -157,6 +160,8 @@ def _remember_secrets(found: dict[str, str]) -> None:
 
 def config(registry: dict[str, str], timeout: float, required_by: str) -> RegistryConfig:
     """The registry a command needs (`required_by` names what needs it, for the error)."""
+    from urllib.parse import urlsplit
+
     url = registry.get("schema.registry.url", "").strip()
     if not url:
         raise ConfigError(
@@ -198,19 +203,19 @@ def call(cfg: RegistryConfig, what: str, fn: Callable[[], T]) -> T:
         return fn()
     except SchemaRegistryError as exc:
         raise translate(cfg, what, exc.http_status_code, exc.error_code, exc.error_message) from None
-    except OSError as exc:
-        raise RegistryUnavailable(f"schema registry {cfg.shown_url} did not answer ({what}): {exc}") from None
-    except Exception as exc:  # httpx's TransportError (connection refused, timeout, TLS) and kin
-        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "ssl"):
-            reason = str(exc) or type(exc).__name__
-            if "CERTIFICATE" in reason.upper() or "SSL" in reason.upper():
-                raise RegistryError(
-                    f"schema registry {cfg.shown_url}: TLS failed ({what}): {reason}"
-                ) from None
-            raise RegistryUnavailable(
-                f"schema registry {cfg.shown_url} did not answer ({what}): {reason}"
-            ) from None
-        raise
+    except Exception as exc:  # the HTTP client's: connection refused, timeout, TLS (httpx, ssl, OSError)
+        family = type(exc).__module__.split(".")[0]
+        if not isinstance(exc, OSError) and family not in ("httpx", "httpx2", "httpcore", "ssl"):
+            raise
+        reason = str(exc) or type(exc).__name__
+        import ssl  # here: every command imports this module, few reach a registry
+
+        if isinstance(exc, ssl.SSLError) or "CERTIFICATE" in reason.upper() or "SSL" in reason.upper():
+            # a certificate or handshake problem: retrying will not heal it
+            raise RegistryError(f"schema registry {cfg.shown_url}: TLS failed ({what}): {reason}") from None
+        raise RegistryUnavailable(
+            f"schema registry {cfg.shown_url} did not answer ({what}): {reason}"
+        ) from None
 
 
 def translate(
