@@ -65,7 +65,7 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     after_venv = rows[next(i for i, (p, _, a) in enumerate(rows) if a.startswith("-m venv /")) + 1 :]
     # everything after the venv exists runs with its interpreter: installs, both test stages
     assert {prog for prog, _, _ in after_venv} == {venv_py}
-    assert any("pip install" in a and "-e .[spark,test,lint]" in a for _, _, a in after_venv)
+    assert any("pip install" in a and "-e .[spark,registry,test,lint]" in a for _, _, a in after_venv)
     args = [a for _, _, a in after_venv]
     # the lint gate (scripts/lint.sh) runs before the first test
     gate = [args.index(a) for a in ("-m ruff format --check .", "-m ruff check .", "-m mypy")]
