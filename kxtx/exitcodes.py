@@ -14,8 +14,9 @@ class ExitCode(IntEnum):
     #: is down or -b is wrong. Nothing was done. 69 = EX_UNAVAILABLE (sysexits.h).
     UNREACHABLE = 69
     #: The cluster stayed unavailable (leaders or coordinators moving, brokers down) longer than the
-    #: command's retries; what was committed stays committed. Run the same command again: it
-    #: continues exactly once. 75 = EX_TEMPFAIL (sysexits.h), what retry loops look for.
+    #: command's retries, or the schema registry did not answer; what was committed stays
+    #: committed. Run the same command again: it continues exactly once. 75 = EX_TEMPFAIL
+    #: (sysexits.h), what retry loops look for.
     RETRY = 75
     #: Stopped by SIGHUP (128 + 1: the terminal closed); the open transaction was aborted.
     HANGUP = 129
@@ -44,7 +45,7 @@ DESCRIPTIONS = {
     ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist; sandbox status: a node is not running; sandbox stop: no sandbox to stop)",
     ExitCode.UNREACHABLE: "no broker answered at the bootstrap addresses (refused, unresolvable, or silent for --timeout): the cluster is down or -b is wrong; nothing was done",
-    ExitCode.RETRY: "the cluster stayed unavailable (brokers down, leaders or coordinators moving); committed work is kept: run the same command again to continue exactly once",
+    ExitCode.RETRY: "the cluster stayed unavailable (brokers down, leaders or coordinators moving), or the schema registry did not answer; committed work is kept: run the same command again to continue exactly once",
     ExitCode.HANGUP: "stopped by SIGHUP (the terminal closed; `kxtx produce` and `kxtx pipe`); any open transaction aborted",
     ExitCode.INTERRUPTED: "stopped by SIGINT (Ctrl-C), also how `dump --follow` normally ends; any open transaction aborted",
     ExitCode.BROKEN_PIPE: "stdout closed by the reader (e.g. piped into `head`); stopped without a message",
