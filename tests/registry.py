@@ -54,7 +54,8 @@ def build() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.is_file():
             return target
-        env = {**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+        # GOTOOLCHAIN left to Go: an older Go (Debian's) fetches the toolchain the module asks for
+        env = {**os.environ, "GOFLAGS": "-mod=mod"}
         subprocess.run([go, "mod", "download", f"{MODULE}@{VERSION}"], check=True, env=env, cwd=target.parent)
         modcache = subprocess.run(
             [go, "env", "GOMODCACHE"], check=True, env=env, capture_output=True, text=True
