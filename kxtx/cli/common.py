@@ -125,6 +125,21 @@ def complete_words(metavar: str) -> Callable[[str], list[str]]:
     return complete
 
 
+#: the panel of the Schema Registry options of produce and pipe
+REGISTRY_PANEL = "Schema Registry"
+SubjectStrategyOpt = Annotated[
+    str,
+    typer.Option(
+        "--subject-strategy",
+        metavar="topic|record|topic-record",
+        autocompletion=complete_words("topic|record|topic-record"),
+        rich_help_panel=REGISTRY_PANEL,
+        help="Subject naming of the schemas written with: TOPIC-value (TOPIC-key), the record's full "
+        "name, or TOPIC-RECORD.",
+    ),
+]
+
+
 def connection(
     bootstrap: list[str] | None = None,
     config: list[str] | None = None,

@@ -116,7 +116,9 @@ def partition_cmd(
     first, last = parse_from(texts[0]), parse_to(texts[1])
     settings = connection(bootstrap, config, command_config, timeout, schema_registry)
     decode = None
-    if value_format.value in ("avro", "protobuf", "jsonschema", "auto"):
+    from kxtx.schemas.codecs import REGISTRY_FORMATS
+
+    if value_format.value in REGISTRY_FORMATS:
         from kxtx.schemas.rows import decoder
 
         decode = decoder(

@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
+    REGISTRY_PANEL,
     STATE,
     BootstrapOpt,
     CommandConfigOpt,
     ConfigOpt,
     FormatOpt,
     RegistryOpt,
+    SubjectStrategyOpt,
     TimeoutOpt,
     ValueFormat,
     boundary,
-    complete_words,
     connection,
     is_tty,
 )
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 _BATCH = "Batching and stopping"
 _UDF = "UDF"
 _SPARK = "Spark"
-_SR = "Schema Registry"
+_SR = REGISTRY_PANEL
 
 
 class InputMode(str, Enum):
@@ -210,16 +211,7 @@ def pipe(
         bool,
         typer.Option("--register", rich_help_panel=_SR, help="Register the --out-schema file first."),
     ] = False,
-    subject_strategy: Annotated[
-        str,
-        typer.Option(
-            "--subject-strategy",
-            metavar="topic|record|topic-record",
-            autocompletion=complete_words("topic|record|topic-record"),
-            rich_help_panel=_SR,
-            help="Subject naming of --out-schema: OUT-value, the record's name, or OUT-RECORD.",
-        ),
-    ] = "topic",
+    subject_strategy: SubjectStrategyOpt = "topic",
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,
     command_config: CommandConfigOpt = None,

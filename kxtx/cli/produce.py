@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
+    REGISTRY_PANEL,
     BootstrapOpt,
     CommandConfigOpt,
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
     RegistryOpt,
+    SubjectStrategyOpt,
     TimeoutOpt,
     boundary,
     complete_words,
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 _MAP = "Record mapping"
 _TXN = "Transactions"
-_SR = "Schema Registry"
+_SR = REGISTRY_PANEL
 _SCHEMA_HELP = (
     "a schema file (.avsc Avro, .json JSON Schema, .proto Protobuf) registered under the subject, "
     "or latest, a version number, id:N of the subject"
@@ -207,16 +209,7 @@ def produce(
             help="Encode each key (--key-field) the same way, under the TOPIC-key subject.",
         ),
     ] = None,
-    subject_strategy: Annotated[
-        str,
-        typer.Option(
-            "--subject-strategy",
-            metavar="topic|record|topic-record",
-            autocompletion=complete_words("topic|record|topic-record"),
-            rich_help_panel=_SR,
-            help="Subject naming: TOPIC-value, the record's full name, or TOPIC-RECORD.",
-        ),
-    ] = "topic",
+    subject_strategy: SubjectStrategyOpt = "topic",
     register: Annotated[
         bool,
         typer.Option(

@@ -23,6 +23,7 @@ from kxtx.pipe.runconfig import RunConfig, subscription_conf
 from kxtx.pipe.stats import ProgressFn, Stats, Summary, interrupted
 from kxtx.pipe.worker import consumerconf
 from kxtx.pipe.worker.outputs import UdfFailure
+from kxtx.schemas.codecs import REGISTRY_FORMATS
 from kxtx.signals import Guard
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ class PipeCore:
         declared = pipeschemas.declared(loaded) if loaded is not None else None
         if self.cfg.register and not (self.cfg.out_schema or declared) and loaded is not None:
             raise UsageError("--register needs --out-schema FILE (or a UDF that declares out_schema)")
-        if self.cfg.value_format in pipeschemas.REGISTRY_FORMATS or self.cfg.out_schema or declared:
+        if self.cfg.value_format in REGISTRY_FORMATS or self.cfg.out_schema or declared:
             self.reader, self.encoder = pipeschemas.serdes(self.cfg, self.settings, declared)
 
     def _prepare_mode(self, loaded: udfmod.LoadedUdf) -> None:

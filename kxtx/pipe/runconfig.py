@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from kxtx.derived import derived_name
 from kxtx.errors import UsageError
 from kxtx.pipe.udf import parse_spec
+from kxtx.schemas.codecs import REGISTRY_FORMATS
 
 #: Driver mode's records per batch: the smallest size at which Spark's fixed cost per job and the
 #: commit's are both a small share of a batch, with memory still bounded (see bench/README.md,
@@ -20,7 +21,7 @@ DEFAULT_BATCH_RECORDS = 200_000
 #: bench/README.md, "Batch sizes").
 EXECUTOR_BATCH_RECORDS = 100_000
 DEFAULT_BATCH_MS = 5_000
-VALUE_FORMATS = ("raw", "string", "json", "avro", "protobuf", "jsonschema", "auto")
+VALUE_FORMATS = ("raw", "string", "json", *REGISTRY_FORMATS)
 MODES = ("auto", "driver", "executors")
 #: Kafka's own topics. librdkafka's pattern subscription matches them too (Java's consumer leaves
 #: them out, exclude.internal.topics): `--in '^.*'` would read offsets and transaction state.
@@ -173,13 +174,10 @@ class PipeConfig:
         if self.value_format not in VALUE_FORMATS:
             raise UsageError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
         if self.out_schema:
-            from kxtx.schemas.serde import STRATEGIES, parse_choice
+            from kxtx.schemas.serde import check_strategy, parse_choice
 
             parse_choice(self.out_schema, "--out-schema")
-            if self.subject_strategy not in STRATEGIES:
-                raise UsageError(
-                    f"--subject-strategy {self.subject_strategy!r}: expected {', '.join(STRATEGIES)}"
-                )
+            check_strategy(self.subject_strategy)
 
     def _check_topics(self) -> None:
         for spec in self.inputs:

@@ -11,9 +11,6 @@ if TYPE_CHECKING:
     from kxtx.pipe.runconfig import RunConfig
     from kxtx.pipe.udf import LoadedUdf
 
-#: --value-format words that decode through the registry
-REGISTRY_FORMATS = ("avro", "protobuf", "jsonschema", "auto")
-
 
 def declared(loaded: LoadedUdf) -> str | None:
     """The output schema a UDF declares (`enrich.out_schema = "enriched.avsc"`, what --out-schema
@@ -43,7 +40,7 @@ def serdes(cfg: RunConfig, settings: Settings, declared: str | None = None) -> t
     from kxtx.schemas.serde import Reader, Writer, parse_choice
 
     reader = encoder = None
-    if cfg.value_format in REGISTRY_FORMATS:
+    if cfg.value_format in codecs.REGISTRY_FORMATS:
         expect = None if cfg.value_format == "auto" else codecs.FORMATS[cfg.value_format]
         reader = Reader(settings.registry_config(f"--value-format {cfg.value_format}"), expect)
     out_schema = cfg.out_schema or declared
@@ -58,5 +55,4 @@ def serdes(cfg: RunConfig, settings: Settings, declared: str | None = None) -> t
             cfg.register,
         )
         encoder = writer.encoder()
-        encoder.described = writer.describe()  # type: ignore[attr-defined]
     return reader, encoder

@@ -25,21 +25,15 @@ class SchemaOptions:
 
     def check(self, key_field: str | None) -> None:
         from kxtx.errors import UsageError
-        from kxtx.schemas.serde import STRATEGIES, parse_choice
+        from kxtx.schemas.serde import check_strategy, parse_choice
 
-        if self.strategy not in STRATEGIES:
-            raise UsageError(f"--subject-strategy {self.strategy!r}: expected {', '.join(STRATEGIES)}")
+        check_strategy(self.strategy)
         if self.key and not key_field:
             raise UsageError("--key-schema needs a key: give --key-field")
-        if self.register and not any(
-            parse_choice(c, o).path
-            for c, o in ((self.value, "--value-schema"), (self.key, "--key-schema"))
-            if c
-        ):
+        given = ((self.value, "--value-schema"), (self.key, "--key-schema"))
+        choices = [parse_choice(text, option) for text, option in given if text]
+        if self.register and not any(c.path for c in choices):
             raise UsageError("--register needs a schema file (--value-schema FILE or --key-schema FILE)")
-        for text, option in ((self.value, "--value-schema"), (self.key, "--key-schema")):
-            if text:
-                parse_choice(text, option)
 
 
 class LocalWriter:

@@ -21,6 +21,8 @@ from typing import Any
 AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 #: --value-format words -> the registry's schemaType
 FORMATS = {"avro": AVRO, "jsonschema": JSON, "protobuf": PROTOBUF}
+#: every --value-format that decodes through a registry ("auto": whatever each record's schema is)
+REGISTRY_FORMATS = (*FORMATS, "auto")
 
 
 class Mismatch(ValueError):

@@ -9,9 +9,6 @@ from kxtx.schemas import codecs, framing
 from kxtx.schemas.codecs import Mismatch
 from kxtx.schemas.serde import Reader, UnknownSchema
 
-#: --value-format words that decode through the registry ("auto": whatever each record's schema is)
-REGISTRY_FORMATS = ("avro", "protobuf", "jsonschema", "auto")
-
 
 class RowDecoder:
     """`decoder(bytes, "key" | "value")` -> (what the row shows, the row's extra keys).

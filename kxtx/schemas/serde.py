@@ -20,6 +20,13 @@ from kxtx.schemas import codecs, framing
 from kxtx.schemas.codecs import Mismatch
 
 STRATEGIES = ("topic", "record", "topic-record")
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in STRATEGIES:
+        raise UsageError(f"--subject-strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+
+
 _EXTENSIONS = {".avsc": codecs.AVRO, ".json": codecs.JSON, ".proto": codecs.PROTOBUF}
 
 
@@ -139,8 +146,7 @@ class Writer:
         register: bool = False,
         subject: str | None = None,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise UsageError(f"--subject-strategy {strategy!r}: expected {', '.join(STRATEGIES)}")
+        check_strategy(strategy)
         self.registry = _Registry(cfg)
         self.choice, self.topic, self.is_key = choice, topic, is_key
         self.register = register
@@ -392,7 +398,6 @@ class _Known:
     kind: str
     text: str
     references: dict[str, str]
-    subjects: list[str] | None = None
 
 
 @dataclass
@@ -408,7 +413,8 @@ class Reader:
     def __post_init__(self) -> None:
         self._registry = _Registry(self.cfg)
         self._codecs: dict[int, Any] = {}
-        self.fetches = 0
+        #: schema id -> the subjects it is registered under (for display)
+        self._subjects: dict[int, list[str]] = {}
 
     def __getstate__(self) -> dict:
         return {"cfg": self.cfg, "expect": self.expect, "known": self.known}
@@ -438,7 +444,6 @@ class Reader:
 
     def _fetch(self, schema_id: int) -> _Known:
         r = self._registry
-        self.fetches += 1
         try:
             got = r.call(f"schema id {schema_id}", r.client.get_schema, schema_id)
         except reg.RegistryError as exc:
@@ -490,17 +495,18 @@ class Reader:
         return Decoded(c.decode(data[framing.HEADER :]), sid)
 
     def subjects(self, schema_id: int) -> list[str]:
-        """The subjects a schema id is registered under (for display; [] if the registry cannot say)."""
-        k = self.known.get(schema_id)
-        if k is not None and k.subjects is not None:
-            return k.subjects
-        r = self._registry
-        try:
-            found = list(
-                r.call(f"subjects of schema id {schema_id}", r.client.get_subjects_by_schema_id, schema_id)
-            )
-        except (reg.RegistryError, AttributeError):
-            found = []
-        if k is not None:
-            k.subjects = found
+        """The subjects a schema id is registered under (for display; [] if the registry cannot
+        say), asked once per id."""
+        found = self._subjects.get(schema_id)
+        if found is None:
+            r = self._registry
+            try:
+                found = list(
+                    r.call(
+                        f"subjects of schema id {schema_id}", r.client.get_subjects_by_schema_id, schema_id
+                    )
+                )
+            except (reg.RegistryError, AttributeError):
+                found = []
+            self._subjects[schema_id] = found
         return found

@@ -106,7 +106,7 @@ class Mapper:
         for batch in batches:
             inputs = _inputs(batch, self.decoding, self.record_mode)
             plain, results = _map(
-                self.func, self.kind, inputs, self.record_mode, self.json_values, self.encode
+                self.func, self.kind, inputs, self.record_mode, self.json_values, self.encoder
             )
             yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values, self.encode)
 
@@ -120,7 +120,7 @@ class Mapper:
         parts: list = []
         for start in range(0, len(values), chunk):
             inputs = _decode_values(values[start : start + chunk], self.decoding)
-            plain, results = _map(self.func, self.kind, inputs, False, self.json_values, self.encode)
+            plain, results = _map(self.func, self.kind, inputs, False, self.json_values, self.encoder)
             if plain is None:  # the contract, record by record, while the inputs are at hand
                 idx = arrays.indices(len(inputs), start)
                 plain = _output_batch(idx, None, inputs, results, self.json_values, self.encode)
@@ -295,7 +295,7 @@ def _map(
     inputs: list,
     record_mode: bool,
     json_values: bool,
-    encode: Callable[[Any], bytes] | None = None,
+    encoder: Any = None,
 ) -> tuple[list | None, list]:
     """The UDF over `inputs`: (one bytes value per record, results) when every record decoded and
     gave one plain value (`_plain_values`), else (None, the results of the records that decoded)
@@ -306,8 +306,8 @@ def _map(
     else:
         results = _call_each(func, good)
     if len(good) == len(inputs):
-        if encode is not None:
-            return _encoded_values(results, encode), results
+        if encoder is not None:
+            return _encoded_values(results, encoder), results
         return _plain_values(results, json_values), results
     return None, results
 
@@ -350,16 +350,13 @@ def _assemble(
     return out
 
 
-def _encoded_values(results: list, encode: Callable[[Any], bytes]) -> list | None:
+def _encoded_values(results: list, encoder: Any) -> list | None:
     """`_plain_values` under --out-schema: each result a dict that is no record spec, encoded; None
     (the contract path, which names each record that does not fit) otherwise."""
     if set(map(type, results)) != {dict} or any_spec(results):
         return None
-    many = getattr(encode, "__self__", None)  # the Encoder: all in one pass
-    try:
-        if many is not None and hasattr(many, "encode_many"):
-            return many.encode_many(results)
-        return list(map(encode, results))
+    try:  # all in one pass (kxtx.schemas.serde.Encoder.encode_many)
+        return encoder.encode_many(results)
     except Exception:  # noqa: BLE001 - one does not fit the schema: the contract path names it
         return None
 
