@@ -205,23 +205,28 @@ def test_a_registry_that_does_not_answer_is_exit_75_and_nothing_is_written(kafka
     assert read_committed(kafka.bootstrap, topic) == []
 
 
+def three_orders(kafka, tmp_path, url: str) -> tuple[str, list[str]]:
+    """A fresh topic, and the `kxtx produce` arguments that write 3 orders to it as Avro."""
+    topic = kafka.create_topic()
+    data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+    schema = schema_file(tmp_path, "avro")
+    return topic, [
+        "produce",
+        str(data),
+        "-t",
+        topic,
+        "--value-schema",
+        str(schema),
+        "--register",
+        "--schema-registry",
+        url,
+    ]
+
+
 def test_basic_auth_works_and_a_wrong_password_is_exit_1_without_the_secret(kafka, run_kxtx, tmp_path):
     reg = regmod.Registry(auth=True)
     try:
-        topic = kafka.create_topic()
-        data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
-        schema = schema_file(tmp_path, "avro")
-        base = [
-            "produce",
-            str(data),
-            "-t",
-            topic,
-            "--value-schema",
-            str(schema),
-            "--register",
-            "--schema-registry",
-            reg.url,
-        ]
+        topic, base = three_orders(kafka, tmp_path, reg.url)
         wrong = "not-the-password-4711"
         r = run_kxtx(
             *base, "-X", f"schema.registry.basic.auth.user.info={regmod.USER}:{wrong}", "-o", "json", expect=1
@@ -254,20 +259,7 @@ def test_tls_with_a_client_certificate(kafka, run_kxtx, tmp_path):
     (tmp_path / "client.key").write_bytes(_key_pem(ckey))
     reg = regmod.Registry(tls={**{k: str(v) for k, v in files.items()}, "client_auth": "require"})
     try:
-        topic = kafka.create_topic()
-        data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
-        schema = schema_file(tmp_path, "avro")
-        base = [
-            "produce",
-            str(data),
-            "-t",
-            topic,
-            "--value-schema",
-            str(schema),
-            "--register",
-            "--schema-registry",
-            reg.url,
-        ]
+        topic, base = three_orders(kafka, tmp_path, reg.url)
         trust = ["-X", f"schema.registry.ssl.ca.location={files['ca']}"]
         r = run_kxtx(*base, *trust, expect=None)
         # no client certificate: refused, exit 1 (retrying will not help), naming the registry
