@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_dump import raw_consume_process, timed  # noqa: E402 - after the path is set
+from as_installed import compile_kxtx  # noqa: E402 - after the path is set
+from bench_dump import raw_consume_process, timed  # noqa: E402
 
 
 def fill(bootstrap: str, records: int, per_txn: int, compression: str) -> str:
@@ -138,9 +138,7 @@ def main() -> None:
         sandbox = Sandbox(tempfile.mkdtemp(prefix="kxtx-bench-dump-part-"))
         info = sandbox.start(kafka_version=args.kafka_version, port=0, heap="1g")
         bootstrap, dist, data_dir = info.bootstrap, info.distribution, Path(sandbox.dir)
-    # As an installed kxtx has: its modules compiled once, not at every start (PYTHONDONTWRITEBYTECODE
-    # in the environment would otherwise make every kxtx run compile them again).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kxtx")], check=True)
+    compile_kxtx()
     try:
         t0 = time.perf_counter()
         topic = fill(bootstrap, args.records, args.per_txn, args.compression)

@@ -144,6 +144,10 @@ def main() -> None:
     ap.add_argument("--bootstrap")
     args = ap.parse_args()
     kc = kcat_binary()
+    sys.path.insert(0, str(ROOT / "bench"))
+    from as_installed import compile_kxtx
+
+    compile_kxtx()
     sandbox = None
     bootstrap = args.bootstrap
     if not bootstrap:

@@ -22,6 +22,10 @@ WORKERS=${KXTX_TEST_WORKERS:-3}
 
 "$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,registry,test]' \
   || { echo "test.sh: installing kxtx and its test dependencies failed" >&2; exit 1; }
+# kxtx's modules compiled once, as an installed kxtx has them: where PYTHONDONTWRITEBYTECODE is set
+# (it is on CI's machine), an editable install's modules are compiled again at every start of the
+# `kxtx` the tests run well over a thousand times (bench/README.md, "Start-up").
+"$PY" -m compileall -q kxtx >/dev/null || { echo "test.sh: compiling kxtx's modules failed" >&2; exit 1; }
 echo "test.sh: dependency versions under test:" >&2
 "$PY" -m pip freeze --exclude-editable 2>/dev/null \
   | grep -iE '^(typer|click|rich|confluent-kafka|kafka-python|cryptography|orjson|msgspec|pyspark|pandas|pyarrow|py4j|fastavro|jsonschema|protobuf|httpx2|pytest|pytest-timeout|pytest-xdist|psutil)==' \

@@ -129,6 +129,14 @@ def test_installs_what_pip_resolves_today(tmp_path):
     assert "--upgrade --upgrade-strategy eager" in install and ".[spark,registry,test]" in install
 
 
+def test_compiles_kxtx_before_the_tests(tmp_path):
+    # every `kxtx` a test starts would compile kxtx's modules again under PYTHONDONTWRITEBYTECODE
+    _, calls = run_script(tmp_path, 0, 0)
+    args = [c.split("|", 2)[2] for c in calls]
+    compile_at = next(i for i, a in enumerate(args) if a == "-m compileall -q kxtx")
+    assert compile_at < next(i for i, a in enumerate(args) if a.startswith("-m pytest"))
+
+
 @pytest.mark.parametrize(
     "workers, args, stage1, stage2",
     [
