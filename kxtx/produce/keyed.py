@@ -33,6 +33,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
+from kxtx.client.batch import refusal
 from kxtx.produce import columns as colmod
 from kxtx.produce import inputs, plain
 from kxtx.produce.checkpoint import Resume
@@ -229,6 +230,17 @@ class KeyedFile(PlainFile):
         from confluent_kafka import KafkaException
 
         cols = mapped.cols
+        # in batches where librdkafka can take them (kxtx.client.batch): its batch call sets no
+        # timestamp and no headers of a record's own
+        if self.batcher is not None and cols.stamps is None and cols.headers is None:
+            keys = cols.keys if isinstance(cols.keys, list) else None
+            while k < end:
+                k, refused = self.batcher.produce(self.topic, cols.parts, cols.values, k, end, keys)
+                for i, err in refused:
+                    self._refused(mapped, i, refusal(err))
+                if k < end:  # the local queue is full: serve delivery reports
+                    self.run.producer.poll(0.05)
+            return
         args = [repeat(self.topic), cols.values, cols.keys, cols.parts]
         if cols.stamps is not None or cols.headers is not None:  # fewer arguments parse faster
             args += [repeat(None), repeat(None), _column(cols.stamps, 0), _column(cols.headers)]

@@ -23,6 +23,7 @@ from itertools import accumulate, islice, repeat
 from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
+from kxtx.client.batch import Batcher, refusal
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep
@@ -90,6 +91,7 @@ class PlainFile:
         self.run, self.src, self.pos, self.state = run, src, pos, state
         self.jsonl = src.fmt == "jsonl"
         self.produce, self.topic = run.producer.produce, run.opts.topic
+        self.batcher = Batcher.of(run.producer, self.topic, run.settings.timeout)  # None: one by one
         self.sampled = run.stats.sampled
         # unkeyed records: one partition a block, in turn from a random one (the Java client's
         # sticky partitioner does the same a batch); every segment's report names it
@@ -238,10 +240,19 @@ class PlainFile:
             k = bad + 1
 
     def _produce_run(self, block: Lines, k: int, end: int) -> None:
-        """Produce lines [k, end) of `block`, all known good. A full local queue waits for
-        delivery reports; a line librdkafka refuses is handled (and reported) alone."""
+        """Produce lines [k, end) of `block`, all known good: in batches where librdkafka can take
+        them (kxtx.client.batch), else one by one. A full local queue waits for delivery
+        reports; a line librdkafka refuses is handled (and reported) alone."""
         from confluent_kafka import KafkaException
 
+        if self.batcher is not None:
+            while k < end:
+                k, refused = self.batcher.produce(self.topic, self.partition, block.values, k, end)
+                for i, err in refused:  # not queued, and nothing was, or will be, in its place
+                    self._refused(block, i, refusal(err))
+                if k < end:  # the local queue is full: serve delivery reports
+                    self.run.producer.poll(0.05)
+            return
         values, produce = block.values, self.produce
         topic, part = repeat(self.topic), repeat(self.partition)
         while k < end:
@@ -253,6 +264,12 @@ class PlainFile:
             elif exc is not None:
                 self._irregular(block, k, None)
                 k += 1
+
+    def _refused(self, block: Lines, k: int, exc: BaseException) -> None:
+        """librdkafka refused record k of a batch: reported as the record-by-record path does."""
+        self.run.produce_error(exc, self.src, block.line(k))
+        self.lost += 1
+        self.lost_bytes += len(block.values[k])
 
     def _irregular(self, block: Lines, k: int, report: Callable[..., None] | None) -> int:
         """One line the tight loop does not handle (or one that needs a delivery report)."""
