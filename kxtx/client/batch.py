@@ -206,6 +206,7 @@ def _fill(msgs: array, parts: list[bytes], at: int, len_at: int) -> bytes:
     end. Returns the buffer, which must outlive the call. (b"".join takes nothing but bytes-like
     objects: no pointer here can point anywhere else.)"""
     lengths, data = list(map(len, parts)), b"".join(parts)
-    msgs[at::_STRIDE] = array("q", accumulate(lengths[:-1], initial=_address(data)))
+    # (an array from a list is built faster than from the iterator itself)
+    msgs[at::_STRIDE] = array("q", list(accumulate(lengths[:-1], initial=_address(data))))
     msgs[len_at::_STRIDE] = array("q", lengths)
     return data
