@@ -48,6 +48,8 @@ def udf_failed(name: str, value_format: str, failure: UdfFailure, unit: str, unm
     records belonged to (batch, round); `unmoved`: which offsets stayed where they were."""
     f = failure
     more = f" (and {f.count - 1} more records of this {unit})" if f.count > 1 else ""
+    if f.partial:  # the UDF stopped at the first failure: the rest of the unit was not run
+        more = f" (and {f.count - 1} more of the records of this {unit} it ran on)" if f.count > 1 else ""
     return UdfFailed(
         f"UDF {name} failed on {f.topic}[{f.partition}]@{f.offset}: {f.text}"
         f"{bytes_hint(value_format, f.text)}{more}; the transaction was aborted: nothing of this "

@@ -25,6 +25,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +101,7 @@ class ExecutorPipe(PipeCore):
         mapper = tf.make_mapper(
             loaded.func, loaded.kind, self.cfg.value_format, self.cfg.record_input, self.reader, self.encoder
         )
+        batch = sparkmod.batch_job(self.session, None)
         job = taskmod.Job(
             conf=self.settings.confluent(),
             group=self.cfg.group,
@@ -109,12 +111,15 @@ class ExecutorPipe(PipeCore):
             start=self.cfg.start,
             record_mode=self.cfg.record_input,
             mapper=mapper,
-            chunk=sparkmod.batch_job(self.session, None).chunk,
+            chunk=batch.chunk,
             udf_name=loaded.name,
             timeout=self.settings.timeout,
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
             run=self.run_token,
             failover_s=self.settings.failover,
+            # local tasks share the driver's disk (as driver mode's spool does): a UDF failure in
+            # one stops the others of its round
+            stop_file=os.path.join(batch.spool, f"kxtx-udf-failed-{self.run_token}") if batch.spool else None,
         )
         self.task = taskmod.make_plan_task(job)
 

@@ -47,6 +47,12 @@ def slow_identity(v):
     return v
 
 
+def slow_poison(v):
+    """poison, at ~0.25 ms a record: 20,000 records make a 5 s round."""
+    time.sleep(0.00025)
+    return poison(v)
+
+
 def sluggish_identity(v):
     """~5 ms a record: a model call, say; 2000 records make a 10 s round."""
     time.sleep(0.005)

@@ -350,6 +350,46 @@ def test_a_pattern_input_takes_its_topics_and_never_kafkas_own(kafka, spark_sess
     assert summary.records_in == 500
 
 
+def test_a_udf_failure_stops_the_other_tasks_of_its_round(kafka, spark_session):
+    """Issue 42 item 6, executors mode on local Spark, no dead-letter topic: the task whose UDF
+    fails stops calling it after the chunk with the failing record and tells the round's other
+    tasks, which stop between fetches or UDF calls and abort, instead of running their whole
+    round (here 20,000 records of a slow UDF, ~5 s). Nothing is committed anywhere; the summary
+    counts what was aborted."""
+    from kxtx.errors import partial_of
+    from kxtx.pipe.core import UdfFailed
+
+    src = kafka.create_topic(partitions=2)
+    produce(kafka.bootstrap, src, [b"a-%d" % i for i in range(20000)], partition=0)
+    bad = [b"b-%d" % i for i in range(20000)]
+    bad[50] = b"poison"
+    produce(kafka.bootstrap, src, bad, partition=1)
+    out, group = kafka.create_topic(), f"g-{uuid.uuid4().hex[:8]}"
+    # UDF calls of 500 records: where the tasks look for the stop
+    spark_session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+    try:
+        with pytest.raises(UdfFailed) as caught:
+            run_in_process(
+                kafka,
+                spark_session,
+                [src],
+                out,
+                "slow_poison",
+                mode="executors",
+                group=group,
+                batch_max_records=20000,
+            )
+    finally:
+        spark_session.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    summary = partial_of(caught.value)
+    assert f"failed on {src}[1]@50: ValueError: cannot handle the poison record" in str(caught.value)
+    # partition 0's task stopped: without the stop it committed its 20,000 records
+    assert summary.records_in == 0 and summary.transactions == 0
+    assert summary.aborted >= 1
+    assert read_committed(kafka.bootstrap, out) == []
+    assert committed_offsets(kafka.bootstrap, group, src, 2) == [-1001, -1001]
+
+
 @pytest.mark.parametrize("mode", ["executors", "driver"])
 def test_rounds_longer_than_the_poll_interval_shrink_instead_of_failing(kafka, tmp_path, mode):
     """A slow UDF and a round (driver mode: a transaction) of 2000 records, 10 s, against

@@ -9,7 +9,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from kxtx.pipe.worker import transform as tf  # noqa: E402
-from kxtx.pipe.worker.outputs import Outputs, UdfFailure, to_records  # noqa: E402
+from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records  # noqa: E402
 
 
 @dataclass
@@ -160,8 +160,6 @@ MAP_CASES = {
 @pytest.mark.parametrize("case", MAP_CASES.values(), ids=MAP_CASES.keys())
 @pytest.mark.parametrize("dlq", [None, "dlq"])
 def test_map_values_gives_the_records_the_arrow_batches_give(case, chunk, dlq):
-    from kxtx.pipe.worker.outputs import plain_records
-
     func, kind, fmt, values = case
     msgs = [Msg(v, b"k%d" % i, [("h", b"%d" % i)] if i % 2 else None, 100 + i) for i, v in enumerate(values)]
     mapper = tf.make_mapper(func, kind, fmt, False)
@@ -182,3 +180,67 @@ def test_map_values_calls_the_udf_once_per_record():
 
     tf.make_mapper(udf, "row", "json", False).map_values([b'{"i":%d}' % i for i in range(7)], 3)
     assert calls == list(range(7))
+
+
+@pytest.mark.parametrize(
+    "fails_at, chunk, calls, mapped",
+    [
+        (4, 3, 6, 6),  # the failing record's chunk is run to its end, no chunk after it
+        (0, 3, 3, 3),
+        (7, 3, 9, 9),
+        (9, 3, 10, None),  # in the last chunk: nothing left to spare, the outputs as usual
+        (None, 3, 10, None),  # no failure: every chunk
+    ],
+)
+def test_map_values_fail_fast_stops_after_the_failing_chunk(fails_at, chunk, calls, mapped):
+    """Without a dead-letter topic the batch fails whatever the rest gives: no chunk after the
+    one with a failing record is given to the UDF (issue 42 item 6); the failure is the same."""
+    seen = []
+
+    def udf(v):
+        seen.append(v)
+        if v == b"%d" % (fails_at if fails_at is not None else -1):
+            raise ValueError("poison")
+        return v
+
+    values = [b"%d" % i for i in range(10)]
+    msgs = [Msg(v, None, None, 100 + i) for i, v in enumerate(values)]
+    mapper = tf.make_mapper(udf, "row", "raw", False)
+    if mapped is None:
+        out = mapper.map_values(values, chunk, fail_fast=True)
+        got = (
+            plain_records(msgs, out, "out") if type(out) is list else to_records(msgs, out, "out", None, "f")
+        )
+    else:
+        with pytest.raises(tf.FailedEarly) as early:
+            mapper.map_values(values, chunk, fail_fast=True)
+        assert early.value.mapped == mapped
+        got = to_records(msgs[:mapped], early.value.outputs, "out", None, "f")
+    assert len(seen) == calls
+    if fails_at is None:
+        assert got.failure is None and got.produced == 10
+    else:
+        assert (got.failure.offset, got.failure.count) == (100 + fails_at, 1)
+        assert "ValueError: poison" in got.failure.text
+
+
+def test_map_values_stops_before_a_chunk_when_told():
+    seen, asked = [], []
+
+    def stopped() -> bool:
+        asked.append(len(seen))
+        return len(seen) >= 4
+
+    mapper = tf.make_mapper(lambda v: seen.append(v) or v, "row", "raw", False)
+    with pytest.raises(tf.Stopped):
+        mapper.map_values([b"%d" % i for i in range(10)], 2, stopped=stopped)
+    assert len(seen) == 4 and asked == [2, 4]  # asked before each chunk but the first
+
+
+def test_a_partial_udf_failure_says_which_records_it_counted():
+    from kxtx.pipe.core import udf_failed
+
+    whole = udf_failed("m:f", "raw", UdfFailure("t", 1, 50, "ValueError: x", 3), "round", "")
+    part = udf_failed("m:f", "raw", UdfFailure("t", 1, 50, "ValueError: x", 3, partial=True), "round", "")
+    assert "(and 2 more records of this round)" in str(whole)
+    assert "(and 2 more of the records of this round it ran on)" in str(part)

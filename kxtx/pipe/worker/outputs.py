@@ -31,6 +31,9 @@ class UdfFailure:
     text: str
     #: how many records of the batch (or round) failed
     count: int
+    #: the UDF was not run on all of the batch (it stopped at the first failure): `count` is of
+    #: those it was run on
+    partial: bool = False
 
 
 @dataclass(frozen=True)

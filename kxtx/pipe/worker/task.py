@@ -37,12 +37,14 @@ Tasks never raise for Kafka or UDF errors: they return a `TaskResult` (its `stat
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import types
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
@@ -106,6 +108,11 @@ class Job:
     run: str = ""
     #: the least a commit retries (see kxtx.client.txwriter): the driver's KXTX_FAILOVER_TIMEOUT
     failover_s: float = FAILOVER_S
+    #: a file the tasks of a local run share with the driver (its disk): a task whose UDF failed
+    #: without a dead-letter topic creates it, and the round's other tasks, which see it, stop
+    #: where they are (the run ends at this round anyway). None on a cluster: the tasks there do
+    #: not share a disk, and their round runs to its end.
+    stop_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -371,16 +378,26 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     if recovered:
         attempt["records_in"] = attempt["recovered"] = recovered
         attempt["committed"] = start
-    msgs, next_offset = _consume(job, plan, consumer, start)
+    stopped = _stop_check(job)
+    msgs, next_offset = _consume(job, plan, consumer, start, stopped)
     t1 = time.perf_counter()
     attempt["consume_s"] = t1 - t0
     if next_offset is None or (start >= 0 and next_offset <= start):
         return  # nothing new: no transaction
+    if stopped is not None and stopped():
+        return  # another task's UDF failed: the run ends at this round; nothing begun here
     writer = prod.writer
     writer.begin()
     if msgs:
-        outputs = _transform(job, msgs, attempt)
+        try:
+            outputs = _transform(job, msgs, attempt, stopped)
+        except tf.Stopped:
+            writer.abort()
+            attempt["status"], attempt["token"] = "aborted", None
+            attempt["error"] = "stopped: the UDF failed on another partition of this round"
+            return
         if outputs.failure is not None:  # a UDF error and no DLQ: nothing of the round is written
+            _signal_stop(job)
             writer.abort()
             attempt["status"], attempt["udf_failure"] = "udf-error", outputs.failure
             return
@@ -402,6 +419,21 @@ def _process(job: Job, plan: Plan, prod: _Producer, attempt: dict) -> None:
     attempt["records_in"], attempt["committed"] = len(msgs) + recovered, next_offset
 
 
+def _stop_check(job: Job) -> Callable[[], bool] | None:
+    """Whether another task of the round has asked the others to stop (see Job.stop_file)."""
+    if job.stop_file is None:
+        return None
+    return partial(os.path.exists, job.stop_file)
+
+
+def _signal_stop(job: Job) -> None:
+    if job.stop_file is not None:
+        try:
+            open(job.stop_file, "a").close()
+        except OSError:  # the driver's temp dir gone: the others run to the round's end
+            pass
+
+
 def _recovered(job: Job, plan: Plan, consumer: Any, committed: TopicPartition) -> int:
     """How many records an earlier attempt of this plan committed whose result never reached the
     driver: its worker or executor died after the commit and Spark ran the task again. The stable
@@ -418,11 +450,14 @@ def _recovered(job: Job, plan: Plan, consumer: Any, committed: TopicPartition) -
     return sum(1 for m in msgs if m.offset() < committed.offset)
 
 
-def _consume(job: Job, plan: Plan, consumer: Any, start: int) -> tuple[list[Any], int | None]:
+def _consume(
+    job: Job, plan: Plan, consumer: Any, start: int, stopped: Callable[[], bool] | None = None
+) -> tuple[list[Any], int | None]:
     # consumer: a Consumer, Any with its Messages: confluent-kafka's stubs make a fetched record's
     # offset Optional
     """Records from `start` (or the reset policy) up to the planned end, the limit, or the end of
-    the partition; and the offset to commit after them (None: nothing was read)."""
+    the partition; and the offset to commit after them (None: nothing was read). `stopped`, asked
+    between fetches: True ends the reading where it is."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     consumer.assign([TopicPartition(plan.topic, plan.partition, _start_offset(job, start))])
@@ -444,6 +479,8 @@ def _consume(job: Job, plan: Plan, consumer: Any, start: int) -> tuple[list[Any]
             if msgs and msgs[-1].offset() + 1 >= plan.end:
                 break
             if not got and time.monotonic() > deadline:
+                break
+            if stopped is not None and stopped():
                 break
         nxt = msgs[-1].offset() + 1 if msgs else None
         if eof_at >= 0:
@@ -477,10 +514,12 @@ def _start_offset(job: Job, committed: int) -> int:
     return OFFSET_BEGINNING if job.start == "earliest" else OFFSET_END
 
 
-def _transform(job: Job, msgs: list, attempt: dict) -> Outputs:
+def _transform(job: Job, msgs: list, attempt: dict, stopped: Callable[[], bool] | None = None) -> Outputs:
     """The UDF over `msgs` (chunks of `job.chunk` per call), as the records to produce. Without
     --input record the mapper takes the values as a list: the records never leave this worker,
-    so no Arrow table is built for them."""
+    so no Arrow table is built for them. Without a dead-letter topic the first chunk with a
+    failing record ends the calls (the batch fails whatever the rest gives); `stopped` (see
+    Job.stop_file) raises tf.Stopped between chunks."""
     import pyarrow as pa
 
     t0 = time.perf_counter()
@@ -490,7 +529,13 @@ def _transform(job: Job, msgs: list, attempt: dict) -> Outputs:
             list(job.mapper(iter(table.to_batches(job.chunk)))), schema=tf.output_schema()
         )
     else:
-        out = job.mapper.map_values([m.value() for m in msgs], job.chunk)
+        try:
+            out = job.mapper.map_values([m.value() for m in msgs], job.chunk, job.dlq is None, stopped)
+        except tf.FailedEarly as early:
+            attempt["udf_s"] = time.perf_counter() - t0
+            outputs = to_records(msgs[: early.mapped], early.outputs, job.out, job.dlq, job.udf_name)
+            assert outputs.failure is not None  # FailedEarly comes after a failing record only
+            return replace(outputs, failure=replace(outputs.failure, partial=True))
     attempt["udf_s"] = time.perf_counter() - t0
     if type(out) is list:  # one plain value per record
         return plain_records(msgs, out, job.out)

@@ -110,21 +110,40 @@ class Mapper:
             )
             yield _output_batch(batch.column("idx"), plain, inputs, results, self.json_values, self.encode)
 
-    def map_values(self, values: list, chunk: int) -> list[bytes] | pa.Table:
+    def map_values(
+        self,
+        values: list,
+        chunk: int,
+        fail_fast: bool = False,
+        stopped: Callable[[], bool] | None = None,
+    ) -> list[bytes] | pa.Table:
         """The outputs for input `values` (bytes, None for a tombstone; not with --input record),
         the UDF called on `chunk` of them at a time as `__call__` calls it per batch: one bytes
         value per input if each record gave one plain value (`_plain_values`), else the output
-        Table (`output_schema()`, what `__call__` yields, row indices into `values`)."""
-        import pyarrow as pa
+        Table (`output_schema()`, what `__call__` yields, row indices into `values`).
 
+        `fail_fast` (no dead-letter topic: one failing record fails the whole batch): after a
+        chunk in which a record failed, no more chunks; `FailedEarly` carries the outputs so far.
+        `stopped`, asked before each chunk after the first: True raises `Stopped`."""
         parts: list = []
         for start in range(0, len(values), chunk):
+            if start and stopped is not None and stopped():
+                raise Stopped()
             inputs = _decode_values(values[start : start + chunk], self.decoding)
             plain, results = _map(self.func, self.kind, inputs, False, self.json_values, self.encoder)
+            failed = plain is None and fail_fast and _any_failed(inputs, results)
             if plain is None:  # the contract, record by record, while the inputs are at hand
                 idx = arrays.indices(len(inputs), start)
                 plain = _output_batch(idx, None, inputs, results, self.json_values, self.encode)
             parts.append((start, plain))
+            if failed and start + chunk < len(values):
+                raise FailedEarly(self._joined(parts), start + len(inputs))
+        return self._joined(parts)
+
+    def _joined(self, parts: list) -> list[bytes] | pa.Table:
+        """map_values' outputs from its chunks' (start, plain values or output batch)."""
+        import pyarrow as pa
+
         if all(type(p) is list for _, p in parts):
             return list(chain.from_iterable(p for _, p in parts))
         batches = [
@@ -134,6 +153,24 @@ class Mapper:
             for s, p in parts
         ]
         return pa.Table.from_batches(batches, schema=output_schema())
+
+
+class Stopped(Exception):
+    """map_values was told to stop before its next chunk."""
+
+
+class FailedEarly(Exception):
+    """map_values(fail_fast=True) stopped after a chunk with a failing record: `outputs` are those
+    of the first `mapped` values (the rest were not given to the UDF)."""
+
+    def __init__(self, outputs: list[bytes] | pa.Table, mapped: int) -> None:
+        super().__init__(f"a record failed within the first {mapped}")
+        self.outputs, self.mapped = outputs, mapped
+
+
+def _any_failed(inputs: list, results: list) -> bool:
+    """Whether a chunk had a record that did not decode or that the UDF failed on."""
+    return any(type(v) is _Failed for v in inputs) or any(type(r) is _Failed for r in results)
 
 
 def make_ipc_task(mapper: Mapper) -> Callable:
