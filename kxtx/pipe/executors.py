@@ -308,7 +308,11 @@ class ExecutorPipe(PipeCore):
         for key, tp in found.items():
             if tp.error is None:
                 self._counted[key] = rounds.counted_from(
-                    self._counted.get(key), tp.offset, tp.metadata, self.run_token
+                    self._counted.get(key),
+                    tp.offset,
+                    tp.metadata,
+                    self.run_token,
+                    self.cfg.start == "earliest",
                 )
         return {key: self._counted[key] for key in found if key in self._counted}
 

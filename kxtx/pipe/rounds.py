@@ -47,24 +47,35 @@ def run_token() -> str:
     return f"kxtx-pipe-run:{uuid.uuid4().hex}"
 
 
-def counted_from(mine: int | None, offset: int, metadata: str | None, run: str) -> int:
+#: `counted_from` for a partition with nothing committed when the run first planned it, read from
+#: the log's start (--from earliest): the count stands at the log's start (the worker's Plan.counted
+#: takes it as "read from the start"), so a first commit whose result is lost is counted too
+LOG_START = -2
+
+
+def counted_from(
+    mine: int | None, offset: int, metadata: str | None, run: str, earliest: bool = False
+) -> int:
     """Where the driver's count of a partition's records stands for a plan (`task.Plan.counted`):
     `mine`, where run `run`'s count stood (the committed offset it first planned from, then the
     offset each result reported; None: not planned yet); `offset` and `metadata`, the committed
     offset the driver read (< 0: none). A commit by another instance (its own token) moves the
     count up: those records are not this run's to count. A commit of this run's past `mine` is
-    left for the task to count (a lost result)."""
+    left for the task to count (a lost result). Nothing committed yet: LOG_START when the run
+    reads such partitions from the start (`earliest`), else -1 (not known: from --from latest
+    the first task starts at an end nobody recorded)."""
     if mine is None:
-        return offset if offset >= 0 else -1
+        return offset if offset >= 0 else (LOG_START if earliest else -1)
     if offset > mine and metadata != run:
         return offset
     return mine
 
 
 def uncounted(counted: int, offset: int, metadata: str | None, run: str) -> bool:
-    """Whether run `run` committed a partition past where its count stands (`counted`, < 0: not
-    known) with no result reporting it: the Spark job failed after the attempt committed."""
-    return 0 <= counted < offset and metadata == run
+    """Whether run `run` committed a partition past where its count stands (`counted`: an offset,
+    LOG_START, or -1: not known) with no result reporting it: the Spark job failed after the
+    attempt committed."""
+    return (counted >= 0 or counted == LOG_START) and counted < offset and metadata == run
 
 
 def taken_over(before: int | None, offset: int, metadata: str | None, run: str) -> bool:

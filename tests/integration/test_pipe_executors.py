@@ -153,6 +153,10 @@ def test_a_retry_counts_what_an_attempt_with_a_lost_result_committed(kafka):
     again = dataclasses.replace(plan, counted=0)
     retry = taskmod.run_plan(j, again)
     assert (retry.status, retry.records_in, retry.recovered, retry.committed) == ("ok", 500, 500, 500)
+    # the partition's first commit: the driver's count stands at the log's start (LOG_START, --from
+    # earliest with nothing committed), not at an offset; the retry counts from there
+    first_retry = taskmod.run_plan(j, dataclasses.replace(plan, counted=taskmod.LOG_START))
+    assert (first_retry.status, first_retry.records_in, first_retry.recovered) == ("ok", 500, 500)
     # or the whole Spark job failed, and nothing came since: the driver's next round plans a task
     # that only counts (limit 0, ExecutorPipe._plan); it counts the commit and writes nothing
     count_only = taskmod.run_plan(j, dataclasses.replace(plan, limit=0, end=500, counted=0))

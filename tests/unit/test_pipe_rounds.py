@@ -120,7 +120,7 @@ def test_each_run_has_its_own_token():
     "mine, offset, metadata, counted",
     [
         (None, 500, "other", 500),  # first plan of the partition in this run: from where it stands
-        (None, -1001, "", -1),  # nothing committed yet
+        (None, -1001, "", -1),  # nothing committed yet, read from the end (--from latest)
         (None, 500, RUN, 500),
         (300, 300, RUN, 300),  # this run's last reported commit
         (300, 500, RUN, 300),  # this run committed past its count: a lost result, the task counts it
@@ -133,12 +133,34 @@ def test_where_the_count_of_a_partition_stands(mine, offset, metadata, counted):
 
 
 @pytest.mark.parametrize(
+    "mine, offset, metadata, counted",
+    [
+        (None, -1001, "", rounds.LOG_START),  # nothing committed, read from the log's start
+        (None, 500, "other", 500),
+        (rounds.LOG_START, 500, RUN, rounds.LOG_START),  # this run's first commit, its result lost
+        (rounds.LOG_START, 500, "other", 500),  # another instance committed it first
+    ],
+)
+def test_the_count_of_a_partition_read_from_the_start(mine, offset, metadata, counted):
+    assert rounds.counted_from(mine, offset, metadata, RUN, earliest=True) == counted
+
+
+def test_the_log_start_means_the_same_on_both_sides():
+    from kxtx.pipe.worker import task
+
+    assert task.LOG_START == rounds.LOG_START < -1
+
+
+@pytest.mark.parametrize(
     "counted, offset, metadata, uncounted",
     [
         (300, 500, RUN, True),  # the job failed after an attempt committed: count it
         (300, 300, RUN, False),  # counted
         (300, 500, "other", False),  # another instance's (counted_from moves past it)
         (-1, 500, RUN, False),  # where the run started is not known: nothing to count from
+        (rounds.LOG_START, 500, RUN, True),  # this run's first commit: counted from the log's start
+        (rounds.LOG_START, 500, "other", False),
+        (rounds.LOG_START, -1001, "", False),  # nothing committed
         (0, 1, RUN, True),
         (500, 300, RUN, False),  # an older read
     ],

@@ -79,9 +79,15 @@ class Plan:
     #: None: no generation check (a task run on its own, as in the tests' task runner).
     generation: bytes | None = None
     #: the input offset up to which the driver has counted this partition's records
-    #: (`rounds.counted_from`); -1: not known. A commit of this run past it is an earlier attempt
+    #: (`rounds.counted_from`); -1: not known; LOG_START: the log's start (nothing was committed
+    #: and the run reads from the start). A commit of this run past it is an earlier attempt
     #: whose result was lost (`_recovered`).
     counted: int = -1
+
+
+#: Plan.counted: the count stands at the log's start (kxtx.pipe.rounds.LOG_START, the same value:
+#: this module ships to the executors without the driver's modules)
+LOG_START = -2
 
 
 @dataclass(frozen=True)
@@ -440,7 +446,7 @@ def _recovered(job: Job, plan: Plan, consumer: Any, committed: TopicPartition) -
     committed offset is then past what the driver counted and carries this run's token (another
     instance's commit carries its own). Counted by reading them again, read_committed, so that
     the run's records_in stays the number of records it moved; their outputs are not known."""
-    if not job.run or plan.counted < 0 or committed.offset <= plan.counted:
+    if not job.run or (plan.counted < 0 and plan.counted != LOG_START) or committed.offset <= plan.counted:
         return 0
     if committed.metadata != job.run:
         return 0
