@@ -133,7 +133,7 @@ class Batcher:
         lib = _library()
         if not lib or not isinstance(producer, Producer):
             return None
-        rk = ctypes.c_void_p.from_address(id(producer) + object.__basicsize__).value
+        rk = handle(producer)
         # rd_kafka_type: 0 for a producer; the name librdkafka gives a producer client
         if not rk or lib.rd_kafka_type(rk) != 0 or b"#producer-" not in (lib.rd_kafka_name(rk) or b""):
             return None
@@ -192,6 +192,12 @@ class Batcher:
             if err:
                 failed.append((k + i, err))
         return end, failed
+
+
+def handle(producer: Any) -> int:
+    """The `rd_kafka_t *` behind a confluent-kafka Producer: the first field after the object
+    header (see the module docstring)."""
+    return ctypes.c_void_p.from_address(id(producer) + object.__basicsize__).value or 0
 
 
 def refusal(err: int) -> Exception:

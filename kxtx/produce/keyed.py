@@ -33,7 +33,6 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kxtx import gcpause
-from kxtx.client.batch import refusal
 from kxtx.produce import columns as colmod
 from kxtx.produce import inputs, plain
 from kxtx.produce.checkpoint import Resume
@@ -234,13 +233,7 @@ class KeyedFile(PlainFile):
         # timestamp and no headers of a record's own
         if self.batcher is not None and cols.stamps is None and cols.headers is None:
             keys = cols.keys if isinstance(cols.keys, list) else None
-            while k < end:
-                k, refused = self.batcher.produce(self.topic, cols.parts, cols.values, k, end, keys)
-                for i, err in refused:
-                    self._refused(mapped, i, refusal(err))
-                if k < end:  # the local queue is full: serve delivery reports
-                    self.run.producer.poll(0.05)
-            return
+            return self._batches(mapped, k, end, cols.parts, cols.values, keys)
         args = [repeat(self.topic), cols.values, cols.keys, cols.parts]
         if cols.stamps is not None or cols.headers is not None:  # fewer arguments parse faster
             args += [repeat(None), repeat(None), _column(cols.stamps, 0), _column(cols.headers)]
@@ -302,10 +295,6 @@ class KeyedFile(PlainFile):
         except KafkaException as exc:
             self.run.produce_error(exc, self.src, mapped.line(s))
         self._lose(cols.values[s])
-
-    def _lose(self, value: bytes) -> None:
-        self.lost += 1
-        self.lost_bytes += len(value)
 
 
 def _get(column: list | repeat | None, s: int, default: object = None) -> Any:

@@ -246,13 +246,7 @@ class PlainFile:
         from confluent_kafka import KafkaException
 
         if self.batcher is not None:
-            while k < end:
-                k, refused = self.batcher.produce(self.topic, self.partition, block.values, k, end)
-                for i, err in refused:  # not queued, and nothing was, or will be, in its place
-                    self._refused(block, i, refusal(err))
-                if k < end:  # the local queue is full: serve delivery reports
-                    self.run.producer.poll(0.05)
-            return
+            return self._batches(block, k, end, self.partition, block.values)
         values, produce = block.values, self.produce
         topic, part = repeat(self.topic), repeat(self.partition)
         while k < end:
@@ -265,11 +259,35 @@ class PlainFile:
                 self._irregular(block, k, None)
                 k += 1
 
+    def _batches(
+        self,
+        block: Lines,
+        k: int,
+        end: int,
+        partition: int | list[int],
+        values: list,
+        keys: list | None = None,
+    ) -> None:
+        """Records [k, end) (`values`, `keys`, to `partition` or each to its own) through the
+        batcher: a full local queue waits for delivery reports; a record librdkafka refuses is
+        reported alone (`_refused`)."""
+        assert self.batcher is not None
+        while k < end:
+            k, refused = self.batcher.produce(self.topic, partition, values, k, end, keys)
+            for i, err in refused:  # not queued, and nothing was, or will be, in its place
+                self._refused(block, i, refusal(err))
+            if k < end:  # the local queue is full: serve delivery reports
+                self.run.producer.poll(0.05)
+
     def _refused(self, block: Lines, k: int, exc: BaseException) -> None:
         """librdkafka refused record k of a batch: reported as the record-by-record path does."""
         self.run.produce_error(exc, self.src, block.line(k))
+        self._lose(block.values[k])
+
+    def _lose(self, value: bytes) -> None:
+        """A line of the segment that is no record (bad, blank, refused)."""
         self.lost += 1
-        self.lost_bytes += len(block.values[k])
+        self.lost_bytes += len(value)
 
     def _irregular(self, block: Lines, k: int, report: Callable[..., None] | None) -> int:
         """One line the tight loop does not handle (or one that needs a delivery report)."""
@@ -278,8 +296,7 @@ class PlainFile:
         value = block.values[k]
         if self.jsonl and (not value or value.isspace()):
             self.blanks += 1
-            self.lost += 1
-            self.lost_bytes += len(value)
+            self._lose(value)
             return _BLANK
         try:
             if self.jsonl:
@@ -295,8 +312,7 @@ class PlainFile:
             self.run.bad(self.src, block.line(k), str(exc))
         except KafkaException as exc:
             self.run.produce_error(exc, self.src, block.line(k))
-        self.lost += 1
-        self.lost_bytes += len(value)
+        self._lose(value)
         return _BAD
 
 

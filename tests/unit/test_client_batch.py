@@ -53,7 +53,7 @@ def test_a_full_queue_stops_the_batch_where_it_refused():
     try:
         lib = batch._library()
         assert lib, "batches are usable with the confluent-kafka this suite installs"
-        rk = ctypes.c_void_p.from_address(id(p) + object.__basicsize__).value
+        rk = batch.handle(p)
         b = batch.Batcher(lib, rk)
         values = [b"r%d" % i for i in range(30)]
         assert b.produce("t", 0, values, 5, 30) == (15, [])  # 10 taken, the 11th refused
@@ -65,7 +65,7 @@ def test_a_full_queue_stops_the_batch_where_it_refused():
 def test_a_refused_record_is_named_with_its_error():
     p = _unconnected(**{"message.max.bytes": 1000})
     try:
-        b = batch.Batcher(batch._library(), ctypes.c_void_p.from_address(id(p) + object.__basicsize__).value)
+        b = batch.Batcher(batch._library(), batch.handle(p))
         # one record over librdkafka's size limit is refused alone; the records around it are taken
         values = [b"a", b"b", b"c" * 2000, b"d"]
         k, refused = b.produce("t", [0, 1, 0, 1], values, 0, 4)
