@@ -18,6 +18,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+# module-level: Spark's workers get this module by value, where kxtx itself may not be importable
+# (kxtx.pipe.worker.SHIPPED_FOR_SCHEMAS)
+from kxtx.schemas import avrogen, framing
+
 AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 #: --value-format words -> the registry's schemaType
 FORMATS = {"avro": AVRO, "jsonschema": JSON, "protobuf": PROTOBUF}
@@ -56,6 +60,9 @@ class AvroCodec:
         self._container: tuple[bytes, bytes] | None = None
         self._write = fastavro.schemaless_writer
         self._read = fastavro.schemaless_reader
+        #: batches of flat records a column at a time (None: fastavro's writer for every batch)
+        self._columns = avrogen.compile_encoder(self.schema)
+        self._slow = avrogen.Slow
 
     def encode(self, obj: Any) -> bytes:
         out = self._out
@@ -94,9 +101,15 @@ class AvroCodec:
         return path, obj, schema
 
     def encode_many(self, objs: list, head: bytes = b"") -> list[bytes]:
-        """`head` + each object's encoding; written one after another into one buffer and cut
-        apart (faster than `encode` per object: bench/README, "Schema Registry"). Mismatch from
+        """`head` + each object's encoding: a column at a time for a flat record schema
+        (kxtx.schemas.avrogen), else written one after another into one buffer and cut apart
+        (either faster than `encode` per object: bench/README, "Schema Registry"). Mismatch from
         the first object that does not fit, without saying which: `encode` each to find it."""
+        if self._columns is not None:
+            try:
+                return self._columns.encode_many(objs, head)
+            except self._slow:  # a value of another type, a missing field...: fastavro decides
+                pass
         out, write, schema = io.BytesIO(), self._write, self.schema
         ends = [0]
         tell, end = out.tell, ends.append
@@ -125,8 +138,7 @@ class AvroCodec:
             self._container = (buf.getvalue(), sync)
         header, sync = self._container
         body = b"".join(payloads)
-        from kxtx.schemas.framing import varint
-
+        varint = framing.varint
         data = b"".join((header, varint(len(payloads)), varint(len(body)), body, sync))
         try:
             out = list(self._fastavro.reader(io.BytesIO(data)))

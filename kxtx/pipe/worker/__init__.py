@@ -29,6 +29,7 @@ SHIPPED_FOR_SCHEMAS = (
     "kxtx.schemas",
     "kxtx.schemas.serde",
     "kxtx.schemas.codecs",
+    "kxtx.schemas.avrogen",
     "kxtx.schemas.framing",
     "kxtx.client.registry",
     "kxtx.errors",

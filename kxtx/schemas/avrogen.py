@@ -1,0 +1,188 @@
+"""A column-wise Avro encoder for the usual flat record: each field a string, bytes, long, int,
+boolean, double, float or null, or a union of null and one of those (pure; no I/O).
+
+fastavro's `schemaless_writer` costs several microseconds per record of a few fields, most of it
+around the encoding itself, per call and per field. A batch encoded a column at a time does every
+step (take the field, check its type, encode, look up the varint, join a record's parts) with
+C-level `map`s over the batch, no Python frame per record (bench/README, "Schema Registry").
+
+It takes only values of the exact built-in types (str, bytes, int, bool, float, None) and raises
+`Slow` for anything else in the batch: a missing field, a subclass, a value out of range, text that
+is not UTF-8-encodable. Callers then encode that batch with fastavro, which has the last word on
+what fits (defaults, coercions) and names the field that does not. So a record gets either
+fastavro's bytes or fastavro's treatment; the unit tests compare both on every supported type and
+its boundaries.
+"""
+
+from __future__ import annotations
+
+import struct
+from itertools import repeat
+from operator import itemgetter, lshift, rshift, xor
+from typing import Any
+
+
+class Slow(Exception):
+    """A batch the column encoder does not take: encode it with fastavro."""
+
+
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+#: the varint bytes of 0 .. 2**14-1 (every one- and two-byte varint): one lookup for a small long
+_SMALL = 1 << 14
+_V = [_varint_bytes(n) for n in range(_SMALL)]
+#: the low 14 bits of a bigger varint: its first two bytes, both with the continuation bit
+_LOW = [bytes(((x & 0x7F) | 0x80, (x >> 7) | 0x80)) for x in range(_SMALL)]
+_MID = 1 << 28
+#: zig-zag maps a long's range onto [0, 2**64) and an int's onto [0, 2**32); a value out of its
+#: range zig-zags to 2**64 or more
+_LIMIT = {"long": 1 << 64, "int": 1 << 32}
+
+
+def _varint(z: int) -> bytes:
+    if z < _SMALL:
+        return _V[z]
+    if z < _MID:
+        return _LOW[z & 0x3FFF] + _V[z >> 14]
+    return _varint_bytes(z)
+
+
+def _varints(zs: list[int], top: int) -> Any:
+    """The varint bytes of each number (none negative), `top` the biggest."""
+    return map(_V.__getitem__, zs) if top < _SMALL else map(_varint, zs)
+
+
+#: the length prefix of 0 .. 8191 bytes (a zig-zag long: the varint of 2 * length)
+_LENGTH = [_V[n << 1] for n in range(_SMALL >> 1)]
+
+
+def _lengths(data: Any) -> Any:
+    lens = list(map(len, data))
+    if max(lens) < len(_LENGTH):
+        return map(_LENGTH.__getitem__, lens)
+    return map(_varint, map(lshift, lens, repeat(1)))
+
+
+_PRIMITIVE = {"string", "bytes", "long", "int", "boolean", "double", "float", "null"}
+_TYPE = {
+    "string": str,
+    "bytes": bytes,
+    "long": int,
+    "int": int,
+    "boolean": bool,
+    "double": float,
+    "float": float,
+}
+#: struct formats, not Structs: this module is pickled by value for Spark's workers, and a Struct
+#: does not pickle
+_PACK = {"double": "<d", "float": "<f"}
+_BOOL = (b"\x00", b"\x01")
+
+
+def _plain(t: Any) -> str | None:
+    """The primitive name of a field type the encoder takes, else None."""
+    if isinstance(t, str) and t in _PRIMITIVE:
+        return t
+    if isinstance(t, dict) and "logicalType" not in t:  # other properties do not change the bytes
+        return _plain(t.get("type"))
+    return None
+
+
+def _column(kind: str, col: Any) -> list:
+    """The parts (iterables, one item per value) that encode a column whose values are all of
+    `kind`'s exact type (checked by the caller)."""
+    if kind == "string":
+        try:
+            data = list(map(str.encode, col))
+        except UnicodeEncodeError:  # a lone surrogate: fastavro says which
+            raise Slow from None
+        return [_lengths(data), data]
+    if kind == "bytes":
+        return [_lengths(col), col]
+    if kind in ("long", "int"):
+        zs = list(map(xor, map(lshift, col, repeat(1)), map(rshift, col, repeat(63))))
+        top = max(zs)
+        if top >= _LIMIT[kind]:
+            raise Slow
+        return [_varints(zs, top)]
+    if kind == "boolean":
+        return [map(_BOOL.__getitem__, col)]
+    if kind in ("double", "float"):
+        try:
+            return [list(map(struct.Struct(_PACK[kind]).pack, col))]
+        except (OverflowError, struct.error):  # too big for a float: fastavro's call
+            raise Slow from None
+    return []  # null: no bytes
+
+
+class ColumnEncoder:
+    """`encode_many(records, head)`: head + the Avro bytes of each record (dicts), or Slow."""
+
+    def __init__(self, fields: list[tuple[str, str, int | None]]) -> None:
+        #: (name, primitive kind, the null branch's index in its union or None)
+        self.fields = fields
+        names = [name for name, _, _ in fields]
+        self._take = itemgetter(*names) if len(names) > 1 else None
+        self._names = names
+
+    def encode_many(self, records: list, head: bytes) -> list[bytes]:
+        if not self.fields or not records:  # a record of no fields is no bytes
+            return [head] * len(records)
+        try:
+            if self._take is None:
+                cols: list = [list(map(itemgetter(self._names[0]), records))]
+            else:
+                cols = list(zip(*map(self._take, records)))
+        except (KeyError, TypeError):  # a field missing (its default is fastavro's to write)
+            raise Slow from None
+        parts: list = [[head] * len(records)]  # finite: it alone bounds the zip of a null-only record
+        for (_, kind, null_index), col in zip(self.fields, cols):
+            parts.extend(self._encoded(kind, null_index, col))
+        return list(map(b"".join, zip(*parts)))
+
+    def _encoded(self, kind: str, null_index: int | None, col: Any) -> list:
+        types = set(map(type, col))
+        want = _TYPE.get(kind, type(None))
+        if null_index is None:
+            if types != {want}:
+                raise Slow
+            return _column(kind, col)
+        # a union of null and `kind`: the branch's index (a zig-zag long), then its bytes
+        null_b, value_b = _V[null_index << 1], _V[(1 - null_index) << 1]
+        if types == {want}:
+            return [repeat(value_b), *_column(kind, col)]
+        if types == {type(None)}:
+            return [repeat(null_b)]
+        if types != {want, type(None)}:
+            raise Slow
+        values = [v for v in col if v is not None]
+        encoded = iter(map(b"".join, zip(repeat(value_b), *_column(kind, values))))
+        return [[null_b if v is None else next(encoded) for v in col]]
+
+
+def compile_encoder(schema: Any) -> ColumnEncoder | None:
+    """The column encoder of a flat record schema (parsed by fastavro or plain), or None when the
+    schema has anything else (nested records, arrays, maps, enums, fixed, logical types, unions
+    of more than null and one type)."""
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        return None
+    fields: list[tuple[str, str, int | None]] = []
+    for f in schema.get("fields", ()):
+        t, null_index = f.get("type"), None
+        if isinstance(t, list):
+            if len(t) != 2 or "null" not in t or t[0] == t[1]:
+                return None
+            null_index = t.index("null")
+            t = t[1 - null_index]
+        kind = _plain(t)
+        if kind is None or (null_index is not None and kind == "null"):
+            return None
+        fields.append((f["name"], kind, null_index))
+    return ColumnEncoder(fields)
