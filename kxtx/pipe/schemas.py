@@ -43,6 +43,7 @@ def serdes(cfg: RunConfig, settings: Settings, declared: str | None = None) -> t
     if cfg.value_format in codecs.REGISTRY_FORMATS:
         expect = None if cfg.value_format == "auto" else codecs.FORMATS[cfg.value_format]
         reader = Reader(settings.registry_config(f"--value-format {cfg.value_format}"), expect)
+        reader.prefetch_subjects([f"{t}-value" for t in cfg.inputs if not t.startswith("^")])
     out_schema = cfg.out_schema or declared
     if out_schema:
         option = "--out-schema" if cfg.out_schema else "the UDF's out_schema"

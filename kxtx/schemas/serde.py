@@ -469,6 +469,26 @@ class Reader:
                     except (UnknownSchema, Mismatch):
                         pass  # that record's decoding says so, on the worker
 
+    def prefetch_subjects(self, subjects: list[str], newest: int = 5) -> None:
+        """Fetch the schemas of the newest versions of these subjects (a pipe's input topics'
+        `TOPIC-value`, before its tasks start): Spark's workers then decode the usual records
+        without a registry client of their own, whose import and TLS set-up cost each worker
+        process about half a second. Best effort: a subject the registry does not have (another
+        naming strategy) or a registry that does not answer leaves the fetching to the workers,
+        which report it."""
+        r = self._registry
+        for subject in subjects:
+            try:
+                versions = r.call(f"versions of subject {subject}", r.client.get_versions, subject)
+                for version in sorted(versions)[-newest:]:
+                    got = r.call(
+                        f"subject {subject} version {version}", r.client.get_version, subject, version
+                    )
+                    if got.schema_id not in self.known:
+                        self.known[got.schema_id] = self._fetch(got.schema_id)
+            except (reg.RegistryError, reg.RegistryUnavailable, UnknownSchema, Mismatch):
+                continue
+
     def decode_values(self, values: list) -> list:
         """The decoded values (None stays None), in one pass where every value is an Avro record
         framed with the same schema id (the usual batch); else ValueError, and `decode` each to
@@ -478,10 +498,14 @@ class Reader:
             raise ValueError("not one framed schema")
         head = first[: framing.HEADER]
         c = self.codec_of(int.from_bytes(head[1:], "big"))
-        if c.kind != codecs.AVRO or not all(v is not None and v[: framing.HEADER] == head for v in values):
-            raise ValueError("not one Avro schema")
         from operator import itemgetter
 
+        try:  # each value's header, in C (a generator per value cost as much as the slices)
+            heads = set(map(itemgetter(slice(framing.HEADER)), values))
+        except TypeError:  # a tombstone (None)
+            raise ValueError("not one framed schema") from None
+        if c.kind != codecs.AVRO or heads != {head}:
+            raise ValueError("not one Avro schema")
         # bytes slices, not memoryviews: making a memoryview per value cost more than the copy
         return c.decode_many(list(map(itemgetter(slice(framing.HEADER, None)), values)))
 

@@ -25,7 +25,7 @@ from tests.integration.registry_helpers import (
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
-def produce(run_kxtx, reg, topic, tmp_path, fmt, rows, schema=None, name="orders.jsonl"):
+def produce(run_kxtx, reg, topic, tmp_path, fmt, rows, schema=None, name="orders.jsonl", *more):
     data = write_jsonl(tmp_path / name, rows)
     schema = schema or schema_file(tmp_path, fmt)
     run_kxtx(
@@ -38,6 +38,7 @@ def produce(run_kxtx, reg, topic, tmp_path, fmt, rows, schema=None, name="orders
         "--value-schema",
         str(schema),
         "--register",
+        *more,
         env={"KXTX_SCHEMA_REGISTRY_URL": reg.url},
         expect=0,
     )
@@ -74,11 +75,12 @@ def test_the_udf_gets_decoded_records_and_its_results_are_encoded(
 def test_a_new_compatible_version_mid_stream_reaches_the_udf_as_written(
     kafka, spark_session, schema_registry, run_kxtx, tmp_path
 ):
-    """Executors mode: the workers fetch the schema ids themselves, each once."""
+    """Executors mode. v1 is under the topic's subject, which the driver fetches before the run;
+    v2 under its record name's subject, whose schema id the workers fetch themselves."""
     src, out = kafka.create_topic(partitions=1), kafka.create_topic()
     produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(30))
     v2 = tmp_path / "v2.avsc"
-    v2.write_text(json.dumps(AVRO_V2))
+    v2.write_text(json.dumps({**AVRO_V2, "namespace": f"shop.{src.replace('-', '_')}"}))
     produce(
         run_kxtx,
         schema_registry,
@@ -88,6 +90,8 @@ def test_a_new_compatible_version_mid_stream_reaches_the_udf_as_written(
         [{**d, "note": "v2"} for d in docs(30, 100)],
         v2,
         "v2.jsonl",
+        "--subject-strategy",
+        "record",
     )
     produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(30, 200), name="again.jsonl")
     summary = run_in_process(
@@ -204,3 +208,32 @@ def test_a_udf_declares_its_output_schema(kafka, spark_session, schema_registry,
     rows = records_of(run_kxtx, out, "avro", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
     assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(10))
     assert {r["value_subject"] for r in rows} == {f"{out}-value"}
+
+
+def test_the_driver_fetches_the_input_subjects_schemas_for_the_workers(
+    kafka, schema_registry, run_kxtx, tmp_path
+):
+    """Before a run, the newest versions of each input's TOPIC-value: the workers then need no
+    registry client for them. A subject the registry does not have is left to the workers."""
+    from kxtx.pipe.runconfig import PipeConfig
+    from kxtx.pipe.schemas import serdes
+
+    src, other = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(3))
+    v2 = tmp_path / "v2.avsc"
+    v2.write_text(json.dumps(AVRO_V2))
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(3, 10), v2, "v2.jsonl")
+    cfg = PipeConfig(inputs=[src, other], out="elsewhere", group="g", udf="m:f", value_format="avro")
+    settings = kafka.settings()
+    settings.registry = {"schema.registry.url": schema_registry.url}
+    reader, _ = serdes(cfg.resolve(), settings)
+    ids = {v: version_id(schema_registry.url, f"{src}-value", v) for v in (1, 2)}
+    assert set(reader.known) == set(ids.values())
+    assert "note" in reader.known[ids[2]].text and "note" not in reader.known[ids[1]].text
+
+
+def version_id(url: str, subject: str, version: int) -> int:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/subjects/{subject}/versions/{version}", timeout=10) as r:
+        return json.load(r)["id"]
