@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import struct
 
 import pytest
 
@@ -32,6 +33,8 @@ VALUES = {
         -(2**27),
         2**28,
         2**31,
+        2**40,
+        -(2**41),
         2**53,
         2**63 - 1,
         -(2**63),
@@ -85,6 +88,12 @@ def test_unions_of_null_and_one_type(kind, null_first):
     mixed = [{"f0": v} for v in VALUES[kind] for v in (v, None)]
     for objs in (mixed, [{"f0": v} for v in VALUES[kind]], [{"f0": None}] * 3):
         assert columns(s).encode_many(objs, HEAD) == fastavro_bytes(s, objs)
+
+
+def test_a_column_of_three_and_four_byte_longs():
+    s = schema("long")
+    objs = [{"f0": v} for v in (8192, -8193, 2**27 - 1, -(2**27), 100_000)]
+    assert columns(s).encode_many(objs, HEAD) == fastavro_bytes(s, objs)
 
 
 def test_many_fields_many_records_random():
@@ -194,3 +203,103 @@ def test_schemas_it_takes_beside_fastavros_parse():
     objs = [{"f0": "a", "f1": 1}]
     assert columns(s).encode_many(objs, HEAD) == fastavro_bytes(s, objs)
     assert avrogen.compile_encoder(s) is not None  # a schema fastavro did not parse
+
+
+# --- the decoder -----------------------------------------------------------------------------------
+def decoder(s: dict):
+    dec = avrogen.compile_decoder(fastavro.parse_schema(s))
+    assert dec is not None
+    return dec
+
+
+def fastavro_read(s: dict, payload: bytes):
+    return fastavro.schemaless_reader(io.BytesIO(payload), fastavro.parse_schema(s), None)
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+@pytest.mark.parametrize("union", [None, "null-first", "null-last"])
+def test_the_decoder_reads_what_fastavro_reads(kind, union):
+    if union and kind == "null":
+        pytest.skip("a union of null and null is no schema")
+    t = kind if not union else (["null", kind] if union == "null-first" else [kind, "null"])
+    s = schema(t, "long")
+    values = [*VALUES[kind], *([None] if union else [])]
+    payloads = [p[len(HEAD) :] for p in fastavro_bytes(s, [{"f0": v, "f1": 7} for v in values])]
+    dec = decoder(s)
+    for payload in payloads:
+        assert dec(payload) == fastavro_read(s, payload)
+        assert repr(dec(payload)) == repr(fastavro_read(s, payload))  # -0.0, nan-free: the same floats
+
+
+def test_many_fields_decoded_in_order():
+    kinds = [
+        "string",
+        "long",
+        ["null", "string"],
+        "double",
+        "boolean",
+        ["int", "null"],
+        "bytes",
+        "float",
+        "null",
+    ]
+    s = schema(*kinds)
+    rnd = random.Random(11)
+    objs = [
+        {
+            f"f{i}": (
+                None
+                if isinstance(k, list) and rnd.random() < 0.4
+                else rnd.choice(VALUES[k if isinstance(k, str) else next(x for x in k if x != "null")])
+            )
+            for i, k in enumerate(kinds)
+        }
+        for _ in range(500)
+    ]
+    payloads = [p[len(HEAD) :] for p in fastavro_bytes(s, objs)]
+    dec = decoder(s)
+    got = list(map(dec, payloads))
+    assert got == [fastavro_read(s, p) for p in payloads]
+    assert [list(g) for g in got] == [[f"f{i}" for i in range(len(kinds))]] * len(got)
+
+
+@pytest.mark.parametrize(
+    ("fields", "payload"),
+    [
+        (["string"], b""),  # nothing
+        (["string"], b"\x06ab"),  # a length past the end
+        (["string"], b"\x04ab\x00"),  # a byte past the record
+        (["string"], b"\x03a"),  # a negative length (-2 zig-zagged)
+        (["string"], b"\x04\xff\xfe"),  # not UTF-8
+        (["long"], b"\x80"),  # a varint cut short
+        (["long"], b"\xff" * 10 + b"\x01"),  # past ten bytes
+        (["long"], b"\xff" * 9 + b"\x03"),  # ten bytes, past 64 bits
+        (["int"], b"\x80\x80\x80\x80\x10"),  # 2**32 zig-zagged: past an int
+        (["boolean"], b"\x02"),  # a boolean byte other than 0 and 1
+        (["double"], b"\x00" * 7),
+        (["float"], b"\x00" * 3),
+        ([["null", "long"]], b"\x04\x02"),  # a union branch that is not there
+    ],
+)
+def test_the_decoder_refuses_bytes_that_are_not_one_record(fields, payload):
+    with pytest.raises((avrogen.Slow, IndexError, UnicodeDecodeError, struct.error)):
+        decoder(schema(*fields))(payload)
+
+
+def test_the_codec_reads_with_fastavro_what_the_decoder_refuses():
+    """A batch with one payload the decoder does not take: fastavro reads the batch (here a
+    boolean byte 2, which fastavro reads as it reads it), or the batch is a Mismatch."""
+    s = schema("boolean", "long")
+    codec = codecs.AvroCodec(json.dumps(s))
+    good = codec.encode_many([{"f0": True, "f1": 1}, {"f0": False, "f1": 2}])
+    assert codec.decode_many(good) == [{"f0": True, "f1": 1}, {"f0": False, "f1": 2}]
+    odd = [*good, b"\x02\x06"]
+    try:
+        expected = [fastavro_read(s, p) for p in odd]
+    except Exception:  # noqa: BLE001
+        with pytest.raises(codecs.Mismatch):
+            codec.decode_many(odd)
+    else:
+        assert codec.decode_many(odd) == expected
+    with pytest.raises(codecs.Mismatch):
+        codec.decode_many([*good, good[0][:-1]])
