@@ -24,6 +24,8 @@ class SchemaOptions:
         return bool(self.value or self.key)
 
     def check(self, key_field: str | None) -> None:
+        if not (self.given or self.register) and self.strategy == "topic":
+            return  # nothing to check: a run without schemas does not import the registry code
         from kxtx.errors import UsageError
         from kxtx.schemas.serde import check_strategy, parse_choice
 

@@ -38,49 +38,54 @@ def _varint_bytes(n: int) -> bytes:
     return bytes(out)
 
 
-#: the varint bytes of 0 .. 2**14-1 (every one- and two-byte varint): one lookup for a small long
 _SMALL = 1 << 14
-_V = [_varint_bytes(n) for n in range(_SMALL)]
-#: the low 14 bits of a bigger varint: its first two bytes, both with the continuation bit
-_LOW = [bytes(((x & 0x7F) | 0x80, (x >> 7) | 0x80)) for x in range(_SMALL)]
 _MID = 1 << 28
+_BIG = 1 << 42
 #: zig-zag maps a long's range onto [0, 2**64) and an int's onto [0, 2**32); a value out of its
 #: range zig-zags to 2**64 or more
 _LIMIT = {"long": 1 << 64, "int": 1 << 32}
 
 
-_BIG = 1 << 42
+class _Tables:
+    """Varint bytes looked up, not computed. Made by each ColumnEncoder on its first batch, not
+    at import: every `kxtx produce` imports this module, and Spark's workers get it by value (a
+    module-level table would travel with every task)."""
 
+    def __init__(self) -> None:
+        #: the varint bytes of 0 .. 2**14-1 (every one- and two-byte varint)
+        self.v = [bytes((n,)) for n in range(0x80)] + [
+            bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(0x80, _SMALL)
+        ]
+        #: the low 14 bits of a bigger varint: its first two bytes, both with the continuation bit
+        self.low = [bytes(((x & 0x7F) | 0x80, (x >> 7) | 0x80)) for x in range(_SMALL)]
+        #: the length prefix of 0 .. 8191 bytes (a zig-zag long: the varint of 2 * length)
+        self.length = self.v[::2]
 
-def _varint(z: int) -> bytes:
-    if z < _SMALL:
-        return _V[z]
-    if z < _MID:
-        return _LOW[z & 0x3FFF] + _V[z >> 14]
-    if z < _BIG:  # e.g. a timestamp in milliseconds
-        return _LOW[z & 0x3FFF] + _LOW[(z >> 14) & 0x3FFF] + _V[z >> 28]
-    return _varint_bytes(z)
+    def varint(self, z: int) -> bytes:
+        v, low = self.v, self.low
+        if z < _SMALL:
+            return v[z]
+        if z < _MID:
+            return low[z & 0x3FFF] + v[z >> 14]
+        if z < _BIG:  # e.g. a timestamp in milliseconds
+            return low[z & 0x3FFF] + low[(z >> 14) & 0x3FFF] + v[z >> 28]
+        return _varint_bytes(z)
 
+    def varints(self, zs: list[int], top: int) -> Any:
+        """The varint bytes of each number (none negative), `top` the biggest."""
+        v = self.v
+        if top < _SMALL:
+            return map(v.__getitem__, zs)
+        if top < _MID and min(zs) >= _SMALL:  # all of three or four bytes: no Python call per number
+            low = map(self.low.__getitem__, map(and_, zs, repeat(0x3FFF)))
+            return map(add, low, map(v.__getitem__, map(rshift, zs, repeat(14))))
+        return map(self.varint, zs)
 
-def _varints(zs: list[int], top: int) -> Any:
-    """The varint bytes of each number (none negative), `top` the biggest."""
-    if top < _SMALL:
-        return map(_V.__getitem__, zs)
-    if top < _MID and min(zs) >= _SMALL:  # all of three or four bytes: no Python call per number
-        low = map(_LOW.__getitem__, map(and_, zs, repeat(0x3FFF)))
-        return map(add, low, map(_V.__getitem__, map(rshift, zs, repeat(14))))
-    return map(_varint, zs)
-
-
-#: the length prefix of 0 .. 8191 bytes (a zig-zag long: the varint of 2 * length)
-_LENGTH = [_V[n << 1] for n in range(_SMALL >> 1)]
-
-
-def _lengths(data: Any) -> Any:
-    lens = list(map(len, data))
-    if max(lens) < len(_LENGTH):
-        return map(_LENGTH.__getitem__, lens)
-    return map(_varint, map(lshift, lens, repeat(1)))
+    def lengths(self, data: Any) -> Any:
+        lens = list(map(len, data))
+        if max(lens) < len(self.length):
+            return map(self.length.__getitem__, lens)
+        return map(self.varint, map(lshift, lens, repeat(1)))
 
 
 _PRIMITIVE = {"string", "bytes", "long", "int", "boolean", "double", "float", "null"}
@@ -108,7 +113,7 @@ def _plain(t: Any) -> str | None:
     return None
 
 
-def _column(kind: str, col: Any) -> list:
+def _column(kind: str, col: Any, t: _Tables) -> list:
     """The parts (iterables, one item per value) that encode a column whose values are all of
     `kind`'s exact type (checked by the caller)."""
     if kind == "string":
@@ -116,15 +121,15 @@ def _column(kind: str, col: Any) -> list:
             data = list(map(str.encode, col))
         except UnicodeEncodeError:  # a lone surrogate: fastavro says which
             raise Slow from None
-        return [_lengths(data), data]
+        return [t.lengths(data), data]
     if kind == "bytes":
-        return [_lengths(col), col]
+        return [t.lengths(col), col]
     if kind in ("long", "int"):
         zs = list(map(xor, map(lshift, col, repeat(1)), map(rshift, col, repeat(63))))
         top = max(zs)
         if top >= _LIMIT[kind]:
             raise Slow
-        return [_varints(zs, top)]
+        return [t.varints(zs, top)]
     if kind == "boolean":
         return [map(_BOOL.__getitem__, col)]
     if kind in ("double", "float"):
@@ -144,6 +149,7 @@ class ColumnEncoder:
         names = [name for name, _, _ in fields]
         self._take = itemgetter(*names) if len(names) > 1 else None
         self._names = names
+        self._tables: _Tables | None = None
 
     def encode_many(self, records: list, head: bytes) -> list[bytes]:
         if not self.fields or not records:  # a record of no fields is no bytes
@@ -155,28 +161,33 @@ class ColumnEncoder:
                 cols = list(zip(*map(self._take, records)))
         except (KeyError, TypeError):  # a field missing (its default is fastavro's to write)
             raise Slow from None
+        t = self._tables or self._made()
         parts: list = [[head] * len(records)]  # finite: it alone bounds the zip of a null-only record
         for (_, kind, null_index), col in zip(self.fields, cols):
-            parts.extend(self._encoded(kind, null_index, col))
+            parts.extend(self._encoded(kind, null_index, col, t))
         return list(map(b"".join, zip(*parts)))
 
-    def _encoded(self, kind: str, null_index: int | None, col: Any) -> list:
+    def _made(self) -> _Tables:
+        self._tables = _Tables()
+        return self._tables
+
+    def _encoded(self, kind: str, null_index: int | None, col: Any, t: _Tables) -> list:
         types = set(map(type, col))
         want = _TYPE.get(kind, type(None))
         if null_index is None:
             if types != {want}:
                 raise Slow
-            return _column(kind, col)
-        # a union of null and `kind`: the branch's index (a zig-zag long), then its bytes
-        null_b, value_b = _V[null_index << 1], _V[(1 - null_index) << 1]
+            return _column(kind, col, t)
+        # a union of null and `kind`: the branch's index (a zig-zag long, 0 or 2), then its bytes
+        null_b, value_b = (b"\x00", b"\x02") if null_index == 0 else (b"\x02", b"\x00")
         if types == {want}:
-            return [repeat(value_b), *_column(kind, col)]
+            return [repeat(value_b), *_column(kind, col, t)]
         if types == {type(None)}:
             return [repeat(null_b)]
         if types != {want, type(None)}:
             raise Slow
         values = [v for v in col if v is not None]
-        encoded = iter(map(b"".join, zip(repeat(value_b), *_column(kind, values))))
+        encoded = iter(map(b"".join, zip(repeat(value_b), *_column(kind, values, t))))
         return [[null_b if v is None else next(encoded) for v in col]]
 
 

@@ -65,3 +65,20 @@ def test_a_run_imports_only_its_own_command_module():
     assert "'kxtx.cli.topic'" in loaded, r.stderr
     for other in ("pipe", "produce", "dump", "monitor", "hanging", "sandbox", "markers"):
         assert f"'kxtx.cli.{other}'" not in loaded, loaded
+
+
+def test_a_produce_run_without_schemas_imports_no_registry_code(tmp_path):
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"id": 1}\n')
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['kxtx', 'produce', {str(data)!r}, '-t', 't', '--dry-run']\n"
+        "try:\n"
+        "    runpy.run_module('kxtx', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kxtx.schemas')), file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    loaded = r.stderr.strip().splitlines()[-1]
+    assert loaded == "[]", r.stderr

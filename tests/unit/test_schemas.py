@@ -447,3 +447,13 @@ def test_the_pipe_mapper_names_the_record_a_batch_cannot_take():
     assert "decoding the input" in rows["error"][2] and "not an Avro record" in rows["error"][2]
     assert "does not fit the output schema: field id: expected long, got 'bad'" in rows["error"][3]
     assert reader.decode(rows["value"][1]).value["id"] == 1
+
+
+def test_produce_schema_options_checked_only_when_given():
+    from kxtx.produce.schemas import SchemaOptions
+
+    SchemaOptions().check(None)  # no schema, the default strategy: nothing to check
+    with pytest.raises(UsageError, match="subject"):
+        SchemaOptions(strategy="nope").check(None)
+    with pytest.raises(UsageError, match="--register needs a schema file"):
+        SchemaOptions(register=True).check(None)
