@@ -96,27 +96,25 @@ def test_a_column_of_three_and_four_byte_longs():
     assert columns(s).encode_many(objs, HEAD) == fastavro_bytes(s, objs)
 
 
-def test_many_fields_many_records_random():
-    kinds = [
-        "string",
-        "long",
-        ["null", "string"],
-        "double",
-        "boolean",
-        ["int", "null"],
-        "bytes",
-        "float",
-        "null",
-    ]
-    s = schema(*kinds)
-    rnd = random.Random(7)
+#: every supported kind, nullable ones among them
+KINDS = ["string", "long", ["null", "string"], "double", "boolean", ["int", "null"], "bytes", "float", "null"]
+
+
+def random_records(kinds: list, n: int, seed: int) -> list[dict]:
+    """n records of `kinds`' fields f0, f1, ..., values drawn from VALUES (null 40 % where allowed)."""
+    rnd = random.Random(seed)
 
     def value(kind):
         if isinstance(kind, list):
             return None if rnd.random() < 0.4 else value(next(k for k in kind if k != "null"))
         return rnd.choice(VALUES[kind])
 
-    objs = [{f"f{i}": value(k) for i, k in enumerate(kinds)} | {"extra": 1} for _ in range(3000)]
+    return [{f"f{i}": value(k) for i, k in enumerate(kinds)} for _ in range(n)]
+
+
+def test_many_fields_many_records_random():
+    s = schema(*KINDS)
+    objs = [r | {"extra": 1} for r in random_records(KINDS, 3000, 7)]
     assert columns(s).encode_many(objs, HEAD) == fastavro_bytes(s, objs)
     assert columns(schema()).encode_many([{}, {"a": 1}], HEAD) == [HEAD, HEAD]
 
@@ -232,35 +230,12 @@ def test_the_decoder_reads_what_fastavro_reads(kind, union):
 
 
 def test_many_fields_decoded_in_order():
-    kinds = [
-        "string",
-        "long",
-        ["null", "string"],
-        "double",
-        "boolean",
-        ["int", "null"],
-        "bytes",
-        "float",
-        "null",
-    ]
-    s = schema(*kinds)
-    rnd = random.Random(11)
-    objs = [
-        {
-            f"f{i}": (
-                None
-                if isinstance(k, list) and rnd.random() < 0.4
-                else rnd.choice(VALUES[k if isinstance(k, str) else next(x for x in k if x != "null")])
-            )
-            for i, k in enumerate(kinds)
-        }
-        for _ in range(500)
-    ]
-    payloads = [p[len(HEAD) :] for p in fastavro_bytes(s, objs)]
+    s = schema(*KINDS)
+    payloads = [p[len(HEAD) :] for p in fastavro_bytes(s, random_records(KINDS, 500, 11))]
     dec = decoder(s)
     got = list(map(dec, payloads))
     assert got == [fastavro_read(s, p) for p in payloads]
-    assert [list(g) for g in got] == [[f"f{i}" for i in range(len(kinds))]] * len(got)
+    assert [list(g) for g in got] == [[f"f{i}" for i in range(len(KINDS))]] * len(got)
 
 
 @pytest.mark.parametrize(
