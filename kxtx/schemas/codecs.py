@@ -157,6 +157,11 @@ class AvroCodec:
         return out
 
     def decode(self, payload: bytes) -> Any:
+        if self._decode_one is not None:  # a flat record: the generated decoder, as decode_many
+            try:
+                return self._decode_one(payload)
+            except Exception:  # noqa: BLE001 - fastavro below reads it or says why not
+                pass
         try:
             return self._read(io.BytesIO(payload), self.schema, None)
         except Exception as exc:  # noqa: BLE001 - truncated or foreign bytes
