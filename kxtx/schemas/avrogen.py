@@ -24,18 +24,11 @@ from itertools import repeat
 from operator import add, and_, itemgetter, lshift, rshift, xor
 from typing import Any
 
+from kxtx.schemas.framing import uvarint
+
 
 class Slow(Exception):
     """A batch the column encoder does not take: encode it with fastavro."""
-
-
-def _varint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 _SMALL = 1 << 14
@@ -69,7 +62,7 @@ class _Tables:
             return low[z & 0x3FFF] + v[z >> 14]
         if z < _BIG:  # e.g. a timestamp in milliseconds
             return low[z & 0x3FFF] + low[(z >> 14) & 0x3FFF] + v[z >> 28]
-        return _varint_bytes(z)
+        return uvarint(z)
 
     def varints(self, zs: list[int], top: int) -> Any:
         """The varint bytes of each number (none negative), `top` the biggest."""

@@ -64,7 +64,6 @@ class AvroCodec:
         self._columns = avrogen.compile_encoder(self.schema)
         #: a flat record read by one generated function (None: fastavro's block reader)
         self._decode_one = avrogen.compile_decoder(self.schema)
-        self._slow = avrogen.Slow
 
     def encode(self, obj: Any) -> bytes:
         out = self._out
@@ -110,7 +109,7 @@ class AvroCodec:
         if self._columns is not None:
             try:
                 return self._columns.encode_many(objs, head)
-            except self._slow:  # a value of another type, a missing field...: fastavro decides
+            except avrogen.Slow:  # a value of another type, a missing field...: fastavro decides
                 pass
         out, write, schema = io.BytesIO(), self._write, self.schema
         ends = [0]

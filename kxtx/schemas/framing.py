@@ -45,16 +45,17 @@ def _unzigzag(n: int) -> int:
 
 def varint(n: int) -> bytes:
     """A zig-zag varint (as Protobuf's sint64 and the wire format's message indexes)."""
-    z = _zigzag(n) & ((1 << 64) - 1)
+    return uvarint(_zigzag(n) & ((1 << 64) - 1))
+
+
+def uvarint(z: int) -> bytes:
+    """The varint of a number that is not negative (seven bits a byte, the lowest first)."""
     out = bytearray()
-    while True:
-        b = z & 0x7F
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
         z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    out.append(z)
+    return bytes(out)
 
 
 def read_varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -214,11 +214,12 @@ def fastavro_read(s: dict, payload: bytes):
     return fastavro.schemaless_reader(io.BytesIO(payload), fastavro.parse_schema(s), None)
 
 
-@pytest.mark.parametrize("kind", sorted(VALUES))
-@pytest.mark.parametrize("union", [None, "null-first", "null-last"])
+@pytest.mark.parametrize(
+    ("kind", "union"),
+    # every kind alone and in a union with null, either way round (null with null is no schema)
+    [(k, u) for k in sorted(VALUES) for u in (None, "null-first", "null-last") if not (u and k == "null")],
+)
 def test_the_decoder_reads_what_fastavro_reads(kind, union):
-    if union and kind == "null":
-        pytest.skip("a union of null and null is no schema")
     t = kind if not union else (["null", kind] if union == "null-first" else [kind, "null"])
     s = schema(t, "long")
     values = [*VALUES[kind], *([None] if union else [])]
