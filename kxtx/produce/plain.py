@@ -130,7 +130,7 @@ class PlainFile:
                 self._segment(block, i, j)
                 n += j - i - self.blanks
                 ok += j - i - self.lost
-                nb += sum(map(len, values[i:j])) - self.lost_bytes
+                nb += self._bytes(block, i, j) - self.lost_bytes
                 self._count(j - i - self.lost)
                 last = self._last_record(block, i, j) or last
                 i = j
@@ -147,6 +147,14 @@ class PlainFile:
 
     def _hand_over(self, block: Lines) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
         raise AssertionError("the plain fast path reads every input to its end")
+
+    @staticmethod
+    def _bytes(block: Lines, i: int, j: int) -> int:
+        """The bytes of lines [i, j) of a block: a whole block's are known from its span."""
+        values = block.values
+        if i == 0 and j == len(values) and values is getattr(block, "raws", None):
+            return block.span - (0 if block.tail else j)
+        return sum(map(len, values[i:j]))
 
     def _next_partition(self) -> None:
         self.partition = (self.partition + 1) % self.partitions

@@ -406,3 +406,26 @@ def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
     src = inputs.detect(_write(tmp_path, "a." + {"lines": "txt"}.get(fmt, fmt), b""))
     assert (_FAST_FILE(settings, src, Mapper(spec, fmt)) is not None) == fast
     assert _FAST_FILE(settings, inputs.detect("-", "csv"), Mapper(spec, "csv")) is None or fmt != "csv"
+
+
+@pytest.mark.parametrize(
+    ("partitions", "parts", "i"),
+    [
+        (6, [0, 1, 0, 5, 5, 1], 0),
+        (6, [3], 7),
+        (6, [-1, 2, -1, 2, 4, -1], 10),  # odd lines (-1) are not counted here
+        (6, [-1, -1], 0),
+        (254, [253, 0, 253, 17, -1], 3),  # the largest count kept as bytes
+        (255, [254, 0, 254, -1, 7], 0),  # and the smallest kept as a list
+        (1000, [999, 0, 999, -1, 300, 300], 5),
+    ],
+)
+def test_spread_counts_and_finds_each_partitions_first_and_last_record(partitions, parts, i):
+    f = object.__new__(keyed.KeyedFile)
+    f.partitions, f.counts = partitions, Counter()
+    ends = f._spread(list(parts), i, i + len(parts))
+    want = Counter(p for p in parts if p >= 0)
+    assert f.counts == want
+    firsts = [i + parts.index(p) for p in want]
+    lasts = [i + len(parts) - 1 - parts[::-1].index(p) for p in want]
+    assert sorted(ends) == sorted(firsts + lasts)
