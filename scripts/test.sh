@@ -6,11 +6,11 @@
 # of both closes the output; the exit code is non-zero when either failed. Extra arguments go to
 # pytest in both stages (e.g. `bash scripts/test.sh -k produce`).
 #
-# Both stages run in parallel with pytest-xdist: KXTX_TEST_WORKERS workers (default 3; 0 = serial,
-# in this process). The tests wait on brokers, JVMs and timeouts as much as they compute: on the
-# 2-core machine CI runs on, the whole suite took 22m50s on 3 workers (CPUs 91 % busy) against 29m45s
-# on 2 an hour earlier. Each worker starts its own session broker; tests sharing an expensive fixture
-# stay in one worker (tests/conftest.py).
+# Both stages run in parallel with pytest-xdist: KXTX_TEST_WORKERS workers (default 4; 0 = serial,
+# in this process). The tests wait on brokers, JVMs and timeouts as much as they compute, so on the
+# 2-core machine CI runs on 4 workers finish sooner than 3 (bench/README.md, "The test suite's
+# workers"). Each worker starts its own session broker; tests sharing an expensive fixture stay in
+# one worker (tests/conftest.py).
 #
 # Dependencies are installed with `--upgrade --upgrade-strategy eager`: the tests run on the versions
 # pip resolves today, as a new user gets them, not on whatever an old virtualenv kept (a new orjson
@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-WORKERS=${KXTX_TEST_WORKERS:-3}
+WORKERS=${KXTX_TEST_WORKERS:-4}
 
 "$PY" -m pip install -q --disable-pip-version-check --upgrade --upgrade-strategy eager -e '.[spark,registry,test]' \
   || { echo "test.sh: installing kxtx and its test dependencies failed" >&2; exit 1; }

@@ -37,7 +37,8 @@ def _run_ci(tmp_path, **extra_env):
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
     env = {
-        **os.environ,
+        # the suite's own worker count must not reach the script under test
+        **{k: v for k, v in os.environ.items() if k != "KXTX_TEST_WORKERS"},
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "CALLS": str(calls),
         "TMPDIR": str(tmp_path),
@@ -72,7 +73,7 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     assert max(gate) < next(i for i, a in enumerate(args) if a.startswith("-m pytest"))
     # both stages (they run at the same time: in either order)
     pytest_runs = sorted((v, a) for _, v, a in after_venv if a.startswith("-m pytest"))
-    assert pytest_runs == [("", "-m pytest -q -n 3"), ("3.9", "-m pytest -q -n 3 -m versioned")]
+    assert pytest_runs == [("", "-m pytest -q -n 4"), ("3.9", "-m pytest -q -n 4 -m versioned")]
     assert not Path(venvs[0]).exists()  # removed on exit
 
 

@@ -65,7 +65,7 @@ def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, repor
     r, calls = run_script(tmp_path, rc1, rc2, "-k", "x")
     pytest_calls = sorted(c for c in calls if "-m pytest" in c)
     # both stages at once (their order of starting is not fixed); stage 2 at nice 10
-    assert pytest_calls == ["3.9|10|-m pytest -q -n 3 -m versioned -k x", "|0|-m pytest -q -n 3 -k x"]
+    assert pytest_calls == ["3.9|10|-m pytest -q -n 4 -m versioned -k x", "|0|-m pytest -q -n 4 -k x"]
     assert (r.returncode == 0) is ok
     # stage 2's output after stage 1's, whichever ended first
     assert r.stdout.index("output of stage 1") < r.stdout.index("output of stage 2")
@@ -141,8 +141,8 @@ def test_compiles_kxtx_before_the_tests(tmp_path):
     "workers, args, stage1, stage2",
     [
         ("0", (), "-n 0", "-n 0 -m versioned"),  # serial, in the pytest process
-        ("4", (), "-n 4", "-n 4 -m versioned"),
-        (None, ("-n", "1"), "-n 3 -n 1", "-n 3 -m versioned -n 1"),  # pytest takes the last -n
+        ("3", (), "-n 3", "-n 3 -m versioned"),
+        (None, ("-n", "1"), "-n 4 -n 1", "-n 4 -m versioned -n 1"),  # pytest takes the last -n
     ],
 )
 def test_both_stages_take_the_worker_count(tmp_path, workers, args, stage1, stage2):
