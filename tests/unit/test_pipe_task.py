@@ -123,6 +123,7 @@ def worker_state(monkeypatch):
 
     state = types.ModuleType(task._STATE)
     state.producers, state.consumers, state.topics_known = {}, {}, set()
+    state.run = ""  # the run of `job()`
     monkeypatch.setitem(sys.modules, task._STATE, state)
     return state
 
@@ -217,3 +218,38 @@ def test_a_task_runs_with_the_cyclic_collector_paused_and_puts_it_back(worker_st
     assert seen == [False]
     assert result.status == "fatal"
     assert gc.isenabled()
+
+
+def test_a_worker_lets_go_of_an_earlier_runs_clients(worker_state):
+    """Spark reuses a Python worker for the next job of its application: the clients kept for one
+    run are let go when a task of another run comes (and kept for more tasks of the same run)."""
+    import gc
+    import weakref
+
+    class Closing(_Consumer):
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+
+    class Prod:  # stands in for a cached producer: destroyed when nothing references it
+        pass
+
+    first, second = dataclasses.replace(job({}), run="run-1"), dataclasses.replace(job({}), run="run-2")
+    task._for_run(first)
+    prod, consumer = Prod(), Closing()
+    worker_state.producers["p.in.0"] = prod
+    worker_state.consumers[task._consumer_key(first)] = consumer
+    worker_state.topics_known.add((task._consumer_key(first), "in"))
+    gone = weakref.ref(prod)
+    del prod
+
+    task._for_run(first)  # the same run: everything kept
+    assert list(worker_state.producers) == ["p.in.0"] and consumer.closed == 0
+
+    task._for_run(second)
+    gc.collect()
+    assert gone() is None  # the producer is released (librdkafka's client destroyed with it)
+    assert consumer.closed == 1
+    assert (worker_state.producers, worker_state.consumers, worker_state.topics_known) == ({}, {}, set())
+    assert worker_state.run == "run-2"

@@ -25,8 +25,8 @@ before KIP-447 made one producer per thread possible):
   needs a group membership that follows the work; Spark tasks are not group members and partitions
   move between workers every round, so per-partition ids are the model that fits.
 
-Clients are kept per Python worker process (Spark reuses them, spark.python.worker.reuse): the
-consumer across all partitions, a producer per transactional id. The driver passes the token of the
+Clients are kept per Python worker process (Spark reuses them, spark.python.worker.reuse) for one
+run (the driver's run token): the consumer across all partitions, a producer per transactional id. The driver passes the token of the
 producer that last committed a partition; a worker that still holds that very producer reuses it
 (no init_transactions), any other one starts a new producer and so fences the rest. Code that Spark
 ships by value gets fresh module globals per task, so the cache hangs off a module in sys.modules.
@@ -178,8 +178,29 @@ def _state() -> Any:
         state.producers, state.consumers = {}, {}
         #: (consumer key, topic) pairs whose metadata that consumer has loaded (see _consumer)
         state.topics_known = set()
+        state.run = None  # the run (the driver's token) the clients above are for
         sys.modules[_STATE] = state
     return state
+
+
+def _for_run(job: Job) -> None:
+    """Let go of the clients this worker process kept for another run. Spark reuses its Python
+    workers for every job of an application: a session that runs pipes one after another (kxtx's
+    engine in-process) kept each earlier run's producers and consumers, connected, for the life of
+    the process, and went on logging connection failures once their cluster was gone. Two runs at
+    once in one application would take turns starting clients (correct, as any producer of an id
+    fences the older ones, only slower)."""
+    state = _state()
+    if getattr(state, "run", None) == job.run:
+        return
+    producers, consumers = state.producers, state.consumers
+    state.producers, state.consumers, state.topics_known, state.run = {}, {}, set(), job.run
+    producers.clear()  # a producer without references is destroyed: no open transaction between runs
+    for consumer in consumers.values():
+        try:
+            consumer.close()
+        except Exception:  # noqa: BLE001 - closed already, or its cluster gone: nothing to keep
+            pass
 
 
 class _Producer:
@@ -287,6 +308,7 @@ def _attempt(job: Job, plan: Plan) -> dict:
     began = time.perf_counter()
     prod = None
     try:
+        _for_run(job)
         prod, attempt["init"] = _producer(job, plan, tid)
         attempt["init_s"] = time.perf_counter() - began
         attempt["token"] = prod.token
