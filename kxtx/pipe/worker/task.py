@@ -187,7 +187,7 @@ def _for_run(job: Job) -> None:
     """Let go of the clients this worker process kept for another run. Spark reuses its Python
     workers for every job of an application: a session that runs pipes one after another (kxtx's
     engine in-process) kept each earlier run's producers and consumers, connected, for the life of
-    the process, and went on logging connection failures once their cluster was gone. Two runs at
+    the process (a transactional id's producer included, and its cluster's connections). Two runs at
     once in one application would take turns starting clients (correct, as any producer of an id
     fences the older ones, only slower)."""
     state = _state()
