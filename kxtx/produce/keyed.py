@@ -198,7 +198,7 @@ class KeyedFile(PlainFile):
         odd = sorted(x for x in cols.odd if i <= x < j) if cols.odd else []
         # odd lines have partition -1 (see _map_odd); a whole block needs no copy
         parts = cols.parts if i == 0 and j == len(cols.parts) else cols.parts[i:j]
-        ends = self._spread(parts, i, j)
+        ends = self._spread(parts, i)
         k = i
         for s in sorted({*odd, *ends}):
             if k < s:
@@ -211,9 +211,11 @@ class KeyedFile(PlainFile):
         if k < j:
             self._tight(mapped, k, j)
 
-    def _spread(self, parts: list, i: int, j: int) -> list[int]:
-        """Counts the records of each partition among parts (lines [i, j); -1: not counted here);
+    def _spread(self, parts: list, i: int) -> list[int]:
+        """Counts the records of each partition among parts (the lines from i on; -1: not counted here);
         returns the lines of the first and the last record of each partition."""
+        seq: bytes | list
+        last: Callable[[int], int]  # where partition p's last record is in seq
         if self.partitions < 255:
             # as bytes (-1 as 255): counting and finding a byte are memchr-like passes, several
             # times faster than list.count and list.index over ints (bench/README.md, "Against kcat")
@@ -222,13 +224,14 @@ class KeyedFile(PlainFile):
             except ValueError:  # odd lines (-1)
                 seq = bytes([p if p >= 0 else 255 for p in parts])
             counts = {p: c for p in range(self.partitions) if (c := seq.count(p))}
-            self.counts.update(counts)
-            return [i + seq.index(p) for p in counts] + [i + seq.rindex(p) for p in counts]
-        counts = Counter(parts)
-        counts.pop(-1, None)
+            last = seq.rindex
+        else:
+            seq, counts = parts, Counter(parts)
+            counts.pop(-1, None)
+            backwards = parts[::-1]
+            last = lambda p: len(parts) - 1 - backwards.index(p)  # noqa: E731 - list has no rindex
         self.counts.update(counts)
-        backwards = parts[::-1]
-        return [i + parts.index(p) for p in counts] + [j - 1 - backwards.index(p) for p in counts]
+        return [i + seq.index(p) for p in counts] + [i + last(p) for p in counts]
 
     def _tight(self, mapped: _Mapped, k: int, end: int) -> None:
         """Regular records [k, end) with no report: one loop in C, left only for a full queue

@@ -423,7 +423,7 @@ def test_which_options_take_the_fast_path(tmp_path, props, spec, fmt, fast):
 def test_spread_counts_and_finds_each_partitions_first_and_last_record(partitions, parts, i):
     f = object.__new__(keyed.KeyedFile)
     f.partitions, f.counts = partitions, Counter()
-    ends = f._spread(list(parts), i, i + len(parts))
+    ends = f._spread(list(parts), i)
     want = Counter(p for p in parts if p >= 0)
     assert f.counts == want
     firsts = [i + parts.index(p) for p in want]

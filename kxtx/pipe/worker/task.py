@@ -26,9 +26,10 @@ before KIP-447 made one producer per thread possible):
   move between workers every round, so per-partition ids are the model that fits.
 
 Clients are kept per Python worker process (Spark reuses them, spark.python.worker.reuse) for one
-run (the driver's run token): the consumer across all partitions, a producer per transactional id. The driver passes the token of the
-producer that last committed a partition; a worker that still holds that very producer reuses it
-(no init_transactions), any other one starts a new producer and so fences the rest. Code that Spark
+run (the driver's run token): the consumer across all partitions, a producer per transactional id.
+The driver passes the token of the producer that last committed a partition; a worker that still
+holds that very producer reuses it (no init_transactions), any other one starts a new producer and
+so fences the rest. Code that Spark
 ships by value gets fresh module globals per task, so the cache hangs off a module in sys.modules.
 
 Tasks never raise for Kafka or UDF errors: they return a `TaskResult` (its `status`), so local mode
@@ -191,12 +192,12 @@ def _for_run(job: Job) -> None:
     once in one application would take turns starting clients (correct, as any producer of an id
     fences the older ones, only slower)."""
     state = _state()
-    if getattr(state, "run", None) == job.run:
+    if state.run == job.run:
         return
-    producers, consumers = state.producers, state.consumers
+    consumers = state.consumers.values()
+    # a producer without references is destroyed: no transaction is open between runs
     state.producers, state.consumers, state.topics_known, state.run = {}, {}, set(), job.run
-    producers.clear()  # a producer without references is destroyed: no open transaction between runs
-    for consumer in consumers.values():
+    for consumer in consumers:
         try:
             consumer.close()
         except Exception:  # noqa: BLE001 - closed already, or its cluster gone: nothing to keep
