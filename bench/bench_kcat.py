@@ -13,6 +13,8 @@ the input. Prints a JSON line per run and per case the medians and kxtx ÷ kcat.
 Cases (`--cases`):
   plain        unkeyed lines, 1 partition; kxtx at its default records per transaction
   plain-1txn   the same, kxtx with -n RECORDS (one transaction, as kcat)
+  lines        the same file as plain, kxtx with -I lines: each line's bytes as they are, without
+               the JSON check a .jsonl file gets (what kcat does with any line)
   plain-6p     unkeyed lines, 6 partitions
   keyed-json   6 partitions; kxtx's key from a JSON field (-k id), kcat -K '|' on key|json lines
   keyed-csv    6 partitions; kxtx's key from a CSV column, kcat -K ',' on the same CSV lines
@@ -39,7 +41,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("plain", "plain-1txn", "plain-6p", "keyed-json", "keyed-csv", "gzip")
+CASES = ("plain", "plain-1txn", "lines", "plain-6p", "keyed-json", "keyed-csv", "gzip")
 
 
 def make_inputs(work: Path, n: int) -> dict[str, Path]:
@@ -116,10 +118,10 @@ def timed(argv: list[str], env: dict | None = None) -> dict:
 def commands(case: str, tool: str, kc: str, paths: dict[str, Path], topic: str, n: int, bs: str) -> list[str]:
     txid = f"bench-{uuid.uuid4().hex[:10]}"
     kcat = [kc, "-P", "-b", bs, "-t", topic, "-X", f"transactional.id={txid}"]
-    if case in ("plain", "plain-1txn", "plain-6p"):
+    if case in ("plain", "plain-1txn", "lines", "plain-6p"):
         if tool == "kcat":
             return [*kcat, "-l", str(paths["jsonl"])]
-        more = ["-n", str(n)] if case == "plain-1txn" else []
+        more = ["-n", str(n)] if case == "plain-1txn" else ["-I", "lines"] if case == "lines" else []
         return kxtx("produce", str(paths["jsonl"]), "-t", topic, "-b", bs, *more)
     if case == "keyed-json":
         if tool == "kcat":
