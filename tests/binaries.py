@@ -17,6 +17,7 @@ PACKAGES = {
     "java": "openjdk-17-jre-headless",
     "mvn": "maven",
     "openssl": "openssl",
+    "gcc": "gcc",
     "prometheus": "prometheus",
     "promtool": "prometheus",
     "prometheus-node-exporter": "prometheus-node-exporter",

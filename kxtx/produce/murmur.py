@@ -17,6 +17,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
+from kxtx import speedups
+
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK32 = 0xFFFFFFFF
@@ -115,16 +117,22 @@ def _partitions_same_length(keys: tuple, length: int, n: int) -> list[int]:
 
 
 class Partitioner:
-    """partitions_of() for one partition count: by confluent-kafka's murmur2 where it has one
-    (2.13 and later, in C: a quarter of the time of partitions_of, bench/README.md "Against kcat"),
+    """partitions_of() for one partition count: by kxtx's C loop where it was built (one call for
+    all keys, kxtx.speedups), else by confluent-kafka's murmur2 where it has one (2.13 and later,
+    in C, a call per key: a quarter of the time of partitions_of, bench/README.md "Against kcat"),
     else by partitions_of. (A memory of recent keys was tried: a dict lookup of a bytes key costs
     about as much as hashing it here, measured.)"""
 
     def __init__(self, partitions: int, native: bool = True) -> None:
         self.n = partitions
+        self._loop = speedups.module() if native else None
         self._murmur2 = _native_murmur2() if native else None
 
     def __call__(self, keys: list[bytes]) -> list[int]:
+        if self._loop is not None and type(keys) is list:
+            parts: list[int] | None = self._loop.partitions(keys, self.n)
+            if parts is not None:
+                return parts
         if self._murmur2 is None:
             return partitions_of(keys, self.n)
         parts = list(map(self._murmur2, keys, repeat(self.n)))
