@@ -1,6 +1,6 @@
 /* kxtx.native: optional C versions of two per-record loops of `kxtx produce`'s fast paths.
  *
- * Built when a C compiler and Python's headers are there (pyproject.toml: an optional extension);
+ * Built when a C compiler and Python's headers are there (setup.py: an optional extension);
  * without it kxtx runs the same loops in Python (kxtx.client.batch._fill,
  * kxtx.produce.murmur.Partitioner), which tests/unit/test_speedups.py compares these with.
  *

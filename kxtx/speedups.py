@@ -2,7 +2,7 @@
 else None, and the callers run the same loops in Python.
 
 `KXTX_SPEEDUPS=0` turns it off (to compare, or to rule it out). The build is optional
-(pyproject.toml): without a C compiler or Python's headers pip installs kxtx without it.
+(setup.py): without a C compiler or Python's headers pip installs kxtx without it.
 """
 
 from __future__ import annotations
