@@ -26,10 +26,3 @@ def module() -> Any:
             except ImportError:
                 pass
     return _module or None
-
-
-def built() -> bool:
-    """Whether this installation has the C loops (whether or not they are turned off)."""
-    import importlib.util
-
-    return importlib.util.find_spec("kxtx.native") is not None

@@ -1,4 +1,5 @@
-"""External programs some tests run (Prometheus, promtool, node_exporter from Debian's packages).
+"""External programs some tests run (Prometheus, promtool, node_exporter from Debian's packages),
+and kxtx's optional C module, which those packages' compiler builds (`need_native`).
 
 Absent on a developer's machine: the test is skipped and says how to install them. Under CI (the CI
 environment variable set, as `.ci/run` does after installing them) an absent program fails the test:
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Any
 
 import pytest
 
@@ -32,4 +34,18 @@ def need(program: str) -> str:
     why = f"{program} is not installed (apt-get install {PACKAGES.get(program, program)})"
     if os.environ.get("CI"):
         pytest.fail(f"{why}; CI must run this test (.ci/run installs it)")
+    pytest.skip(why)
+
+
+def need_native() -> Any:
+    """kxtx.native (kxtx/native.c, built by pip where gcc and Python's headers are found); else a
+    skip (a fail under CI, whose .ci/run installs both) saying what is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module("kxtx.native")
+    except ImportError:
+        why = "kxtx.native was not built (a C compiler and Python's headers: apt-get install gcc python3-dev)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{why}; CI must run this test (.ci/run installs them)")
     pytest.skip(why)
