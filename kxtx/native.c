@@ -1,8 +1,9 @@
-/* kxtx.native: optional C versions of two per-record loops of `kxtx produce`'s fast paths.
+/* kxtx.native: optional C versions of per-record loops of `kxtx produce`'s fast paths.
  *
  * Built when a C compiler and Python's headers are there (setup.py: an optional extension);
  * without it kxtx runs the same loops in Python (kxtx.client.batch._fill,
- * kxtx.produce.murmur.Partitioner), which tests/unit/test_speedups.py compares these with.
+ * kxtx.produce.murmur.Partitioner, the JSON check of kxtx.produce.plain.first_refused), which
+ * tests/unit/test_speedups.py compares these with.
  *
  * fill(msgs, values, k, end, at, len_at, stride) -> bool
  *     For i in 0..end-k: msgs[i*stride + at] = address of values[k+i]'s bytes,
@@ -15,6 +16,16 @@
  *     (murmur2(key) & 0x7fffffff) % n for each key (Kafka's Utils.murmur2, the Java client's and
  *     librdkafka's murmur2_random), -1 for an empty key. None when a key is not exactly `bytes`
  *     (the caller then takes its own path).
+ *
+ * json_vouch(values, k, end) -> int
+ *     The index of the first of values[k:end] this scan does not vouch for, or `end`. It vouches
+ *     for a value that is exactly `bytes` holding one JSON text (RFC 8259; whitespace around it)
+ *     that every parser kxtx uses accepts: nesting at most VOUCH_DEPTH levels, numbers of at most
+ *     VOUCH_NUMBER characters, \u escapes of surrogates only in high-low pairs. Anything else is
+ *     left to the caller's parser, which decides (a cautious scan: refusing more than a parser is
+ *     safe, vouching for more is not; tests/unit/test_speedups.py compares it with msgspec and
+ *     json). Bytes >= 0x80 in strings are not checked as UTF-8: the caller checks a block's
+ *     UTF-8 in one pass before.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -118,9 +129,241 @@ static PyObject *fill(PyObject *self, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
+/* JSON: a scan that vouches for ordinary lines, in one call for a block */
+#define VOUCH_DEPTH 64
+#define VOUCH_NUMBER 64
+
+/* bytes that end a run of plain string characters: '"', '\\' and control characters */
+static unsigned char string_stop[256];
+
+static void init_tables(void) {
+    int c;
+    for (c = 0; c < 0x20; c++)
+        string_stop[c] = 1;
+    string_stop['"'] = string_stop['\\'] = 1;
+}
+
+#define SKIP_WS(p, e) while ((p) < (e) && (*(p) == ' ' || *(p) == '\t' || *(p) == '\n' || *(p) == '\r')) (p)++
+
+static int hex4(const unsigned char *p, unsigned *out) {
+    unsigned v = 0;
+    int i;
+    for (i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* *pp at the opening quote: past the closing one, or 0 */
+static int scan_string(const unsigned char **pp, const unsigned char *e) {
+    const unsigned char *p = *pp + 1;
+    for (;;) {
+        /* eight bytes at a time: the lowest byte that is '"', '\\' or below 0x20 (exact for the
+         * lowest one, which is all this needs) */
+        while (e - p >= 8) {
+            uint64_t x, stop;
+            memcpy(&x, p, 8); /* little-endian: byte 0 is the lowest (checked at import) */
+            stop = ((x ^ 0x2222222222222222ull) - 0x0101010101010101ull) & ~(x ^ 0x2222222222222222ull);
+            stop |= ((x ^ 0x5c5c5c5c5c5c5c5cull) - 0x0101010101010101ull) & ~(x ^ 0x5c5c5c5c5c5c5c5cull);
+            stop |= (x - 0x2020202020202020ull) & ~x;
+            stop &= 0x8080808080808080ull;
+            if (stop) {
+                p += __builtin_ctzll(stop) / 8;
+                break;
+            }
+            p += 8;
+        }
+        while (p < e && !string_stop[*p])
+            p++;
+        if (p >= e)
+            return 0;
+        if (*p == '"') {
+            *pp = p + 1;
+            return 1;
+        }
+        if (*p != '\\') /* a control character */
+            return 0;
+        if (e - p < 2)
+            return 0;
+        switch (p[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            p += 2;
+            break;
+        case 'u': {
+            unsigned u, low;
+            if (e - p < 6 || !hex4(p + 2, &u))
+                return 0;
+            p += 6;
+            if (u >= 0xDC00 && u <= 0xDFFF) /* a low surrogate alone */
+                return 0;
+            if (u >= 0xD800 && u <= 0xDBFF) { /* a high one: a low one must follow */
+                if (e - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, &low) || low < 0xDC00 || low > 0xDFFF)
+                    return 0;
+                p += 6;
+            }
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+}
+
+/* *pp at '-' or a digit: past the number, or 0 */
+static int scan_number(const unsigned char **pp, const unsigned char *e) {
+    const unsigned char *p = *pp, *start = *pp;
+    if (*p == '-')
+        p++;
+    if (p >= e)
+        return 0;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    else
+        return 0;
+    if (p < e && *p == '.') {
+        p++;
+        if (p >= e || *p < '0' || *p > '9')
+            return 0;
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= e || *p < '0' || *p > '9')
+            return 0;
+        while (p < e && *p >= '0' && *p <= '9') p++;
+    }
+    if (p - start > VOUCH_NUMBER)
+        return 0;
+    *pp = p;
+    return 1;
+}
+
+static int scan_word(const unsigned char **pp, const unsigned char *e, const char *word, Py_ssize_t n) {
+    if (e - *pp < n || memcmp(*pp, word, (size_t)n) != 0)
+        return 0;
+    *pp += n;
+    return 1;
+}
+
+/* whether s[0:n] is one JSON text the scan vouches for */
+static int vouch(const unsigned char *s, Py_ssize_t n) {
+    const unsigned char *p = s, *e = s + n;
+    unsigned char open[VOUCH_DEPTH]; /* '{' or '[' of each level */
+    int depth = 0;
+value:
+    SKIP_WS(p, e);
+    if (p >= e)
+        return 0;
+    switch (*p) {
+    case '{':
+        if (depth == VOUCH_DEPTH)
+            return 0;
+        open[depth++] = '{';
+        p++;
+        SKIP_WS(p, e);
+        if (p < e && *p == '}') {
+            p++;
+            depth--;
+            goto after;
+        }
+        goto member;
+    case '[':
+        if (depth == VOUCH_DEPTH)
+            return 0;
+        open[depth++] = '[';
+        p++;
+        SKIP_WS(p, e);
+        if (p < e && *p == ']') {
+            p++;
+            depth--;
+            goto after;
+        }
+        goto value;
+    case '"':
+        if (!scan_string(&p, e))
+            return 0;
+        goto after;
+    case 't':
+        if (!scan_word(&p, e, "true", 4))
+            return 0;
+        goto after;
+    case 'f':
+        if (!scan_word(&p, e, "false", 5))
+            return 0;
+        goto after;
+    case 'n':
+        if (!scan_word(&p, e, "null", 4))
+            return 0;
+        goto after;
+    default:
+        if (*p != '-' && (*p < '0' || *p > '9'))
+            return 0;
+        if (!scan_number(&p, e))
+            return 0;
+        goto after;
+    }
+member: /* at a member's name (after '{' or ',' and whitespace) */
+    if (p >= e || *p != '"' || !scan_string(&p, e))
+        return 0;
+    SKIP_WS(p, e);
+    if (p >= e || *p != ':')
+        return 0;
+    p++;
+    goto value;
+after: /* a value ended */
+    SKIP_WS(p, e);
+    if (depth == 0)
+        return p == e;
+    if (p >= e)
+        return 0;
+    if (*p == ',') {
+        p++;
+        if (open[depth - 1] == '{') {
+            SKIP_WS(p, e);
+            goto member;
+        }
+        goto value;
+    }
+    if (*p == (open[depth - 1] == '{' ? '}' : ']')) {
+        p++;
+        depth--;
+        goto after;
+    }
+    return 0;
+}
+
+static PyObject *json_vouch(PyObject *self, PyObject *args) {
+    PyObject *values;
+    Py_ssize_t k, end, i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!nn:json_vouch", &PyList_Type, &values, &k, &end))
+        return NULL;
+    if (k < 0 || end < k || end > PyList_GET_SIZE(values)) {
+        PyErr_SetString(PyExc_ValueError, "json_vouch: index out of range");
+        return NULL;
+    }
+    for (i = k; i < end; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        if (!PyBytes_CheckExact(v) || !vouch((const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)))
+            break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef methods[] = {
     {"fill", fill, METH_VARARGS, "Point a message array's fields at a list's bytes (see the module's source)."},
     {"partitions", partitions, METH_VARARGS, "Kafka's murmur2 partition of each key; -1 for an empty key."},
+    {"json_vouch", json_vouch, METH_VARARGS, "The first value a cautious JSON scan does not vouch for."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -134,5 +377,6 @@ PyMODINIT_FUNC PyInit_native(void) {
         PyErr_SetString(PyExc_ImportError, "kxtx.native: built for little-endian machines only");
         return NULL;
     }
+    init_tables();
     return PyModule_Create(&module);
 }

@@ -1,12 +1,14 @@
 """kxtx.native (kxtx/native.c), the optional C loops, against the Python loops they replace: the
-same message arrays (kxtx.client.batch._fill) and the same partitions (Kafka's murmur2,
-kxtx.produce.murmur). Where the module was not built the tests skip; under CI (which installs a C
+same message arrays (kxtx.client.batch._fill), the same partitions (Kafka's murmur2,
+kxtx.produce.murmur), and a JSON scan that vouches only for lines the parsers accept (msgspec,
+orjson, json: kxtx.produce.plain, kxtx.produce.mapping). Where the module was not built the tests skip; under CI (which installs a C
 compiler and Python's headers, .ci/run) they fail instead: CI must run them."""
 
 from __future__ import annotations
 
 import ctypes
 import importlib.util
+import json
 import random
 from array import array
 
@@ -14,7 +16,9 @@ import pytest
 
 from kxtx import speedups
 from kxtx.client import batch
-from kxtx.produce import murmur
+from kxtx.produce import murmur, plain
+from kxtx.produce.jsondepth import MAX_JSON_DEPTH
+from kxtx.produce.mapping import BadRecord, parse_json
 from tests.binaries import need_native
 
 
@@ -132,3 +136,178 @@ def test_kxtx_speedups_0_turns_them_off(monkeypatch):
     monkeypatch.setattr(speedups, "_module", None)
     monkeypatch.delenv("KXTX_SPEEDUPS")
     assert (speedups.module() is not None) == (importlib.util.find_spec("kxtx.native") is not None)
+
+
+# --- json_vouch ----------------------------------------------------------------------------------
+#: the limits of the scan in kxtx/native.c (VOUCH_DEPTH, VOUCH_NUMBER)
+VOUCH_DEPTH, VOUCH_NUMBER = 64, 64
+
+VOUCHED = [
+    b"{}",
+    b"[]",
+    b'{"id": "o0", "user": "u0", "event": "click", "amount": 0}',
+    b' \t{"a" : [1 , -2.5e-3, 0.0, 1E+2, 3e7, true, false, null, {}, []] }\r ',
+    b'"text"',
+    b"0",
+    b"-0",
+    b"null",
+    b'"\\" \\/ \\b\\f\\n\\r\\t \\u00e9 \\uD83D\\uDE00 \\uffff"'.replace(b"\\\\", b"\\"),
+    '{"é": "日本"}'.encode(),
+    b'{"long string": "' + b"x" * 5000 + b'"}',
+    b"[" * VOUCH_DEPTH + b"]" * VOUCH_DEPTH,
+    b"1" * VOUCH_NUMBER,
+    b'{"a":{"b":{"c":[{"d":1}]}}}',
+]
+
+NOT_VOUCHED = {
+    # not JSON
+    "empty": b"",
+    "blank": b"  ",
+    "two texts": b"{} {}",
+    "trailing comma in an array": b"[1,]",
+    "trailing comma in an object": b'{"a":1,}',
+    "leading zero": b"01",
+    "bare point": b"1.",
+    "point first": b".5",
+    "exponent without digits": b"1e",
+    "minus alone": b"-",
+    "plus sign": b"+1",
+    "NaN": b"NaN",
+    "Infinity": b"Infinity",
+    "truncated literal": b"tru",
+    "literal with a tail": b"nulls",
+    "unknown escape": b'"a\\x"',
+    "short unicode escape": b'"\\u12"',
+    "bad hex digit": b'"\\u12g4"',
+    "control character in a string": b'"a\x01b"',
+    "line feed in a string": b'"a\nb"',
+    "unterminated string": b'"abc',
+    "unterminated object": b'{"a":1',
+    "name without a colon": b'{"a" 1}',
+    "name not a string": b"{1:2}",
+    "single quotes": b"{'a':1}",
+    "mismatched brackets": b"[1}",
+    "NUL after the text": b"{}\x00",
+    "form feed as whitespace": b"\x0c1",
+    "comment": b"{} // c",
+    # JSON, left to a parser: the scan is cautious
+    "a high surrogate alone": b'"\\ud800"',
+    "a low surrogate alone": b'"\\udc00"',
+    "a high surrogate and no low one": b'"\\ud800\\u0041"',
+    "nested one level past the scan": b"[" * (VOUCH_DEPTH + 1) + b"]" * (VOUCH_DEPTH + 1),
+    "a long number": b"1" * (VOUCH_NUMBER + 1),
+    "a long fraction": b"0." + b"1" * VOUCH_NUMBER,
+}
+
+
+def _parsers_accept(line: bytes) -> bool:
+    """Whether every parser kxtx uses takes `line` as JSON (msgspec's check, parse_json, json)."""
+    try:
+        plain._check(line)
+        parse_json(line)
+        json.loads(line)
+    except (ValueError, RecursionError, BadRecord):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("line", VOUCHED, ids=lambda line: repr(line[:30]))
+def test_json_vouch_vouches_for_ordinary_json(native, line):
+    assert _parsers_accept(line)
+    assert native.json_vouch([line], 0, 1) == 1
+
+
+@pytest.mark.parametrize("line", NOT_VOUCHED.values(), ids=NOT_VOUCHED.keys())
+def test_json_vouch_leaves_the_rest_to_a_parser(native, line):
+    assert native.json_vouch([line], 0, 1) == 0
+
+
+def test_json_vouch_returns_the_first_line_it_does_not_vouch_for(native):
+    lines = [b"1", b"{}", b"[1,]", b"2", "not bytes", b"3"]
+    assert native.json_vouch(lines, 0, 6) == 2
+    assert native.json_vouch(lines, 3, 6) == 4
+    assert native.json_vouch(lines, 5, 6) == 6
+    assert native.json_vouch(lines, 1, 2) == 2
+    assert native.json_vouch(lines, 3, 3) == 3
+    for k, end in ((-1, 2), (0, 7), (3, 2)):
+        with pytest.raises(ValueError):
+            native.json_vouch(lines, k, end)
+
+
+def _random_json(rnd: random.Random, depth: int) -> object:
+    kind = rnd.randrange(8 if depth < 6 else 5)
+    if kind == 0:
+        return rnd.choice([None, True, False])
+    if kind == 1:
+        return rnd.choice([0, -1, 7, 2**53, -(2**63), 10**30, 0.5, -1.25e-7, 3.0e300])
+    if kind in (2, 3, 4):
+        alphabet = 'ab "\\/\b\f\n\r\t\x00\x1f\x7fé日\U0001f600'
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(12)))
+    if kind in (5, 6):
+        return [_random_json(rnd, depth + 1) for _ in range(rnd.randrange(4))]
+    return {str(_random_json(rnd, depth + 1)): _random_json(rnd, depth + 1) for _ in range(rnd.randrange(4))}
+
+
+def test_json_vouch_vouches_for_what_json_writes(native):
+    """JSON as serializers write it (escaped or raw non-ASCII, compact or spaced) is vouched for,
+    so the scan, not the slower parser, decides ordinary lines."""
+    rnd = random.Random(7)
+    lines = []
+    for _ in range(3000):
+        value = _random_json(rnd, 0)
+        lines.append(json.dumps(value, ensure_ascii=rnd.random() < 0.5, indent=None).encode())
+        lines.append(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    assert native.json_vouch(lines, 0, len(lines)) == len(lines)
+
+
+def test_json_vouch_never_vouches_for_what_a_parser_refuses(native):
+    """Differential: random edits of JSON lines (valid UTF-8, as the caller guarantees); every
+    line the scan vouches for is accepted by every parser. Enough lines of both outcomes are
+    seen for the test to mean something."""
+    rnd = random.Random(11)
+    seeds = [json.dumps(_random_json(rnd, 0)).encode() for _ in range(200)] + VOUCHED[:10]
+    alphabet = b' \t\r\n{}[]:,"\\/0123456789-+.eEtrufalsnbxu\x00\x1fABFdD'
+    vouched = refused = 0
+    for _ in range(60000):
+        line = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randint(1, 3)):
+            at = rnd.randint(0, len(line))
+            edit = rnd.random()
+            if edit < 0.4 and line:
+                del line[rnd.randrange(len(line))]
+            elif edit < 0.85:
+                line[at:at] = bytes([rnd.choice(alphabet)])
+            else:
+                line[at:at] = rnd.choice(seeds)
+        text = bytes(line)
+        try:
+            text.decode()
+        except UnicodeDecodeError:  # the caller checks UTF-8 itself, a block at a time
+            continue
+        if native.json_vouch([text], 0, 1) == 1:
+            vouched += 1
+            assert _parsers_accept(text), text
+        else:
+            refused += 1
+    assert vouched > 5000 and refused > 5000
+
+
+@pytest.mark.parametrize("utf8", [True, False])
+def test_first_refused_is_the_same_with_or_without_the_scan(native, monkeypatch, utf8):
+    """kxtx.produce.plain.first_refused (the fast path's check) finds the same lines with the C
+    scan as with the parser alone: blank, bad, nested too deeply (kxtx's limit), and lines the
+    scan leaves to the parser that it accepts."""
+    deep = b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)
+    ok_deep = b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH
+    pool = [*VOUCHED, *NOT_VOUCHED.values(), deep, ok_deep, b'"\\ud83d\\ude00"', b"1" * 500]
+    if not utf8:
+        pool.append(b'"\xff"')
+    rnd = random.Random(3)
+    for _ in range(300):
+        values = [rnd.choice(pool) for _ in range(rnd.randrange(1, 12))]
+        k = rnd.randrange(len(values))
+        with_scan = plain.first_refused(values, k, len(values), utf8)
+        monkeypatch.setattr(speedups, "module", lambda: None)
+        without = plain.first_refused(values, k, len(values), utf8)
+        monkeypatch.undo()
+        assert with_scan == without, values
