@@ -26,6 +26,14 @@
  *     safe, vouching for more is not; tests/unit/test_speedups.py compares it with msgspec and
  *     json). Bytes >= 0x80 in strings are not checked as UTF-8: the caller checks a block's
  *     UTF-8 in one pass before.
+ *
+ * json_keys(values, name) -> (keys, undecided)
+ *     For each of `values`, the bytes kxtx's general mapper makes of the top-level member `name`
+ *     (UTF-8 as written in JSON, no escape) where this scan is sure of them: a line it vouches for
+ *     (as json_vouch) holding an object with exactly one member of that name (no member name with
+ *     an escape, which could be it), whose value is a string without escapes (its UTF-8 as
+ *     written) or an integer as Python writes it (up to 18 digits, no "-0"). Else None, and the
+ *     line's index is in `undecided` (the caller decodes those lines with a parser).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -255,15 +263,44 @@ static int scan_word(const unsigned char **pp, const unsigned char *e, const cha
     return 1;
 }
 
-/* whether s[0:n] is one JSON text the scan vouches for */
-static int vouch(const unsigned char *s, Py_ssize_t n) {
-    const unsigned char *p = s, *e = s + n;
+/* What `vouch` notes of one member of a top-level object (json_keys). */
+struct field {
+    const unsigned char *name; /* the member's name as written in JSON (UTF-8, no escape) */
+    Py_ssize_t name_len;
+    int found;  /* members of that name */
+    int unsure; /* a member's name has an escape: it may be that name */
+    int plain;  /* the (last) value is a string without escapes or a short integer */
+    const unsigned char *start, *end; /* that value: the string's content, or the integer */
+};
+
+/* An integer whose text is what Python writes for it (json.dumps): no sign of zero, no fraction or
+ * exponent, and within 64 bits (msgspec then decodes it to an int). */
+static int plain_integer(const unsigned char *p, const unsigned char *e) {
+    Py_ssize_t digits = e - p - (*p == '-');
+    const unsigned char *q;
+    if (digits < 1 || digits > 18 || (*p == '-' && p[1] == '0'))
+        return 0;
+    for (q = p + (*p == '-'); q < e; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    return 1;
+}
+
+/* whether s[0:n] is one JSON text the scan vouches for; `f` (or NULL): a member to note */
+static int vouch(const unsigned char *s, Py_ssize_t n, struct field *f) {
+    const unsigned char *p = s, *e = s + n, *vstart = NULL;
     unsigned char open[VOUCH_DEPTH]; /* '{' or '[' of each level */
-    int depth = 0;
+    int depth = 0, wanted = 0;
 value:
     SKIP_WS(p, e);
     if (p >= e)
         return 0;
+    if (wanted) { /* the value of the member `f` names: a scalar is noted once it ends */
+        wanted = 0;
+        f->plain = 0;
+        if (*p == '"' || *p == '-' || (*p >= '0' && *p <= '9'))
+            vstart = p;
+    }
     switch (*p) {
     case '{':
         if (depth == VOUCH_DEPTH)
@@ -313,14 +350,38 @@ value:
         goto after;
     }
 member: /* at a member's name (after '{' or ',' and whitespace) */
-    if (p >= e || *p != '"' || !scan_string(&p, e))
+    if (p >= e || *p != '"') {
         return 0;
+    } else {
+        const unsigned char *name = p + 1;
+        if (!scan_string(&p, e))
+            return 0;
+        if (f != NULL && depth == 1) {
+            Py_ssize_t len = p - 1 - name;
+            if (memchr(name, '\\', (size_t)len) != NULL)
+                f->unsure = 1;
+            else if (len == f->name_len && memcmp(name, f->name, (size_t)len) == 0)
+                f->found++, wanted = 1;
+        }
+    }
     SKIP_WS(p, e);
     if (p >= e || *p != ':')
         return 0;
     p++;
     goto value;
 after: /* a value ended */
+    if (vstart != NULL) { /* the noted member's scalar */
+        if (*vstart == '"') {
+            f->start = vstart + 1;
+            f->end = p - 1;
+            f->plain = memchr(f->start, '\\', (size_t)(f->end - f->start)) == NULL;
+        } else {
+            f->start = vstart;
+            f->end = p;
+            f->plain = plain_integer(vstart, p);
+        }
+        vstart = NULL;
+    }
     SKIP_WS(p, e);
     if (depth == 0)
         return p == e;
@@ -354,16 +415,54 @@ static PyObject *json_vouch(PyObject *self, PyObject *args) {
     }
     for (i = k; i < end; i++) {
         PyObject *v = PyList_GET_ITEM(values, i);
-        if (!PyBytes_CheckExact(v) || !vouch((const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v)))
+        if (!PyBytes_CheckExact(v) || !vouch((const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), NULL))
             break;
     }
     return PyLong_FromSsize_t(i);
+}
+
+static PyObject *json_keys(PyObject *self, PyObject *args) {
+    PyObject *values, *name, *keys, *undecided;
+    Py_ssize_t n, i;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!:json_keys", &PyList_Type, &values, &PyBytes_Type, &name))
+        return NULL;
+    n = PyList_GET_SIZE(values);
+    keys = PyList_New(n);
+    undecided = PyList_New(0);
+    if (keys == NULL || undecided == NULL)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i), *key = NULL;
+        struct field f = {(const unsigned char *)PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name), 0, 0, 0, NULL, NULL};
+        if (PyBytes_CheckExact(v) && vouch((const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), &f) &&
+            f.found == 1 && !f.unsure && f.plain) {
+            key = PyBytes_FromStringAndSize((const char *)f.start, f.end - f.start);
+            if (key == NULL)
+                goto fail;
+        } else {
+            PyObject *at = PyLong_FromSsize_t(i);
+            int failed = at == NULL || PyList_Append(undecided, at) < 0;
+            Py_XDECREF(at);
+            if (failed)
+                goto fail;
+            key = Py_None;
+            Py_INCREF(key);
+        }
+        PyList_SET_ITEM(keys, i, key);
+    }
+    return Py_BuildValue("(NN)", keys, undecided);
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(undecided);
+    return NULL;
 }
 
 static PyMethodDef methods[] = {
     {"fill", fill, METH_VARARGS, "Point a message array's fields at a list's bytes (see the module's source)."},
     {"partitions", partitions, METH_VARARGS, "Kafka's murmur2 partition of each key; -1 for an empty key."},
     {"json_vouch", json_vouch, METH_VARARGS, "The first value a cautious JSON scan does not vouch for."},
+    {"json_keys", json_keys, METH_VARARGS, "A top-level member's value of each JSON line where the scan is sure of it."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,6 +16,7 @@ from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any
 
+from kxtx import speedups
 from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
 from kxtx.produce.mapping import BadRecord, MappingSpec, parse_partition, parse_timestamp, value_bytes
 
@@ -91,6 +92,10 @@ class JsonFields:
             self.getters[f] = (top, nested)
         self.decode = msgspec.json.Decoder(self._struct(msgspec, tree, "Line")).decode
         self.empty = self.decode(b"{}")
+        #: the key field's name, where the mapping reads nothing else and it is a top-level name:
+        #: the C scan (kxtx.native.json_keys) then reads it
+        key, fields = spec.key_field, [f for _, f in spec.fields()]
+        self.key_only = key.encode() if key and fields == [key] and "." not in key else None
 
     def _struct(self, msgspec: Any, node: dict, name: str) -> Any:  # a msgspec Struct type
         fields, rename = [], {}
@@ -129,7 +134,10 @@ def json_columns(
     values = block.values
     n = len(values)
     odd: set = set()
-    if block.utf8:
+    native = speedups.module() if block.utf8 and fields.key_only is not None else None
+    if native is not None:
+        keys = _scanned_keys(native, fields, values, odd)
+    elif block.utf8:
         structs = _decode_all(fields.decode, values, odd)
     else:  # bad UTF-8 somewhere: msgspec does not check it in skipped strings
         odd.update(range(n))
@@ -139,11 +147,12 @@ def json_columns(
     longest = max(map(len, values), default=0)
     if longest >= DEEP_MIN_BYTES:  # kxtx's own nesting limit
         odd.update(i for i, v in enumerate(values) if too_deep(v))
-    for i in odd:
-        structs[i] = fields.empty
+    if native is None:
+        for i in odd:
+            structs[i] = fields.empty
 
     def get(f: str, raw: bool = False) -> list:  # noqa: ARG001 - raw: see csv_split_columns
-        return fields.column(structs, f)
+        return keys if native is not None else fields.column(structs, f)
 
     return _columns(
         spec,
@@ -159,6 +168,31 @@ def json_columns(
         fields._unset,
         size_limit,
     )
+
+
+def _scanned_keys(native: Any, fields: JsonFields, values: list, odd: set) -> list:
+    """The key column (bytes) of a mapping that reads a top-level key field only: the C scan reads
+    the keys of ordinary lines (a string without escapes, or an integer: the bytes the general
+    mapper makes of them are those written in the line); msgspec decodes the lines it is not sure
+    of, as for any other mapping. Lines with a key that is not text (a float, an object...) are
+    left to the general mapper (odd), so that no key is longer than its line (see _columns)."""
+    assert fields.key_only is not None
+    keys, undecided = native.json_keys(values, fields.key_only)
+    if not undecided:
+        return keys
+    lines = [values[i] for i in undecided]
+    sub_odd: set = set()
+    structs = _decode_all(fields.decode, lines, sub_odd)
+    for j in sub_odd:
+        structs[j] = fields.empty
+    col = fields.column(structs, fields.key_only.decode())
+    sub_odd.update(j for j, v in enumerate(col) if type(v) is not str)
+    got, _ = _as_bytes(col, sub_odd, fields._unset)
+    for j, i in enumerate(undecided):
+        keys[i] = got[j]
+        if j in sub_odd:
+            odd.add(i)
+    return keys
 
 
 def _decode_all(decode: Callable[[bytes], Any], values: list, odd: set) -> list:
@@ -408,7 +442,7 @@ def _as_bytes(col: list, odd: set, unset: object) -> tuple[list, bool]:
     for i, v in enumerate(col):
         try:
             out.append(value_bytes(v))
-        except (UnicodeEncodeError, ValueError, TypeError):
+        except (BadRecord, ValueError, TypeError):  # the general mapper decides
             odd.add(i)
             out.append(b"")
     return out, False
@@ -473,7 +507,7 @@ def _header_column(
             hs = const + [
                 (name, value_bytes(v)) for name, v in zip(names, row) if v is not None and v is not unset
             ]
-        except (UnicodeEncodeError, ValueError, TypeError):
+        except (BadRecord, ValueError, TypeError):  # the general mapper decides
             odd.add(i)
             hs = []
         out.append(hs or None)

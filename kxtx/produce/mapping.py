@@ -113,11 +113,16 @@ def parse_header_options(
     return tuple(consts), tuple(from_fields)
 
 
-def value_bytes(value: Any) -> bytes:
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+def value_bytes(value: Any, field: str = "") -> bytes:
+    """A field's value as record bytes: text as UTF-8, anything else as JSON. BadRecord for text
+    that is not Unicode: JSON can escape a lone surrogate ("\\ud800"), UTF-8 cannot hold it."""
+    try:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (dict, list)):
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRecord(f"field {field!r}: a lone surrogate escape (\\ud800-\\udfff) is not text") from None
     return json.dumps(value).encode("ascii")  # numbers and booleans as JSON text
 
 
@@ -262,7 +267,7 @@ class Mapper:
             if k is None:
                 raise BadRecord(f"missing key field {spec.key_field!r}")
             if kw is None:
-                key = value_bytes(k)
+                key = value_bytes(k, spec.key_field)
             else:
                 key = self._encode(kw, self._csv_typed(kw, k, "key") if csv else k, "key")
         if spec.value_field:
@@ -270,7 +275,7 @@ class Mapper:
             if v is None:
                 raise BadRecord(f"missing value field {spec.value_field!r}")
             if vw is None:
-                value = value_bytes(v)
+                value = value_bytes(v, spec.value_field)
             else:
                 value = self._encode(vw, self._csv_typed(vw, v, "value") if csv else v, "")
         elif csv and vw is not None:
@@ -293,7 +298,7 @@ class Mapper:
             for name, field in spec.header_fields:
                 h = get(doc, field)
                 if h is not None:  # a missing header field leaves the header out
-                    headers.append((name, value_bytes(h)))
+                    headers.append((name, value_bytes(h, field)))
             headers = headers or None
         partition = timestamp = None
         if spec.partition_field:

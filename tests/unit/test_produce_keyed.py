@@ -194,6 +194,15 @@ JSONL = b"".join(
         b'{"user":"p","c":"not an object","ts":1,"p":-1}\n',
         b"[1,2]\n",
         b'{"user":"crlf","c":{"id":"r"},"ts":1,"p":1}\r\n',
+        # keys the C scan (kxtx.native.json_keys) reads or leaves to msgspec
+        b'{"user":-17,"c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"user":-0,"c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"user":1234567890123456789,"c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"user":1.5e2,"c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"user":"tab\\tand \\u00e9","c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"x":{"user":"inner"},"user":"outer","c":{"id":"n"},"ts":1,"p":1}\n',
+        b'{"user":"lone \\ud800","c":{"id":"n"},"ts":1,"p":1}\n',
+        b'  {"user" : "spaced" , "c":{"id":"n"},"ts":1,"p":1}  \n',
     ]
     + [
         b'{"user":"k%d","c":{"id":"c%d"},"ts":%d,"ev":"e%d","p":%d}\n' % (i % 13, i % 7, i, i, i % 6)

@@ -117,6 +117,15 @@ def test_map_csv(spec, row, expected):
         (MappingSpec(key_field="id"), "jsonl", jl(b'{"id":null}'), "missing key field 'id'"),
         (MappingSpec(key_field="a.b"), "jsonl", jl(b'{"a":3}'), "missing key field 'a.b'"),
         (MappingSpec(value_field="v"), "jsonl", jl(b"[1,2]"), "missing value field 'v'"),
+        # JSON text UTF-8 cannot hold: a bad line, not a crash
+        (MappingSpec(key_field="id"), "jsonl", jl(b'{"id":"a\\ud800"}'), "field 'id': a lone surrogate"),
+        (MappingSpec(value_field="v"), "jsonl", jl(b'{"v":["\\udc00"]}'), "field 'v': a lone surrogate"),
+        (
+            MappingSpec(header_fields=(("h", "x"),)),
+            "jsonl",
+            jl(b'{"x":"\\udfff"}'),
+            "field 'x': a lone surrogate",
+        ),
         (MappingSpec(partition_field="p"), "jsonl", jl(b'{"p":"x"}'), "partition 'x' is not a number"),
         (MappingSpec(partition_field="p"), "jsonl", jl(b'{"p":-1}'), "partition -1 is negative"),
         (MappingSpec(timestamp_field="t"), "jsonl", jl(b'{"t":"yesterday"}'), "neither epoch ms"),

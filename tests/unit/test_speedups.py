@@ -17,8 +17,9 @@ import pytest
 from kxtx import speedups
 from kxtx.client import batch
 from kxtx.produce import murmur, plain
+from kxtx.produce.inputs import Line
 from kxtx.produce.jsondepth import MAX_JSON_DEPTH
-from kxtx.produce.mapping import BadRecord, parse_json
+from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
 from tests.binaries import need_native
 
 
@@ -311,3 +312,72 @@ def test_first_refused_is_the_same_with_or_without_the_scan(native, monkeypatch,
         without = plain.first_refused(values, k, len(values), utf8)
         monkeypatch.undo()
         assert with_scan == without, values
+
+
+# --- json_keys -----------------------------------------------------------------------------------
+KEYS = {
+    # line -> the key the scan reads, or None: left to msgspec (which may then find one)
+    b'{"id": "o0", "user": "u0"}': b"o0",
+    b'{"id":12}': b"12",
+    b'{"id":-7}': b"-7",
+    b'{"id":""}': b"",
+    '{"id":"日本"}'.encode(): "日本".encode(),
+    b'{"x":[1,{"id":"inner"}],"id":"top"}': b"top",
+    b'{"x":{"id":"inner"}}': None,  # only nested: missing at the top
+    b'{"id":-0}': None,  # Python writes 0
+    b'{"id":0.5}': None,
+    b'{"id":1e3}': None,
+    b'{"id":1234567890123456789}': None,  # 19 digits
+    b'{"id":true}': None,
+    b'{"id":null}': None,
+    b'{"id":{"a":1}}': None,
+    b'{"id":[1]}': None,
+    b'{"id":"a\\nb"}': None,  # escapes: msgspec decodes them
+    b'{"i\\u0064":"x"}': None,  # a name with an escape may be "id"
+    b'{"id":"a","id":"b"}': None,  # twice
+    b'["id"]': None,
+    b'"id"': None,
+    b'{"id":"x"': None,  # not JSON
+    b"": None,
+}
+
+
+@pytest.mark.parametrize("line, key", KEYS.items(), ids=lambda v: repr(v)[:30])
+def test_json_keys_reads_ordinary_keys_and_leaves_the_rest(native, line, key):
+    keys, undecided = native.json_keys([b"{}", line], b"id")
+    assert keys == [None, key]
+    assert undecided == [0, 1] if key is None else undecided == [0]
+
+
+def test_json_keys_reads_what_the_general_mapper_makes(native):
+    """Differential: random JSON objects with an "id" of any kind, random edits; each key the
+    scan reads is the key of the general mapper's record for that line."""
+    rnd = random.Random(5)
+    mapper = Mapper(MappingSpec(key_field="id"), "jsonl")
+    lines = []
+    for _ in range(4000):
+        doc = _random_json(rnd, 1)
+        doc = doc if isinstance(doc, dict) else {"v": doc}
+        doc["id"] = rnd.choice(
+            [_random_json(rnd, 3), rnd.randrange(-(10**20), 10**20), "k%d" % rnd.randrange(99)]
+        )
+        text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5).encode()
+        if rnd.random() < 0.3:
+            at = rnd.randrange(len(text))
+            text = text[:at] + bytes([rnd.choice(b'",:{}[]\\ 1')]) + text[at:]
+        try:
+            text.decode()
+        except UnicodeDecodeError:  # the caller checks UTF-8 itself, a block at a time
+            continue
+        lines.append(text)
+    keys, undecided = native.json_keys(lines, b"id")
+    read = 0
+    for i, (line, key) in enumerate(zip(lines, keys)):
+        if key is None:
+            assert i in undecided
+            continue
+        read += 1
+        assert mapper.map(Line(i + 1, 0, len(line), line, None, None)).key == key, line
+    for i in undecided:
+        assert keys[i] is None
+    assert read > 1000 and len(undecided) > 500
