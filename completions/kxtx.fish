@@ -213,6 +213,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from produce" -l timestamp-field -r 
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l transactional-id -r -d "Default: kxtx-produce-TOPIC-HASH of the input paths, shown in the summary. Re-ru"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l records-per-txn -s n -r -d "Records per transaction."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l bytes-per-txn -r -d "Also commit once the values reach this size (e.g. 64MiB)."
+complete -c kxtx -n "__fish_seen_subcommand_from produce" -l seconds-per-txn -r -d "Also commit once the transaction is this old, so that slow input (a pipe on stdi"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l all-or-nothing -d "The whole input in one transaction (transaction.timeout.ms 15 min unless -X)."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l checkpoint-topic -r -d "Compacted topic holding the input positions; created when missing."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l restart -d "Ignore the checkpoint: produce every input again from its beginning, writing its"

@@ -153,6 +153,17 @@ def produce(
             help="Also commit once the values reach this size (e.g. 64MiB).",
         ),
     ] = None,
+    seconds_per_txn: Annotated[
+        float | None,
+        typer.Option(
+            "--seconds-per-txn",
+            metavar="SECONDS",
+            rich_help_panel=_TXN,
+            help="Also commit once the transaction is this old, so that slow input (a pipe on "
+            "stdin) is seen and no transaction outlives transaction.timeout.ms (default 10, at "
+            "most half of that).",
+        ),
+    ] = None,
     all_or_nothing: Annotated[
         bool,
         typer.Option(
@@ -257,6 +268,7 @@ def produce(
         transactional_id=transactional_id,
         records_per_txn=records_per_txn,
         bytes_per_txn=_bytes(bytes_per_txn) if bytes_per_txn else None,
+        seconds_per_txn=seconds_per_txn,
         all_or_nothing=all_or_nothing,
         checkpoint_topic=checkpoint_topic,
         on_error=on_error,

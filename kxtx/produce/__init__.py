@@ -8,3 +8,8 @@
 #: small enough that a crash redoes little work; larger gains nothing (see bench/README.md, "Behind
 #: produce's constants").
 DEFAULT_RECORDS_PER_TXN = 50_000
+
+#: Seconds a transaction may stay open: input that comes slowly (a pipe on stdin) is committed at
+#: least this often, so read_committed consumers see it and the transaction stays far within the
+#: producer's transaction.timeout.ms (60 s by default), after which the coordinator aborts it.
+DEFAULT_SECONDS_PER_TXN = 10.0

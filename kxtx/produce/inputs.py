@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import os
+import select
+import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
@@ -252,18 +255,26 @@ class Block:
 BLOCK_BYTES = 1 << 19
 
 
-def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Block]:
+def read_blocks(
+    source: Source, offset: int = 0, lineno: int = 0, idle: float | None = None
+) -> Iterator[Block]:
     """Like `read` for plain lines (JSON lines: blank ones included; the caller skips them), in
-    `Block`s of whole lines."""
+    `Block`s of whole lines. `idle`: from stdin that is not a file (a pipe, a terminal), an empty
+    block whenever nothing came for that many seconds, so that the caller can act meanwhile."""
     stream = _open(source)
     try:
         _seek(source, stream, offset)
         # read1: what is there now (at most one system read), so stdin from a pipe is not held
         # back until a whole block has arrived
         read = getattr(stream, "read1", stream.read)
+        if idle is not None and source.is_stdin and not source.gz:
+            read = _waiting(stream, idle) or read
         rest = b""
         while True:
             data = read(BLOCK_BYTES)
+            if data is None:  # nothing for `idle` seconds
+                yield Block(lineno, offset, [], False, span=0)
+                continue
             if not data:
                 break
             # Split what was read; the last piece is the start of the next line, and the piece
@@ -289,6 +300,24 @@ def read_blocks(source: Source, offset: int = 0, lineno: int = 0) -> Iterator[Bl
     finally:
         if not source.is_stdin:
             stream.close()
+
+
+def _waiting(stream: BinaryIO, idle: float) -> Callable[[int], bytes | None] | None:
+    """A read of at most n bytes of `stream`'s file descriptor that gives None after `idle`
+    seconds without input; None for a regular file (never idle). Reads the descriptor itself:
+    nothing was read through `stream` before (stdin cannot be resumed), so its buffer is empty."""
+    try:
+        fd = stream.fileno()
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+    def read(n: int) -> bytes | None:
+        ready, _, _ = select.select([fd], [], [], idle)
+        return os.read(fd, n) if ready else None
+
+    return read
 
 
 def _utf8(data: bytes, end: int | None = None) -> bool:

@@ -112,7 +112,7 @@ class KeyedFile(PlainFile):
         mapper, spec, parts = self.mapper, self.spec, Partitioner(self.partitions)
         limit = self.simple_max
         if self.src.fmt == "jsonl":
-            for block in inputs.read_blocks(self.src, plan.offset, plan.line):
+            for block in inputs.read_blocks(self.src, plan.offset, plan.line, self.run.idle_s):
                 cols = colmod.json_columns(
                     mapper.fast_fields, spec, mapper.const_headers, block, parts, self.partition, limit
                 )

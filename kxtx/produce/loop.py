@@ -24,7 +24,7 @@ from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
-from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, sources_of
+from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, seconds_limit, sources_of
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
@@ -74,6 +74,8 @@ class Run:
         unlimited = float("inf")
         self.records_limit = unlimited if opts.all_or_nothing else opts.records_per_txn
         self.bytes_limit = unlimited if opts.all_or_nothing else (opts.bytes_per_txn or unlimited)
+        self.seconds_limit = seconds_limit(opts, settings.props)
+        self._txn_t0 = time.monotonic()  # when the open transaction began
 
     # --- setup ----------------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -319,7 +321,17 @@ class Run:
     def txn_due(self, n: int, nb: int) -> bool:
         """The open transaction holds `n` input lines (bad ones included) and `nb` bytes of records:
         time to commit it and begin the next (n == 0: none begun yet)."""
-        return n == 0 or n >= self.records_limit or nb >= self.bytes_limit
+        return (
+            n == 0
+            or n >= self.records_limit
+            or nb >= self.bytes_limit
+            or time.monotonic() - self._txn_t0 >= self.seconds_limit
+        )
+
+    @property
+    def idle_s(self) -> float | None:
+        """How long a loop may wait for input before it checks `txn_due` (and stop signals) again."""
+        return min(1.0, self.seconds_limit / 2)
 
     def next_transaction(self, state: cpmod.Checkpoint, n: int, ok: int, nb: int) -> None:
         """Once `txn_due`: commit the open transaction, if it holds lines (`ok` records of `nb`
@@ -330,6 +342,7 @@ class Run:
         self.signals.check()
         if not self.in_txn:
             self.begin()
+        self._txn_t0 = time.monotonic()
 
     def progress(self, ok: int, nb: int) -> None:
         """Now and then inside a transaction (`ok` records of `nb` bytes so far): show progress,

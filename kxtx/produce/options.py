@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kxtx.errors import UsageError
-from kxtx.produce import DEFAULT_RECORDS_PER_TXN, inputs
+from kxtx.produce import DEFAULT_RECORDS_PER_TXN, DEFAULT_SECONDS_PER_TXN, inputs
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.schemas import SchemaOptions
@@ -20,11 +20,35 @@ class ProduceOptions:
     transactional_id: str | None = None
     records_per_txn: int = DEFAULT_RECORDS_PER_TXN
     bytes_per_txn: int | None = None
+    seconds_per_txn: float | None = None  # None: DEFAULT_SECONDS_PER_TXN, within the transaction timeout
     all_or_nothing: bool = False
     checkpoint_topic: str = cpmod.DEFAULT_TOPIC
     on_error: str = "fail"  # fail | skip | dlq:TOPIC
     restart: bool = False
     schemas: SchemaOptions = field(default_factory=SchemaOptions)
+
+
+def seconds_limit(opts: ProduceOptions, props: dict) -> float:
+    """How long a transaction may stay open (`--seconds-per-txn`): the option, or the default, at
+    most half the producer's transaction.timeout.ms; inf with --all-or-nothing."""
+    given = opts.seconds_per_txn
+    if opts.all_or_nothing:
+        if given is not None:
+            raise UsageError("--seconds-per-txn and --all-or-nothing exclude each other")
+        return float("inf")
+    raw = props.get("transaction.timeout.ms", 60_000)  # librdkafka's default
+    try:
+        timeout_s = int(raw) / 1000
+    except ValueError:
+        raise UsageError(f"transaction.timeout.ms={raw!r}: expected milliseconds") from None
+    if given is None:
+        return min(DEFAULT_SECONDS_PER_TXN, timeout_s / 2)
+    if not 0 < given < timeout_s:
+        raise UsageError(
+            f"--seconds-per-txn {given:g}: must be more than 0 and less than transaction.timeout.ms "
+            f"({timeout_s:g} s), after which the coordinator aborts the transaction"
+        )
+    return given
 
 
 def error_policy(text: str) -> tuple[str, str | None]:

@@ -114,6 +114,13 @@ class PlainFile:
                 self._advance(last)
                 return self._hand_over(block)
             values, i, m = block.values, 0, len(block.values)
+            if not m:  # no input for a while (a pipe): commit what the transaction holds, if due
+                if n and run.txn_due(n, nb):
+                    self._advance(last)
+                    run.next_transaction(self.state, n, ok, nb)
+                    n = ok = nb = 0
+                run.progress(ok, nb)
+                continue
             self._next_partition()
             while i < m:
                 while i < m and self._blank(block, i):  # blank lines start no transaction
@@ -144,7 +151,7 @@ class PlainFile:
         self._advance(last)
 
     def _blocks(self, plan: Resume) -> Iterator[Lines]:
-        return inputs.read_blocks(self.src, plan.offset, plan.line)
+        return inputs.read_blocks(self.src, plan.offset, plan.line, self.run.idle_s)
 
     def _hand_over(self, block: Lines) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
         raise AssertionError("the plain fast path reads every input to its end")

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.kafka_io import read, read_committed, values
+from tests.integration.kafka_io import read, read_committed, read_uncommitted, values
 from tests.integration.produce_helpers import summary, write_jsonl
 
 JSONL = (
@@ -94,6 +94,91 @@ def test_stdin_is_transactional(kafka, topic, run_kxtx):
         (b"2", JSONL.splitlines()[1]),
         (b"3", JSONL.splitlines()[2]),
     ]
+
+
+@pytest.mark.parametrize("args", [["-I", "lines"], ["-I", "jsonl", "-k", "id"]], ids=["plain", "keyed"])
+def test_slow_stdin_is_committed_by_age(kafka, topic, args):
+    """A pipe on stdin that writes now and then (`tail -f log | kxtx produce -`): what came is
+    committed within --seconds-per-txn, read_committed consumers see it while the run goes on, and
+    a quiet spell longer than transaction.timeout.ms is no failure (the open transaction waited
+    for 50,000 records before: invisible, then aborted by the coordinator, the run failing with
+    librdkafka's "Local: Fatal error")."""
+    import subprocess
+    import time
+
+    from tests import cli
+
+    lines = [b'{"id":"%d","n":%d}' % (i, i) for i in range(3)]
+    proc = cli.start(
+        "produce",
+        "-",
+        "-t",
+        topic,
+        *args,
+        "--seconds-per-txn",
+        "0.5",
+        "-X",
+        "transaction.timeout.ms=3000",
+        "-o",
+        "json",
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(lines[0] + b"\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not read_committed(kafka.bootstrap, topic, timeout=2) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+    assert values(read_committed(kafka.bootstrap, topic)) == lines[:1], "visible while stdin is open"
+    time.sleep(4)  # quiet for longer than transaction.timeout.ms
+    assert proc.poll() is None
+    proc.stdin.write(lines[1] + b"\n" + lines[2] + b"\n")
+    proc.stdin.close()
+    proc.stdin = None  # closed: communicate() must not flush it
+    result = cli.finish(proc, 0, timeout=60)
+    s = json.loads(result.stdout)
+    assert s["records"] == 3 and s["transactions"] >= 2
+    assert values(read_committed(kafka.bootstrap, topic)) == lines
+
+
+def test_a_stop_signal_stops_a_run_waiting_for_stdin(kafka, topic):
+    """SIGTERM while stdin is quiet stops the run within a second or two (it waited for the next
+    line before), the open transaction aborted: exit 143, nothing visible."""
+    import signal
+    import subprocess
+    import time
+
+    from tests import cli
+
+    proc = cli.start(
+        "produce",
+        "-",
+        "-t",
+        topic,
+        "-I",
+        "lines",
+        "--seconds-per-txn",
+        "30",
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(b"one\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not read_uncommitted(kafka.bootstrap, topic, timeout=2) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 143, "stdin still open: the run stopped by itself"
+    assert proc.stderr is not None
+    assert b"terminated: aborted the open transaction" in proc.stderr.read()
+    assert read_committed(kafka.bootstrap, topic) == []
+    proc.stdin.close()
 
 
 def test_keys_partition_like_java_and_partition_field(kafka, run_kxtx, tmp_path):

@@ -3,14 +3,16 @@ fatal errors stop, the checkpoint travels in the same transaction as its records
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kxtx.client.settings import Settings
-from kxtx.errors import FencedError, KafkaOperationError, Unavailable, partial_of
-from kxtx.produce import brokerside, loop
+from kxtx.errors import FencedError, KafkaOperationError, Unavailable, UsageError, partial_of
+from kxtx.produce import DEFAULT_SECONDS_PER_TXN, brokerside, loop
 from kxtx.produce.checkpoint import Checkpoint
-from kxtx.produce.options import ProduceOptions
+from kxtx.produce.options import ProduceOptions, seconds_limit
 
 
 class FakeProducer:
@@ -207,21 +209,50 @@ INF = float("inf")
 
 
 @pytest.mark.parametrize(
-    "records,bytes_,n,nb,due",
+    "records,bytes_,seconds,age,n,nb,due",
     [
-        (4, INF, 0, 0, True),  # nothing begun yet
-        (4, INF, 3, 10**9, False),
-        (4, INF, 4, 0, True),
-        (INF, 100, 50, 99, False),
-        (INF, 100, 50, 100, True),
-        (INF, INF, 10**9, 10**12, False),  # --all-or-nothing: one transaction
-        (4, 100, 2, 150, True),
+        (4, INF, 10, 0, 0, 0, True),  # nothing begun yet
+        (4, INF, 10, 0, 3, 10**9, False),
+        (4, INF, 10, 0, 4, 0, True),
+        (INF, 100, 10, 0, 50, 99, False),
+        (INF, 100, 10, 0, 50, 100, True),
+        (INF, INF, INF, 10**6, 10**9, 10**12, False),  # --all-or-nothing: one transaction
+        (4, 100, 10, 0, 2, 150, True),
+        (4, 100, 10, 9.9, 1, 1, False),  # --seconds-per-txn: open for less
+        (4, 100, 10, 10, 1, 1, True),  # and for that long
     ],
 )
-def test_txn_due_one_rule_for_every_loop(records, bytes_, n, nb, due):
+def test_txn_due_one_rule_for_every_loop(monkeypatch, records, bytes_, seconds, age, n, nb, due):
     run = loop.Run.__new__(loop.Run)  # the rule only: no cluster, no inputs
-    run.records_limit, run.bytes_limit = records, bytes_
+    run.records_limit, run.bytes_limit, run.seconds_limit = records, bytes_, seconds
+    run._txn_t0 = 1000.0
+    monkeypatch.setattr(loop.time, "monotonic", lambda: 1000.0 + age)
     assert run.txn_due(n, nb) is due
+
+
+@pytest.mark.parametrize(
+    "given, all_or_nothing, props, limit",
+    [
+        (None, False, {}, DEFAULT_SECONDS_PER_TXN),
+        (None, False, {"transaction.timeout.ms": "8000"}, 4.0),  # half the timeout
+        (2.5, False, {}, 2.5),
+        (59, False, {}, 59),
+        (None, True, {}, INF),
+        (60, False, {}, "less than transaction.timeout.ms (60 s)"),
+        (3, False, {"transaction.timeout.ms": "3000"}, "less than transaction.timeout.ms (3 s)"),
+        (0, False, {}, "more than 0"),
+        (-1, False, {}, "more than 0"),
+        (1, True, {}, "exclude each other"),
+        (None, False, {"transaction.timeout.ms": "1m"}, "expected milliseconds"),
+    ],
+)
+def test_seconds_per_txn_stays_within_the_transaction_timeout(given, all_or_nothing, props, limit):
+    opts = ProduceOptions("t", ["-"], seconds_per_txn=given, all_or_nothing=all_or_nothing)
+    if isinstance(limit, str):
+        with pytest.raises(UsageError, match=re.escape(limit)):
+            seconds_limit(opts, props)
+    else:
+        assert seconds_limit(opts, props) == limit
 
 
 def _document(summary) -> list:

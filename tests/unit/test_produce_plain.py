@@ -244,3 +244,43 @@ def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
     path = _write(tmp_path, "a.jsonl", b'{"a":1}\n\n{"a":2}\n{bad\n{"a":3}\n')
     with pytest.raises(InputError, match=r"a\.jsonl:4: bad JSON"):
         _run(monkeypatch, [path], 1)
+
+
+def _stdin_pipe(monkeypatch, pieces: list[tuple[float, bytes]]) -> None:
+    """stdin becomes a pipe that a thread writes `pieces` into, each after its pause (seconds)."""
+    import io
+    import os
+    import sys
+    import threading
+    import time
+
+    r, w = os.pipe()
+
+    def write() -> None:
+        for pause, data in pieces:
+            time.sleep(pause)
+            os.write(w, data)
+        os.close(w)
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(open(r, "rb")))
+    threading.Thread(target=write, daemon=True).start()
+
+
+def test_blocks_from_a_quiet_pipe_come_with_empty_ones_between(monkeypatch):
+    """`idle`: stdin from a pipe that is quiet for a while gives empty blocks meanwhile (the
+    transaction loop commits by age and checks stop signals there); the lines are those written,
+    a line cut across two writes whole."""
+    _stdin_pipe(monkeypatch, [(0, b'{"a":1}\n'), (0.35, b'{"b"'), (0.35, b":2}\n"), (0, b'{"c":3}')])
+    blocks = list(inputs.read_blocks(inputs.detect("-"), idle=0.1))
+    lines = [v for b in blocks for v in b.values]
+    assert lines == [b'{"a":1}', b'{"b":2}', b'{"c":3}']
+    empty = [b for b in blocks if not b.values]
+    assert len(empty) >= 4 and all(b.span == 0 for b in empty)
+    assert [b.line(0).lineno for b in blocks if b.values] == [1, 2, 3]
+
+
+def test_blocks_of_a_file_never_wait(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":2}\n')
+    blocks = list(inputs.read_blocks(inputs.detect(str(path)), idle=0.01))
+    assert [b.values for b in blocks] == [[b'{"a":1}', b'{"b":2}']]

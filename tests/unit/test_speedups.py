@@ -359,7 +359,7 @@ def test_json_keys_reads_what_the_general_mapper_makes(native):
         doc = _random_json(rnd, 1)
         doc = doc if isinstance(doc, dict) else {"v": doc}
         doc["id"] = rnd.choice(
-            [_random_json(rnd, 3), rnd.randrange(-(10**20), 10**20), "k%d" % rnd.randrange(99)]
+            [_random_json(rnd, 3), rnd.randrange(-(10**20), 10**20), f"k{rnd.randrange(99)}"]
         )
         text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5).encode()
         if rnd.random() < 0.3:
