@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
+import subprocess
+import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
+from tests import cli
 from tests.integration.kafka_io import read, read_committed, read_uncommitted, values
 from tests.integration.produce_helpers import summary, write_jsonl
 
@@ -96,6 +101,25 @@ def test_stdin_is_transactional(kafka, topic, run_kxtx):
     ]
 
 
+def _produce_from_a_pipe(kafka, topic: str, *args: str) -> subprocess.Popen:
+    """`kxtx produce -` in the background, reading a pipe the test writes into."""
+    return cli.start(
+        "produce", "-", "-t", topic, *args,
+        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _write_until(proc: subprocess.Popen, data: bytes, seen: Callable[[], list]) -> None:
+    """Write `data` into the run's stdin, leave the pipe open, and wait until `seen()` has records."""
+    assert proc.stdin is not None
+    proc.stdin.write(data)
+    proc.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not seen() and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+
+
 @pytest.mark.parametrize("args", [["-I", "lines"], ["-I", "jsonl", "-k", "id"]], ids=["plain", "keyed"])
 def test_slow_stdin_is_committed_by_age(kafka, topic, args):
     """A pipe on stdin that writes now and then (`tail -f log | kxtx produce -`): what came is
@@ -103,43 +127,18 @@ def test_slow_stdin_is_committed_by_age(kafka, topic, args):
     a quiet spell longer than transaction.timeout.ms is no failure (the open transaction waited
     for 50,000 records before: invisible, then aborted by the coordinator, the run failing with
     librdkafka's "Local: Fatal error")."""
-    import subprocess
-    import time
-
-    from tests import cli
-
     lines = [b'{"id":"%d","n":%d}' % (i, i) for i in range(3)]
-    proc = cli.start(
-        "produce",
-        "-",
-        "-t",
-        topic,
-        *args,
-        "--seconds-per-txn",
-        "0.5",
-        "-X",
-        "transaction.timeout.ms=3000",
-        "-o",
-        "json",
-        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    proc = _produce_from_a_pipe(
+        kafka, topic, *args, "--seconds-per-txn", "0.5", "-X", "transaction.timeout.ms=3000", "-o", "json"
     )
-    assert proc.stdin is not None
-    proc.stdin.write(lines[0] + b"\n")
-    proc.stdin.flush()
-    deadline = time.monotonic() + 20
-    while not read_committed(kafka.bootstrap, topic, timeout=2) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
+    _write_until(proc, lines[0] + b"\n", lambda: read_committed(kafka.bootstrap, topic, timeout=2))
     assert values(read_committed(kafka.bootstrap, topic)) == lines[:1], "visible while stdin is open"
     time.sleep(4)  # quiet for longer than transaction.timeout.ms
-    assert proc.poll() is None
+    assert proc.poll() is None and proc.stdin is not None
     proc.stdin.write(lines[1] + b"\n" + lines[2] + b"\n")
     proc.stdin.close()
     proc.stdin = None  # closed: communicate() must not flush it
-    result = cli.finish(proc, 0, timeout=60)
-    s = json.loads(result.stdout)
+    s = json.loads(cli.finish(proc, 0, timeout=60).stdout)
     assert s["records"] == 3 and s["transactions"] >= 2
     assert values(read_committed(kafka.bootstrap, topic)) == lines
 
@@ -147,35 +146,11 @@ def test_slow_stdin_is_committed_by_age(kafka, topic, args):
 def test_a_stop_signal_stops_a_run_waiting_for_stdin(kafka, topic):
     """SIGTERM while stdin is quiet stops the run within a second or two (it waited for the next
     line before), the open transaction aborted: exit 143, nothing visible."""
-    import signal
-    import subprocess
-    import time
-
-    from tests import cli
-
-    proc = cli.start(
-        "produce",
-        "-",
-        "-t",
-        topic,
-        "-I",
-        "lines",
-        "--seconds-per-txn",
-        "30",
-        env={"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(b"one\n")
-    proc.stdin.flush()
-    deadline = time.monotonic() + 20
-    while not read_uncommitted(kafka.bootstrap, topic, timeout=2) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
+    proc = _produce_from_a_pipe(kafka, topic, "-I", "lines", "--seconds-per-txn", "30")
+    _write_until(proc, b"one\n", lambda: read_uncommitted(kafka.bootstrap, topic, timeout=2))
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 143, "stdin still open: the run stopped by itself"
-    assert proc.stderr is not None
+    assert proc.stderr is not None and proc.stdin is not None
     assert b"terminated: aborted the open transaction" in proc.stderr.read()
     assert read_committed(kafka.bootstrap, topic) == []
     proc.stdin.close()
