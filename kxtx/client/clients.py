@@ -46,7 +46,10 @@ def ride_out(
     `kafkaerrors.ASK_AGAIN`: a leader or coordinator moving, loading or coming back, a broker
     down, no answer; not a missing topic, the user's to fix) for up to `bound` seconds (the
     command's --timeout); any other error at once, and the last one past the bound, leave
-    translated (`translate`: a failover is `Unavailable`, exit 75).
+    translated (`translate`: a failover is `Unavailable`, exit 75). No answer past the bound is
+    `Unavailable` too: the cluster answered when the client was made (`reach`), so it is a broker
+    the call needs (a partition's leader, a coordinator) that is down or stalled, not a wrong
+    address.
     `renew()` runs before each new try: a client that caches where coordinators and leaders are
     (kafka-python's admin client keeps asking a coordinator that moved) is made anew."""
     deadline = time.monotonic() + bound
@@ -58,7 +61,15 @@ def ride_out(
             raise
         except Exception as exc:
             left = deadline - time.monotonic()
-            if classify(exc) not in ASK_AGAIN or left <= 0:
+            kind = classify(exc)
+            if kind is Kind.NO_ANSWER and left <= 0:
+                from kxtx.client.properties import scrub
+
+                raise Unavailable(
+                    f"{doing}: no answer in {bound:g}s ({scrub(_text(exc))}); a broker it needs is "
+                    "down or failing over: run the same command again"
+                ) from exc
+            if kind not in ASK_AGAIN or left <= 0:
                 raise translate(exc, doing, need) from exc
             logger.info("%s: %s; asking again", doing, _text(exc))
             time.sleep(min(left, backoff(attempt)))

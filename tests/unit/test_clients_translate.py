@@ -116,6 +116,8 @@ def test_ride_out_asks_again_while_the_cluster_moves():
         (_confluent("NOT_COORDINATOR"), Unavailable),
         (_kp("CoordinatorLoadInProgressError"), Unavailable),
         (_confluent("FENCED_LEADER_EPOCH"), Unavailable),
+        # no answer (a paused leader): the cluster answered the client's bootstrap, a broker not
+        (_confluent("_TIMED_OUT", "Failed to get watermark offsets: Local: Timed out"), Unavailable),
     ],
 )
 def test_ride_out_gives_up_at_its_bound_with_exit_75(error, cls):
