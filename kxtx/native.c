@@ -289,7 +289,7 @@ static int plain_integer(const unsigned char *p, const unsigned char *e) {
 /* whether s[0:n] is one JSON text the scan vouches for; `f` (or NULL): a member to note */
 static int vouch(const unsigned char *s, Py_ssize_t n, struct field *f) {
     const unsigned char *p = s, *e = s + n, *vstart = NULL;
-    unsigned char open[VOUCH_DEPTH]; /* '{' or '[' of each level */
+    unsigned char close[VOUCH_DEPTH]; /* the bracket that closes each level: '}' or ']' */
     int depth = 0, wanted = 0;
 value:
     SKIP_WS(p, e);
@@ -303,45 +303,32 @@ value:
     }
     switch (*p) {
     case '{':
-        if (depth == VOUCH_DEPTH)
-            return 0;
-        open[depth++] = '{';
-        p++;
-        SKIP_WS(p, e);
-        if (p < e && *p == '}') {
-            p++;
-            depth--;
-            goto after;
-        }
-        goto member;
     case '[':
         if (depth == VOUCH_DEPTH)
             return 0;
-        open[depth++] = '[';
+        close[depth++] = *p == '{' ? '}' : ']';
         p++;
         SKIP_WS(p, e);
-        if (p < e && *p == ']') {
+        if (p < e && *p == close[depth - 1]) { /* empty */
             p++;
             depth--;
             goto after;
         }
+        if (close[depth - 1] == '}')
+            goto member;
         goto value;
     case '"':
         if (!scan_string(&p, e))
             return 0;
         goto after;
     case 't':
-        if (!scan_word(&p, e, "true", 4))
-            return 0;
-        goto after;
     case 'f':
-        if (!scan_word(&p, e, "false", 5))
+    case 'n': {
+        const char *word = *p == 't' ? "true" : *p == 'f' ? "false" : "null";
+        if (!scan_word(&p, e, word, (Py_ssize_t)strlen(word)))
             return 0;
         goto after;
-    case 'n':
-        if (!scan_word(&p, e, "null", 4))
-            return 0;
-        goto after;
+    }
     default:
         if (*p != '-' && (*p < '0' || *p > '9'))
             return 0;
@@ -389,13 +376,13 @@ after: /* a value ended */
         return 0;
     if (*p == ',') {
         p++;
-        if (open[depth - 1] == '{') {
+        if (close[depth - 1] == '}') {
             SKIP_WS(p, e);
             goto member;
         }
         goto value;
     }
-    if (*p == (open[depth - 1] == '{' ? '}' : ']')) {
+    if (*p == close[depth - 1]) {
         p++;
         depth--;
         goto after;
