@@ -329,7 +329,7 @@ class Run:
         )
 
     @property
-    def idle_s(self) -> float | None:
+    def idle_s(self) -> float:
         """How long a loop may wait for input before it checks `txn_due` (and stop signals) again."""
         return min(1.0, self.seconds_limit / 2)
 

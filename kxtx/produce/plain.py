@@ -116,9 +116,7 @@ class PlainFile:
             values, i, m = block.values, 0, len(block.values)
             if not m:  # no input for a while (a pipe): commit what the transaction holds, if due
                 if n and run.txn_due(n, nb):
-                    self._advance(last)
-                    run.next_transaction(self.state, n, ok, nb)
-                    n = ok = nb = 0
+                    n, ok, nb = self._next_transaction(n, ok, nb, last)
                 run.progress(ok, nb)
                 continue
             self._next_partition()
@@ -128,11 +126,7 @@ class PlainFile:
                 if i == m:
                     break
                 if run.txn_due(n, nb):
-                    if n:
-                        self._advance(last)
-                    run.next_transaction(self.state, n, ok, nb)
-                    if n:
-                        n = ok = nb = 0
+                    n, ok, nb = self._next_transaction(n, ok, nb, last)
                 j = self._segment_end(values, i, m, n, nb, n_limit, b_limit)
                 self.lost = self.lost_bytes = self.blanks = 0
                 self._segment(block, i, j)
@@ -149,6 +143,16 @@ class PlainFile:
                 run.progress(ok, nb)
         run.pause(n, ok, nb)
         self._advance(last)
+
+    def _next_transaction(
+        self, n: int, ok: int, nb: int, last: tuple[Lines, int] | None
+    ) -> tuple[int, int, int]:
+        """Commit the open transaction (`n` lines, `ok` records of `nb` bytes; its checkpoint at
+        `last`) if it holds lines, and begin the next: the counters of the one now open."""
+        if n:
+            self._advance(last)
+        self.run.next_transaction(self.state, n, ok, nb)
+        return (0, 0, 0) if n else (n, ok, nb)
 
     def _blocks(self, plan: Resume) -> Iterator[Lines]:
         return inputs.read_blocks(self.src, plan.offset, plan.line, self.run.idle_s)
