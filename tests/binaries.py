@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -32,8 +32,13 @@ def need(program: str) -> str:
     if path:
         return path
     why = f"{program} is not installed (apt-get install {PACKAGES.get(program, program)})"
+    _absent(why)
+
+
+def _absent(why: str) -> NoReturn:
+    """Skip the test, saying `why`; under CI, which installs what tests need, fail it."""
     if os.environ.get("CI"):
-        pytest.fail(f"{why}; CI must run this test (.ci/run installs it)")
+        pytest.fail(f"{why}; CI must run this test (.ci/run installs what it needs)")
     pytest.skip(why)
 
 
@@ -45,7 +50,6 @@ def need_native() -> Any:
     try:
         return importlib.import_module("kxtx.native")
     except ImportError:
-        why = "kxtx.native was not built (a C compiler and Python's headers: apt-get install gcc python3-dev)"
-    if os.environ.get("CI"):
-        pytest.fail(f"{why}; CI must run this test (.ci/run installs them)")
-    pytest.skip(why)
+        _absent(
+            "kxtx.native was not built (a C compiler and Python's headers: apt-get install gcc python3-dev)"
+        )
