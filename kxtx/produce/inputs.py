@@ -14,6 +14,7 @@ import os
 import select
 import stat
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
@@ -219,7 +220,7 @@ class Block:
     """Whole lines from one read of the input, split in C: the fast path's unit instead of one
     `Line` per record. Positions are computed only when asked for (at commits and bad lines)."""
 
-    __slots__ = ("lineno", "offset", "raws", "span", "tail", "utf8", "values")
+    __slots__ = ("good", "lineno", "offset", "raws", "span", "tail", "utf8", "values")
 
     def __init__(
         self,
@@ -240,6 +241,9 @@ class Block:
         # bytes the lines take in the input: no line is longer (spares a size check per line)
         self.span = span if span is not None else sum(map(len, raws)) + len(raws)
         self.values = raws
+        #: where a check of the whole block found its first line that is not a record (len(values):
+        #: none), once the fast path checked it ahead (kxtx.produce.plain); -1: not checked
+        self.good = -1
         if cr and not tail:  # rare: some "\r" in the block, maybe CRLF lines
             self.values = [r[:-1] if r[-1:] == b"\r" else r for r in raws]
 
@@ -300,6 +304,69 @@ def read_blocks(
     finally:
         if not source.is_stdin:
             stream.close()
+
+
+class ReadAhead:
+    """The items of `blocks` (the fast path's blocks: each with its input bytes as `span`), which
+    `step` reads ahead of the loop that takes them. Called while a commit waits for the broker's
+    acknowledgements, the reading, splitting and checking of the next blocks is done in time
+    otherwise spent waiting (bench/README.md, "Reading ahead while a commit waits"). Blocks of at
+    most `limit` input bytes wait (one more may pass it). An error raised by a block read ahead is
+    raised where that block would have been read, so everything before it goes as without."""
+
+    def __init__(self, blocks: Iterator, limit: int) -> None:
+        self._blocks, self._limit = blocks, limit
+        self._queue: deque = deque()
+        self._bytes = 0  # input bytes of the blocks in the queue
+        self._end = False  # the blocks are all read (or one raised: last in the queue)
+
+    def __iter__(self) -> Iterator:
+        queue = self._queue
+        while True:
+            if queue:
+                item = queue.popleft()
+                if isinstance(item, _Raised):
+                    raise item.exc
+                self._bytes -= item.span
+                yield item
+            elif self._end:
+                return
+            else:
+                try:
+                    item = next(self._blocks)
+                except StopIteration:
+                    self._end = True
+                    return
+                yield item
+
+    def step(self) -> bool:
+        """Read one block ahead; False when none was (the end, or `limit` bytes wait)."""
+        if self._end or self._bytes >= self._limit:
+            return False
+        try:
+            item = next(self._blocks)
+        except StopIteration:
+            self._end = True
+            return False
+        except Exception as exc:  # noqa: BLE001 - raised in its place by __iter__
+            self._queue.append(_Raised(exc))
+            self._end = True
+            return False
+        self._queue.append(item)
+        self._bytes += item.span
+        return True
+
+    def close(self) -> None:
+        """Close the underlying generator (its file) now, not when it is collected."""
+        self._queue.clear()
+        self._bytes, self._end = 0, True
+        close = getattr(self._blocks, "close", None)
+        if close is not None:
+            close()
+
+
+class _Raised(NamedTuple):
+    exc: BaseException
 
 
 def _waiting(stream: BinaryIO, idle: float) -> Callable[[int], bytes | None] | None:

@@ -83,6 +83,11 @@ class _Mapped:
         self.block, self.cols = block, cols
         self.values = None if cols is None else cols.values
 
+    @property
+    def span(self) -> int:
+        """The block's input bytes (inputs.ReadAhead)."""
+        return self.block.span
+
     def line(self, i: int) -> inputs.Line:
         line = self.block.line(i)
         if self.cols.rows is not None:

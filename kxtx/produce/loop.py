@@ -29,6 +29,8 @@ from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from confluent_kafka import KafkaError, KafkaException
 
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
@@ -52,6 +54,8 @@ class Run:
         self.value_writer: Any = None
         self.key_writer: Any = None
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
+        #: the fast path's step reading its input ahead while a commit waits (kxtx.produce.plain)
+        self.read_ahead: Callable[[], bool] | None = None
         self.signals = Guard()
         self._restarted: set[str] = set()
         #: absolute path -> its committed part's hash, extended at each commit
@@ -313,10 +317,21 @@ class Run:
         state.updated_ms = int(time.time() * 1000)
         if self.resumable:
             self._produce_other(self.opts.checkpoint_topic, state.to_bytes(), self.txid.encode("utf-8"), None)
+        self._read_ahead_while_flushing()
         self.writer.commit("committing")
         self.txn_lines = 0
         self.committed = copy.deepcopy(state)
         self.stats.committed()
+
+    def _read_ahead_while_flushing(self) -> None:
+        """Until the transaction's records are acknowledged (commit_transaction() would begin by
+        waiting for that), let the fast path read its next blocks (`read_ahead`) in the wait."""
+        step, flush = self.read_ahead, self.producer.flush
+        if step is None:
+            return
+        # flush(0): serves delivery reports, sends what lingers now, and counts what is left
+        while flush(0) and step():
+            pass
 
     def txn_due(self, n: int, nb: int) -> bool:
         """The open transaction holds `n` input lines (bad ones included) and `nb` bytes of records:

@@ -44,6 +44,11 @@ Lines = Any
 
 INF = float("inf")  # no limit (loop.Run.records_limit, loop.Run.bytes_limit)
 
+#: input bytes read ahead at most while a commit waits for the broker (inputs.ReadAhead): eight
+#: blocks, about one default transaction of short lines; twice that was slower (bench/README.md,
+#: "Reading ahead while a commit waits")
+READ_AHEAD_BYTES = 8 * inputs.BLOCK_BYTES
+
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
@@ -104,12 +109,25 @@ class PlainFile:
 
     # --- the transaction loop -------------------------------------------------------------------
     def produce_all(self, plan: Resume) -> None:
+        blocks = self._blocks(plan)
+        if self.src.is_stdin:  # a read ahead could wait for input while the commit is done
+            return self._produce(blocks)
+        ahead = inputs.ReadAhead(blocks, READ_AHEAD_BYTES)
+        self.run.read_ahead = ahead.step
+        try:
+            return self._produce(iter(ahead))
+        finally:
+            self.run.read_ahead = None
+            ahead.close()
+
+    def _produce(self, blocks: Iterator[Lines]) -> None:
         run, stats = self.run, self.run.stats
         n_limit, b_limit = run.records_limit, run.bytes_limit
         n, ok, nb = run.txn_lines, stats.pending_records, stats.pending_bytes
         last = None  # (block, index) of the last record consumed: where the checkpoint points
-        for block in self._blocks(plan):
+        for block in blocks:
             if block.values is None:  # the rest of the input needs the general path
+                run.read_ahead = None  # its commits read nothing ahead for this loop
                 run.pause(n, ok, nb)
                 self._advance(last)
                 return self._hand_over(block)
@@ -155,7 +173,20 @@ class PlainFile:
         return (0, 0, 0) if n else (n, ok, nb)
 
     def _blocks(self, plan: Resume) -> Iterator[Lines]:
-        return inputs.read_blocks(self.src, plan.offset, plan.line, self.run.idle_s)
+        blocks = inputs.read_blocks(self.src, plan.offset, plan.line, self.run.idle_s)
+        return self._checked(blocks) if self.jsonl else blocks
+
+    @staticmethod
+    def _checked(blocks: Iterator[inputs.Block]) -> Iterator[inputs.Block]:
+        """The blocks, each checked whole as it is read (what `_tight` checks segment by segment
+        otherwise): read ahead, the check is done while a commit waits, too."""
+        try:
+            for block in blocks:
+                if block.values:
+                    block.good = first_refused(block.values, 0, len(block.values), block.utf8)
+                yield block
+        finally:
+            blocks.close()  # type: ignore[attr-defined]  # a generator
 
     def _hand_over(self, block: Lines) -> None:  # noqa: ARG002  # pragma: no cover - only the keyed path hands over
         raise AssertionError("the plain fast path reads every input to its end")
@@ -250,11 +281,19 @@ class PlainFile:
             return
         while k < end:
             # validate [k, end) first; a line that fails ends the run of good lines at `bad`
-            bad = first_refused(values, k, end, block.utf8) if self.jsonl else end
+            bad = self._first_refused(block, k, end) if self.jsonl else end
             self._produce_run(block, k, bad)
             if bad < end:
                 self._irregular(block, bad, None)
             k = bad + 1
+
+    @staticmethod
+    def _first_refused(block: inputs.Block, k: int, end: int) -> int:
+        """`first_refused` of lines [k, end), from the block's own check where it covers them."""
+        good = block.good
+        if k <= good:  # lines [k, good) passed; good is the first that did not (or the end)
+            return min(good, end)
+        return first_refused(block.values, k, end, block.utf8)
 
     def _produce_run(self, block: Lines, k: int, end: int) -> None:
         """Produce lines [k, end) of `block`, all known good: in batches where librdkafka can take

@@ -243,6 +243,26 @@ def test_a_fixed_bad_line_continues_after_the_committed_part(kafka, run_kxtx, tm
     assert len(read_committed(kafka.bootstrap, topic)) == 1000
 
 
+def test_a_file_cut_short_commits_what_comes_before_the_cut(kafka, topic, run_kxtx, tmp_path):
+    """A gzip file cut short (a copy that did not finish): the transactions before the part that
+    cannot be read commit, although the fast path reads blocks ahead while a commit waits; the run
+    stops naming the file, and once the whole file is there the same command writes the rest,
+    every record once."""
+    lines = [b'{"id":%d,"pad":"%s"}' % (i, b"x" * (i % 17)) for i in range(200_000)]
+    packed = gzip.compress(b"\n".join(lines) + b"\n", mtime=0)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    cmd = ["produce", str(path), "-t", topic, "-n", "20000"]
+    p = run_kxtx(*cmd)
+    assert p.returncode == 1 and f"{path}: cannot read" in p.stderr
+    got = values(read_committed(kafka.bootstrap, topic))
+    assert len(got) >= 60_000 and len(got) % 20_000 == 0 and got == lines[: len(got)]
+    path.write_bytes(packed)
+    p = run_kxtx(*cmd, expect=0)
+    assert summary(p)["files"][0]["start"] == "resumed"
+    assert values(read_committed(kafka.bootstrap, topic)) == lines
+
+
 def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx, tmp_path):
     path = tmp_path / "in.jsonl"
     good = write_jsonl(path, 7)

@@ -39,6 +39,10 @@ class FakeProducer:
     def poll(self, timeout=0):
         return 0
 
+    def flush(self, timeout=None):
+        """Records not acknowledged yet: those of the open transaction (until it commits)."""
+        return len(self.open or ())
+
     def commit_transaction(self, timeout):
         self.commits += 1
         err = self.fail_commits.get(self.commits)

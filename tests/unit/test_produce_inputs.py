@@ -131,3 +131,70 @@ def test_read_range(tmp_path):
     for name in ("r.txt", "r.txt.gz"):
         path = _write(tmp_path, name, b"hello\nworld\n")
         assert inputs.read_range(path, name.endswith(".gz"), 6, 12) == b"world\n"
+
+
+class _Item:
+    def __init__(self, n: int, span: int = 10) -> None:
+        self.n, self.span = n, span
+
+
+def _items(n: int, fail_at: int | None = None, closed: list | None = None):
+    try:
+        for i in range(n):
+            if i == fail_at:
+                raise InputError(f"x.jsonl.gz: cannot read: block {i}")
+            yield _Item(i)
+    finally:
+        if closed is not None:
+            closed.append(True)
+
+
+@pytest.mark.parametrize(
+    "steps_between, limit, most_waiting",
+    [
+        ([0] * 12, 30, 0),  # never asked to read ahead: a plain iteration
+        ([5] + [0] * 11, 30, 3),  # five asked, three read (30 bytes wait), none after the end
+        ([1] * 12, 30, 1),  # one read ahead before each block taken
+        ([2] * 12, 30, 3),  # two asked each time: up to the limit
+        ([9] * 12, 1, 1),  # one block may pass the limit
+        ([20] + [0] * 11, 10_000, 10),  # everything read ahead at once
+    ],
+)
+def test_read_ahead_keeps_the_order_and_the_limit(steps_between, limit, most_waiting):
+    ahead = inputs.ReadAhead(_items(10), limit)
+    taken, waiting, it = [], [], iter(ahead)
+    for steps in steps_between:
+        for _ in range(steps):
+            ahead.step()
+        waiting.append(len(ahead._queue))
+        item = next(it, None)
+        if item is None:
+            break
+        taken.append(item.n)
+    assert taken == list(range(10))
+    assert max(waiting) == most_waiting
+    assert not ahead.step() and next(it, None) is None
+
+
+@pytest.mark.parametrize("steps", [0, 2, 3, 4, 20])
+def test_read_ahead_raises_an_error_where_its_block_was(steps):
+    """A block that raised while read ahead raises when the loop comes to it: the blocks before
+    it are taken first (their transactions commit as without reading ahead)."""
+    ahead = inputs.ReadAhead(_items(10, fail_at=3), 10_000)
+    for _ in range(steps):
+        ahead.step()
+    taken = []
+    with pytest.raises(InputError, match="block 3"):
+        for item in ahead:
+            taken.append(item.n)
+    assert taken == [0, 1, 2]
+    assert not ahead.step()
+
+
+def test_read_ahead_close_closes_the_reader():
+    closed: list = []
+    ahead = inputs.ReadAhead(_items(10, closed=closed), 10_000)
+    ahead.step()
+    assert next(iter(ahead)).n == 0
+    ahead.close()
+    assert closed == [True] and not ahead.step() and list(ahead) == []

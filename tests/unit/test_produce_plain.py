@@ -238,6 +238,49 @@ def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
     assert fast == general
 
 
+@pytest.mark.parametrize("limit", [0, 40, 1 << 30])
+@pytest.mark.parametrize("block", [7, 100])
+def test_reading_ahead_changes_nothing(tmp_path, monkeypatch, limit, block):
+    """Blocks read (and checked) ahead while a commit waits give the same transactions as the
+    general path, whatever the read-ahead's limit (0: nothing is read ahead)."""
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
+    monkeypatch.setattr(plain, "READ_AHEAD_BYTES", limit)
+    steps = []
+    real = inputs.ReadAhead.step
+    monkeypatch.setattr(inputs.ReadAhead, "step", lambda self: steps.append(1) or real(self))
+    paths = [_write(tmp_path, "a.jsonl", DATA), _write(tmp_path, "d.jsonl.gz", DEEP)]
+    opts = {"on_error": "skip", "records_per_txn": 3}
+    fast = _run(monkeypatch, paths, 1, **opts)
+    assert steps  # the commits asked for blocks ahead
+    assert fast == _run(monkeypatch, paths, 2, **opts)
+
+
+@pytest.mark.parametrize("limit", [0, 1 << 30])
+def test_an_unreadable_part_stops_where_it_starts(tmp_path, monkeypatch, limit):
+    """A gzip file cut short: the transactions before the part that cannot be read commit, read
+    ahead or not, as on the general path; then the run stops with the file named."""
+    from kxtx.errors import InputError
+
+    monkeypatch.setattr(inputs, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(plain, "READ_AHEAD_BYTES", limit)
+    packed = gzip.compress(b"".join(b'{"i":%d}\n' % i for i in range(3000)), mtime=0)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    made: list = []
+    real = Reporting.commit_transaction
+    monkeypatch.setattr(Reporting, "commit_transaction", lambda self, t: made.append(self) or real(self, t))
+    committed = {}
+    for partitions in (1, 2):
+        with pytest.raises(InputError, match=r"cut\.jsonl\.gz: cannot read"):
+            _run(monkeypatch, [str(path)], partitions, records_per_txn=100)
+        committed[partitions] = [
+            [(t, k, v) if t == "t" else json.loads(v) | {"updated_ms": 0} for t, k, v in txn]
+            for txn in made[-1].committed
+        ]
+    assert len(committed[1]) > 3  # transactions before the cut were committed
+    assert committed[1] == committed[2]
+
+
 def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
     from kxtx.errors import InputError
 
