@@ -40,6 +40,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench_produce import drop_topic
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ("plain", "plain-1txn", "lines", "plain-6p", "keyed-json", "keyed-csv", "gzip")
 
@@ -181,6 +183,8 @@ def main() -> None:
                     topic = create_topic(bootstrap, parts)
                     r = timed(commands(case, tool, kc, paths, topic, args.records, bootstrap))
                     got = committed(bootstrap, topic)
+                    # 74 MB a run: with --bootstrap a long session filled the broker's disk
+                    drop_topic(bootstrap, topic)
                     if got != expect[tool]:
                         raise SystemExit(
                             f"bench_kcat: {tool} {case}: {got} committed, {expect[tool]} expected"
