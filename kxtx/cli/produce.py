@@ -279,8 +279,9 @@ def produce(
     progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
     summary: DryRunSummary | Summary
     try:
-        if dry_run:
-            summary = run_dry(opts, progress)
+        if dry_run:  # the settings are read (-X transaction.timeout.ms bounds --seconds-per-txn), not used
+            props = connection(bootstrap, config, command_config, timeout).props
+            summary = run_dry(opts, progress, props)
         else:
             settings = connection(bootstrap, config, command_config, timeout, schema_registry)
             summary = Run(settings, opts, progress).execute()

@@ -11,7 +11,7 @@ from kxtx.errors import UsageError
 from kxtx.produce import brokerside, inputs
 from kxtx.produce.counters import Stats
 from kxtx.produce.mapping import BadRecord, Mapper
-from kxtx.produce.options import ProduceOptions, error_policy, sources_of
+from kxtx.produce.options import ProduceOptions, error_policy, seconds_limit, sources_of
 from kxtx.results import OMIT_EMPTY, Result
 
 if TYPE_CHECKING:
@@ -40,9 +40,13 @@ class DryRunSummary(Result):
     errors: list[str] = field(default_factory=list, metadata=OMIT_EMPTY)
 
 
-def dry_run(opts: ProduceOptions, progress: ProgressFn | None = None) -> DryRunSummary:
-    """Parse and map every record from the beginning of each input; connect to nothing."""
+def dry_run(
+    opts: ProduceOptions, progress: ProgressFn | None = None, props: dict | None = None
+) -> DryRunSummary:
+    """Parse and map every record from the beginning of each input; connect to nothing. `props`:
+    the client settings (-X, --command-config), checked against the options as a run checks them."""
     error_policy(opts.on_error)
+    seconds_limit(opts, props or {})
     stats = Stats(opts.topic, "", progress)
     limit = brokerside.CLIENT_MAX_BYTES
     files = []

@@ -51,6 +51,28 @@ def test_check_takes_a_completed_process_too():
         cli.check(p)
 
 
+@pytest.mark.parametrize(
+    "args, code, says",
+    [
+        (
+            ["--seconds-per-txn", "30", "-X", "transaction.timeout.ms=20000"],
+            2,
+            "less than transaction.timeout.ms (20 s)",
+        ),
+        (["--seconds-per-txn", "5", "-X", "transaction.timeout.ms=20000"], 0, ""),
+        (["-X", "transaction.timeout.ms=soon"], 2, "transaction.timeout.ms='soon': expected milliseconds"),
+        (["--seconds-per-txn", "5", "--all-or-nothing"], 2, "exclude each other"),
+    ],
+)
+def test_a_dry_run_refuses_what_the_run_would(tmp_path, args, code, says):
+    """--dry-run checks the transaction options against the client settings as the run does
+    (reading them, connecting to nothing)."""
+    data = tmp_path / "a.jsonl"
+    data.write_text('{"a":1}\n')
+    p = cli.run("produce", str(data), "-t", "t", "--dry-run", "-o", "json", *args, expect=code)
+    assert says in p.stderr
+
+
 def test_json_and_rows_parse_stdout(tmp_path):
     data = tmp_path / "a.jsonl"
     data.write_text('{"a":1}\n{"a":2}\n')
