@@ -117,6 +117,27 @@ def test_every_transaction_carries_its_checkpoint(fake, tmp_path):
     assert summary.records == 10 and summary.transactions == 3
 
 
+@pytest.mark.parametrize(
+    "props, defaults, left",
+    [
+        ({}, {"batch.num.messages": 2000, "linger.ms": 20}, []),
+        ({"batch.num.messages": "10000"}, {"linger.ms": 20}, ["batch.num.messages"]),
+        ({"linger.ms": "5"}, {"batch.num.messages": 2000}, ["linger.ms"]),
+    ],
+)
+def test_producer_batch_defaults_leave_the_users_settings_alone(fake, tmp_path, props, defaults, left):
+    """produce's own defaults for its producer; a setting the user made (-X, --command-config) is
+    not among them (the client takes it from the settings)."""
+    made = fake()
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"a":1}\n')
+    settings = Settings(props={"bootstrap.servers": "x:1", **props})
+    loop.Run(settings, ProduceOptions(topic="t", paths=[str(path)])).execute()
+    conf = made["p"].conf
+    assert {k: conf.get(k) for k in defaults} == defaults
+    assert not [k for k in left if k in conf]
+
+
 def test_abortable_commit_retries_from_the_checkpoint(fake, tmp_path):
     abortable = KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True)
     made = fake({2: abortable})
