@@ -322,26 +322,20 @@ class ReadAhead:
 
     def __iter__(self) -> Iterator:
         queue = self._queue
-        while True:
-            if queue:
-                item = queue.popleft()
-                if isinstance(item, _Raised):
-                    raise item.exc
-                self._bytes -= item.span
-                yield item
-            elif self._end:
-                return
-            else:
-                try:
-                    item = next(self._blocks)
-                except StopIteration:
-                    self._end = True
-                    return
-                yield item
+        while queue or self._pull():
+            item = queue.popleft()
+            if isinstance(item, _Raised):
+                raise item.exc
+            self._bytes -= item.span
+            yield item
 
     def step(self) -> bool:
         """Read one block ahead; False when none was (the end, or `limit` bytes wait)."""
-        if self._end or self._bytes >= self._limit:
+        return self._bytes < self._limit and self._pull() and not self._end
+
+    def _pull(self) -> bool:
+        """Queue the next block (or the error reading it raised); False at the end."""
+        if self._end:
             return False
         try:
             item = next(self._blocks)
@@ -351,7 +345,7 @@ class ReadAhead:
         except Exception as exc:  # noqa: BLE001 - raised in its place by __iter__
             self._queue.append(_Raised(exc))
             self._end = True
-            return False
+            return True
         self._queue.append(item)
         self._bytes += item.span
         return True
