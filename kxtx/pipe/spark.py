@@ -121,6 +121,10 @@ def start(
         # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         "spark.python.unix.domain.socket.enabled": "true",
     }
+    if is_local(master):
+        # The local workers run this interpreter, so kxtx's daemon can start them: it imports the
+        # installed, compiled pyspark instead of compiling pyspark.zip's (kxtx.pipe.daemon).
+        settings["spark.python.daemon.module"] = "kxtx.pipe.daemon"
     java_options = list(DRIVER_JVM_OPTIONS)
     if not debug:
         java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")

@@ -31,6 +31,17 @@ def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session)
     assert set(spark.DRIVER_JVM_OPTIONS) <= set(args), args
 
 
+def test_local_python_workers_import_the_installed_pyspark(spark_session):
+    """kxtx.pipe.daemon on a real local Spark: the Python workers import the pyspark installed
+    beside kxtx (compiled once), not SPARK_HOME's pyspark.zip (compiled by every daemon)."""
+    import pyspark
+
+    rdd = spark_session.sparkContext.parallelize([0], 1)
+    where = rdd.map(lambda _: (__import__("pyspark").__file__, __import__("py4j").__file__)).collect()
+    assert where == [(pyspark.__file__, __import__("py4j").__file__)]
+    assert ".zip" not in where[0][0]
+
+
 JVM_ARCHIVES = """
 import os, sys
 from kxtx.pipe import spark

@@ -1,0 +1,64 @@
+"""Spark's Python daemon (`pyspark.daemon`), importing the installed, compiled pyspark.
+
+Spark starts the Python daemon that forks its Python workers with SPARK_HOME/python/lib/pyspark.zip
+(and py4j's zip) first on PYTHONPATH. Python never caches the bytecode of a module imported from a
+zip, so each daemon compiled every pyspark module it imports, at every start of every pipe run
+(bench/README.md, "Spark's Python daemon"). With a local master, where the workers run this
+interpreter, `kxtx.pipe.spark.start` has Spark start this module instead
+(`spark.python.daemon.module`): a zip whose package is installed beside kxtx in the same version
+(the same `version.py`) leaves sys.path, then pyspark's own daemon runs as Spark would have run it.
+A zip of another version stays: the workers must speak the JVM's protocol.
+
+It runs before anything imported pyspark, so it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import zipfile
+from importlib.machinery import PathFinder
+
+#: the packages Spark puts on the workers' path as zips, by the zip's file name
+ZIPPED = {"pyspark.zip": "pyspark", "py4j-": "py4j"}
+
+
+def _package(zip_path: str) -> str | None:
+    name = os.path.basename(zip_path)
+    for prefix, package in ZIPPED.items():
+        if name.startswith(prefix) and name.endswith(".zip"):
+            return package
+    return None
+
+
+def installed_twin(zip_path: str, path: list[str]) -> bool:
+    """Is the package in this zip also installed, outside any zip on `path`, in the same version?"""
+    package = _package(zip_path)
+    if package is None:
+        return False
+    spec = PathFinder.find_spec(package, [p for p in path if not p.endswith(".zip")])
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            zipped = archive.read(f"{package}/version.py")
+        with open(os.path.join(next(iter(spec.submodule_search_locations)), "version.py"), "rb") as f:
+            installed = f.read()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+    return zipped == installed
+
+
+def without_twin_zips(path: list[str]) -> list[str]:
+    """`path` without the zips whose package is installed in the same version."""
+    return [p for p in path if not (p.endswith(".zip") and installed_twin(p, path))]
+
+
+def main() -> None:
+    sys.path[:] = without_twin_zips(sys.path)
+    runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
