@@ -14,6 +14,7 @@ from collections import Counter
 
 import pytest
 
+from kxtx.client.txwriter import STUCK_ISSUES
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import by_partition, read_committed, wait_until
 from tests.integration.pipe_helpers import FAST_GROUP, committed_offsets, pipe_args, produce, start_pipe
@@ -171,18 +172,17 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
     vals = [b"v%d" % i for i in range(50)]
     fed: list[bytes] = []
     produce(cluster3.bootstrap, src, vals)
-    procs = {
-        m: start_pipe(
-            cluster3.bootstrap,
-            tmp_path,
-            m,
+    args = {
+        m: [
             *("--mode", m, "--master", "local[1]"),
             *pipe_args(src, outs[m], "identity", f"back-{m}-{uuid.uuid4().hex[:8]}"),
             *("--until-idle", str(COMEBACK_IDLE_S), *FAST_GROUP, *EXTRA),
-        )
+        ]
         for m in modes
     }
-    logs = lambda: {m: (tmp_path / f"{m}.err").read_text()[-1500:] for m in modes}  # noqa: E731
+    procs = {m: start_pipe(cluster3.bootstrap, tmp_path, m, *args[m]) for m in modes}
+    runs = {m: m for m in modes}  # the name of each mode's last run (its .out and .err)
+    logs = lambda: {m: (tmp_path / f"{runs[m]}.err").read_text()[-1500:] for m in modes}  # noqa: E731
     try:
         # A record every 3 s until both run: one pipe's Spark can take a minute longer to start than
         # the other's on a loaded machine, and the first must not stop idle meanwhile. Then both are
@@ -239,9 +239,23 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
                 p.kill()
                 p.wait()
         ch.wait_healthy(cluster3, [src, *outs.values()])
+    for m in modes:
+        if codes[m] == 75 and STUCK_ISSUES in (tmp_path / f"{m}.err").read_text():
+            # Not this test's failure: librdkafka's hang after a coordinator moved, which kxtx
+            # ends with exit 75 by design (kxtx.client.txwriter). An operator's retry loop runs the
+            # same command again; it goes on from the committed offsets, still exactly once.
+            print(f"{m}: exit 75 ({STUCK_ISSUES}); run again")
+            runs[m] = f"{m}-again"
+            again = start_pipe(cluster3.bootstrap, tmp_path, runs[m], *args[m])
+            try:
+                codes[m] = again.wait(COMEBACK_IDLE_S + 240)
+            finally:
+                if again.poll() is None:
+                    again.kill()
+                    again.wait()
     assert codes == {m: 0 for m in modes}, logs()
     for m in modes:
-        assert json.loads((tmp_path / f"{m}.out").read_text())["stopped"] == "idle"
+        assert json.loads((tmp_path / f"{runs[m]}.out").read_text())["stopped"] == "idle"
         assert Counter(r.value for r in read_committed(cluster3.bootstrap, outs[m])) == Counter(
             [*vals, *vals, *fed]
         )
