@@ -102,7 +102,7 @@ def main() -> None:
                 name: {k: round(statistics.median(run[k] for run in runs), 2) for k in ("wall_s", "cpu_s")}
                 for name, runs in by_variant.items()
             }
-            before, after = med["pyspark.daemon (zip)"], med["kxtx.pipe.daemon"]
+            before, after = (med[name] for name in VARIANTS)
             report[mode] = {
                 **med,
                 "after/before": {k: round(after[k] / before[k], 3) for k in ("wall_s", "cpu_s")},

@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from kxtx.client.txwriter import STUCK_ISSUES
+from kxtx.exitcodes import ExitCode
 from tests.integration import cluster_helpers as ch
 from tests.integration.kafka_io import by_partition, read_committed, wait_until
 from tests.integration.pipe_helpers import FAST_GROUP, committed_offsets, pipe_args, produce, start_pipe
@@ -240,7 +241,7 @@ def test_idle_pipes_ride_out_their_input_leader_coming_back(cluster3, tmp_path):
                 p.wait()
         ch.wait_healthy(cluster3, [src, *outs.values()])
     for m in modes:
-        if codes[m] == 75 and STUCK_ISSUES in (tmp_path / f"{m}.err").read_text():
+        if codes[m] == ExitCode.RETRY and STUCK_ISSUES in (tmp_path / f"{m}.err").read_text():
             # Not this test's failure: librdkafka's hang after a coordinator moved, which kxtx
             # ends with exit 75 by design (kxtx.client.txwriter). An operator's retry loop runs the
             # same command again; it goes on from the committed offsets, still exactly once.

@@ -34,11 +34,12 @@ def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session)
 def test_local_python_workers_import_the_installed_pyspark(spark_session):
     """kxtx.pipe.daemon on a real local Spark: the Python workers import the pyspark installed
     beside kxtx (compiled once), not SPARK_HOME's pyspark.zip (compiled by every daemon)."""
+    import py4j
     import pyspark
 
     rdd = spark_session.sparkContext.parallelize([0], 1)
     where = rdd.map(lambda _: (__import__("pyspark").__file__, __import__("py4j").__file__)).collect()
-    assert where == [(pyspark.__file__, __import__("py4j").__file__)]
+    assert where == [(pyspark.__file__, py4j.__file__)]
     assert ".zip" not in where[0][0]
 
 
