@@ -4,6 +4,7 @@ compacted), and reading the last committed checkpoint with a read_committed cons
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from kxtx.produce.checkpoint import Checkpoint
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
-    from confluent_kafka.admin import AdminClient, ClusterMetadata
+    from confluent_kafka.admin import AdminClient, TopicDescription
 
 #: librdkafka's default message.max.bytes; a record is also limited by the topic's max.message.bytes.
 CLIENT_MAX_BYTES = 1_000_000
@@ -29,19 +30,12 @@ class TopicInfo:
 
 
 def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
-    """Partition count and the record size limit; a missing topic is an error naming it."""
-    md = _metadata(admin, settings, topic)
-    t = md.topics.get(topic)
-    if t is not None and t.error is not None and t.error.name() in authz.AUTHZ_ERRORS:
-        # The broker answers so for a topic the principal may not DESCRIBE (existing or not): it
-        # lacks WRITE (which implies DESCRIBE), not a topic.
-        raise authz.explain(
-            t.error.name(), f"producing to {what} {topic!r}", [authz.Need("WRITE", "Topic", topic)]
-        )
-    if t is None or t.error is not None:
-        reason = t.error.str() if t is not None and t.error is not None else "not found"
+    """Partition count and the record size limit; a missing topic, or one the principal may not
+    WRITE, is an error naming it."""
+    t = _describe(admin, settings, topic, what)
+    if t is None:
         raise UsageError(
-            f"{what} {topic!r} does not exist or is not visible ({reason}); create it "
+            f"{what} {topic!r} does not exist or is not visible; create it "
             f"first: kxtx topic create {topic} -p PARTITIONS"
         )
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
@@ -51,11 +45,48 @@ def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str
     return TopicInfo(topic, len(t.partitions), limit)
 
 
-def _metadata(admin: AdminClient, settings: Settings, topic: str) -> ClusterMetadata:
+def _describe(
+    admin: AdminClient,
+    settings: Settings,
+    topic: str,
+    what: str,
+    write: bool = True,
+    hidden_is_missing: bool = False,
+) -> TopicDescription | None:
+    """The topic's partitions (one Metadata request, as list_topics), or None when it does not
+    exist (or, `hidden_is_missing`, the principal may not DESCRIBE it). `write`: raise when the
+    principal may not WRITE it (its operations come with the answer).
+
+    Checked before anything is written: a broker refusing the records instead fails the
+    transaction, and librdkafka then reports the records as purged and the abort as "invalid
+    state" while the refusal itself reaches only its log (seen under load with 5 records)."""
+    from confluent_kafka import KafkaException, TopicCollection
+
     try:
-        return admin.list_topics(topic=topic, timeout=settings.timeout)
-    except Exception as exc:
+        described = admin.describe_topics(
+            TopicCollection([topic]), include_authorized_operations=True, request_timeout=settings.timeout
+        )
+        t = described[topic].result()
+    except KafkaException as exc:
+        name = clients.error_name(exc)
+        if name == "UNKNOWN_TOPIC_OR_PART" or (hidden_is_missing and name == "TOPIC_AUTHORIZATION_FAILED"):
+            return None
+        if name in authz.AUTHZ_ERRORS:
+            # The broker answers so for a topic the principal may not DESCRIBE (existing or not): it
+            # lacks WRITE (which implies DESCRIBE), not a topic.
+            raise authz.explain(
+                name, f"producing to {what} {topic!r}", [authz.Need("WRITE", "Topic", topic)]
+            ) from None
         raise clients.translate(exc, f"reading metadata of {topic!r}") from exc
+    if write and not may_write(t.authorized_operations):
+        raise authz.require(authz.Need("WRITE", "Topic", topic), f"produce to {what} {topic!r}")
+    return t
+
+
+def may_write(ops: Iterable[Any] | None) -> bool:
+    """Whether a topic's authorized operations (AclOperation values) allow producing to it. None:
+    unknown (a broker before KIP-430, Kafka 2.3, does not say), left to the broker to decide."""
+    return ops is None or bool({op.name for op in ops} & {"WRITE", "ALL"})
 
 
 def _topic_max_bytes(admin: AdminClient, settings: Settings, topic: str) -> int | None:
@@ -74,9 +105,8 @@ def ensure_checkpoint_topic(admin: AdminClient, settings: Settings, topic: str) 
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
 
-    md = _metadata(admin, settings, topic)
-    t = md.topics.get(topic)
-    if t is not None and t.error is None:
+    # Missing, or hidden from a principal without DESCRIBE: creating it names what is missing.
+    if _describe(admin, settings, topic, "checkpoint topic", hidden_is_missing=True) is not None:
         return False
     # One partition is enough: one small record per transaction, compacted to one per id.
     new = NewTopic(topic, num_partitions=1, replication_factor=-1, config={"cleanup.policy": "compact"})
@@ -101,8 +131,8 @@ def _high_watermarks(admin: AdminClient, settings: Settings, topic: str) -> dict
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    t = _metadata(admin, settings, topic).topics.get(topic)
-    parts = sorted(t.partitions) if t is not None and t.error is None else []
+    t = _describe(admin, settings, topic, "checkpoint topic", write=False)
+    parts = sorted(p.id for p in t.partitions) if t is not None else []
     if not parts:
         return {}
     try:
