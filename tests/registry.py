@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from kxtx.sandbox.nodes import free_port
+
 MODULE = "github.com/axonops/axonops-schema-registry"
 VERSION = "v0.2.1"
 
@@ -80,18 +82,12 @@ def binary() -> str:
         pytest.skip(why)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Registry:
     """One registry process. `url` is where it listens; `pause()`/`resume()` stop and continue it
     (SIGSTOP: it neither answers nor refuses, as a hung registry), `stop()` ends it."""
 
     def __init__(self, auth: bool = False, tls: dict[str, str] | None = None) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="kxtx-registry-")
         config = [
             "server:",
@@ -255,7 +251,7 @@ class Apicurio:
             if os.environ.get("CI"):
                 pytest.fail(f"{why}; CI must run this test")
             pytest.skip(why)
-        self.port, management = _free_port(), _free_port()
+        self.port, management = free_port(), free_port()
         self.dir = tempfile.mkdtemp(prefix="kxtx-apicurio-")
         self.log = open(os.path.join(self.dir, "registry.log"), "wb")  # closed by stop()
         self.proc = subprocess.Popen(

@@ -229,8 +229,54 @@ class SandboxInfo:
         raise UsageError(f"no node {node_id} in the sandbox at {self.state_dir} (nodes: {ids})")
 
 
+#: Where free_port looks first: below the kernel's ephemeral range (and above the ports services
+#: commonly take), then above it.
+PORT_FLOOR = 20000
+#: Linux's default ephemeral range, when /proc does not say.
+EPHEMERAL_DEFAULT = (32768, 60999)
+_handed_out: set[int] = set()
+
+
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    try:
+        low, high = (int(x) for x in Path(path).read_text().split())
+    except (OSError, ValueError):
+        return EPHEMERAL_DEFAULT
+    return low, high
+
+
+def port_ranges(ephemeral: tuple[int, int], floor: int = PORT_FLOOR) -> list[range]:
+    """The ports outside the ephemeral range `ephemeral` (inclusive bounds), from `floor` up."""
+    low, high = ephemeral
+    return [r for r in (range(floor, min(low, 65536)), range(max(high + 1, floor), 65536)) if len(r)]
+
+
 def free_port() -> int:
-    """A loopback port free now (for programs that cannot say which port 0 gave them)."""
-    with socket.socket() as s:
+    """A loopback port free now, for a program (a JVM) that binds it a few seconds later.
+
+    Taken outside the kernel's ephemeral range: a port bind(0) returns comes from that range, where
+    the kernel also picks the local ports of outgoing connections, and on a busy machine (a test
+    suite's clients, brokers and Spark) one of them took it before the JVM bound it, so the node
+    exited at start-up with "Address already in use". Random, so concurrent sandboxes rarely pick
+    the same; never twice in one process."""
+    import random
+
+    candidates = [p for r in port_ranges(ephemeral_range()) for p in random.sample(r, min(len(r), 50))]
+    random.shuffle(candidates)
+    for port in candidates:
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    with socket.socket() as s:  # every range is the ephemeral one (or busy): any free port
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds its listeners
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

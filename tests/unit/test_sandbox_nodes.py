@@ -3,7 +3,15 @@
 import pytest
 
 from kxtx.sandbox.broker import Sandbox, default_heap
-from kxtx.sandbox.nodes import NodeInfo, node_properties, replication_config, voter_count
+from kxtx.sandbox.nodes import (
+    EPHEMERAL_DEFAULT,
+    NodeInfo,
+    ephemeral_range,
+    node_properties,
+    port_ranges,
+    replication_config,
+    voter_count,
+)
 
 
 @pytest.mark.parametrize(
@@ -33,6 +41,36 @@ def test_plan_gives_controllers_then_brokers(tmp_path):
     props = node_properties(planned[3], "1@127.0.0.1:1", 4)
     assert props["process.roles"] == "broker" and "CONTROLLER" not in props["listeners"]
     assert props["node.id"] == "4" and props["log.dirs"].endswith("node-4/data")
+
+
+@pytest.mark.parametrize(
+    "ephemeral, floor, expected",
+    [
+        ((32768, 60999), 20000, [range(20000, 32768), range(61000, 65536)]),  # Linux's default
+        ((49152, 65535), 20000, [range(20000, 49152)]),  # IANA's (the BSDs, Windows)
+        ((1024, 65535), 20000, []),  # all of it ephemeral: bind(0) is all there is
+        ((10000, 19999), 20000, [range(20000, 65536)]),  # entirely below the floor
+        ((15000, 30000), 20000, [range(30001, 65536)]),
+    ],
+)
+def test_port_ranges_avoid_the_ephemeral_range(ephemeral, floor, expected):
+    assert port_ranges(ephemeral, floor) == expected
+
+
+def test_free_ports_lie_outside_the_ephemeral_range_and_differ(tmp_path):
+    low, high = ephemeral_range()
+    planned = Sandbox(tmp_path)._plan_nodes(5, 0)
+    ports = [n.port for n in planned] + [n.controller_port for n in planned if n.controller_port]
+    assert len(set(ports)) == len(ports) == 8
+    if port_ranges((low, high)):
+        assert not [p for p in ports if low <= p <= high]
+
+
+def test_ephemeral_range_reads_proc_or_falls_back(tmp_path):
+    f = tmp_path / "range"
+    f.write_text("40000\t50000\n")
+    assert ephemeral_range(str(f)) == (40000, 50000)
+    assert ephemeral_range(str(tmp_path / "missing")) == EPHEMERAL_DEFAULT
 
 
 @pytest.fixture
