@@ -96,6 +96,10 @@ def admin(settings: Settings, **conf: object) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     reach(settings)
+    if not set(conf) - {"allow.auto.create.topics"}:  # what every client gets (`_make`)
+        spare = _spare.pop(settings.bootstrap, None)
+        if spare is not None and spare[0] == settings.confluent():
+            return spare[1]
     return _make(AdminClient, settings.confluent(**conf))
 
 
@@ -121,6 +125,10 @@ ALL_DOWN_GRACE_S = 1.0
 
 #: The bootstrap lists that answered in this process (each is probed once).
 _reached: set[str] = set()
+#: bootstrap list -> (the client settings it was probed with, the admin client that probed it): handed to the
+#: first `admin()` call with those settings, whose first request then finds it connected (a new
+#: client waits ~20-50 ms for its first answer; bench/README.md, "What is left against kcat").
+_spare: dict[str, tuple[dict, AdminClient]] = {}
 
 
 #: "(after 3ms in state SSL_HANDSHAKE, 1 identical error(s) suppressed)" in librdkafka's messages
@@ -193,17 +201,15 @@ def reach(settings: Settings, again: bool = False) -> None:
     if settings.bootstrap in _reached and not again:
         return
     errors = BrokerErrors()
-    # A logger of its own, outside kxtx's (whose handler would print what it is given).
-    log = logging.getLogger("kxtx-probe.librdkafka")
-    log.propagate, tap = False, _LogTap(errors)
-    log.setLevel(logging.DEBUG)
-    log.addHandler(tap)
-    try:
-        probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log))
-        metadata(probe, settings, errors)
-    finally:
-        log.removeHandler(tap)
+    # A logger of its own, outside kxtx's tree (whose handler would print what it is given) and
+    # outside the logging module's registry (the client that keeps it may live on, see `_spare`).
+    log = logging.Logger("kxtx-probe.librdkafka", logging.DEBUG)
+    log.propagate = False
+    log.addHandler(_LogTap(errors))
+    probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log))
+    metadata(probe, settings, errors)
     _reached.add(settings.bootstrap)
+    _spare[settings.bootstrap] = (settings.confluent(), probe)
 
 
 def metadata(
