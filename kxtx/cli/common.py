@@ -27,6 +27,9 @@ R = TypeVar("R")
 
 class _State:
     debug: bool = False
+    #: the command finished and released everything it opened (clients flushed and committed,
+    #: files closed): the process may end without the interpreter's finalisation (kxtx.cli.entry)
+    released: bool = False
 
 
 STATE = _State()

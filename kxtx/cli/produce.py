@@ -10,6 +10,7 @@ import typer
 
 from kxtx.cli.common import (
     REGISTRY_PANEL,
+    STATE,
     BootstrapOpt,
     CommandConfigOpt,
     ConfigOpt,
@@ -291,6 +292,8 @@ def produce(
     if isinstance(summary, Summary) and summary.message:
         typer.echo(f"kxtx: {summary.message}", err=True)
     emit(summary, fmt, title="kxtx produce")
+    # committed (or nothing to do): the producer's records are all delivered, the checkpoint reader closed
+    STATE.released = isinstance(summary, Summary)
     if isinstance(summary, DryRunSummary) and summary.bad_lines and on_error == "fail":
         from kxtx.errors import InputError
         from kxtx.produce.options import bad_lines_message

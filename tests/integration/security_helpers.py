@@ -58,9 +58,10 @@ class SecureBroker:
         expect: cli.Expect = None,
         input: str | None = None,
         timeout: float = 180,
+        env: dict[str, str] | None = None,
     ) -> cli.Result:
         """The CLI as `user`, configured only by that user's Java client.properties (its exit code
-        checked only when told: `expect=0`)."""
+        checked only when told: `expect=0`); `env`: more environment."""
         __tracebackhide__ = True
         return cli.run(
             *(["--debug"] if debug else []),
@@ -68,7 +69,7 @@ class SecureBroker:
             expect=expect,
             input=input,
             timeout=timeout,
-            env={"KXTX_COMMAND_CONFIG": self.properties(user)},
+            env={"KXTX_COMMAND_CONFIG": self.properties(user), **(env or {})},
             clean=True,
         )
 
