@@ -97,8 +97,9 @@ def admin(settings: Settings, **conf: object) -> AdminClient:
 
     reach(settings)
     if not set(conf) - {"allow.auto.create.topics"}:  # what every client gets (`_make`)
-        spare = _spare.pop(settings.bootstrap, None)
+        spare = _spare.get(settings.bootstrap)
         if spare is not None and spare[0] == settings.confluent():
+            del _spare[settings.bootstrap]
             return spare[1]
     return _make(AdminClient, settings.confluent(**conf))
 
