@@ -114,14 +114,17 @@ def build(names: tuple[str, ...] | None = None) -> typer.Typer:
 
 
 def invoked(args: list[str], env: Any = os.environ) -> tuple[str, ...] | None:
-    """The one command these arguments run, or None when the whole tree is needed (the root's
-    help or version, completion, no command, or a name that is not a command)."""
+    """The one command these arguments run; none for `--version` (an eager option: it prints and
+    exits before any command); None when the whole tree is needed (the root's help, completion, no
+    command, or a name that is not a command)."""
     if env.get(COMPLETE_ENV):
         return None
     names = {name for name, _panel, _where in COMMANDS}
     for arg in args:
         if arg in ROOT_FLAGS:
             continue
+        if arg == "--version":
+            return ()
         return (arg,) if arg in names else None
     return None
 

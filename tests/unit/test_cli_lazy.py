@@ -24,7 +24,8 @@ from tests.unit.helptext import render_help
         (["find-hanging", "--help"], {}, ("find-hanging",)),
         ([], {}, None),  # the root's help
         (["--help"], {}, None),
-        (["--version"], {}, None),
+        (["--version"], {}, ()),  # eager: it prints before any command would run
+        (["--debug", "--version", "produce"], {}, ()),
         (["-h", "produce"], {}, None),
         (["--debug"], {}, None),
         (["prodcue"], {}, None),  # not a command: click lists them all
