@@ -14,6 +14,7 @@ def main() -> None:
     from kxtx import signals
 
     signals.while_starting()
+    _closed_streams_to_devnull()
     from kxtx.cli.app import main as run
     from kxtx.cli.common import STATE
 
@@ -23,6 +24,19 @@ def main() -> None:
         if STATE.released:
             _end_now(exc.code)
         raise
+
+
+def _closed_streams_to_devnull() -> None:
+    """A process started with stdout or stderr closed (`kxtx ... >&-` in a cron line) has
+    sys.stdout or sys.stderr None: what kxtx writes there is dropped, as for a table, instead of
+    ending in a traceback (an AttributeError on None) after the command's work was done."""
+    import os
+    import sys
+
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's stdout, open until exit
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
 
 
 def _end_now(code: object) -> None:

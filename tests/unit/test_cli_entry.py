@@ -68,3 +68,25 @@ def test_a_stop_by_signal_ignores_further_ones_until_the_exit():
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_closed_stdout_or_stderr_drops_the_output_without_a_traceback(tmp_path, closed):
+    """`kxtx ... >&-` (or `2>&-`) in a cron line: Python gives None for that stream; the run does its
+    work and exits as it would have (here a dry run's json document and its exit 0)."""
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"id": 1}\n')
+    other = tmp_path / "other.txt"
+    with open(other, "wb") as out:
+        r = subprocess.run(
+            cli.argv("produce", data, "-t", "t", "--dry-run", "-o", "json"),
+            stdout=out if closed == 2 else None,
+            stderr=out if closed == 1 else None,
+            preexec_fn=lambda: os.close(closed),
+            timeout=60,
+        )
+    assert r.returncode == 0
+    written = other.read_text()
+    assert "Traceback" not in written and "Error" not in written
+    if closed == 2:
+        assert '"status": "ok"' in written
