@@ -96,12 +96,18 @@ def admin(settings: Settings, **conf: object) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     reach(settings)
-    if not set(conf) - {"allow.auto.create.topics"}:  # what every client gets (`_make`)
-        spare = _spare.get(settings.bootstrap)
-        if spare is not None and spare[0] == settings.confluent():
-            del _spare[settings.bootstrap]
-            return spare[1]
     return _make(AdminClient, settings.confluent(**conf))
+
+
+def probing_admin(settings: Settings) -> AdminClient:
+    """An admin client for `settings`, connected: the one that checks the cluster is reachable
+    (`reach`) when nothing has yet, so its first request finds a connection (a new client waits
+    ~20-50 ms for its first answer; bench/README.md, "The fixed cost trimmed")."""
+    if settings.bootstrap in _reached:
+        return admin(settings)
+    probe = reach(settings)
+    assert probe is not None  # not reached before: probed now
+    return probe
 
 
 def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
@@ -126,10 +132,6 @@ ALL_DOWN_GRACE_S = 1.0
 
 #: The bootstrap lists that answered in this process (each is probed once).
 _reached: set[str] = set()
-#: bootstrap list -> (the client settings it was probed with, the admin client that probed it): handed to the
-#: first `admin()` call with those settings, whose first request then finds it connected (a new
-#: client waits ~20-50 ms for its first answer; bench/README.md, "What is left against kcat").
-_spare: dict[str, tuple[dict, AdminClient]] = {}
 
 
 #: "(after 3ms in state SSL_HANDSHAKE, 1 identical error(s) suppressed)" in librdkafka's messages
@@ -189,28 +191,29 @@ class _LogTap(logging.Handler):
             target.handle(record)
 
 
-def reach(settings: Settings, again: bool = False) -> None:
+def reach(settings: Settings, again: bool = False) -> AdminClient | None:
     """Raise `Unreachable` (exit 69) when no bootstrap broker answers: within a few seconds when
     every address refuses or does not resolve (librdkafka then reports all brokers down), within
     --timeout when one is silent. Once per process and bootstrap list, before its first client:
     without it every command waited its whole --timeout for a refused port and exited 1, so a cron
     script could not tell a down cluster from a bad argument. `again`: ask even when reached before
     (`monitor serve` before each collection: a cluster that went down since costs a second, not
-    every call's timeout)."""
+    every call's timeout). Returns the admin client that asked (None when it did not ask): left
+    unused, it is destroyed with its connection."""
     from confluent_kafka.admin import AdminClient
 
     if settings.bootstrap in _reached and not again:
-        return
+        return None
     errors = BrokerErrors()
     # A logger of its own, outside kxtx's tree (whose handler would print what it is given) and
-    # outside the logging module's registry (the client that keeps it may live on, see `_spare`).
+    # outside the logging module's registry (the client may live on: `probing_admin`).
     log = logging.Logger("kxtx-probe.librdkafka", logging.DEBUG)
     log.propagate = False
     log.addHandler(_LogTap(errors))
     probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log))
     metadata(probe, settings, errors)
     _reached.add(settings.bootstrap)
-    _spare[settings.bootstrap] = (settings.confluent(), probe)
+    return probe
 
 
 def metadata(

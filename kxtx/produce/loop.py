@@ -90,16 +90,16 @@ class Run:
             self.value_writer, self.key_writer = writers(o.schemas, o.topic, s)
             for mapper in self.mappers:
                 mapper.use_schemas(self.value_writer, self.key_writer)
-        # Created first: a new client waits a while for its first answer, so the producer
-        # connects while the admin client checks the topics and init_transactions() finds it
-        # connected (bench/README.md, "Behind produce's constants").
+        # The admin client that finds the cluster reachable checks the topics too, connected by
+        # then. (Like every kxtx client it never lets its metadata requests create a missing
+        # topic: a missing topic must be an error, and the checkpoint topic ours to create.)
+        admin = self._admin = clients.probing_admin(s)
+        # A new client waits a while for its first answer, so the producer comes before the topic
+        # checks: it connects while they run and init_transactions() finds it connected
+        # (bench/README.md, "Behind produce's constants").
         self.producer = self.writer.connect(
             s, self._producer_conf(), {"delivery.report.only.error": False}
         ).producer
-        # An admin client asks for metadata as a producer does, which by default lets a broker with
-        # auto.create.topics.enable create a missing topic (and the checkpoint topic without
-        # compaction): a missing topic must be an error, and the checkpoint topic ours to create.
-        admin = self._admin = clients.admin(s, **{"allow.auto.create.topics": False})
         self.topic = brokerside.describe_topic(admin, s, o.topic)
         if self.dlq:
             brokerside.describe_topic(admin, s, self.dlq, "dead-letter topic")

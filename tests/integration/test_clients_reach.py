@@ -1,5 +1,6 @@
-"""kxtx.client.clients.reach against a real broker: the admin client that probed the cluster is
-handed, connected, to the first admin() with the same settings, once; any other call gets a new one."""
+"""kxtx.client.clients.probing_admin against a real broker: the admin client that found the cluster
+reachable is the one returned, connected; once the cluster was reached, a new client each time.
+Nothing is kept for later: an unused probe goes with its connection."""
 
 from __future__ import annotations
 
@@ -11,18 +12,16 @@ from kxtx.client.settings import resolve
 pytestmark = pytest.mark.kafka
 
 
-def test_the_probing_admin_client_is_handed_over_once(kafka):
+def test_the_admin_client_that_probed_is_the_one_returned(kafka):
     settings = resolve([kafka.bootstrap], timeout=10, env={})
-    clients.reach(settings, again=True)
-    probe = clients._spare[settings.bootstrap][1]
-    first = clients.admin(settings)
-    assert first is probe
-    assert first.list_topics(timeout=10).brokers  # it still works for its new owner
-    assert clients.admin(settings) is not probe  # handed over once
-    # settings of its own (or other settings) get a client of their own; the probe stays spare
-    clients.reach(settings, again=True)
-    probe = clients._spare[settings.bootstrap][1]
-    assert clients.admin(settings, **{"client.id": "kxtx-test"}) is not probe
-    other = resolve([kafka.bootstrap], timeout=11, env={})
-    assert clients.admin(other) is not probe
-    assert clients.admin(settings) is probe
+    clients._reached.discard(settings.bootstrap)
+    first = clients.probing_admin(settings)
+    assert settings.bootstrap in clients._reached
+    assert first.list_topics(timeout=10).brokers
+    second = clients.probing_admin(settings)  # reached already: an admin client of its own
+    assert second is not first
+    assert second.list_topics(timeout=10).brokers
+    # reach() keeps nothing: what it returns is the caller's or nobody's
+    assert clients.reach(settings) is None
+    probe = clients.reach(settings, again=True)
+    assert probe is not None and probe is not clients.admin(settings)

@@ -61,7 +61,7 @@ def fake(monkeypatch):
     made = {}
 
     def install(fail_commits=None, checkpoint=None):
-        monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
+        monkeypatch.setattr(loop.clients, "probing_admin", lambda s: object())
         monkeypatch.setattr(
             brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 1_000_000)
         )

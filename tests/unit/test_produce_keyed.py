@@ -125,7 +125,7 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
         return cls
 
     monkeypatch.setattr(keyed, "fast_file", fast_file)
-    monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
+    monkeypatch.setattr(loop.clients, "probing_admin", lambda s: object())
     monkeypatch.setattr(
         brokerside,
         "describe_topic",

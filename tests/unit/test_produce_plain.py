@@ -145,7 +145,7 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     path, 2 the general one."""
     made = {}
     monkeypatch.setattr(keyed, "fast_file", _FAST_FILE if partitions == 1 else lambda *a: None)
-    monkeypatch.setattr(loop.clients, "admin", lambda s, **conf: object())
+    monkeypatch.setattr(loop.clients, "probing_admin", lambda s: object())
     monkeypatch.setattr(
         brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 10_000)
     )
