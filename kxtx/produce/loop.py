@@ -182,6 +182,8 @@ class Run:
                 self._close_prefixes()
 
     def _execute(self) -> Summary:
+        from confluent_kafka import KafkaException
+
         try:
             self._connect()
             self.committed = self._load_checkpoint()
@@ -196,7 +198,13 @@ class Run:
                 return self._summary(plans)
             for attempt in range(MAX_RETRIES + 1):
                 try:
-                    self._produce_all(plans)
+                    try:
+                        self._produce_all(plans)
+                    except KafkaException as exc:
+                        # poll() raises the producer's fatal error itself (fenced: another instance
+                        # took over) where the loops serve delivery reports: what it means, as for
+                        # any other call (an abortable one is retried below)
+                        self.writer.fail(exc, "producing")
                     return self._summary(plans)
                 except _Abortable as exc:
                     self._abort(exc)

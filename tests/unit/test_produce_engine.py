@@ -24,6 +24,7 @@ class FakeProducer:
         self.committed: list[list] = []
         self.commits = 0
         self.aborts = 0
+        self.poll_raises = None
 
     def init_transactions(self, timeout):
         pass
@@ -37,6 +38,8 @@ class FakeProducer:
         self.open.append((topic, key, value))
 
     def poll(self, timeout=0):
+        if self.poll_raises is not None:  # as confluent-kafka's poll() raises a fatal error
+            raise KafkaException(self.poll_raises)
         return 0
 
     def flush(self, timeout=None):
@@ -343,3 +346,27 @@ def test_the_summary_document(fake, tmp_path, monkeypatch):
     skipped = _document(_run(bad, on_error="skip"))
     assert [k for k, _ in skipped] == [k for k, _ in first[:-1]] + ["errors", "files"]
     assert dict(skipped)["errors"] == [f"{bad}:2: bad JSON: Expecting value: line 1 column 1 (char 0)"]
+
+
+def test_a_fence_raised_by_poll_names_the_transactional_id(fake, tmp_path):
+    """confluent-kafka's poll() raises the producer's fatal error itself (here where the general
+    path serves delivery reports): it is the fence's own message, naming the transactional id and
+    what was committed, not the boundary's generic one (test_zombie_is_fenced under load)."""
+    made = fake()
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"".join(b"line%d\n" % i for i in range(10000)))
+    run = loop.Run(  # a partitioner of the user's own: the general path, which polls every 2048 records
+        Settings(props={"bootstrap.servers": "x:1", "partitioner": "consistent_random"}),
+        ProduceOptions(topic="t", paths=[str(path)], records_per_txn=3000),
+    )
+    real_commit = loop.Run.commit
+
+    def commit_then_fence(self, state):
+        real_commit(self, state)
+        made["p"].poll_raises = KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True)
+
+    run.commit = commit_then_fence.__get__(run)
+    with pytest.raises(FencedError, match=r"transactional id 'kxtx-produce-t-.*' was taken over") as info:
+        run.execute()
+    assert "after committing 3,000 records" in str(info.value)
+    assert made["p"].committed and len(made["p"].committed) == 1  # the first transaction only
