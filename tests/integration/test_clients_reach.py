@@ -12,10 +12,14 @@ from kxtx.client.settings import resolve
 pytestmark = pytest.mark.kafka
 
 
-def test_the_admin_client_that_probed_is_the_one_returned(kafka):
+def test_the_admin_client_that_probed_is_the_one_returned(kafka, monkeypatch):
     settings = resolve([kafka.bootstrap], timeout=10, env={})
     clients._reached.discard(settings.bootstrap)
+    made = []
+    make = clients._make
+    monkeypatch.setattr(clients, "_make", lambda cls, conf: made.append(make(cls, conf)) or made[-1])
     first = clients.probing_admin(settings)
+    assert made == [first]  # the probe itself: no second client
     assert settings.bootstrap in clients._reached
     assert first.list_topics(timeout=10).brokers
     second = clients.probing_admin(settings)  # reached already: an admin client of its own
