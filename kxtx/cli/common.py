@@ -221,6 +221,7 @@ def _bounded(fn: Callable[P, R], rows: str | None = None) -> Callable[P, R]:
                 code = ExitCode.ERROR
                 raise
             finally:
+                _log_repeats()
                 if doc is not None and code != ExitCode.BROKEN_PIPE:
                     _write(doc, code)
 
@@ -297,12 +298,50 @@ def _debug_traceback() -> None:
 
 
 class _StderrHandler(logging.Handler):
+    """One line per message. The same message again within `QUIET_S` of its last line is counted,
+    not written: a command that asks a leaderless partition again and again (fence's wait for the
+    LSO) printed the same line 6 times. A long run (a pipe, `monitor serve`) still hears of a
+    problem that comes back later, with the count since; `repeats()` ends the run with the rest."""
+
+    QUIET_S = 60.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: line -> (when it was last written, how many times it came since)
+        self.seen: dict[str, tuple[float, int]] = {}
+
     def emit(self, record: logging.LogRecord) -> None:
+        import time
+
         level = "warning" if record.levelno >= logging.WARNING else "info"
         from kxtx.client.properties import scrub
 
-        sys.stderr.write(f"kxtx: {level}: {scrub(record.getMessage())}\n")
+        line = f"kxtx: {level}: {scrub(record.getMessage())}"
+        now = time.monotonic()
+        last, held = self.seen.get(line, (None, 0))
+        if last is not None and now - last < self.QUIET_S:
+            self.seen[line] = (last, held + 1)
+            return
+        self.seen[line] = (now, 0)
+        sys.stderr.write(f"{line} ({held + 1} times)\n" if held else line + "\n")
         sys.stderr.flush()
+
+    def repeats(self) -> None:
+        """A line for each message held back since it was last written, with its count."""
+        for line, (_last, held) in self.seen.items():
+            if held:
+                sys.stderr.write(f"{line} ({held} more {'time' if held == 1 else 'times'})\n")
+        self.seen.clear()
+        sys.stderr.flush()
+
+
+def _log_repeats() -> None:
+    for h in logging.getLogger("kxtx").handlers:
+        if isinstance(h, _StderrHandler):
+            try:
+                h.repeats()
+            except (OSError, ValueError):  # stderr closed: nothing more can be said
+                pass
 
 
 def _setup_logging() -> None:
