@@ -92,3 +92,12 @@ class Interrupted(KxtxError):
     def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
         super().__init__(message)
         self.exit_code = ExitCode(exit_status(signum))
+
+
+def unseen_exit(reasons: list[str]) -> ExitCode:
+    """The exit code of a run that could not read everything it reports on (a partition without a
+    leader, a broker down or frozen): 75, the same command run again may see it; 1 when a reason is
+    a missing permission, which a rerun will meet again."""
+    if any("not authorized" in why or "AUTHORIZATION_FAILED" in why for why in reasons):
+        return ExitCode.ERROR
+    return ExitCode.RETRY

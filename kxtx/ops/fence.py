@@ -33,19 +33,24 @@ class ProducerState(Result):
 
 @dataclass(frozen=True, slots=True)
 class FencedPartition(Result):
-    """A partition of the fenced transaction: did its LSO move past the aborted records?"""
+    """A partition of the fenced transaction: did its LSO move past the aborted records?
+
+    `lso_moved` is None when kxtx could not read the partition's offsets before or after (no
+    leader, a broker down): `unseen` says why, and that partition's marker is unchecked."""
 
     topic: str
     partition: int
     lso_before: int | None
     lso_after: int | None
     high_watermark: int | None
-    lso_moved: bool
+    lso_moved: bool | None
+    unseen: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class FenceResult(Result):
-    """What `fence` did, in the order of its output's keys; `ok`: every partition's LSO moved."""
+    """What `fence` did, in the order of its output's keys; `ok`: every partition's LSO was read
+    and moved (a partition that could not be read is never ok: see `unseen`)."""
 
     transactional_id: str
     before: ProducerState
@@ -83,6 +88,10 @@ def plan(cluster: Cluster, desc: CoordinatorTxn) -> dict:
                 "lso": offsets[(t, p)].lso,
                 "high_watermark": offsets[(t, p)].high_watermark,
                 "held_back": offsets[(t, p)].held_back,
+                # unread: fencing still aborts there, but kxtx cannot check it afterwards
+                "unseen": None
+                if offsets[(t, p)].held_back is not None
+                else unseen_reason((t, p), offsets[(t, p)].why),
             }
             for t, p in tps
         ],
@@ -118,7 +127,7 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> FenceResult:
         ProducerState(desc.state, desc.producer_id, desc.producer_epoch),
         ProducerState(after.state, after.producer_id, after.producer_epoch),
         rows,
-        all(r.lso_moved for r in rows),
+        all(r.lso_moved is True for r in rows),
     )
 
 
@@ -129,12 +138,28 @@ def _wait_for_lso(
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:
         now = cluster.offsets(tps)
-        rows = []
-        for tp in tps:
-            b, a = before[tp], now[tp]
-            # Nothing was held back (the transaction had written nothing yet): nothing to move.
-            moved = not b.held_back or (a.lso is not None and b.lso is not None and a.lso > b.lso)
-            rows.append(FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, moved))
-        if all(r.lso_moved for r in rows) or time.monotonic() >= deadline:
+        rows = [_checked(tp, before[tp], now[tp]) for tp in tps]
+        if all(r.lso_moved is True for r in rows) or time.monotonic() >= deadline:
             return rows
         time.sleep(0.2)
+
+
+def _checked(tp: TP, b: Offsets, a: Offsets) -> FencedPartition:
+    """One partition's verdict from its offsets before and after. Unread offsets (before or
+    after) are no evidence: the partition is unseen, whatever the other read said (a None
+    `held_back` once passed for "nothing held back", and a leaderless partition was `ok`)."""
+    if b.held_back is None or a.lso is None:
+        why = b.why if b.held_back is None else a.why
+        return FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, None, unseen_reason(tp, why))
+    # Nothing was held back (the transaction had written nothing yet): nothing to move.
+    moved = b.held_back == 0 or (b.lso is not None and a.lso > b.lso)
+    return FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, moved)
+
+
+def unseen_reason(tp: TP, why: str | None) -> str:
+    """What an operator needs about a partition fence could not read: why, and how to check its
+    marker once the partition is back (a leaderless partition may never get it: KAFKA-20734)."""
+    return (
+        f"offsets not read ({why or 'no answer'}); its ABORT marker is unchecked: once the partition "
+        f"has a leader, run `kxtx audit-markers --topic {tp[0]} --partition {tp[1]}`"
+    )

@@ -312,6 +312,7 @@ def test_the_fence_result_document(monkeypatch):
                     ["lso_after", 10],
                     ["high_watermark", 10],
                     ["lso_moved", True],
+                    ["unseen", None],
                 ],
                 [
                     ["topic", "t"],
@@ -320,6 +321,7 @@ def test_the_fence_result_document(monkeypatch):
                     ["lso_after", 2],
                     ["high_watermark", 2],
                     ["lso_moved", True],
+                    ["unseen", None],
                 ],
             ],
         ],
