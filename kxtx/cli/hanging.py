@@ -22,8 +22,8 @@ from kxtx.cli.common import (
     confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import OutputFormat, emit_rows
-from kxtx.errors import carry, partial_of
+from kxtx.cli.output import OutputFormat, annotate, emit_rows
+from kxtx.errors import carry, partial_of, unseen_exit
 from kxtx.exitcodes import ExitCode
 from kxtx.parsers import parse_minutes
 from kxtx.wording import plural
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kxtx.ops.abort import Target
     from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import Report
-    from kxtx.ops.model import HangingTxn
+    from kxtx.ops.model import HangingTxn, HeldLso
 
 TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
 PartitionOpt = Annotated[
@@ -126,6 +126,47 @@ def _scan(
     return cluster, report
 
 
+#: stderr names at most this many held LSOs one by one (-o json has them all, under "lso_held")
+HELD_LINES = 20
+
+
+def say_held(held: list[HeldLso]) -> int:
+    """Why each LSO that is not hanging is stuck, one stderr line per transaction that needs a look
+    (a count for live producers' transactions in progress), and every row under "lso_held" in the
+    json document. Returns how many need a look."""
+    from kxtx.ops.decide import HOLD_IN_PROGRESS, fmt_age
+    from kxtx.timefmt import iso_ms
+
+    annotate("lso_held", [{**dataclasses.asdict(h), "ends_time": iso_ms(h.ends_ms)} for h in held])
+    look = [h for h in held if h.kind != HOLD_IN_PROGRESS]
+    for h in look[:HELD_LINES]:
+        who = f" ({h.transactional_id!r})" if h.transactional_id else ""
+        act = f"; ends it now: {h.action}" if h.action else ""
+        typer.echo(
+            f"kxtx: {h.topic}:{h.partition}: LSO held at {h.start_offset} by producer {h.producer_id} "
+            f"epoch {h.producer_epoch}{who}, idle {fmt_age(h.idle_ms)}: {h.kind}: {h.detail}{act}",
+            err=True,
+        )
+    if len(look) > HELD_LINES:
+        typer.echo(
+            f"kxtx: ... and {len(look) - HELD_LINES} more (-o json lists them under lso_held)", err=True
+        )
+    live = len(held) - len(look)
+    if live:
+        typer.echo(
+            f"kxtx: {plural(live, 'open transaction')} of live producers in progress (normal)", err=True
+        )
+    return len(look)
+
+
+def _checked(report: Report) -> str:
+    """How many partitions were checked: all, or "N of M" with the rest named above."""
+    total = report.partitions_checked
+    if not report.errors:
+        return f"{plural(total, 'partition')} checked"
+    return f"{total - len(report.errors)} of {plural(total, 'partition')} checked, {len(report.errors)} not (above)"
+
+
 def _row(h: HangingTxn) -> dict:
     from kxtx.ops.decide import fmt_age
     from kxtx.timefmt import iso_ms
@@ -154,8 +195,12 @@ def find_hanging(
 ) -> None:
     """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
 
-    Exit 0 when nothing hangs, 3 when something does, 1 on error (including partitions that could
-    not be checked when nothing was found elsewhere). -o json: the rows are under "hanging"."""
+    Exit 0 when nothing hangs, 3 when something does, 75 when partitions could not be checked (no
+    leader, a broker down: named on stderr) and nothing was found elsewhere, 1 on error. An open
+    transaction that holds an LSO without hanging by Kafka's definition (abandoned, a lost marker,
+    not yet past the timeout) is named on stderr with why, when it ends and the command that ends it
+    now, and leaves the exit code as it is. -o json: the rows are under "hanging", the others under
+    "lso_held"."""
     settings = connection(bootstrap, config, command_config, timeout)
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     cluster.close()
@@ -165,12 +210,15 @@ def find_hanging(
         COLUMNS,
         title=f"hanging transactions ({plural(report.partitions_checked, 'partition')} checked)",
     )
+    look = say_held(report.held)
     if report.hanging:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
     # Without a terminal the rows are JSON lines: none at all would say nothing to someone reading.
-    typer.echo(f"kxtx: nothing hangs ({plural(report.partitions_checked, 'partition')} checked)", err=True)
-    if report.errors:
-        raise typer.Exit(ExitCode.ERROR)
+    # Held LSOs that are not hanging leave the exit code as it is: 0 means nothing hangs.
+    held = f"; {plural(look, 'stuck LSO')} not hanging by Kafka's definition (above)" if look else ""
+    typer.echo(f"kxtx: nothing hangs ({_checked(report)}){held}", err=True)
+    if report.errors:  # "nothing hangs" is not known there: 75, the same run again may see them
+        raise typer.Exit(unseen_exit(list(report.errors.values())))
 
 
 @boundary(rows="transactions")
@@ -203,11 +251,19 @@ def abort_hanging(
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     with cluster:
         kept = [] if drop_committed else _keep_committed(cluster, report)
+        look = say_held(report.held)
         if not report.hanging:
             if not kept:
-                typer.echo("kxtx: nothing hangs; nothing to abort", err=True)
+                held = f" ({plural(look, 'stuck LSO')} not hanging: above)" if look else ""
+                typer.echo(f"kxtx: nothing hangs; nothing to abort{held}", err=True)
             emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
-            code = ExitCode.PROBLEM_FOUND if kept else ExitCode.ERROR if report.errors else ExitCode.OK
+            code = (
+                ExitCode.PROBLEM_FOUND
+                if kept
+                else unseen_exit(list(report.errors.values()))
+                if report.errors
+                else ExitCode.OK
+            )
             raise typer.Exit(code)
         targets = abort.targets_from_hanging(report.hanging)
         evidence = {h.tp: h for h in report.hanging}

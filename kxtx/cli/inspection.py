@@ -67,6 +67,13 @@ def txn(
         )
     if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
         emit(out, fmt, title=f"transaction {transactional_id}")
+        if isinstance(out, dict) and out.get("unseen"):
+            from kxtx.errors import unseen_exit
+            from kxtx.log import logger
+
+            for line in out["unseen"]:
+                logger.warning(f"not seen: {line}")
+            raise typer.Exit(unseen_exit(out["unseen"]))
         return
     # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
     # cannot hold them)
@@ -87,7 +94,8 @@ def partition(
     fmt: FormatOpt = None,
 ) -> None:
     """LSO, high watermark, records held back, every open transaction (with its transactional id
-    when known) and the consumer groups it blocks."""
+    when known, why it holds the LSO and what ends it) and the consumer groups it blocks. What
+    could not be read (no leader, a broker down) is named under "unseen", and the exit is 75."""
     from kxtx.errors import UsageError
     from kxtx.ops.calls import Cluster
     from kxtx.ops.inspection import inspect_partition
@@ -101,3 +109,10 @@ def partition(
             cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=parse_minutes(max_transaction_timeout)
         )
     emit(out, fmt, title=topic_partition)
+    if out["unseen"]:
+        from kxtx.errors import unseen_exit
+        from kxtx.log import logger
+
+        for what, why in out["unseen"].items():
+            logger.warning(f"{topic_partition}: {what} not seen: {why}")
+        raise typer.Exit(unseen_exit(list(out["unseen"].values())))

@@ -128,6 +128,8 @@ def _run(
         raise
     for w in report.warnings:
         logger.warning(w)
+    for tp, why in sorted(report.unseen.items()):
+        logger.warning(f"{tp[0]}:{tp[1]} not checked: {why}")
     if report.decisions == 0 and not report.findings:
         where = f" on {topic}" if topic else ""
         typer.echo(f"kxtx: no transaction ended{where} in the window: nothing to check", err=True)
@@ -166,8 +168,9 @@ def audit_markers(
     decided marker), lost-abort-committed (aborted records made visible by the producer's next
     commit), lost-commit-aborted (committed records dropped by its next abort), undetermined (open
     records whose decision is not in the history), healed and no-records (nothing to do). Exit 0
-    when nothing needs action, 3 when something does, 1 on error. -o json: the rows are under
-    "findings"."""
+    when nothing needs action, 3 when something does, 75 when partitions in scope could not be read
+    (no leader: named on stderr) and nothing needs action elsewhere, 1 on error. -o json: the rows
+    are under "findings"."""
     from kxtx.ops.markers import NEEDS_ACTION
 
     settings = connection(bootstrap, config, command_config, timeout)
@@ -180,8 +183,33 @@ def audit_markers(
         title=f"lost markers ({plural(report.decisions, 'transaction')} on "
         f"{plural(report.partitions_checked, 'partition')} checked)",
     )
-    if any(f.kind in NEEDS_ACTION for f in report.findings):
+    checked = f"{plural(report.decisions, 'transaction')} on {plural(report.partitions_checked, 'partition')}"
+    act = [f for f in report.findings if f.kind in NEEDS_ACTION]
+    if act:
+        # what to run next, scoped as this run was
+        scope = f" --topic {topic}" if topic else ""
+        scope += f" --partition {partition}" if partition is not None else ""
+        scope += f" --since {since}" if since else ""
+        typer.echo(
+            f"kxtx: {plural(len(act), 'lost marker')} {'needs' if len(act) == 1 else 'need'} action in {checked}: "
+            f"`kxtx repair-markers{scope} --dry-run` shows the markers it would write",
+            err=True,
+        )
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
+    unseen = f"; {plural(len(report.unseen), 'partition')} not checked (above)" if report.unseen else ""
+    if report.decisions:  # (a window without any ended transaction said so already)
+        # Without a terminal the rows are JSON lines: none at all would say nothing to someone reading.
+        typer.echo(f"kxtx: no lost marker needs action in {checked}{unseen}", err=True)
+    _unseen_exit(report)
+
+
+def _unseen_exit(report: Report) -> None:
+    """Exit 75 (1 for a missing permission) when partitions in scope were not read: "nothing
+    lost" is not known for them."""
+    if report.unseen:
+        from kxtx.errors import unseen_exit
+
+        raise typer.Exit(unseen_exit(list(report.unseen.values())))
 
 
 @boundary(rows="transactions")
@@ -247,6 +275,7 @@ def repair_markers(
         if not targets:
             typer.echo("kxtx: no lost marker to write", err=True)
             emit_rows([], fmt, RESULT_COLUMNS, title="repair results")
+            _unseen_exit(report)
             return
         offsets = report.offsets
         plan = [
@@ -262,6 +291,7 @@ def repair_markers(
         apply_plan(
             cluster, targets, plan, dry_run, yes, fmt, verb="repair", columns=(PLAN_COLUMNS, RESULT_COLUMNS)
         )
+        _unseen_exit(report)
 
 
 def _why(f: Finding) -> str:

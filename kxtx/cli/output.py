@@ -154,6 +154,8 @@ class Document:
         self.body: Mapping | list | None = None
         self.error: str | None = None
         self.partial: object = None
+        #: keys beside the result (`annotate`), after it
+        self.extra: dict[str, Any] = {}
 
     def render(self, code: int) -> dict:
         """The document for exit `code`: what the exception carried, else what was emitted (both
@@ -167,6 +169,7 @@ class Document:
             body = {self.rows_key: list(body)}
         doc: dict[str, Any] = {"status": status(code), "exit_code": int(code), "error": self.error}
         doc.update((k, v) for k, v in body.items() if k not in doc)
+        doc.update((k, v) for k, v in self.extra.items() if k not in doc)
         return doc
 
     def write(self, code: int) -> None:
@@ -220,6 +223,13 @@ def note_error(message: str) -> None:
     """The one line a failure or stop wrote on stderr: the document's "error"."""
     if _open is not None:
         _open.error = message
+
+
+def annotate(key: str, value: Any) -> None:
+    """A key of the json document beside a command's rows (find-hanging's `lso_held` next to its
+    `hanging`); nothing in the other formats, which say it on stderr."""
+    if _open is not None:
+        _open.extra[key] = value
 
 
 def _keep(body: Mapping | list) -> None:

@@ -17,7 +17,7 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.output import emit, emit_rows
+from kxtx.cli.output import annotate, emit, emit_rows
 
 app = typer.Typer(help="Create topics; count their records.", no_args_is_help=True)
 
@@ -114,10 +114,22 @@ def count(
     read_uncommitted reads them) and what a read_committed consumer reads now (read_committed), with
     committed, aborted, open and non-transactional records apart. Markers are not records (markers
     column). Reads every batch over the wire, as `dump partition` does. -o json: the rows are under
-    "partitions", the last one the total."""
+    "partitions", the last one the total. A partition without a leader is not counted: it is named
+    on stderr (and under "unseen"), and the exit is 75."""
     from kxtx.dump.partition import parse_target
     from kxtx.ops.topics import count_records
 
     topic, partitions = parse_target(target)
-    rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions)
+    unseen: dict[int, str] = {}
+    rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions, unseen)
     emit_rows(rows, fmt, COUNT_COLUMNS, title=f"records in {topic}")
+    if unseen:
+        from kxtx.exitcodes import ExitCode
+        from kxtx.log import logger
+        from kxtx.wording import plural
+
+        annotate("unseen", [{"partition": p, "why": why} for p, why in sorted(unseen.items())])
+        for p, why in sorted(unseen.items()):
+            logger.warning(f"{topic}:{p} not counted: {why}")
+        typer.echo(f"kxtx: the total leaves out {plural(len(unseen), 'partition')} not seen", err=True)
+        raise typer.Exit(ExitCode.RETRY)

@@ -63,6 +63,8 @@ class Report:
     #: (topic, partition) -> LSO and high watermark when read
     offsets: dict[TP, tuple[int, int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: partitions not read, with why (no leader): their markers are unchecked, never "fine"
+    unseen: dict[TP, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Findings per class, every class present (0 included): what monitoring exports."""
@@ -150,7 +152,7 @@ def _judge_all(
     for d in history:
         for tp in d.partitions:
             by_tp.setdefault(tp, []).append(d)
-    job = _job(cluster, wanted, ended, window, report.warnings)
+    job = _job(cluster, wanted, ended, window, report)
     if progress:
         progress(f"reading {plural(sum(map(len, job.values())), 'partition')} of {plural(len(job), 'topic')}")
     jobs = _split(job, pool.count if pool else 1)
@@ -178,17 +180,26 @@ def _wanted(cluster: Cluster, scope: Scope, ended: list[Decision]) -> dict[str, 
 
 
 def _job(
-    cluster: Cluster, wanted: dict[str, set[int]], ended: list[Decision], window: Window, warnings: list[str]
+    cluster: Cluster, wanted: dict[str, set[int]], ended: list[Decision], window: Window, report: Report
 ) -> Job:
-    """Where to start reading each wanted partition; a topic gone since is a warning."""
+    """Where to start reading each wanted partition; a topic gone since is a warning, a partition
+    without a leader is `unseen` (a read would wait out three --timeouts, then fail every other)."""
+    from kxtx.ops.dump_partition import no_leader
+
     existing = cluster.topics()
     job: Job = {}
     for topic in sorted(wanted):
         if topic not in existing:
             n = sum(1 for d in ended if any(tp[0] == topic for tp in d.partitions))
-            warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
+            report.warnings.append(f"topic {topic} no longer exists: {n} transactions on it not checked")
             continue
-        tps = [(topic, p) for p in sorted(wanted[topic])]
+        meta = existing[topic]
+        for p in sorted(wanted[topic]):
+            if p in meta and meta[p][0] < 0:
+                report.unseen[(topic, p)] = no_leader(meta[p][1])
+        tps = [(topic, p) for p in sorted(wanted[topic]) if (topic, p) not in report.unseen]
+        if not tps:
+            continue
         job[topic] = {tp[1]: start for tp, start in _starts(cluster, tps, ended, window).items()}
     return job
 

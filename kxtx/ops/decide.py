@@ -9,6 +9,7 @@ coordinator, or the coordinator's partitions for it do not include this partitio
 from __future__ import annotations
 
 from kxtx.ops.model import ACTIVE_STATES, IDLE_STATES, NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.timefmt import iso_ms
 
 DEFAULT_MAX_TIMEOUT_MS = 15 * 60 * 1000
 
@@ -132,3 +133,89 @@ def fmt_age(ms: int | None) -> str:
         return f"{h}h{m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d{h:02d}h"
+
+
+# --- why an LSO is stuck ---------------------------------------------------------------------------
+#: The classes of an open transaction that holds a partition's LSO (`hold_class`).
+HOLD_HANGING = "hanging"  # Kafka's definition: no coordinator will end it
+HOLD_LOST_MARKER = "lost-marker"  # its coordinator ended it without this partition's marker
+HOLD_UNTRACKED = "untracked"  # no coordinator tracks it; hangs by Kafka's rule once idle long enough
+HOLD_ABANDONED = "abandoned"  # tracked, its producer silent: the coordinator aborts it at its timeout
+HOLD_ENDING = "ending"  # the coordinator decided (Prepare*) and is writing its markers
+HOLD_IN_PROGRESS = "in-progress"  # a live producer's transaction: normal
+
+#: A tracked transaction whose producer appended nothing for this long is called abandoned: longer
+#: than any commit interval of the common writers (Kafka Streams 100 ms, kxtx 10 s; a Flink
+#: checkpoint interval can be longer: the class is a hint, the coordinator's deadline the fact).
+ABANDONED_IDLE_MS = 60_000
+
+#: Classes for which kxtx names a command to run (the others end by themselves).
+NEEDS_ACTION_HOLDS = frozenset({HOLD_HANGING, HOLD_LOST_MARKER, HOLD_UNTRACKED, HOLD_ABANDONED})
+
+
+def hold_class(
+    p: OpenTxn,
+    txn_id: str | None,
+    desc: CoordinatorTxn | str | None,
+    now_ms: int,
+    max_timeout_ms: int,
+    idle_ms: int = ABANDONED_IDLE_MS,
+) -> tuple[str, int | None]:
+    """(class, when it ends by itself in epoch ms or None) of the open transaction `p`: hanging by
+    Kafka's rule first, then why it is not. A tracked transaction ends at its coordinator's start
+    time plus its timeout (the coordinator aborts it then); an untracked one becomes hanging by
+    Kafka's rule once idle past `max_timeout_ms` (that time is given: the partition stays stuck)."""
+    reason = hanging_reason(p.tp, txn_id, desc)
+    if reason is not None:
+        if is_candidate(p, now_ms, max_timeout_ms):
+            return HOLD_HANGING, None
+        if isinstance(desc, CoordinatorTxn):
+            # the id is known and its coordinator moved on without this partition: a marker lost
+            return HOLD_LOST_MARKER, None
+        return HOLD_UNTRACKED, p.last_timestamp + max_timeout_ms + 1
+    if not isinstance(desc, CoordinatorTxn):  # hanging_reason tracks only described ids
+        return HOLD_UNTRACKED, p.last_timestamp + max_timeout_ms + 1
+    ends = desc.start_time_ms + desc.timeout_ms if desc.start_time_ms >= 0 else None
+    if desc.state in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+        return HOLD_ENDING, None
+    if now_ms - p.last_timestamp >= idle_ms:
+        return HOLD_ABANDONED, ends
+    return HOLD_IN_PROGRESS, ends
+
+
+def hold_action(kind: str, tp: TP, txn_id: str | None) -> str | None:
+    """The command that ends a held LSO of class `kind` now, or None when it ends by itself."""
+    where = f"--topic {tp[0]} --partition {tp[1]}"
+    if kind == HOLD_HANGING:
+        return f"kxtx abort-hanging {where}"
+    if kind == HOLD_LOST_MARKER:
+        return f"kxtx audit-markers {where}, then kxtx repair-markers {where}"
+    if kind == HOLD_UNTRACKED:
+        return f"kxtx abort-hanging {where} --max-transaction-timeout 0"
+    if kind == HOLD_ABANDONED and txn_id:
+        return f"kxtx fence {txn_id}"
+    return None
+
+
+def hold_detail(kind: str, ends_ms: int | None, desc: CoordinatorTxn | str | None) -> str:
+    """One sentence: why this transaction holds the LSO, and when that stops by itself."""
+    if kind == HOLD_HANGING:
+        return "hanging: no coordinator will end it"
+    if kind == HOLD_LOST_MARKER:
+        state = desc.state if isinstance(desc, CoordinatorTxn) else "?"
+        return (
+            f"its coordinator ended the transaction ({state}) without this partition's marker: "
+            "a lost marker, stuck until one is written"
+        )
+    if kind == HOLD_UNTRACKED:
+        return f"no coordinator tracks it; it counts as hanging from {iso_ms(ends_ms)} (Kafka's rule)"
+    if kind == HOLD_ENDING:
+        return "its coordinator decided and is writing the markers"
+    if kind == HOLD_ABANDONED:
+        when = f" at {iso_ms(ends_ms)}" if ends_ms is not None else ""
+        return (
+            f"its producer has written nothing for over {fmt_age(ABANDONED_IDLE_MS)}: likely abandoned; "
+            f"the coordinator aborts it{when} (transaction.timeout.ms)"
+        )
+    when = f" (the coordinator aborts it at {iso_ms(ends_ms)} unless it ends first)" if ends_ms else ""
+    return f"a live producer's transaction in progress{when}"

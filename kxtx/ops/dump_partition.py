@@ -8,7 +8,7 @@ from __future__ import annotations
 from kxtx.client.settings import Settings
 from kxtx.dump.partition import COMMITTED_PREFIX, OPEN, PartitionDump, read_ranges
 from kxtx.dump.runner import partition_count
-from kxtx.errors import KafkaOperationError, KxtxError, UsageError
+from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import named_producers
@@ -22,9 +22,12 @@ def dump_partitions(
     end: int | str,
     records: bool = False,
     name: bool = True,
+    unseen: dict[int, str] | None = None,
 ) -> list[PartitionDump]:
     """`records`: keep each data batch's records in the range for `batchrecords.record_rows`.
-    `name`: look up the producers' transactional ids (counting needs none)."""
+    `name`: look up the producers' transactional ids (counting needs none). A partition without a
+    leader cannot be read: with `unseen` it is left out and named there with why, else the run
+    stops at once with exit 75 naming it (a read would wait out three --timeouts for nothing)."""
     count = partition_count(settings, topic)
     if count is None:
         raise KafkaOperationError(f"topic {topic} does not exist (or has no partitions)")
@@ -32,11 +35,32 @@ def dump_partitions(
     missing = [p for p in chosen if p >= count]
     if missing:
         raise UsageError(f"{topic} has {count} partitions (0..{count - 1}): no partition {missing[0]}")
+    dark = leaderless(settings, topic, chosen)
+    if dark and unseen is None:
+        raise Unavailable("; ".join(f"{topic}:{p}: {why}" for p, why in sorted(dark.items())))
+    if dark and unseen is not None:
+        unseen.update(dark)
+        chosen = [p for p in chosen if p not in dark]
     starts = _committed(settings, topic, chosen, start) if isinstance(start, str) else {}
     dumps = read_ranges(settings, topic, {p: starts.get(p, start) for p in chosen}, end, records)
     if name:
         name_producers(settings, dumps)
     return dumps
+
+
+def leaderless(settings: Settings, topic: str, partitions: list[int]) -> dict[int, str]:
+    """{partition: why it cannot be read} for those of `partitions` without a leader in fresh
+    metadata (its replicas down): not read, and named as unseen, never counted as empty."""
+    with Cluster(settings) as cluster:
+        meta = cluster.topics(topic).get(topic, {})
+    return {p: no_leader(meta[p][1]) for p in partitions if p in meta and meta[p][0] < 0}
+
+
+def no_leader(replicas: list[int]) -> str:
+    return (
+        f"no leader (its {'replica' if len(replicas) == 1 else 'replicas'} "
+        f"{', '.join(map(str, replicas))} down): not read; run the same command again once it has one"
+    )
 
 
 def name_producers(settings: Settings, dumps: list[PartitionDump]) -> None:

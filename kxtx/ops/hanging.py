@@ -17,7 +17,7 @@ from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.ops import decide, history
 from kxtx.ops.calls import Cluster, Progress
-from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, HeldLso, OpenTxn
 from kxtx.wording import plural
 
 #: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
@@ -44,6 +44,8 @@ class Report:
     timeout_source: str = "default"
     errors: dict[TP, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the open transactions that hold an LSO and are not hanging, each with why and what ends it
+    held: list[HeldLso] = field(default_factory=list)
 
 
 def partitions_in_scope(cluster: Cluster, scope: Scope) -> list[TP]:
@@ -87,11 +89,17 @@ def find_hanging(
 
 
 def judge(
-    cluster: Cluster, report: Report, states: dict[TP, list[OpenTxn]], now_ms: int, extras: bool = True
+    cluster: Cluster,
+    report: Report,
+    states: dict[TP, list[OpenTxn]],
+    now_ms: int,
+    extras: bool = True,
+    held: bool = True,
 ) -> None:
     """Kafka's rule over producer states already read (DescribeProducers): fills `report.hanging`
-    (with leaders, evidence when `extras`) and its warnings. `kxtx monitor` reads the states once for
-    its own figures and judges them here, so both commands apply the same rule."""
+    (with leaders, evidence when `extras`) and its warnings, and with `held` `report.held`: why
+    every other open transaction holds its LSO. `kxtx monitor` reads the states once for its own
+    figures and judges them here, so both commands apply the same rule."""
     candidates = [
         p for rows in states.values() for p in rows if decide.is_candidate(p, now_ms, report.max_timeout_ms)
     ]
@@ -104,6 +112,59 @@ def judge(
         add_evidence(cluster, report.hanging)
     if report.hanging:
         acl_warning(cluster, report)
+    if held:
+        report.held = lso_holders(
+            cluster, states, report.hanging, now_ms, report.max_timeout_ms, report.warnings
+        )
+
+
+def lso_holders(
+    cluster: Cluster,
+    states: dict[TP, list[OpenTxn]],
+    hanging: list[HangingTxn],
+    now_ms: int,
+    max_timeout_ms: int,
+    warnings: list[str],
+) -> list[HeldLso]:
+    """Every open transaction in `states` that is not one of `hanging`, classified
+    (`decide.hold_class`): a stuck LSO that Kafka's definition does not call hanging still gets
+    its reason, its end and its command. Its producer id is mapped by ListTransactions only (an
+    id it cannot map is `untracked`; the log search is find-hanging's, for what hangs). A
+    coordinator that cannot be read makes its rows `unseen`, with the reason, never a guess."""
+    hung = {(h.tp, h.producer_id) for h in hanging}
+    open_ = sorted(
+        (p for rows in states.values() for p in rows if p.is_open and (p.tp, p.producer_id) not in hung),
+        key=lambda p: (p.topic, p.partition, p.start_offset),
+    )
+    if not open_:
+        return []
+    try:
+        ids = transactional_ids(cluster, {p.producer_id for p in open_}, warnings, in_log=set())
+        descs = cluster.describe_txns(sorted({tid for tid, _src in ids.values()}))
+    except KxtxError as exc:
+        warnings.append(f"cannot tell why {plural(len(open_), 'open transaction')} hold their LSO: {exc}")
+        return [_held(p, now_ms, "unseen", f"its coordinator was not read: {exc}") for p in open_]
+    out = []
+    for p in open_:
+        tid = ids.get(p.producer_id, (None, None))[0]
+        desc = descs.get(tid) if tid else None
+        kind, ends = decide.hold_class(p, tid, desc, now_ms, max_timeout_ms)
+        if kind == decide.HOLD_HANGING:  # classify judged it already (a row of `hanging`)
+            continue
+        row = _held(
+            p, now_ms, kind, decide.hold_detail(kind, ends, desc), decide.hold_action(kind, p.tp, tid)
+        )
+        row.transactional_id, row.ends_ms = tid, ends
+        row.coordinator_state = desc.state if isinstance(desc, CoordinatorTxn) else None
+        out.append(row)
+    return out
+
+
+def _held(p: OpenTxn, now_ms: int, kind: str, detail: str, action: str | None = None) -> HeldLso:
+    return HeldLso(
+        p.topic, p.partition, p.producer_id, p.producer_epoch, p.start_offset,
+        now_ms - p.last_timestamp, kind, detail, action,
+    )  # fmt: skip
 
 
 def classify(

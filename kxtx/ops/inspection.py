@@ -139,7 +139,13 @@ def _txn_view(
         tps.update(ask.sweep.partitions(pids))
     now = ask.now
     parts, hanging_on = _partition_views(cluster, sorted(tps), pids, coord, ask.max_timeout_minutes, now)
-    out: dict = {"transactional_id": transactional_id, "verdict": decide.txn_verdict(coord, now, hanging_on)}
+    unseen = [
+        f"{r['topic']}:{r['partition']}: {r['error'] or r['offsets_error']}" for r in parts if r["unseen"]
+    ]
+    out: dict = {
+        "transactional_id": transactional_id,
+        "verdict": decide.txn_verdict(coord, now, hanging_on) + _hedge(ask, hanging_on, unseen),
+    }
     if coord:
         out.update(
             {
@@ -160,9 +166,23 @@ def _txn_view(
         out["state"] = "unknown to the coordinator"
     out.update(_log_partition(cluster, transactional_id, coord))
     out["partitions"] = parts
+    out["unseen"] = unseen or None
     if ask.with_history:
         out["history"] = past if past is not None else unavailable
     return out, decide.txn_kind(coord, now, hanging_on)
+
+
+def _hedge(ask: _Ask, hanging_on: list[TP], unseen: list[str]) -> str:
+    """What the verdict could not see, said in it: a verdict read as a fact must not be one."""
+    out = ""
+    if unseen:
+        out += f"; {plural(len(unseen), 'partition')} not seen ({'; '.join(unseen)})"
+    if ask.sweep is None and not hanging_on:
+        out += (
+            "; partitions the coordinator does not list were not scanned (--no-scan): "
+            "a transaction hanging there would not show"
+        )
+    return out
 
 
 def _log_partition(cluster: Cluster, transactional_id: str, coord: CoordinatorTxn | None) -> dict:
@@ -216,7 +236,9 @@ def _partition_views(
             "blocking": bool(mine) and o.lso is not None and o.lso <= mine[0].start_offset,
             "hanging": False,
             "error": errors.get(tp),
+            "offsets_error": None if o.held_back is not None else f"ListOffsets: {o.why or 'no answer'}",
         }
+        row["unseen"] = bool(row["error"] or row["offsets_error"])
         if mine and not row["in_coordinator_transaction"]:
             if max_ms is None:
                 max_ms, _src = resolve_max_timeout(cluster, max_timeout_minutes)
@@ -230,29 +252,41 @@ def _partition_views(
 def inspect_partition(
     cluster: Cluster, tp: TP, max_timeout_minutes: float | None = None, now_ms: int | None = None
 ) -> dict:
+    """The partition in full. What could not be read (no leader, a broker down or frozen) is named
+    under `unseen` with why, its fields None, never a guess: the partition an operator most wants to
+    see in an incident is the one whose leader is gone."""
     now = _now(now_ms)
     meta = cluster.topics(tp[0]).get(tp[0], {})
     if tp[1] not in meta:
         raise KxtxError(f"{_tp_text(tp)}: no such partition")
+    leader, replicas = meta[tp[1]]
+    unseen: dict[str, str] = {}
+    if leader < 0:
+        unseen["leader"] = "the partition has no leader (its in-sync replicas are down)"
     states, errors = cluster.describe_producers([tp])
     if tp in errors:
-        raise KxtxError(f"DescribeProducers {_tp_text(tp)}: {errors[tp]}")
-    open_ = sorted((p for p in states.get(tp, []) if p.is_open), key=lambda p: p.start_offset)
+        unseen["open_transactions"] = f"DescribeProducers: {errors[tp]}"
     o = cluster.offsets([tp])[tp]
+    if o.held_back is None:
+        unseen["offsets"] = f"ListOffsets: {o.why or 'no answer'}"
+    open_ = sorted((p for p in states.get(tp, []) if p.is_open), key=lambda p: p.start_offset)
     committed = cluster.committed([tp]).get(tp, {})
     blocked = set(decide.blocked_groups(committed, o.lso, o.high_watermark))
     return {
         "topic": tp[0],
         "partition": tp[1],
-        "leader": meta[tp[1]][0],
-        "replicas": meta[tp[1]][1],
+        "leader": leader if leader >= 0 else None,
+        "replicas": replicas,
         "lso": o.lso,
         "high_watermark": o.high_watermark,
         "held_back": o.held_back,
-        "open_transactions": _open_rows(cluster, tp, open_, o.lso, max_timeout_minutes, now),
+        "open_transactions": None
+        if "open_transactions" in unseen
+        else _open_rows(cluster, tp, open_, o.lso, max_timeout_minutes, now),
         "groups": [
             {"group": g, "committed": off, "blocked": g in blocked} for g, off in sorted(committed.items())
         ],
+        "unseen": unseen or None,
     }
 
 
@@ -280,6 +314,7 @@ def _open_rows(
             status = f"hanging: {reason}"
         else:
             status = f"open, not yet past the max transaction timeout ({reason})"
+        kind, ends = decide.hold_class(p, tid, desc, now, max_ms)
         rows.append(
             {
                 "producer_id": p.producer_id,
@@ -293,6 +328,11 @@ def _open_rows(
                 "coordinator_state": desc.state if isinstance(desc, CoordinatorTxn) else None,
                 "blocking": lso is not None and lso <= p.start_offset,
                 "status": status,
+                # why it holds the LSO, when that ends by itself, and what ends it now
+                "class": kind,
+                "detail": decide.hold_detail(kind, ends, desc),
+                "ends_time": iso_ms(ends),
+                "action": decide.hold_action(kind, tp, tid),
             }
         )
         if status.startswith("hanging") and reason != decide.REASON_ID_NOT_FOUND:

@@ -132,3 +132,30 @@ class AbortOutcome:
     @property
     def resolved(self) -> bool:
         return self.outcome in ("aborted", "committed", "already resolved")
+
+
+@dataclass
+class HeldLso:
+    """An open transaction that holds a partition's LSO and is not hanging by Kafka's definition:
+    why (`kind`, one of `decide.HOLD_*`), when it ends by itself, and the command that ends it now."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+    #: since the producer last wrote to the partition
+    idle_ms: int
+    kind: str
+    detail: str
+    #: the command that ends it now; None when it ends by itself (in progress, markers on their way)
+    action: str | None = None
+    transactional_id: str | None = None
+    coordinator_state: str | None = None
+    #: when it ends by itself (the coordinator's abort at its timeout), or when it starts to count
+    #: as hanging (untracked); epoch ms
+    ends_ms: int | None = None
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, self.partition)

@@ -185,15 +185,19 @@ COUNTS = (
 )
 
 
-def count_records(settings: Settings, topic: str, partitions: list[int] | None = None) -> list[dict]:
+def count_records(
+    settings: Settings, topic: str, partitions: list[int] | None = None, unseen: dict[int, str] | None = None
+) -> list[dict]:
     """One row per partition from its log start to its high watermark, then a `total` row.
     `records` are the data records a read_uncommitted consumer gets, `read_committed` those a
-    read_committed consumer gets now (below the LSO, not aborted); markers are counted apart."""
+    read_committed consumer gets now (below the LSO, not aborted); markers are counted apart.
+    A partition without a leader is not counted: it goes to `unseen` with why (the total is then
+    of the others)."""
     from kxtx.dump.partition import EARLIEST, HW
     from kxtx.ops.dump_partition import dump_partitions
 
     rows: list[dict] = []
-    for dump in dump_partitions(settings, topic, partitions, EARLIEST, HW, name=False):
+    for dump in dump_partitions(settings, topic, partitions, EARLIEST, HW, name=False, unseen=unseen):
         s = dump.summary
         rows.append(
             {

@@ -27,6 +27,7 @@ class FakeCluster:
         self.max_ms = max_ms
         self.markers = []
         self.asked_pids = None
+        self.asked = []  # every ids_for_producers call's producer ids, in order
 
     def topics(self, topic=None):
         out = {}
@@ -43,6 +44,7 @@ class FakeCluster:
 
     def ids_for_producers(self, pids):
         self.asked_pids = set(pids)
+        self.asked.append(set(pids))
         return {pid: v for pid, v in self.listed.items() if pid in pids}
 
     def describe_txns(self, ids):
@@ -97,7 +99,13 @@ def test_kafka_rules_end_to_end():
     )
     r = hanging.find_hanging(c, hanging.Scope(), now_ms=NOW)
     assert r.max_timeout_ms == decide.DEFAULT_MAX_TIMEOUT_MS
-    assert c.asked_pids == {1, 2, 5}
+    # Kafka's step (the candidates' producer ids), then kxtx's: the other open transactions'
+    assert c.asked == [{1, 2, 5}, {1, 3}]
+    held = {(h.topic, h.partition): h for h in r.held}
+    assert set(held) == {("a", 0), ("b", 1)}
+    assert (held[("a", 0)].kind, held[("a", 0)].action) == (decide.HOLD_ABANDONED, "kxtx fence tx-1")
+    assert held[("a", 0)].ends_ms == NOW - 1000 + 60_000 and held[("a", 0)].coordinator_state == "Ongoing"
+    assert (held[("b", 1)].kind, held[("b", 1)].transactional_id) == (decide.HOLD_UNTRACKED, None)
     got = {(h.topic, h.partition): h for h in r.hanging}
     assert set(got) == {("a", 1), ("b", 0), ("c", 2)}
     assert got[("a", 1)].transactional_id == "tx-1"
