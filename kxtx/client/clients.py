@@ -118,10 +118,34 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     remember_secrets(settings.props)
     _note_protocol(settings.props)
     _note_bootstrap(settings.props)
-    try:
-        return KafkaAdminClient(**settings.kafka_python(**kwargs))
-    except Exception as exc:
-        raise translate(exc, f"connecting to {settings.bootstrap}") from exc
+    servers = settings.bootstrap.split(",")
+    if len(servers) == 1:
+        try:
+            return KafkaAdminClient(**settings.kafka_python(**kwargs))
+        except Exception as exc:
+            raise translate(exc, f"connecting to {settings.bootstrap}") from exc
+    # kafka-python bootstraps from one server at random and gives its connection the whole
+    # bootstrap timeout: a frozen broker (SIGSTOP, a long GC pause: it accepts, never answers)
+    # drawn first failed the command with "no broker reachable" while the others answered. So
+    # each server in turn, with its share of --timeout (at least BOOTSTRAP_TRY_S).
+    share = max(BOOTSTRAP_TRY_S, settings.timeout / len(servers))
+    last: Exception | None = None
+    for server in servers:
+        try:
+            overrides = {"bootstrap_timeout_ms": int(share * 1000), **kwargs, "bootstrap_servers": [server]}
+            return KafkaAdminClient(**settings.kafka_python(**overrides))
+        except Exception as exc:  # noqa: BLE001 - the next server, unless it was not silence
+            if not unreachable(exc):
+                raise translate(exc, f"connecting to {server}") from exc
+            logger.debug(f"bootstrapping kafka-python from {server}: {exc}")
+            last = exc
+    assert last is not None
+    raise translate(last, f"connecting to {settings.bootstrap}") from last
+
+
+#: The least time kafka-python's bootstrap gets from one server of several (a TLS or SASL login on
+#: a loaded machine takes well under it).
+BOOTSTRAP_TRY_S = 2.0
 
 
 #: How long every bootstrap broker may stay unreachable (refused, unresolvable) before a command

@@ -29,3 +29,33 @@ def test_the_admin_client_that_probed_is_the_one_returned(kafka, monkeypatch):
     assert clients.reach(settings) is None
     probe = clients.reach(settings, again=True)
     assert probe is not None and probe is not clients.admin(settings)
+
+
+def test_the_transaction_admin_client_skips_a_frozen_bootstrap_broker(kafka, monkeypatch):
+    """A frozen broker (SIGSTOP, a long GC pause) accepts connections and never answers.
+    kafka-python bootstraps from one server at random and gave that connection the whole
+    bootstrap timeout: named first, such a broker failed every KIP-664 command with "no broker
+    reachable" while the rest of the cluster answered. A listening socket that never reads
+    stands in for it; kafka-python's draw is pinned to the first server, the unlucky one."""
+    import socket
+
+    import kafka.net.manager as manager
+
+    def unlucky(brokers):  # the frozen one whenever it is among them
+        return next((b for b in brokers if b.port == silent.getsockname()[1]), brokers[0])
+
+    monkeypatch.setattr(manager.random, "choice", unlucky)
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts (the kernel does), never answers: a stopped process's listener
+    try:
+        frozen = f"127.0.0.1:{silent.getsockname()[1]}"
+        settings = resolve([f"{frozen},{kafka.bootstrap}"], timeout=6, env={})
+        admin = clients.txn_admin(settings)
+        try:
+            assert admin.list_transactions() is not None
+        finally:
+            admin.close()
+    finally:
+        silent.close()
