@@ -134,7 +134,7 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
         try:
             overrides = {"bootstrap_timeout_ms": int(share * 1000), **kwargs, "bootstrap_servers": [server]}
             return KafkaAdminClient(**settings.kafka_python(**overrides))
-        except Exception as exc:  # noqa: BLE001 - the next server, unless it was not silence
+        except Exception as exc:  # the next server, unless it was not silence
             if not unreachable(exc):
                 raise translate(exc, f"connecting to {server}") from exc
             logger.debug(f"bootstrapping kafka-python from {server}: {exc}")
