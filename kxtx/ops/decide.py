@@ -169,9 +169,10 @@ def hold_class(
     if reason is not None:
         if is_candidate(p, now_ms, max_timeout_ms):
             return HOLD_HANGING, None
-        if isinstance(desc, CoordinatorTxn):
-            # the id is known and its coordinator moved on without this partition: a marker lost
+        if isinstance(desc, CoordinatorTxn) and _ended_without(desc, p):
             return HOLD_LOST_MARKER, None
+        # no id, an unknown one, or a running transaction that never added this partition (a
+        # write outside it): no marker will come, and Kafka calls it hanging once idle long enough
         return HOLD_UNTRACKED, p.last_timestamp + max_timeout_ms + 1
     if not isinstance(desc, CoordinatorTxn):  # hanging_reason tracks only described ids
         return HOLD_UNTRACKED, p.last_timestamp + max_timeout_ms + 1
@@ -181,6 +182,16 @@ def hold_class(
     if now_ms - p.last_timestamp >= idle_ms:
         return HOLD_ABANDONED, ends
     return HOLD_IN_PROGRESS, ends
+
+
+def _ended_without(desc: CoordinatorTxn, p: OpenTxn) -> bool:
+    """Did the coordinator end `p`'s transaction (without its marker on `p`'s partition)? Complete*
+    says so; Empty only once the producer moved past `p`'s epoch (a fence, transactions v2's bump):
+    at the same epoch the coordinator never began that transaction (a write outside it)."""
+    if desc.state in ("CompleteCommit", "CompleteAbort"):
+        return True
+    moved_on = desc.producer_id != p.producer_id or desc.producer_epoch > p.producer_epoch
+    return desc.state == "Empty" and moved_on
 
 
 def hold_action(kind: str, tp: TP, txn_id: str | None) -> str | None:
@@ -208,7 +219,12 @@ def hold_detail(kind: str, ends_ms: int | None, desc: CoordinatorTxn | str | Non
             "a lost marker, stuck until one is written"
         )
     if kind == HOLD_UNTRACKED:
-        return f"no coordinator tracks it; it counts as hanging from {iso_ms(ends_ms)} (Kafka's rule)"
+        whose = (
+            f"its coordinator's transaction ({desc.state}) does not include this partition"
+            if isinstance(desc, CoordinatorTxn)
+            else "no coordinator tracks it"
+        )
+        return f"{whose}: no marker will come; it counts as hanging from {iso_ms(ends_ms)} (Kafka's rule)"
     if kind == HOLD_ENDING:
         return "its coordinator decided and is writing the markers"
     if kind == HOLD_ABANDONED:

@@ -16,9 +16,9 @@ def _open(idle_ms: int, epoch: int = 0) -> OpenTxn:
 
 
 def _coord(
-    state: str, partitions=(TP,), start: int = NOW - 120_000, timeout: int = 600_000
+    state: str, partitions=(TP,), start: int = NOW - 120_000, timeout: int = 600_000, epoch: int = 0
 ) -> CoordinatorTxn:
-    return CoordinatorTxn("tid", 1, state, 1001, 0, timeout, start, frozenset(partitions))
+    return CoordinatorTxn("tid", 1, state, 1001, epoch, timeout, start, frozenset(partitions))
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,11 @@ def _coord(
         # its coordinator moved on without this partition: a lost marker, at once, not in 15 min
         (5_000, "tid", _coord("CompleteAbort", ()), decide.HOLD_LOST_MARKER, None),
         (5_000, "tid", _coord("CompleteCommit", ()), decide.HOLD_LOST_MARKER, None),
-        (5_000, "tid", _coord("Ongoing", (("L", 1),)), decide.HOLD_LOST_MARKER, None),
+        (5_000, "tid", _coord("Empty", (), epoch=1), decide.HOLD_LOST_MARKER, None),  # fenced past it
+        # Empty at its own epoch: the coordinator never began it (a write outside a transaction)
+        (5_000, "tid", _coord("Empty", ()), decide.HOLD_UNTRACKED, NOW - 5_000 + MAX + 1),
+        # a running transaction that never added this partition (a write outside it): untracked
+        (5_000, "tid", _coord("Ongoing", (("L", 1),)), decide.HOLD_UNTRACKED, NOW - 5_000 + MAX + 1),
         # nothing tracks it yet: when it starts to count as hanging
         (5_000, None, None, decide.HOLD_UNTRACKED, NOW - 5_000 + MAX + 1),
         (MAX, "tid", NOT_FOUND, decide.HOLD_UNTRACKED, NOW - MAX + MAX + 1),  # strict, as Kafka
