@@ -125,7 +125,27 @@ def _collection(snap: Snapshot) -> list[Family]:
         "producers could not be read.",
     )
     hanging.add(s["hanging_transactions"])
-    return [done, unseen, checked, maxt, hanging]
+    held = _g(
+        "lso_held_transactions",
+        "Open transactions that hold an LSO without hanging, by why (kind: lost-marker, untracked, "
+        "abandoned, ending, in-progress, unseen; find-hanging's stderr names each); absent when a "
+        "partition's producers could not be read.",
+    )
+    if s["hanging_transactions"] is not None:
+        for kind, n in held_counts(snap.held).items():
+            held.add(n, kind=kind)
+    return [done, unseen, checked, maxt, hanging, held]
+
+
+def held_counts(held: list) -> dict[str, int]:
+    """Held LSOs per class, every class present (0 included): an alert can watch one."""
+    from kxtx.ops import decide
+
+    kinds = (decide.HOLD_LOST_MARKER, decide.HOLD_UNTRACKED, decide.HOLD_ABANDONED, decide.HOLD_ENDING)
+    out = dict.fromkeys((*kinds, decide.HOLD_IN_PROGRESS, "unseen"), 0)
+    for h in held:
+        out[h.kind] = out.get(h.kind, 0) + 1
+    return out
 
 
 def _markers(snap: Snapshot) -> list[Family]:

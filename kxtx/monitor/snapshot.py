@@ -89,6 +89,8 @@ class Snapshot:
     partitions: list[PartitionHealth] = field(default_factory=list)
     #: find-hanging's rows (kxtx.ops.model.HangingTxn)
     hanging: list = field(default_factory=list)
+    #: the other open transactions that hold an LSO, with why (kxtx.ops.model.HeldLso)
+    held: list = field(default_factory=list)
     #: {state: transactional ids in it}
     states: dict[str, int] = field(default_factory=dict)
     #: {non-final state: age in seconds of its oldest transaction}
@@ -199,7 +201,7 @@ def collect(
     snap.unseen += [_unseen("partitions", f"{t}:{p}", why) for (t, p), why in sorted(report.errors.items())]
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     judge(cluster, report, states, now, extras=False)
-    snap.hanging, snap.warnings = report.hanging, report.warnings
+    snap.hanging, snap.held, snap.warnings = report.hanging, report.held, report.warnings
     listed, descs = _coordinators(cluster, snap, now)
     open_by_tp = {
         tp: sorted((p for p in rows if p.is_open), key=lambda p: p.start_offset)
@@ -418,6 +420,18 @@ def document(snap: Snapshot) -> dict:
                 "reason": h.reason,
             }
             for h in snap.hanging
+        ],
+        "lso_held": [
+            {
+                "topic": h.topic,
+                "partition": h.partition,
+                "producer_id": h.producer_id,
+                "start_offset": h.start_offset,
+                "transactional_id": h.transactional_id,
+                "class": h.kind,
+                "action": h.action,
+            }
+            for h in snap.held
         ],
         "transactional_id_states": [
             {"state": s, "transactional_ids": n, "oldest_age_seconds": snap.oldest_in_state_s.get(s)}

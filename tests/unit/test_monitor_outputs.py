@@ -176,7 +176,7 @@ def test_exposition_parses_and_follows_the_naming_rules():
         assert fam.type == "gauge" and fam.documentation
         for s in fam.samples:
             assert s.timestamp is None  # Prometheus stamps the scrape
-            assert set(s.labels) <= {"topic", "partition", "group", "state", "what", "version"}
+            assert set(s.labels) <= {"topic", "partition", "group", "state", "what", "kind", "version"}
     assert "kxtx_info" in fams and fams["kxtx_info"].samples[0].value == 1
     lines = text.splitlines()
     for name in fams:  # HELP then TYPE before each family's samples
@@ -417,3 +417,28 @@ def test_an_audit_that_failed_is_unseen_and_unknown_not_zero():
     values = check.values_of(snap.summary())
     status, line = check.verdict(values, {}, {})
     assert status is check.PluginStatus.UNKNOWN and "lost_markers=U" in line
+
+
+def test_held_lsos_are_exported_by_why_and_absent_when_producers_were_unseen():
+    from kxtx.ops import decide
+    from kxtx.ops.model import HeldLso
+
+    snap = Snapshot(collected_at_ms=1_700_000_000_000, duration_s=0.5, max_timeout_ms=900_000)
+    snap.held = [
+        HeldLso("t", 0, 7, 0, 5, 120_000, decide.HOLD_ABANDONED, "", "kxtx fence tid", "tid"),
+        HeldLso("t", 1, 7, 0, 3, 120_000, decide.HOLD_ABANDONED, "", "kxtx fence tid", "tid"),
+        HeldLso("t", 2, 8, 0, 9, 1_000, decide.HOLD_LOST_MARKER, "", "kxtx audit-markers ..."),
+    ]
+    fams = {f.name: f for f in text_string_to_metric_families(exposition.exposition(snap, "t"))}
+    got = {s.labels["kind"]: s.value for s in fams["kxtx_lso_held_transactions"].samples}
+    assert got == {
+        "lost-marker": 1.0,
+        "untracked": 0.0,
+        "abandoned": 2.0,
+        "ending": 0.0,
+        "in-progress": 0.0,
+        "unseen": 0.0,
+    }
+    snap.unseen = [{"what": "partitions", "name": "t:3", "why": "no leader"}]
+    fams = {f.name: f for f in text_string_to_metric_families(exposition.exposition(snap, "t"))}
+    assert "kxtx_lso_held_transactions" not in fams or not fams["kxtx_lso_held_transactions"].samples
