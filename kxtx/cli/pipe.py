@@ -225,7 +225,7 @@ def pipe(
     read_committed consumer of the outputs sees every input's output exactly once across crashes,
     restarts, rebalances and zombie instances. By default Spark tasks do the Kafka work, one
     transaction per input partition and round (--mode). Instances with the same --group share the
-    input partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
+    input partitions. Needs the spark extra: pip install -e '.\\[spark]' in kxtx's clone.
 
     Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kxtx.errors import ConfigError, KafkaOperationError, Unavailable
+from kxtx.wording import install_hint
 
 PREFIX = "schema.registry."
 
@@ -183,7 +184,7 @@ def connect(cfg: RegistryConfig) -> Any:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
         raise ConfigError(
-            f"the schema registry needs kxtx's `registry` extra (pip install 'kxtx[registry]'): {exc}"
+            f"the schema registry needs kxtx's `registry` extra ({install_hint('registry')}): {exc}"
         ) from None
     try:
         return SchemaRegistryClient(cfg.client_conf())

@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import sys
 
 import pytest
 
@@ -457,3 +458,13 @@ def test_produce_schema_options_checked_only_when_given():
         SchemaOptions(strategy="nope").check(None)
     with pytest.raises(UsageError, match="--register needs a schema file"):
         SchemaOptions(register=True).check(None)
+
+
+def test_a_registry_without_its_extra_names_the_install_line_that_works(monkeypatch):
+    """kxtx is not on PyPI: the hint is this installation's own line, not `pip install 'kxtx[registry]'`."""
+    from tests.conftest import ROOT
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry", None)
+    with pytest.raises(ConfigError, match=r"^the schema registry needs kxtx's `registry` extra") as err:
+        registry.connect(registry.RegistryConfig("http://127.0.0.1:1"))
+    assert f"(pip install -e '{ROOT}[registry]')" in str(err.value)
