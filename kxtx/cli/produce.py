@@ -202,6 +202,14 @@ def produce(
             "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
         ),
     ] = "fail",
+    allow_binary: Annotated[
+        bool,
+        typer.Option(
+            "--allow-binary",
+            help="Load lines or CSV with a NUL byte in its first 64 KiB (refused otherwise, as a "
+            "binary file given by mistake).",
+        ),
+    ] = False,
     value_schema: Annotated[
         str | None,
         typer.Option(
@@ -275,6 +283,7 @@ def produce(
         on_error=on_error,
         restart=restart,
         schemas=schemas,
+        allow_binary=allow_binary,
     )
     # one rewritten status line on stderr, only when stderr is a terminal
     progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
