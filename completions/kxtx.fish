@@ -179,7 +179,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l in -s i -r -d "Input t
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l out -s t -r -d "Default output topic (must exist)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l udf -r -d "The transform: module:function or path/to/file.py:function; a plain function, or"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l group -s g -r -d "Consumer group; its committed offsets are the progress. Default: kxtx-pipe-OUT-H"
-complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l transactional-id -r -d "Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same i"
+complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l transactional-id -r -d "Default: kxtx-pipe-GROUP-HASH of the topics (GROUP-HASH for the default group, i"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l from -r -a "earliest latest" -d "Where a new group starts."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l value-format -r -a "raw string json avro protobuf jsonschema auto" -d "What the UDF gets as the value: raw bytes, a UTF-8 string, or parsed JSON (then "
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l input -r -a "value record" -d "value: the UDF gets the value; record: a dict with key, value, headers, topic, p"

@@ -93,7 +93,8 @@ def pipe(
         typer.Option(
             "--transactional-id",
             metavar="ID",
-            help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
+            help="Default: kxtx-pipe-GROUP-HASH of the topics (GROUP-HASH for the default group, "
+            "itself kxtx-pipe-...). An instance started with the same id "
             "fences the older one. Driver mode: give each of several parallel instances its own "
             "id; executors mode uses ID.TOPIC.PARTITION per input partition.",
         ),
