@@ -33,12 +33,14 @@ def install_hint(extra: str, package_dir: Path | None = None) -> str:
     scripts/quickstart.sh installs it) gets the one line that works, naming the clone; any other
     the clone's and the wheel's forms (README, Install). `-e` because, run on an editable install,
     the line without it would turn it into a copy."""
-    from kxtx import __version__
-
+    try:  # (on a Spark executor without kxtx, this module is shipped alone)
+        from kxtx import __version__ as version
+    except ImportError:
+        version = "VERSION"
     clone = (package_dir or Path(__file__).resolve().parent).parent
     if (clone / "pyproject.toml").is_file() and (clone / "setup.py").is_file():
         return f"pip install -e '{clone}[{extra}]'"
     return (
-        f"pip install -e '.[{extra}]' in kxtx's clone, or pip install 'kxtx-{__version__}-….whl[{extra}]'"
+        f"pip install -e '.[{extra}]' in kxtx's clone, or pip install 'kxtx-{version}-….whl[{extra}]'"
         " with its wheel"
     )

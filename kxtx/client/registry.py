@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kxtx.errors import ConfigError, KafkaOperationError, Unavailable
-from kxtx.wording import install_hint
 
 PREFIX = "schema.registry."
 
@@ -183,6 +182,10 @@ def connect(cfg: RegistryConfig) -> Any:
     try:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
+        # imported here: this module reaches Spark's workers by value (worker.SHIPPED_FOR_SCHEMAS),
+        # with only what it imports when loaded
+        from kxtx.wording import install_hint
+
         raise ConfigError(
             f"the schema registry needs kxtx's `registry` extra ({install_hint('registry')}): {exc}"
         ) from None
