@@ -27,6 +27,7 @@ from kxtx.cli.common import (
 from kxtx.cli.output import emit
 from kxtx.cli.progress import Progress
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
+from kxtx.wording import plural
 
 if TYPE_CHECKING:
     from kxtx.produce.counters import Progress as ProduceProgress
@@ -312,6 +313,6 @@ def produce(
 
 def _line(p: ProduceProgress) -> str:
     return (
-        f"{p.records:,} records  {p.bytes / 1e6:,.1f} MB  "
-        f"{p.records_per_s:,.0f} rec/s  {p.transactions:,} transactions committed"
+        f"{plural(p.records, 'record')}  {p.bytes / 1e6:,.1f} MB  "
+        f"{p.records_per_s:,.0f} rec/s  {plural(p.transactions, 'transaction')} committed"
     )

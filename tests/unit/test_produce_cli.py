@@ -3,7 +3,7 @@
 import pytest
 import typer
 
-from kxtx.cli.produce import _bytes
+from kxtx.cli.produce import _bytes, _line
 from kxtx.errors import InputError, UsageError
 from kxtx.produce import inputs
 from kxtx.produce.options import ProduceOptions, checked_sources, error_policy, sources_of
@@ -138,3 +138,17 @@ def test_csv_errors_in_kxtx_words(tmp_path, data, errors):
     path = tmp_path / "in.csv"
     path.write_bytes(data)
     assert [line.error for line in inputs.read(inputs.detect(str(path))) if line.error] == errors
+
+
+@pytest.mark.parametrize(
+    "records, transactions, line",
+    [
+        (1, 1, "1 record  0.0 MB  10 rec/s  1 transaction committed"),
+        (0, 0, "0 records  0.0 MB  10 rec/s  0 transactions committed"),
+        (12345, 3, "12,345 records  0.0 MB  10 rec/s  3 transactions committed"),
+    ],
+)
+def test_progress_line(records, transactions, line):
+    from kxtx.produce.counters import Progress
+
+    assert _line(Progress(records, 10, 10.0, transactions, 1.0)) == line
