@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kxtx.errors import ConfigError, KafkaOperationError, Unavailable
+from kxtx.errors import ConfigError, KafkaOperationError, Unavailable, UsageError
 
 PREFIX = "schema.registry."
 
@@ -163,8 +163,8 @@ def config(registry: dict[str, str], timeout: float, required_by: str) -> Regist
     from urllib.parse import urlsplit
 
     url = registry.get("schema.registry.url", "").strip()
-    if not url:
-        raise ConfigError(
+    if not url:  # an option that needs another: a usage error (exit 2), nothing was done
+        raise UsageError(
             f"{required_by} needs a schema registry: pass --schema-registry URL, set "
             "KXTX_SCHEMA_REGISTRY_URL, or put schema.registry.url in --command-config"
         )
