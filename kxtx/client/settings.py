@@ -193,12 +193,14 @@ class Settings:
         given to kxtx is the cause: named as it was typed and where (librdkafka names the property
         its own way, an alias by the name it stands for: `linger.ms` as "queue.buffering.max.ms"),
         a UsageError (exit 2) for a -X, as a malformed -X is. None when no one setting is it."""
+        from kxtx.client.properties import scrub  # local, as in from_java_properties
+
         key = _culprit(text, conf, [k for k in self.origin if k in conf])
         if key is None:
             return None
         origin = self.origin[key]
         setting = f"{key}={'***' if key in SECRET_KEYS else repr(conf[key])}"
-        named = _PROPERTY_NAMED.sub(lambda m: f'{m.group(1)}"{key}"', text.strip(), count=1)
+        named = _PROPERTY_NAMED.sub(lambda m: f'{m.group(1)}"{key}"', scrub(text.strip()), count=1)
         if origin.startswith("from -X"):
             return UsageError(f"-X {setting}: {named}")
         return ConfigError(f"{setting} ({origin}): {named}")
