@@ -10,6 +10,7 @@ from kxtx.produce import DEFAULT_RECORDS_PER_TXN, DEFAULT_SECONDS_PER_TXN, input
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.schemas import SchemaOptions
+from kxtx.wording import plural
 
 
 @dataclass
@@ -64,7 +65,7 @@ def error_policy(text: str) -> tuple[str, str | None]:
 def bad_lines_message(first: str, count: int | None = None) -> str:
     """The error of a run with `--on-error fail` that met a bad line, real or dry: `first` is the
     first bad line's `file:line: reason`; `count`, when known, how many there were."""
-    head = first if count is None else f"{count} bad lines (first: {first})"
+    head = first if count is None else f"{plural(count, 'bad line')} (first: {first})"
     return f"{head}; use --on-error skip or dlq:TOPIC to load the others"
 
 
