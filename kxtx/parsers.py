@@ -73,8 +73,11 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, buf
 
 
-def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
-    """Java `.properties` syntax: `k=v`, `k: v`, `k v`, comments, continuations, escapes."""
+def parse_properties(
+    text: str, source: str = "<properties>", lines: dict[str, int] | None = None
+) -> dict[str, str]:
+    """Java `.properties` syntax: `k=v`, `k: v`, `k v`, comments, continuations, escapes. `lines`,
+    when given, gets each key's line number (the last one's, as the value is), for messages."""
     props: dict[str, str] = {}
     for lineno, line in _logical_lines(text):
         m = re.match(r"((?:\\.|[^=:\s\\])+)\s*[=:\s]\s*(.*)$", line, re.S)
@@ -85,6 +88,8 @@ def parse_properties(text: str, source: str = "<properties>") -> dict[str, str]:
         else:
             raise ConfigError(f"{source}:{lineno}: cannot parse {line!r}")
         props[_unescape(key)] = _unescape(value).rstrip()
+        if lines is not None:
+            lines[_unescape(key)] = lineno
     return props
 
 

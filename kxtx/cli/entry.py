@@ -40,8 +40,9 @@ def _closed_streams_to_devnull() -> None:
 
 
 def _end_now(code: object) -> None:
-    """Exit with `code` at once: flush stdout and stderr, run the atexit handlers (the temporary
-    PEM directory, logging's flush, coverage's data), then `os._exit`. Skipped is the interpreter's
+    """Exit with `code` at once: run the atexit handlers (the temporary PEM directory, logging's
+    flush, coverage's data), flush stdout and stderr (after the handlers: what they write must not
+    be lost in a buffer `os._exit` drops), then `os._exit`. Skipped is the interpreter's
     finalisation: tearing down every imported module and destroying the librdkafka clients left to
     the garbage collector, 40-50 ms of a one-record `kxtx produce` (bench/README.md, "What is left
     against kcat"). Returns (the normal exit follows) when that is not safe: a code that is not a
@@ -64,4 +65,11 @@ def _end_now(code: object) -> None:
     except (OSError, ValueError):
         return
     atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        # a handler's output that cannot be written now: the handlers have run, and a second run
+        # by the normal exit would repeat them (deleted files, coverage's data written twice)
+        pass
     os._exit(code)

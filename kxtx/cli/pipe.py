@@ -93,7 +93,8 @@ def pipe(
         typer.Option(
             "--transactional-id",
             metavar="ID",
-            help="Default: kxtx-pipe-GROUP-HASH of the topics. An instance started with the same id "
+            help="Default: kxtx-pipe-GROUP-HASH of the topics (GROUP-HASH for the default group, "
+            "itself kxtx-pipe-...). An instance started with the same id "
             "fences the older one. Driver mode: give each of several parallel instances its own "
             "id; executors mode uses ID.TOPIC.PARTITION per input partition.",
         ),
@@ -225,7 +226,7 @@ def pipe(
     read_committed consumer of the outputs sees every input's output exactly once across crashes,
     restarts, rebalances and zombie instances. By default Spark tasks do the Kafka work, one
     transaction per input partition and round (--mode). Instances with the same --group share the
-    input partitions. Needs the spark extra: pip install 'kxtx\\[spark]'.
+    input partitions. Needs the spark extra: pip install -e '.\\[spark]' in kxtx's clone.
 
     Example: kxtx pipe --in orders --out orders-enriched --udf examples/enrich.py:enrich --value-format json --group enricher
     """

@@ -27,6 +27,7 @@ from kxtx.cli.common import (
 from kxtx.cli.output import emit
 from kxtx.cli.progress import Progress
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN
+from kxtx.wording import plural
 
 if TYPE_CHECKING:
     from kxtx.produce.counters import Progress as ProduceProgress
@@ -202,6 +203,14 @@ def produce(
             "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
         ),
     ] = "fail",
+    allow_binary: Annotated[
+        bool,
+        typer.Option(
+            "--allow-binary",
+            help="Load lines or CSV with a NUL byte in its first 64 KiB (refused otherwise, as a "
+            "binary file given by mistake).",
+        ),
+    ] = False,
     value_schema: Annotated[
         str | None,
         typer.Option(
@@ -275,6 +284,7 @@ def produce(
         on_error=on_error,
         restart=restart,
         schemas=schemas,
+        allow_binary=allow_binary,
     )
     # one rewritten status line on stderr, only when stderr is a terminal
     progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
@@ -303,6 +313,6 @@ def produce(
 
 def _line(p: ProduceProgress) -> str:
     return (
-        f"{p.records:,} records  {p.bytes / 1e6:,.1f} MB  "
-        f"{p.records_per_s:,.0f} rec/s  {p.transactions:,} transactions committed"
+        f"{plural(p.records, 'record')}  {p.bytes / 1e6:,.1f} MB  "
+        f"{p.records_per_s:,.0f} rec/s  {plural(p.transactions, 'transaction')} committed"
     )

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, TypeVar
 
 from kxtx.client.kafkaerrors import ASK_AGAIN, SILENT, UNAVAILABLE, Kind, backoff, classify
-from kxtx.client.settings import Settings
+from kxtx.client.settings import Settings, error_text
 from kxtx.errors import (
     FencedError,
     KafkaOperationError,
@@ -66,12 +66,12 @@ def ride_out(
                 from kxtx.client.properties import scrub
 
                 raise Unavailable(
-                    f"{doing}: no answer in {bound:g}s ({scrub(_text(exc))}); a broker it needs is "
+                    f"{doing}: no answer in {bound:g}s ({scrub(error_text(exc))}); a broker it needs is "
                     "down or failing over: run the same command again"
                 ) from exc
             if kind not in ASK_AGAIN or left <= 0:
                 raise translate(exc, doing, need) from exc
-            logger.info("%s: %s; asking again", doing, _text(exc))
+            logger.info("%s: %s; asking again", doing, error_text(exc))
             time.sleep(min(left, backoff(attempt)))
             attempt += 1
             if renew is not None:
@@ -82,21 +82,21 @@ def producer(settings: Settings, **conf: object) -> Producer:
     from confluent_kafka import Producer
 
     reach(settings)
-    return _make(Producer, settings.confluent(**conf))
+    return _make(Producer, settings.confluent(**conf), settings)
 
 
 def consumer(settings: Settings, **conf: object) -> Consumer:
     from confluent_kafka import Consumer
 
     reach(settings)
-    return _make(Consumer, settings.confluent(**conf))
+    return _make(Consumer, settings.confluent(**conf), settings)
 
 
 def admin(settings: Settings, **conf: object) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     reach(settings)
-    return _make(AdminClient, settings.confluent(**conf))
+    return _make(AdminClient, settings.confluent(**conf), settings)
 
 
 def probing_admin(settings: Settings) -> AdminClient:
@@ -232,7 +232,7 @@ def reach(settings: Settings, again: bool = False) -> AdminClient | None:
     log = logging.Logger("kxtx-probe.librdkafka", logging.DEBUG)
     log.propagate = False
     log.addHandler(_LogTap(errors))
-    probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log))
+    probe = _make(AdminClient, settings.confluent(error_cb=errors, logger=log), settings)
     metadata(probe, settings, errors)
     _reached.add(settings.bootstrap)
     return probe
@@ -266,7 +266,7 @@ def metadata(
             if now >= deadline:
                 if unreachable(exc):
                     raise Unreachable(
-                        f"{where}: no answer within {settings.timeout:g} s ({_text(exc)}); is the "
+                        f"{where}: no answer within {settings.timeout:g} s ({error_text(exc)}); is the "
                         f"cluster reachable?{_security_hint()}"
                     ) from None
                 raise translate(exc, where) from exc
@@ -293,7 +293,7 @@ def _closed(detail: str, where: str) -> KxtxError:
     )
 
 
-def _make(cls: Callable[..., T], conf: dict) -> T:
+def _make(cls: Callable[..., T], conf: dict, settings: Settings) -> T:
     import logging
 
     from kxtx.client.properties import remember_secrets, scrub
@@ -315,14 +315,12 @@ def _make(cls: Callable[..., T], conf: dict) -> T:
     try:
         return cls(conf)
     except (KafkaException, ValueError, TypeError) as exc:
-        # librdkafka names the bad property in its message ("No such configuration property: ...").
-        raise KafkaOperationError(f"client configuration: {scrub(_text(exc))}") from exc
-
-
-def _text(exc: BaseException) -> str:
-    if exc.args and hasattr(exc.args[0], "str"):
-        return exc.args[0].str()
-    return str(exc) or type(exc).__name__
+        # librdkafka names the bad property in its message ("No such configuration property: ..."),
+        # but its own way: the settings name the one the user gave, and where
+        mine = settings.client_config_error(error_text(exc), conf)
+        if mine is not None:
+            raise mine from None
+        raise KafkaOperationError(f"client configuration: {scrub(error_text(exc))}") from exc
 
 
 def error_name(exc: BaseException) -> str | None:
@@ -349,7 +347,7 @@ def translate(exc: BaseException, doing: str = "", need: Need | Iterable[Need] |
     where = f"{doing}: " if doing else ""
     name = error_name(exc) or ""
     kind = classify(exc)
-    text = scrub(_text(exc))
+    text = scrub(error_text(exc))
     if name in authz.AUTHZ_ERRORS:
         needs = [need] if isinstance(need, authz.Need) else list(need or [])
         return authz.explain(name, doing, needs, text)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kxtx.errors import ConfigError, KafkaOperationError, Unavailable
+from kxtx.errors import ConfigError, KafkaOperationError, Unavailable, UsageError
 
 PREFIX = "schema.registry."
 
@@ -163,8 +163,8 @@ def config(registry: dict[str, str], timeout: float, required_by: str) -> Regist
     from urllib.parse import urlsplit
 
     url = registry.get("schema.registry.url", "").strip()
-    if not url:
-        raise ConfigError(
+    if not url:  # an option that needs another: a usage error (exit 2), nothing was done
+        raise UsageError(
             f"{required_by} needs a schema registry: pass --schema-registry URL, set "
             "KXTX_SCHEMA_REGISTRY_URL, or put schema.registry.url in --command-config"
         )
@@ -182,8 +182,12 @@ def connect(cfg: RegistryConfig) -> Any:
     try:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
+        # imported here: this module reaches Spark's workers by value (worker.SHIPPED_FOR_SCHEMAS),
+        # with only what it imports when loaded
+        from kxtx.wording import install_hint
+
         raise ConfigError(
-            f"the schema registry needs kxtx's `registry` extra (pip install 'kxtx[registry]'): {exc}"
+            f"the schema registry needs kxtx's `registry` extra ({install_hint('registry')}): {exc}"
         ) from None
     try:
         return SchemaRegistryClient(cfg.client_conf())

@@ -9,13 +9,14 @@ kafka-python `KafkaAdminClient` keyword arguments are derived.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kxtx.client import registry as regmod
 from kxtx.client.kafkaerrors import FAILOVER_S
-from kxtx.errors import ConfigError
+from kxtx.errors import ConfigError, KxtxError, UsageError
 from kxtx.parsers import parse_properties, split_csv
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -187,11 +188,60 @@ class Settings:
         kwargs.update(overrides)
         return kwargs
 
+    def client_config_error(self, text: str, conf: Mapping[str, object]) -> KxtxError | None:
+        """The error for a client refused with `text` (librdkafka's message) when one setting
+        given to kxtx is the cause: named as it was typed and where (librdkafka names the property
+        its own way, an alias by the name it stands for: `linger.ms` as "queue.buffering.max.ms"),
+        a UsageError (exit 2) for a -X, as a malformed -X is. None when no one setting is it."""
+        from kxtx.client.properties import scrub  # local, as in from_java_properties
+
+        key = _culprit(text, conf, [k for k in self.origin if k in conf])
+        if key is None:
+            return None
+        origin = self.origin[key]
+        setting = f"{key}={'***' if key in SECRET_KEYS else repr(conf[key])}"
+        named = _PROPERTY_NAMED.sub(lambda m: f'{m.group(1)}"{key}"', scrub(text.strip()), count=1)
+        if origin.startswith("from -X"):
+            return UsageError(f"-X {setting}: {named}")
+        return ConfigError(f"{setting} ({origin}): {named}")
+
     def redacted(self) -> dict[str, str]:
         shown = {k: ("***" if k in SECRET_KEYS else v) for k, v in self.props.items()}
         for k, v in self.registry.items():
             shown[k] = "***" if k in regmod.SECRET_KEYS else regmod.shown(v) if k.endswith(".url") else v
         return shown
+
+
+#: Where librdkafka's refusals of a setting name the property ('Invalid value for configuration
+#: property "P"', 'No such configuration property: "P"', 'Expected bool value for "P": ...').
+_PROPERTY_NAMED = re.compile(r'((?:[Pp]roperty:? |value for ))"[^"]+"')
+
+#: A property librdkafka does not have: set after the one tried, it stops the client's making in
+#: its configuration, before any thread or connection.
+_NO_SUCH_PROPERTY = "kxtx.no.such.property"
+
+
+def _culprit(text: str, conf: Mapping[str, object], keys: list[str]) -> str | None:
+    """Which of `keys` alone makes librdkafka refuse a client with `text`: each is tried on its
+    own (its value, then a property that does not exist, so no client is ever made), the one
+    refused with the same message is it. Tried, not looked up: which names are aliases of which
+    is librdkafka's, and changes with its versions."""
+    from confluent_kafka import KafkaException, Producer
+
+    for key in keys:
+        try:
+            Producer({key: conf[key], _NO_SUCH_PROPERTY: "1"})
+        except (KafkaException, ValueError, TypeError) as exc:
+            if error_text(exc) == text:
+                return key
+    return None
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of a confluent-kafka exception (its KafkaError's), else of any exception."""
+    if exc.args and hasattr(exc.args[0], "str"):
+        return exc.args[0].str()
+    return str(exc) or type(exc).__name__
 
 
 def _kafka_python_value(name: str, value: str) -> object:
@@ -205,14 +255,19 @@ def _kafka_python_value(name: str, value: str) -> object:
     return value
 
 
-def load_command_config(path: str | os.PathLike) -> dict[str, str]:
-    """Read a Java client `.properties` file and translate it to librdkafka names."""
+def load_command_config(path: str | os.PathLike, lines: dict[str, int] | None = None) -> dict[str, str]:
+    """Read a Java client `.properties` file and translate it to librdkafka names. `lines`, when
+    given, gets the line each librdkafka name came from (the names JAAS and keystores become have
+    none)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--command-config {path}: {exc.strerror or exc}") from None
-    raw = parse_properties(text, source=str(p))
+    raw_lines: dict[str, int] = {}
+    raw = parse_properties(text, source=str(p), lines=raw_lines)
+    if lines is not None:
+        lines.update({JAVA_RENAMES.get(k, k): n for k, n in raw_lines.items()})
     return from_java_properties(raw, source=str(p))
 
 
@@ -241,8 +296,9 @@ def resolve(
     s = Settings()
     config_path = command_config or environ.get("KXTX_COMMAND_CONFIG")
     if config_path:
-        for k, v in load_command_config(config_path).items():
-            s.props[k], s.origin[k] = v, f"in {config_path}"
+        lines: dict[str, int] = {}
+        for k, v in load_command_config(config_path, lines).items():
+            s.props[k], s.origin[k] = v, f"in {config_path}" + (f":{lines[k]}" if k in lines else "")
     for var, key in ENV_SETTINGS.items():
         if environ.get(var):
             s.props[key], s.origin[key] = environ[var], f"from ${var}"

@@ -9,6 +9,7 @@ Spark and the rest are closed whatever happens (`close`).
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +38,17 @@ class UdfFailed(KxtxError):
 
 
 def bytes_hint(value_format: str, text: str) -> str:
-    """The common first mistake: a UDF written for dicts or text gets the raw value (both modes)."""
-    if value_format == "raw" and ("'bytes'" in text or "bytes-like" in text):
+    """The common first mistake: a UDF written for dicts or text gets the raw value (both modes).
+    Every way Python refuses to treat bytes as a document or text names bytes ("byte indices must
+    be integers" for `order["name"]`, "'bytes' object has no attribute 'get'", "can't concat str
+    to bytes", "a bytes-like object is required"); a tombstone's None handed on ("... str, bytes
+    or bytearray, not NoneType") is another mistake."""
+    if value_format == "raw" and _BYTES.search(text) and "NoneType" not in text:
         return " (the UDF got the value as bytes: --value-format json or string decodes it)"
     return ""
+
+
+_BYTES = re.compile(r"\bbytes?\b")
 
 
 def udf_failed(name: str, value_format: str, failure: UdfFailure, unit: str, unmoved: str) -> UdfFailed:

@@ -48,9 +48,12 @@ def subscription_conf(props: dict, inputs: list[str]) -> dict:
     return {"topic.blacklist": f"{theirs},{ours}" if theirs else ours}
 
 
-def default_transactional_id(group: str, inputs: list[str], out: str) -> str:
-    """Stable across restarts and hosts, so a restarted pipe fences the one it replaces."""
-    return derived_name(f"kxtx-pipe-{group}", sorted(inputs) + ["->", out], digits=10)
+def default_transactional_id(group: str, inputs: list[str], out: str, derived_group: bool = False) -> str:
+    """Stable across restarts and hosts, so a restarted pipe fences the one it replaces:
+    `kxtx-pipe-GROUP-HASH`, or `GROUP-HASH` when the group is kxtx's default (`default_group`),
+    whose name has the prefix already (`kxtx-pipe-kxtx-pipe-OUT-...` said it twice)."""
+    prefix = group if derived_group else f"kxtx-pipe-{group}"
+    return derived_name(prefix, sorted(inputs) + ["->", out], digits=10)
 
 
 def default_group(inputs: list[str], out: str, udf: str) -> str:
@@ -140,7 +143,7 @@ class PipeConfig:
                 "batch_max_records": batch,
                 "group": group,
                 "transactional_id": self.transactional_id
-                or default_transactional_id(group, self.inputs, self.out),
+                or default_transactional_id(group, self.inputs, self.out, self.group is None),
             }
         )
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
 from kxtx.pipe import jvmcds
+from kxtx.wording import install_hint
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,7 +66,7 @@ def require_pyspark() -> None:
     if missing:
         raise UsageError(
             f"kxtx pipe needs PySpark, pandas and pyarrow ({', '.join(missing)} "
-            f"{'is' if len(missing) == 1 else 'are'} missing): pip install 'kxtx[spark]'"
+            f"{'is' if len(missing) == 1 else 'are'} missing): {install_hint('spark')}"
         )
 
 

@@ -11,7 +11,7 @@ from kxtx.errors import UsageError
 from kxtx.produce import brokerside, inputs
 from kxtx.produce.counters import Stats
 from kxtx.produce.mapping import BadRecord, Mapper
-from kxtx.produce.options import ProduceOptions, error_policy, seconds_limit, sources_of
+from kxtx.produce.options import ProduceOptions, checked_sources, error_policy, seconds_limit
 from kxtx.results import OMIT_EMPTY, Result
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def dry_run(
         from kxtx.produce.schemas import writers
 
         value_writer, key_writer = writers(opts.schemas, opts.topic, None)
-    for src in sources_of(opts.paths, opts.input_format):
+    for src in checked_sources(opts):
         mapper, before = Mapper(opts.mapping, src.fmt), stats.pending_records
         mapper.use_schemas(value_writer, key_writer)
         for line in inputs.read(src):

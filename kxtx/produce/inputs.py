@@ -89,6 +89,36 @@ def _open(source: Source) -> BinaryIO:
     return stream
 
 
+def head(source: Source, size: int) -> bytes | None:
+    """The first `size` bytes of a file input (decompressed), for the checks before a run; None for
+    stdin and what is not a regular file (a pipe's bytes would be gone) or cannot be read (the
+    reading itself reports that, as it always has)."""
+    if source.is_stdin:
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(source.path).st_mode):
+            return None
+        stream = _open(source)
+    except (OSError, InputError):
+        return None
+    try:
+        return stream.read(size)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    finally:
+        stream.close()
+
+
+def csv_error(exc: csv.Error) -> str:
+    """csv's complaint in kxtx's words: a lone carriage return is 'new-line character seen in
+    unquoted field - do you need to open the file in universal-newline mode?', advice for Python
+    code that is none for a file."""
+    text = str(exc)
+    if text.startswith("new-line character seen in unquoted field"):
+        return "a carriage return inside an unquoted field (quote the field; or is this not a CSV text file?)"
+    return text
+
+
 def _strip(line: bytes) -> bytes:
     if line.endswith(b"\n"):
         line = line[:-1]
@@ -177,7 +207,7 @@ def read_csv_header(source: Source, stream: BinaryIO) -> tuple[list[str], int, i
     except StopIteration:
         return [], counted.end, counted.lineno
     except csv.Error as exc:
-        raise InputError(f"{source.name}:1: bad CSV header: {exc}") from None
+        raise InputError(f"{source.name}:{counted.lineno}: bad CSV header: {csv_error(exc)}") from None
     if counted.bad:
         raise InputError(f"{source.name}:1: bad CSV header: {counted.bad}")
     if len(set(header)) != len(header):
@@ -208,7 +238,8 @@ def _read_csv(source: Source, stream: BinaryIO, offset: int, lineno: int) -> Ite
         except StopIteration:
             return
         except csv.Error as exc:
-            yield Line(first, start, counted.end, _strip(b"".join(counted.raw)), None, f"bad CSV: {exc}")
+            raw = _strip(b"".join(counted.raw))
+            yield Line(first, start, counted.end, raw, None, f"bad CSV: {csv_error(exc)}")
             continue
         raw = _strip(b"".join(counted.raw))
         if not row:  # an empty physical line

@@ -24,7 +24,13 @@ from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
 from kxtx.produce.dryrun import check_size, set_header
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
-from kxtx.produce.options import ProduceOptions, bad_lines_message, error_policy, seconds_limit, sources_of
+from kxtx.produce.options import (
+    ProduceOptions,
+    bad_lines_message,
+    checked_sources,
+    error_policy,
+    seconds_limit,
+)
 from kxtx.signals import WORDS, Guard, Stopped, signal_number
 from kxtx.wording import plural
 
@@ -45,7 +51,7 @@ class Run:
     def __init__(self, settings: Settings, opts: ProduceOptions, progress: ProgressFn | None = None) -> None:
         self.settings, self.opts = settings, opts
         self.policy, self.dlq = error_policy(opts.on_error)
-        self.sources = sources_of(opts.paths, opts.input_format)
+        self.sources = checked_sources(opts)
         self.mappers = [Mapper(opts.mapping, s.fmt) for s in self.sources]
         self.txid = opts.transactional_id or cpmod.default_transactional_id(opts.topic, opts.paths)
         self.stats = Stats(opts.topic, self.txid, progress)

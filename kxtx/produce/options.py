@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kxtx.errors import UsageError
+from kxtx.errors import InputError, UsageError
+from kxtx.log import logger
 from kxtx.produce import DEFAULT_RECORDS_PER_TXN, DEFAULT_SECONDS_PER_TXN, inputs
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.schemas import SchemaOptions
+from kxtx.wording import plural
 
 
 @dataclass
@@ -26,6 +28,7 @@ class ProduceOptions:
     on_error: str = "fail"  # fail | skip | dlq:TOPIC
     restart: bool = False
     schemas: SchemaOptions = field(default_factory=SchemaOptions)
+    allow_binary: bool = False  # lines or CSV with a NUL byte in its first block (HEAD_BYTES)
 
 
 def seconds_limit(opts: ProduceOptions, props: dict) -> float:
@@ -62,7 +65,7 @@ def error_policy(text: str) -> tuple[str, str | None]:
 def bad_lines_message(first: str, count: int | None = None) -> str:
     """The error of a run with `--on-error fail` that met a bad line, real or dry: `first` is the
     first bad line's `file:line: reason`; `count`, when known, how many there were."""
-    head = first if count is None else f"{count} bad lines (first: {first})"
+    head = first if count is None else f"{plural(count, 'bad line')} (first: {first})"
     return f"{head}; use --on-error skip or dlq:TOPIC to load the others"
 
 
@@ -72,3 +75,30 @@ def sources_of(paths: list[str], explicit: str | None) -> list[inputs.Source]:
     if paths.count("-") > 1:
         raise UsageError("stdin (-) can be given only once")
     return [inputs.detect(p, explicit) for p in paths]
+
+
+#: How much of each input file is looked at before a run: a NUL byte there is a binary file given
+#: by mistake (an executable, an image: its "lines" loaded without a word, rc 0). Text has none.
+HEAD_BYTES = 1 << 16
+
+
+def checked_sources(opts: ProduceOptions) -> list[inputs.Source]:
+    """The inputs, each file looked at first: an empty one is warned about (a run that produces
+    nothing from it is seldom what was meant); lines or CSV that are not text are refused unless
+    --allow-binary (JSON lines have their per-line errors, `bad JSON`, naming file:line)."""
+    sources = sources_of(opts.paths, opts.input_format)
+    for src in sources:
+        first = inputs.head(src, HEAD_BYTES)
+        if first is None:
+            continue
+        if not first:
+            logger.warning(f"{src.name}: empty file: no records in it")
+            continue
+        nul = first.find(b"\0")
+        if nul >= 0 and src.fmt != "jsonl" and not opts.allow_binary:
+            line = first.count(b"\n", 0, nul) + 1
+            raise InputError(
+                f"{src.name}:{line}: a NUL byte: this is not a text file; "
+                f"--allow-binary loads it as {src.fmt} all the same"
+            )
+    return sources

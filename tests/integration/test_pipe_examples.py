@@ -1,8 +1,9 @@
 """The example in `kxtx pipe --help` runs as written (with fresh topic and group names), against
-examples/enrich.py; a UDF written for JSON that is given raw bytes fails naming the fix."""
+examples/enrich.py; a UDF written for JSON (the README's) that is given raw bytes fails naming the fix."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
@@ -10,6 +11,7 @@ import uuid
 
 import pytest
 
+from tests.examples import readme_examples
 from tests.integration.kafka_io import read_committed
 from tests.integration.pipe_helpers import produce
 
@@ -64,18 +66,30 @@ def test_the_help_example_runs(kafka, run_kxtx):
     assert "WARNING: Using incubator modules" not in r.stderr
 
 
-def test_json_udf_on_raw_bytes_fails_naming_value_format(kafka, run_kxtx):
+def readme_udf(name: str, tmp_path) -> str:
+    """`--udf` for one function of the README's UDF examples (its python block), in a file of its own
+    (the block's pandas_udf would need Spark to import)."""
+    (block,) = readme_examples()[1]
+    fn = next(n for n in ast.parse(block).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    path = tmp_path / "readme_udf.py"
+    path.write_text(f"{ast.get_source_segment(block, fn)}\n")
+    return f"{path}:{name}"
+
+
+def test_json_udf_on_raw_bytes_fails_naming_value_format(kafka, run_kxtx, tmp_path):
+    """The example without its --value-format, with the README's filter (`order["amount"]`): the UDF
+    gets bytes, and Python's "byte indices must be integers" comes with the fix."""
     argv = help_example(run_kxtx)
     i = argv.index("--value-format")
     del argv[i : i + 2]
+    udf = readme_udf("keep_big", tmp_path)
+    argv[argv.index("--udf") + 1] = udf
     src, out = kafka.create_topic(), kafka.create_topic()
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in orders(20)])
     names = {"orders": src, "orders-enriched": out, "enricher": f"g-{uuid.uuid4().hex[:8]}"}
-    r = run_kxtx(*renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", timeout=300)
-    assert r.returncode == 1, r.stderr
+    r = run_kxtx(*renamed(argv, names), "--until-idle", "3", "--batch-max-ms", "500", timeout=300, expect=1)
     assert (
-        f"UDF examples/enrich.py:enrich failed on {src}[0]@0: AttributeError: 'bytes' object has no attribute 'get'"
-        in r.stderr
-    )
-    assert "--value-format json or string decodes it" in r.stderr
+        f"UDF {udf} failed on {src}[0]@0: TypeError: byte indices must be integers or slices, not str "
+        "(the UDF got the value as bytes: --value-format json or string decodes it)"
+    ) in r.stderr
     assert read_committed(kafka.bootstrap, out) == []

@@ -376,3 +376,23 @@ def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path
     p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip", expect=0)
     assert summary(p)["skipped"] == 1
     assert values(read(kafka.bootstrap, topic)) == [b"small", b"last"]
+
+
+def test_careless_inputs_are_named(kafka, topic, run_kxtx, tmp_path):
+    """An empty file is produced (nothing) with a warning naming it; an executable given as lines is
+    refused before anything is written, naming file:line, unless --allow-binary; a binary read as
+    CSV gets kxtx's own line, not csv's advice about Python's universal-newline mode."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    p = run_kxtx("produce", str(empty), "-t", topic, expect=0)
+    assert f"kxtx: warning: {empty}: empty file: no records in it" in p.stderr.splitlines()
+    elf = tmp_path / "tool"  # no extension: lines
+    elf.write_bytes(open("/bin/true", "rb").read())
+    for fmt in ("lines", "csv"):
+        p = run_kxtx("produce", str(elf), "-t", topic, "-I", fmt, expect=1)
+        assert p.stderr.strip() == (
+            f"kxtx: error: {elf}:1: a NUL byte: this is not a text file; --allow-binary loads it as {fmt} all the same"
+        )
+    assert read(kafka.bootstrap, topic) == []
+    s = summary(run_kxtx("produce", str(elf), "-t", topic, "--allow-binary", expect=0))
+    assert s["records"] == len(elf.read_bytes().split(b"\n")) - (elf.read_bytes()[-1:] == b"\n")

@@ -17,13 +17,17 @@ from tests.binaries import need
 ROOT = Path(__file__).resolve().parents[2]
 
 FAKE_PY = """#!/usr/bin/env bash
-echo "$0|$KXTX_TEST_KAFKA_VERSION|$CI|$*" >> "$CALLS"
+echo "$0|$KXTX_TEST_KAFKA_VERSION|$CI|${PYTHONUNBUFFERED-}${PYTHONDONTWRITEBYTECODE-}|$*" >> "$CALLS"
 if [ -n "${FAIL_ON:-}" ] && [ "$1 $2" = "$FAIL_ON" ]; then exit 1; fi
+if [ -n "${FAIL_ON_ARGS:-}" ] && [ "$*" = "$FAIL_ON_ARGS" ]; then exit 1; fi
 if [ "$1 $2" = "-m venv" ] && [ "$3" != "--help" ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
 fi
 exit 0
 """
+
+
+UNIT_RUN = "-m pytest -q -n 4 tests/unit"
 
 
 def _run_ci(tmp_path, **extra_env):
@@ -43,6 +47,9 @@ def _run_ci(tmp_path, **extra_env):
         "CALLS": str(calls),
         "TMPDIR": str(tmp_path),
         "KXTX_TEST_STAGE2_DELAY": "0",  # the fake stages take no time to wait for
+        # as on CI's machine: the unit tests must run without them all the same
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     env.pop("PYTHON", None)
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
@@ -51,10 +58,12 @@ def _run_ci(tmp_path, **extra_env):
     r = subprocess.run(
         ["bash", str(ROOT / ".ci" / "run")], capture_output=True, text=True, env=env, timeout=120
     )
-    rows = [line.split("|", 3) for line in calls.read_text().splitlines()]
+    rows = [line.split("|", 4) for line in calls.read_text().splitlines()]
     # every call ran with CI set: tests of the programs .ci/run installs fail rather than skip
-    assert {ci for _, _, ci, _ in rows} == {"1"}
-    return r, fake, [[prog, version, args] for prog, version, _, args in rows]
+    assert {ci for _, _, ci, _, _ in rows} == {"1"}
+    # the unit tests, and they alone, run without PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE
+    assert {args for _, _, _, flags, args in rows if not flags} <= {UNIT_RUN}
+    return r, fake, [[prog, version, args] for prog, version, _, _, args in rows]
 
 
 def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
@@ -71,9 +80,13 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     # the lint gate (scripts/lint.sh) runs before the first test
     gate = [args.index(a) for a in ("-m ruff format --check .", "-m ruff check .", "-m mypy")]
     assert max(gate) < next(i for i, a in enumerate(args) if a.startswith("-m pytest"))
-    # both stages (they run at the same time: in either order)
-    pytest_runs = sorted((v, a) for _, v, a in after_venv if a.startswith("-m pytest"))
-    assert pytest_runs == [("", "-m pytest -q -n 4"), ("3.9", "-m pytest -q -n 4 -m versioned")]
+    # the unit tests first, then both stages without them (which run at the same time: in either order)
+    pytest_runs = [(v, a) for _, v, a in after_venv if a.startswith("-m pytest")]
+    assert pytest_runs[0] == ("", UNIT_RUN)
+    assert sorted(pytest_runs[1:]) == [
+        ("", "-m pytest -q -n 4 --ignore=tests/unit"),
+        ("3.9", "-m pytest -q -n 4 -m versioned --ignore=tests/unit"),
+    ]
     assert not Path(venvs[0]).exists()  # removed on exit
 
 
@@ -82,3 +95,11 @@ def test_a_failing_lint_gate_fails_ci_before_any_test(tmp_path, failing):
     r, _, rows = _run_ci(tmp_path, FAIL_ON=failing)
     assert r.returncode != 0
     assert not [a for _, _, a in rows if a.startswith("-m pytest")]
+
+
+def test_failing_unit_tests_fail_ci_after_the_suite_ran(tmp_path):
+    """A unit failure is reported, and the suite still runs: CI shows everything that is red."""
+    r, _, rows = _run_ci(tmp_path, FAIL_ON_ARGS=UNIT_RUN)
+    assert r.returncode != 0
+    assert "ci: the unit tests FAILED (pytest exit 1)" in r.stderr
+    assert "-m pytest -q -n 4 --ignore=tests/unit" in [a for _, _, a in rows]

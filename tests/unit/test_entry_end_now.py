@@ -4,6 +4,7 @@ would lose something."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -23,16 +24,25 @@ sys.stdout.write(" and the normal exit")
 """
 
 
+# as in a user's shell: with PYTHONUNBUFFERED (set on CI's machine) nothing waits in a buffer, and
+# output lost in one cannot be seen
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def _run(code):
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(code=code)], capture_output=True, text=True, env=ENV
+    )
+
+
 @pytest.mark.parametrize("code, status", [(0, 0), (None, 0), (3, 3), (75, 75)])
 def test_ends_at_once_flushed_and_with_atexit(code, status):
-    r = subprocess.run([sys.executable, "-c", SCRIPT.format(code=code)], capture_output=True, text=True)
+    r = _run(code)
     assert (r.returncode, r.stdout, r.stderr) == (status, "buffered output atexit ran", "a warning")
 
 
 def test_a_code_that_is_not_a_number_takes_the_normal_exit():
-    r = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(code="'a message'")], capture_output=True, text=True
-    )
+    r = _run("'a message'")
     assert r.returncode == 0 and r.stdout == "buffered output and the normal exit atexit ran"
 
 

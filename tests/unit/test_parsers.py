@@ -60,6 +60,21 @@ def test_parse_properties(text, expected):
 
 
 @pytest.mark.parametrize(
+    "text, lines",
+    [
+        ("a=1", {"a": 1}),
+        ("# c\n\na = 1\n! c\nb:2", {"a": 3, "b": 5}),
+        ("k=line1 \\\n    line2\nnext=1", {"k": 1, "next": 3}),  # a continuation: the line it starts on
+        ("dup=1\ndup=2", {"dup": 2}),  # the line of the value kept
+    ],
+)
+def test_parse_properties_lines(text, lines):
+    found: dict[str, int] = {}
+    parse_properties(text, lines=found)
+    assert found == lines
+
+
+@pytest.mark.parametrize(
     "text, expected",
     [
         ("orders", TopicPartitions("orders", None)),

@@ -12,6 +12,9 @@ from kxtx.errors import UsageError
 from kxtx.pipe import spark
 from tests.conftest import ROOT
 
+# kxtx is not on PyPI ('kxtx[spark]' finds nothing): the line for this editable install
+HINT = f"pip install -e '{ROOT}[spark]'"
+
 
 @pytest.mark.parametrize(
     "blocked, named",
@@ -27,9 +30,7 @@ def test_every_missing_module_is_named(monkeypatch, blocked, named):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(UsageError) as err:
         spark.require_pyspark()
-    assert str(err.value) == (
-        f"kxtx pipe needs PySpark, pandas and pyarrow ({named}): pip install 'kxtx[spark]'"
-    )
+    assert str(err.value) == (f"kxtx pipe needs PySpark, pandas and pyarrow ({named}): {HINT}")
 
 
 def test_with_the_extra_nothing_is_missing():
@@ -52,4 +53,4 @@ def test_the_command_names_them_and_exits_2(tmp_path):
         [sys.executable, "-c", code, str(udf)], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert r.returncode == 2, r.stderr
-    assert "(pyspark, pandas, pyarrow are missing): pip install 'kxtx[spark]'" in r.stderr
+    assert f"(pyspark, pandas, pyarrow are missing): {HINT}" in r.stderr

@@ -228,6 +228,23 @@ def test_default_transactional_id_is_stable():
     assert a.startswith("kxtx-pipe-g-")
 
 
+@pytest.mark.parametrize(
+    "group, prefix",
+    [
+        ("enricher", "kxtx-pipe-enricher-"),  # a --group: as before
+        ("kxtx-pipe-mine", "kxtx-pipe-kxtx-pipe-mine-"),  # a --group that looks like a default one: as before
+        (None, "kxtx-pipe-o-"),  # the default group: its prefix once, not kxtx-pipe-kxtx-pipe-o-...
+    ],
+)
+def test_default_transactional_id_says_its_prefix_once(group, prefix):
+    cfg = PipeConfig(inputs=["a"], out="o", group=group, udf="mod:fn").resolve()
+    assert cfg.transactional_id.startswith(prefix) and cfg.transactional_id.count(
+        "kxtx-pipe-"
+    ) == prefix.count("kxtx-pipe-")
+    if group is None:
+        assert cfg.transactional_id.startswith(f"{cfg.group}-")
+
+
 def _group(**kwargs) -> str:
     """The group a run of these options works under (PipeConfig's own defaults otherwise)."""
     given = {"inputs": ["a", "b"], "out": "o", "group": None, "udf": "mod:fn", **kwargs}
@@ -276,7 +293,9 @@ def test_default_group_names_the_output_and_is_shown_as_given():
     assert _group().startswith("kxtx-pipe-o-")
     assert _group(group="mine") == "mine"
     resolved = PipeConfig(inputs=["a"], out="o", group=None, udf="mod:fn").resolve()
-    assert resolved.transactional_id == default_transactional_id(resolved.group, ["a"], "o")
+    assert resolved.transactional_id == default_transactional_id(
+        resolved.group, ["a"], "o", derived_group=True
+    )
 
 
 def test_default_group_of_a_udf_file_is_its_absolute_path(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import sys
 
 import pytest
 
@@ -361,8 +362,9 @@ def test_registry_settings_that_cannot_work(overrides, message):
 
 
 def test_a_command_without_a_registry_says_how_to_give_one():
+    # an option that needs another one: a usage error (exit 2), as the README's exit codes say
     with pytest.raises(
-        ConfigError, match="--value-format avro needs a schema registry: pass --schema-registry URL"
+        UsageError, match="--value-format avro needs a schema registry: pass --schema-registry URL"
     ):
         resolve(env={}).registry_config("--value-format avro")
     with pytest.raises(ConfigError, match=r"expected http\(s\)://HOST\[:PORT\]"):
@@ -457,3 +459,33 @@ def test_produce_schema_options_checked_only_when_given():
         SchemaOptions(strategy="nope").check(None)
     with pytest.raises(UsageError, match="--register needs a schema file"):
         SchemaOptions(register=True).check(None)
+
+
+def test_a_registry_without_its_extra_names_the_install_line_that_works(monkeypatch):
+    """kxtx is not on PyPI: the hint is this installation's own line, not `pip install 'kxtx[registry]'`."""
+    from tests.conftest import ROOT
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry", None)
+    with pytest.raises(ConfigError, match=r"^the schema registry needs kxtx's `registry` extra") as err:
+        registry.connect(registry.RegistryConfig("http://127.0.0.1:1"))
+    assert f"(pip install -e '{ROOT}[registry]')" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("produce", "{file}", "-t", "t", "--value-schema", "latest"),
+        ("dump", "partition", "t:0", "--records", "--value-format", "avro"),
+    ],
+)
+def test_an_option_that_needs_a_registry_without_one_is_exit_2(tmp_path, args):
+    from tests import cli
+
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"a": 1}\n')
+    argv = [a.format(file=data) for a in args]
+    r = cli.run(*argv, "-b", "127.0.0.1:1", "--timeout", "2", env={"KXTX_SCHEMA_REGISTRY_URL": ""}, expect=2)
+    assert r.stderr.strip().endswith(
+        "needs a schema registry: pass --schema-registry URL, set KXTX_SCHEMA_REGISTRY_URL, or put "
+        "schema.registry.url in --command-config"
+    )

@@ -235,7 +235,7 @@ DRY_JSON = """{
 }
 """
 DRY_FAIL = (
-    '"1 bad lines (first: in.jsonl:2: bad JSON: Expecting value: line 1 column 1 (char 0)); use '
+    '"1 bad line (first: in.jsonl:2: bad JSON: Expecting value: line 1 column 1 (char 0)); use '
     '--on-error skip or dlq:TOPIC to load the others"'
 )
 DRY_JSONL = (
