@@ -20,9 +20,10 @@ FAKE_PY = """#!/usr/bin/env bash
 echo "$KXTX_TEST_KAFKA_VERSION|$(nice)|$*" >> "$CALLS"
 case "$2" in
   pytest)
+    if [ "${*: -1}" = "tests/unit" ]; then exit "${FAIL_UNIT:-0}"; fi
     stage=1; rc=$RC1
     if [ -n "$KXTX_TEST_KAFKA_VERSION" ]; then stage=2; rc=$RC2; fi
-    if [ -n "${HOLD:-}" ]; then
+    if [ -n "${HOLD:-}" ] && [ "${*: -1}" != "tests/unit" ]; then
       trap 'echo "stage $stage interrupted" >> "$CALLS"; kill $!; exit 2' INT
       sleep "$HOLD" >/dev/null 2>&1 & wait
     fi
@@ -105,7 +106,7 @@ def test_an_interrupt_stops_both_stages(tmp_path):
     )
     try:
         deadline = time.monotonic() + 30
-        while sum("-m pytest" in c for c in _lines(calls)) < 2:
+        while sum("-m pytest" in c and "--ignore=tests/unit" in c for c in _lines(calls)) < 2:
             assert time.monotonic() < deadline, "the two stages did not start"
             time.sleep(0.05)
         time.sleep(0.3)  # both fakes are in their `wait`
@@ -138,15 +139,29 @@ def test_compiles_kxtx_before_the_tests(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "workers, args, stage1, stage2",
+    "workers, args, unit, stage1, stage2",
     [
-        ("0", (), "-n 0", "-n 0 -m versioned"),  # serial, in the pytest process
-        ("3", (), "-n 3", "-n 3 -m versioned"),
-        (None, ("-n", "1"), "-n 4 -n 1", "-n 4 -m versioned -n 1"),  # pytest takes the last -n
+        # a whole run: the unit tests on their own first, then both stages without them
+        ("0", (), "-n 0 tests/unit", "-n 0 --ignore=tests/unit", "-n 0 -m versioned --ignore=tests/unit"),
+        ("3", (), "-n 3 tests/unit", "-n 3 --ignore=tests/unit", "-n 3 -m versioned --ignore=tests/unit"),
+        # arguments given: run as asked (pytest takes the last -n)
+        (None, ("-n", "1"), None, "-n 4 -n 1", "-n 4 -m versioned -n 1"),
     ],
 )
-def test_both_stages_take_the_worker_count(tmp_path, workers, args, stage1, stage2):
+def test_both_stages_take_the_worker_count(tmp_path, workers, args, unit, stage1, stage2):
     env = {"KXTX_TEST_WORKERS": workers} if workers is not None else {}
     _, calls = run_script(tmp_path, 0, 0, *args, env=env)
-    pytest_calls = sorted(c.split("|", 2)[2] for c in calls if "-m pytest" in c)
-    assert pytest_calls == sorted([f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"])
+    pytest_calls = [c.split("|", 2)[2] for c in calls if "-m pytest" in c]
+    if unit:
+        assert pytest_calls[0] == f"-m pytest -q {unit}"  # before both stages
+        pytest_calls = pytest_calls[1:]
+    assert sorted(pytest_calls) == sorted([f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"])
+
+
+def test_failing_unit_tests_fail_the_run_after_both_stages_ran(tmp_path):
+    fake_calls = tmp_path / "calls"
+    r, calls = run_script(tmp_path, 0, 0, env={"FAIL_UNIT": "1"})
+    assert fake_calls.exists()
+    assert r.returncode != 0
+    assert "unit tests, without PYTHONUNBUFFERED/PYTHONDONTWRITEBYTECODE: FAILED (pytest exit 1)" in r.stderr
+    assert sum("--ignore=tests/unit" in c for c in calls) == 2
