@@ -262,3 +262,48 @@ def test_committed_and_aborted_only_is_clean(broker):
     assert "kxtx: nothing hangs (2 partitions checked)" in r.stderr.splitlines(), r.stderr
     r = kxtx(broker, "inspect", "txn", "no-such-transactional-id")
     assert r.returncode == 1 and "unknown to its coordinator" in r.stderr
+
+
+def test_a_stuck_lso_that_does_not_hang_is_named_with_why_and_what_ends_it(broker):
+    """Issue 59, on both Kafka versions: an LSO held by an open transaction that is not hanging by
+    Kafka's definition is still explained, with the command that ends it. A write outside any
+    transaction its coordinator began is `untracked` (it counts as hanging only after the max
+    transaction timeout: find-hanging said "nothing hangs" until then); a crashed producer's
+    transaction is `in-progress`, then `abandoned` once silent for a minute, with `kxtx fence`."""
+    from confluent_kafka import Producer
+
+    t = broker.create_topic(f"held-{uuid.uuid4().hex[:6]}", partitions=2)
+    tid = f"tx-abandoned-{uuid.uuid4().hex[:6]}"
+    gone = Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 300_000}
+    )
+    gone.init_transactions(30)
+    gone.begin_transaction()
+    gone.produce(t, value=b"pre-committed", partition=0)
+    assert gone.flush(30) == 0  # then nothing more, as from a producer that crashed
+    silent_since = time.monotonic()
+    make_hanging(broker.bootstrap, f"tx-outside-{uuid.uuid4().hex[:6]}", [(t, 1)], age_ms=0)
+
+    r = kxtx(broker, "find-hanging", "--topic", t, "-o", "json")
+    held = {h["partition"]: h for h in json_doc(r)["lso_held"]}  # exit 0: nothing hangs
+    assert held[0]["kind"] == "in-progress" and held[0]["action"] is None
+    assert held[1]["kind"] == "untracked"
+    assert held[1]["action"] == f"kxtx abort-hanging --topic {t} --partition 1 --max-transaction-timeout 0"
+    assert "untracked" in r.stderr and "1 stuck LSO not hanging" in r.stderr
+    kxtx(broker, *held[1]["action"].split()[1:], "--yes", expect=0)
+    assert offsets(broker, t, 1)[0] == offsets(broker, t, 1)[1]
+
+    time.sleep(max(0.0, 61 - (time.monotonic() - silent_since)))  # silent past the minute
+    r = kxtx(broker, "find-hanging", "--topic", t, "-o", "json")
+    (h,) = json_doc(r)["lso_held"]
+    assert (h["partition"], h["kind"], h["action"], h["transactional_id"]) == (
+        0,
+        "abandoned",
+        f"kxtx fence {tid}",
+        tid,
+    )
+    assert h["ends_time"] and f"ends it now: kxtx fence {tid}" in r.stderr
+    assert offsets(broker, t, 0)[0] < offsets(broker, t, 0)[1]
+    kxtx(broker, "fence", tid, "--yes", expect=0)
+    assert offsets(broker, t, 0)[0] == offsets(broker, t, 0)[1]
+    assert committed_values(broker, t, 0) == []

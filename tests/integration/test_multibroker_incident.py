@@ -14,6 +14,7 @@ transaction until `transaction.timeout.ms`, 10 min here).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -117,6 +118,24 @@ def lso_free(kafka, topic: str, partitions) -> bool:
     return ends(kafka, topic, partitions) == ends(kafka, topic, partitions, committed=False)
 
 
+class Cells:
+    """The matrix's cells of one fault: each runs, and one that fails is noted, not raised, so a
+    red run names every failing cell (the first would hide the rest)."""
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+
+    @contextlib.contextmanager
+    def cell(self, name: str):
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - noted, and raised with the others by check()
+            self.failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:600]}")
+
+    def check(self) -> None:
+        assert not self.failed, "failing cells:\n" + "\n".join(self.failed)
+
+
 def test_a_leaderless_partition_is_named_unseen_by_every_command(cluster3, scene):
     """A node stops; its RF-1 partition of L has no leader. Before the fix `fence` said
     `lso_moved: true`, `ok: true`, exit 0 for it (its marker was in fact lost), `inspect partition`
@@ -126,75 +145,93 @@ def test_a_leaderless_partition_is_named_unseen_by_every_command(cluster3, scene
     coordinator = ch.coordinator(cluster3, tid)
     victim = next(n for n in (1, 2, 3) if n != coordinator)
     dark, seen = victim - 1, [p for p in range(3) if p != victim - 1]
+    cells = Cells()
     cluster3.sandbox.stop_node(victim)
     try:
         wait_until(lambda: ch.leaders(cluster3, L)[dark] == -1, ch.FENCE_WAIT_S, "no leader", every=0.5,
                    tolerate=ch.MOVING)  # fmt: skip
         where = f"{L}:{dark}"
 
-        r = kxtx(cluster3, "find-hanging", "--topic", L, "-o", "json")
-        assert r.returncode == 75 and doc(r)["status"] == "retry" and doc(r)["hanging"] == []
-        assert f"{where} not checked" in r.stderr and "2 of 3 partitions checked" in r.stderr
+        with cells.cell("find-hanging"):
+            r = kxtx(cluster3, "find-hanging", "--topic", L, "-o", "json")
+            assert r.returncode == 75 and doc(r)["status"] == "retry" and doc(r)["hanging"] == [], r.stderr
+            assert f"{where} not checked" in r.stderr and "2 of 3 partitions checked" in r.stderr
 
-        r = kxtx(cluster3, "abort-hanging", "--topic", L, "--yes", "-o", "json")
-        assert r.returncode == 75 and f"{where} not checked" in r.stderr
+        with cells.cell("abort-hanging --yes"):
+            r = kxtx(cluster3, "abort-hanging", "--topic", L, "--yes", "-o", "json")
+            assert r.returncode == 75 and f"{where} not checked" in r.stderr, r.stderr
 
-        r = kxtx(cluster3, "inspect", "partition", where, "-o", "json")
-        d = doc(r)
-        assert r.returncode == 75 and d["leader"] is None and d["lso"] is None
-        assert set(d["unseen"]) == {"leader", "open_transactions", "offsets"}
+        with cells.cell("inspect partition"):
+            r = kxtx(cluster3, "inspect", "partition", where, "-o", "json")
+            d = doc(r)
+            assert r.returncode == 75 and d["leader"] is None and d["lso"] is None
+            assert set(d["unseen"]) == {"leader", "open_transactions", "offsets"}
 
-        r = kxtx(cluster3, "inspect", "txn", tid, "-o", "json")
-        d = doc(r)
-        assert r.returncode == 75 and d["state"] == "Ongoing"
-        assert [u.split(":")[:2] for u in d["unseen"]] == [[L, str(dark)]] and "not seen" in d["verdict"]
+        with cells.cell("inspect txn"):
+            r = kxtx(cluster3, "inspect", "txn", tid, "-o", "json")
+            d = doc(r)
+            assert r.returncode == 75 and d["state"] == "Ongoing", r.stderr
+            assert [u.split(":")[:2] for u in d["unseen"]] == [[L, str(dark)]] and "not seen" in d["verdict"]
 
-        r = kxtx(cluster3, "topic", "count", L, "-o", "json")
-        d = doc(r)
-        assert r.returncode == 75 and [u["partition"] for u in d["unseen"]] == [dark]
-        rows = {row["partition"]: row for row in d["partitions"] if row["kind"] == "partition"}
-        assert sorted(rows) == seen  # counted where read, each the one open record written
-        hw = ends(cluster3, L, seen, committed=False)
-        assert all(rows[p]["open_records"] == 1 and rows[p]["hw"] == hw[p] for p in seen)
+        with cells.cell("topic count"):
+            r = kxtx(cluster3, "topic", "count", L, "-o", "json")
+            d = doc(r)
+            assert r.returncode == 75 and [u["partition"] for u in d["unseen"]] == [dark], r.stderr
+            rows = {row["partition"]: row for row in d["partitions"] if row["kind"] == "partition"}
+            assert sorted(rows) == seen  # counted where read, each the one open record written
+            hw = ends(cluster3, L, seen, committed=False)
+            assert all(rows[p]["open_records"] == 1 and rows[p]["hw"] == hw[p] for p in seen)
 
-        r = kxtx(cluster3, "dump", "partition", where)
-        assert r.returncode == 75 and r.stderr.count("\n") == 1 and where in r.stderr
+        with cells.cell("dump partition"):
+            r = kxtx(cluster3, "dump", "partition", where)
+            assert r.returncode == 75 and r.stderr.count("\n") == 1 and where in r.stderr, r.stderr
 
         for args in (["audit-markers", "--topic", L], ["repair-markers", "--topic", L, "--dry-run"]):
-            r = kxtx(cluster3, *args)
-            assert r.returncode == 75 and f"{where} not checked: no leader" in r.stderr, args
+            with cells.cell(args[0]):
+                r = kxtx(cluster3, *args)
+                assert r.returncode == 75 and f"{where} not checked: no leader" in r.stderr, r.stderr
 
-        r = kxtx(cluster3, "monitor", "collect", "--topic", L, "-o", "json")
-        d = json.loads(r.stdout)
-        assert d["complete"] is False and d["hanging_transactions"] is None
-        assert any(u["name"] == where for u in d["unseen"])
-        r = kxtx(cluster3, "monitor", "check", "--topic", L, "--crit", "hanging=1")
-        assert r.returncode == 3 and r.stdout.startswith("KXTX UNKNOWN"), r.stdout
+        with cells.cell("monitor collect"):
+            r = kxtx(cluster3, "monitor", "collect", "--topic", L, "-o", "json")
+            d = json.loads(r.stdout)
+            assert d["complete"] is False and d["hanging_transactions"] is None
+            assert any(u["name"] == where for u in d["unseen"])
+        with cells.cell("monitor check"):
+            r = kxtx(cluster3, "monitor", "check", "--topic", L, "--crit", "hanging=1")
+            assert r.returncode == 3 and r.stdout.startswith("KXTX UNKNOWN"), r.stdout
 
-        assert kxtx(cluster3, "cluster", "-o", "json").returncode == 0
-        r = kxtx(cluster3, "dump", "txn-state", "--transactional-id", tid, "-o", "jsonl")
-        assert r.returncode == 0 and r.rows and all(row["key"]["transactional_id"] == tid for row in r.rows)
+        with cells.cell("cluster"):
+            assert kxtx(cluster3, "cluster", "-o", "json").returncode == 0
+        with cells.cell("dump txn-state"):
+            r = kxtx(cluster3, "dump", "txn-state", "--transactional-id", tid, "-o", "jsonl")
+            assert (
+                r.returncode == 0 and r.rows and all(row["key"]["transactional_id"] == tid for row in r.rows)
+            )
 
-        r = kxtx(cluster3, "fence", tid, "--dry-run", "-o", "json")
-        assert r.returncode == 3
-        plan = {p["partition"]: p for p in doc(r)["partitions"]}
-        assert plan[dark]["unseen"] and all(plan[p]["unseen"] is None for p in seen)
+        with cells.cell("fence --dry-run"):
+            r = kxtx(cluster3, "fence", tid, "--dry-run", "-o", "json")
+            assert r.returncode == 3, r.stderr
+            plan = {p["partition"]: p for p in doc(r)["partitions"]}
+            assert plan[dark]["unseen"] and all(plan[p]["unseen"] is None for p in seen)
 
-        r = kxtx(cluster3, "fence", tid, "--yes", "-o", "json")
-        d = doc(r)
-        assert r.returncode == 75 and d["ok"] is False, r.stderr
-        rows = {p["partition"]: p for p in d["partitions"]}
-        assert rows[dark]["lso_moved"] is None and "audit-markers" in rows[dark]["unseen"]
-        assert all(rows[p]["lso_moved"] is True for p in seen)
-        assert lso_free(cluster3, L, seen)  # the marker did arrive where fence says so
-        # fence waits for the LSO, asking again and again: one line, and the count at the end
-        asked = [line for line in r.stderr.splitlines() if f"ListOffsets {where}" in line]
-        assert len(asked) <= 2 and (len(asked) == 1 or asked[1].endswith("times)")), r.stderr
+        with cells.cell("fence --yes"):
+            r = kxtx(cluster3, "fence", tid, "--yes", "-o", "json")
+            d = doc(r)
+            rows = {p["partition"]: p for p in d["partitions"]}
+            assert rows[dark]["lso_moved"] is None, rows[dark]  # it was read as moved: true
+            assert r.returncode == 75 and d["ok"] is False, r.stderr
+            assert "audit-markers" in rows[dark]["unseen"]
+            assert all(rows[p]["lso_moved"] is True for p in seen)
+            assert lso_free(cluster3, L, seen)  # the marker did arrive where fence says so
+            # fence waits for the LSO, asking again and again: one line, and the count at the end
+            asked = [line for line in r.stderr.splitlines() if f"ListOffsets {where}" in line]
+            assert len(asked) <= 2 and (len(asked) == 1 or asked[1].endswith("times)")), r.stderr
     finally:
         cluster3.sandbox.start_node(victim)
     wait_until(lambda: ch.leaders(cluster3, L)[dark] == victim, ch.FENCE_WAIT_S, "the leader back", every=0.5,
                tolerate=ch.MOVING)  # fmt: skip
     scene["dark"] = dark
+    cells.check()
 
 
 def test_after_the_outage_a_lost_marker_is_named_at_once_and_repaired(cluster3, scene):
