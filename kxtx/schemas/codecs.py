@@ -338,8 +338,12 @@ class ProtobufCodec:
 
     def _python(self, msg: Any) -> Any:
         """A message as Python objects: 64-bit integers stay integers (the Protobuf JSON mapping
-        turns them into strings), every field is present (proto3 defaults too), enums by name,
-        the well-known types (Timestamp, Struct, ...) as their JSON mapping."""
+        turns them into strings), every field is there, enums by name, the well-known types
+        (Timestamp, Struct, ...) as their JSON mapping. A field without explicit presence (a plain
+        proto3 scalar) that is unset is its default, as the wire cannot tell them apart; one with
+        presence (a message, a proto3 `optional`, a oneof member) that is unset is None, which
+        `encode` leaves unset (json_format clears a field given None): a pass through keeps
+        HasField as it was."""
         desc = msg.DESCRIPTOR
         if desc.full_name.startswith("google.protobuf."):
             return self._json.MessageToDict(msg, preserving_proto_field_name=True)
@@ -351,7 +355,7 @@ class ProtobufCodec:
                 out[f.name] = {k: self._scalar(vf, v) for k, v in value.items()}
             elif _repeated(f):
                 out[f.name] = [self._scalar(f, v) for v in value]
-            elif f.message_type is not None and not msg.HasField(f.name):
+            elif _has_presence(f) and not msg.HasField(f.name):
                 out[f.name] = None
             else:
                 out[f.name] = self._scalar(f, value)
@@ -426,6 +430,14 @@ def compile_proto(text: str, references: dict[str, str] | None = None) -> tuple[
 def _repeated(f: Any) -> bool:
     flag = getattr(f, "is_repeated", None)  # protobuf >= 5.28; `label` is deprecated there
     return bool(flag) if flag is not None else f.label == f.LABEL_REPEATED
+
+
+def _has_presence(f: Any) -> bool:
+    flag = getattr(f, "has_presence", None)  # protobuf >= 4.21
+    if flag is not None:
+        return bool(flag)
+    # a proto3 `optional` is in a (synthetic) oneof of its own
+    return f.message_type is not None or f.containing_oneof is not None
 
 
 def _proto_message(text: str) -> str:

@@ -457,3 +457,51 @@ def test_produce_schema_options_checked_only_when_given():
         SchemaOptions(strategy="nope").check(None)
     with pytest.raises(UsageError, match="--register needs a schema file"):
         SchemaOptions(register=True).check(None)
+
+
+def _presence_proto() -> str:
+    """proto3 with fields of explicit presence: `optional string note = 3` (a synthetic oneof) and
+    a real oneof `pay`, beside a plain string (implicit presence) and a message field."""
+    pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
+    f = pb2.FileDescriptorProto(name="presence.proto", package="shop", syntax="proto3")
+    m = f.message_type.add(name="Order")
+    t = pb2.FieldDescriptorProto
+    m.field.add(name="name", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
+    m.field.add(name="note", number=2, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL, oneof_index=1)
+    m.field.add(name="qty", number=3, type=t.TYPE_INT32, label=t.LABEL_OPTIONAL, oneof_index=2)
+    m.field.add(name="card", number=4, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL, oneof_index=0)
+    m.field.add(name="cash", number=5, type=t.TYPE_INT64, label=t.LABEL_OPTIONAL, oneof_index=0)
+    m.field[1].proto3_optional = m.field[2].proto3_optional = True
+    m.oneof_decl.add(name="pay")  # synthetic oneofs come after the real ones
+    m.oneof_decl.add(name="_note")
+    m.oneof_decl.add(name="_qty")
+    return base64.b64encode(f.SerializeToString()).decode()
+
+
+_UNSET = {"note": None, "qty": None, "card": None, "cash": None}
+
+
+@pytest.mark.parametrize(
+    ("obj", "decoded", "present"),
+    [
+        ({"name": "a"}, {"name": "a", **_UNSET}, set()),
+        ({"name": "a", "note": None, "qty": None}, {"name": "a", **_UNSET}, set()),
+        # a present field at its default value stays present: the point of explicit presence
+        ({"note": "", "qty": 0}, {"name": "", **_UNSET, "note": "", "qty": 0}, {"note", "qty"}),
+        ({"note": "x", "qty": 5}, {"name": "", **_UNSET, "note": "x", "qty": 5}, {"note", "qty"}),
+        ({"card": ""}, {"name": "", **_UNSET, "card": ""}, {"card"}),
+        ({"cash": 7, "card": None}, {"name": "", **_UNSET, "cash": 7}, {"cash"}),
+        ({"card": None, "cash": 0}, {"name": "", **_UNSET, "cash": 0}, {"cash"}),
+        # an implicit-presence field at its default is not on the wire, and decodes as its default
+        ({"name": ""}, {"name": "", **_UNSET}, set()),
+    ],
+)
+def test_protobuf_fields_with_presence_unset_decode_as_none_and_none_encodes_unset(obj, decoded, present):
+    from google.protobuf import message_factory
+
+    c = codecs.ProtobufCodec(_presence_proto())
+    data = c.encode(obj)
+    msg = message_factory.GetMessageClass(c.file.message_types_by_name["Order"]).FromString(data)
+    assert {f for f in ("note", "qty", "card", "cash") if msg.HasField(f)} == present
+    assert c.decode(data) == decoded
+    assert c.encode(c.decode(data)) == data  # a pass through changes nothing
