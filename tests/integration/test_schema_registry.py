@@ -10,7 +10,15 @@ import pytest
 
 from tests import registry as regmod
 from tests.integration.kafka_io import read_committed
-from tests.integration.registry_helpers import docs, records_of, schema_file, subjects, write_jsonl
+from tests.integration.registry_helpers import (
+    AVRO_V2,
+    Vanishing,
+    docs,
+    records_of,
+    schema_file,
+    subjects,
+    write_jsonl,
+)
 
 pytestmark = [pytest.mark.kafka]
 
@@ -290,5 +298,66 @@ def test_tls_with_a_client_certificate(kafka, run_kxtx, tmp_path):
         )
         rows = [row for row in map(json.loads, r.stdout.splitlines()) if row["kind"] == "record"]
         assert [row["value"] for row in rows] == docs(3)
+    finally:
+        reg.stop()
+
+
+def test_a_registry_gone_mid_dump_is_one_whole_json_document_and_exit_75(kafka, run_kxtx, tmp_path):
+    """Records of schema v1, then of v2: the registry goes away at the request for v2, after the
+    first batch was decoded. `-o json` still writes one document, with the batches decoded before,
+    status retry and the error, and exits 75 without a traceback."""
+    reg = regmod.Registry()
+    try:
+        topic = kafka.create_topic()
+        env = {"KXTX_SCHEMA_REGISTRY_URL": reg.url}
+        ids = []
+        for name, schema, rows in [
+            ("v1", schema_file(tmp_path, "avro"), docs(3)),
+            ("v2", tmp_path / "v2.avsc", [{**d, "note": "v2"} for d in docs(3, 10)]),
+        ]:
+            if name == "v2":
+                schema.write_text(json.dumps(AVRO_V2))
+            data = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+            r = run_kxtx(
+                "produce",
+                str(data),
+                "-t",
+                topic,
+                "--value-schema",
+                str(schema),
+                "--register",
+                "-o",
+                "json",
+                env=env,
+                expect=0,
+            )
+            ids.append(json.loads(r.stdout)["schemas"][0]["schema_id"])
+        first, second = ids
+        assert first != second
+        proxy = Vanishing(reg, rb"/schemas/ids/%d[/?\s]" % second)
+        r = run_kxtx(
+            "dump",
+            "partition",
+            topic,
+            "--records",
+            "--value-format",
+            "avro",
+            "--schema-registry",
+            proxy.url,
+            "--timeout",
+            "3",
+            "-o",
+            "json",
+            expect=75,
+        )
+        assert proxy.gone.is_set()  # it went at the request for v2, not before
+        assert "Traceback" not in r.stderr, r.stderr
+        doc = json.loads(r.stdout)  # one whole document, or this raises
+        assert (doc["status"], doc["exit_code"]) == ("retry", 75), doc
+        assert f"schema registry {proxy.url} did not answer" in doc["error"], doc["error"]
+        assert doc["error"] in r.stderr
+        decoded = [rec["value"] for b in doc["batches"] for rec in b.get("records", [])]
+        assert decoded == docs(3)  # the batch of v1, decoded before the registry went
+        assert doc["summary"][0]["records"] == 6
     finally:
         reg.stop()
