@@ -361,3 +361,44 @@ def test_a_registry_gone_mid_dump_is_one_whole_json_document_and_exit_75(kafka, 
         assert doc["summary"][0]["records"] == 6
     finally:
         reg.stop()
+
+
+TWO_MESSAGES = """syntax = "proto3";
+package interop;
+message Customer {
+  string name = 1;
+}
+message Order {
+  int64 id = 1;
+  string name = 2;
+  double amount = 3;
+}
+"""
+
+
+def test_a_proto_file_of_two_messages_encodes_the_one_named(kafka, run_kxtx, schema_registry, tmp_path):
+    """`FILE.proto:pkg.Message` picks the message; the summary names it, the records carry its
+    message index (1) and decode as it; a name the file lacks is exit 2 listing the file's."""
+    topic = kafka.create_topic()
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    schema = tmp_path / "interop.proto"
+    schema.write_text(TWO_MESSAGES)
+    data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+    base = ["produce", str(data), "-t", topic, "--register"]
+
+    r = run_kxtx(*base, "--value-schema", f"{schema}:interop.Nope", env=env, expect=2)
+    assert r.stderr.strip().splitlines() == [
+        f"kxtx: error: --value-schema {schema}:interop.Nope: {schema} has no message interop.Nope "
+        "(it has interop.Customer, interop.Order)"
+    ], r.stderr
+    assert f"{topic}-value" not in subjects(schema_registry)  # checked before the registry saw it
+
+    r = run_kxtx(*base, "--value-schema", str(schema), env=env, expect=1)  # the first: Customer
+    assert 'Message type "interop.Customer" has no field named "id"' in r.stderr, r.stderr
+
+    r = run_kxtx(*base, "--value-schema", f"{schema}:interop.Order", "-o", "json", env=env, expect=0)
+    (written,) = json.loads(r.stdout)["schemas"]
+    assert (written["type"], written["message"]) == ("PROTOBUF", "interop.Order"), written
+    values = [rec.value for rec in read_committed(kafka.bootstrap, topic)]
+    assert len(values) == 3 and all(v[5:7] == b"\x02\x02" for v in values), values  # indexes [1]
+    assert [row["value"] for row in records_of(run_kxtx, topic, "protobuf", env)] == docs(3)

@@ -301,6 +301,90 @@ def test_schema_choices(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("spec", "path", "message"),
+    [
+        ("orders.proto", "orders.proto", None),
+        ("orders.proto:interop.Order", "orders.proto", "interop.Order"),
+        ("orders.proto:Order", "orders.proto", "Order"),
+        ("dir:x/orders.proto:a.b.Order", "dir:x/orders.proto", "a.b.Order"),  # the last colon splits
+        ("ORDERS.PROTO:Order", "ORDERS.PROTO", "Order"),
+    ],
+)
+def test_a_proto_file_may_name_its_message(tmp_path, monkeypatch, spec, path, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text('syntax = "proto3";\n')
+    c = parse_choice(spec, "--value-schema")
+    assert (c.path, c.kind, c.message) == (path, codecs.PROTOBUF, message)
+    assert c.describe() == spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("orders.proto:", "name the message after the colon"),
+        ("missing.proto:shop.Order", "--value-schema missing.proto: no such file"),
+        ("orders.avsc:shop.Order", "expected latest, a version number, id:N, or a schema file"),
+    ],
+)
+def test_a_proto_message_spec_that_is_wrong(tmp_path, monkeypatch, spec, error):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders.proto").write_text('syntax = "proto3";\n')
+    with pytest.raises(UsageError, match=error):
+        parse_choice(spec, "--value-schema")
+
+
+_TWO = """syntax = "proto3";
+package interop;
+// message Commented { }
+/* message Hidden {
+} */
+message Customer {
+  string name = 1;
+  message Address { string city = 1; }  // nested: not a top-level message
+  option (x) = "{ message Quoted {";
+}
+enum Kind { A = 0; }
+message Order { int64 id = 1; oneof p { string card = 2; } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "chosen"),
+    [
+        (_TWO, None, "interop.Customer"),
+        (_TWO, "interop.Order", "interop.Order"),
+        (_TWO, "Order", "interop.Order"),
+        (_TWO, ".interop.Order", "interop.Order"),
+        (_TWO, "interop.Address", None),  # nested
+        (_TWO, "Customer.Address", None),
+        (_TWO, "other.Order", None),
+        ("message A {}\nmessage B {}\n", "B", "B"),  # no package
+        ('syntax = "proto3";\n', None, None),
+    ],
+)
+def test_the_top_level_messages_of_a_proto_file(text, wanted, chosen):
+    from kxtx.schemas import protofile
+
+    assert protofile.choose(text, wanted) == chosen
+    if text is _TWO:
+        assert protofile.messages(text) == ["interop.Customer", "interop.Order"]
+
+
+def test_an_encoder_encodes_the_message_it_was_given():
+    """What `kxtx pipe --out-schema FILE.proto:pkg.Message` ships to Spark's workers."""
+    import pickle
+
+    from kxtx.schemas.serde import Encoder
+
+    fdp = _order_proto()
+    enc = pickle.loads(pickle.dumps(Encoder(7, codecs.PROTOBUF, fdp, {}, b"H", "Other")))
+    assert enc.encode({"x": 3}) == b"H" + codecs.ProtobufCodec(fdp, message="Other").encode({"x": 3})
+    with pytest.raises(Mismatch, match="has no field named"):
+        enc.encode({"id": 1})  # Order's field: not Other's
+
+
+@pytest.mark.parametrize(
     ("strategy", "is_key", "record", "subject"),
     [
         ("topic", False, None, "orders-value"),

@@ -31,6 +31,7 @@ SHIPPED_FOR_SCHEMAS = (
     "kxtx.schemas.codecs",
     "kxtx.schemas.avrogen",
     "kxtx.schemas.framing",
+    "kxtx.schemas.protofile",
     "kxtx.client.registry",
     "kxtx.errors",
     "kxtx.exitcodes",
