@@ -15,6 +15,7 @@ from tests.integration.kafka_io import read_committed
 from tests.integration.pipe_helpers import committed_offsets, run_in_process
 from tests.integration.registry_helpers import (
     AVRO_V2,
+    OUT_PROTO,
     docs,
     out_schema_file,
     records_of,
@@ -310,3 +311,31 @@ def test_a_protobuf_pass_through_keeps_which_fields_with_presence_were_set(
     dumped = records_of(run_kxtx, out, "protobuf", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
     unset = next(r["value"] for r in dumped if r["value"]["id"] == 0)
     assert unset == {"id": 0, "name": "unset", "note": None, "card": None, "cash": None}
+
+
+def test_out_schema_names_the_message_of_a_proto_file_of_two(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    """`--out-schema FILE.proto:pkg.Message`: the workers encode that message, not the file's first."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(5))
+    two = tmp_path / "two.proto"
+    two.write_text('syntax = "proto3";\npackage shop;\nmessage First { bool x = 9; }\n' + OUT_PROTO_BODY)
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "registry_enrich",
+        registry=schema_registry.url,
+        value_format="avro",
+        out_schema=f"{two}:shop.Enriched",
+        register=True,
+    )
+    assert summary.records_out == 5
+    rows = records_of(run_kxtx, out, "protobuf", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(5))
+
+
+#: OUT_PROTO's message, for a file that declares another message before it
+OUT_PROTO_BODY = OUT_PROTO[OUT_PROTO.index("message Enriched") :]
