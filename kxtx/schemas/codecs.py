@@ -90,15 +90,33 @@ class AvroCodec:
         return f"{where}expected {_avro_type(schema)}, got {_short(value)}"
 
     def _locate(self, obj: Any, schema: Any, path: list[str]) -> tuple[list[str], Any, Any]:
+        """(the path, the value, its schema) of the innermost value that does not fit: a record's
+        field, an array's item (`tags[0]`), a map's value (`counts['b']`)."""
         from fastavro.validation import validate
 
-        if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(obj, dict):
+        if isinstance(schema, list):  # a union: the one branch of the value's shape, if any
+            shaped = [s for s in schema if isinstance(obj, _SHAPES.get(_avro_kind(s) or "", ()))]
+            if len(shaped) != 1:
+                return path, obj, schema
+            found = self._locate(obj, shaped[0], path)
+            return found if found[0] != path else (path, obj, schema)
+        kind = _avro_kind(schema)
+        if kind == "record" and isinstance(obj, dict):
             for f in schema["fields"]:
                 value = obj.get(f["name"], f.get("default", _MISSING))
                 if value is _MISSING:
                     return [*path, f["name"]], _MISSING, f["type"]
                 if not validate(value, f["type"], raise_errors=False):
                     return self._locate(value, f["type"], [*path, f["name"]])
+        items: Any = None
+        if kind == "array" and isinstance(obj, list):
+            items, inner = enumerate(obj), schema["items"]
+        elif kind == "map" and isinstance(obj, dict):
+            items, inner = ((repr(k), v) for k, v in obj.items()), schema["values"]
+        for at, value in items or ():
+            if not validate(value, inner, raise_errors=False):
+                where = [*path[:-1], f"{path[-1] if path else ''}[{at}]"]
+                return self._locate(value, inner, where)
         return path, obj, schema
 
     def encode_many(self, objs: list, head: bytes = b"") -> list[bytes]:
@@ -174,6 +192,12 @@ class AvroCodec:
 
 
 _MISSING = object()
+#: the Python values of Avro's complex types, to find a union's branch by a value's shape
+_SHAPES: dict[str, Any] = {"record": dict, "map": dict, "array": list}
+
+
+def _avro_kind(t: Any) -> str | None:
+    return t.get("type") if isinstance(t, dict) else None
 
 
 def _avro_type(t: Any) -> str:

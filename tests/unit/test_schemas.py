@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import re
 
 import pytest
 
@@ -120,6 +121,43 @@ def test_avro_round_trip_and_bytes_as_avro_writes_them():
 def test_avro_names_the_field_that_does_not_fit(obj, message):
     with pytest.raises(Mismatch, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         codecs.AvroCodec(json.dumps(ORDER)).encode(obj)
+
+
+TAGGED = {
+    "type": "record",
+    "name": "Tagged",
+    "namespace": "shop",
+    "fields": [
+        {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []},
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {"type": "record", "name": "Line", "fields": [{"name": "sku", "type": "string"}]},
+            },
+            "default": [],
+        },
+        {"name": "counts", "type": {"type": "map", "values": "long"}, "default": {}},
+        {"name": "maybe", "type": ["null", {"type": "array", "items": "int"}], "default": None},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"tags": [1]}, "field tags[0]: expected string, got 1"),
+        ({"tags": ["a", "b", None]}, "field tags[2]: expected string, got None"),
+        ({"lines": [{"sku": "a"}, {"sku": 2}]}, "field lines[1].sku: expected string, got 2"),
+        ({"lines": [{}]}, "field lines[0].sku: missing (expected string)"),
+        ({"counts": {"a": 1, "b": "x"}}, "field counts['b']: expected long, got 'x'"),
+        ({"maybe": [1, "two"]}, "field maybe[1]: expected int, got 'two'"),
+        ({"maybe": "x"}, "field maybe: expected null or array, got 'x'"),
+    ],
+)
+def test_avro_names_the_item_of_an_array_or_map_that_does_not_fit(obj, message):
+    with pytest.raises(Mismatch, match="^" + re.escape(message) + "$"):
+        codecs.AvroCodec(json.dumps(TAGGED)).encode(obj)
 
 
 def test_avro_bad_schema_and_bad_bytes():
