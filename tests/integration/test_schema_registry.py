@@ -402,3 +402,22 @@ def test_a_proto_file_of_two_messages_encodes_the_one_named(kafka, run_kxtx, sch
     values = [rec.value for rec in read_committed(kafka.bootstrap, topic)]
     assert len(values) == 3 and all(v[5:7] == b"\x02\x02" for v in values), values  # indexes [1]
     assert [row["value"] for row in records_of(run_kxtx, topic, "protobuf", env)] == docs(3)
+
+
+@pytest.mark.parametrize("fmt", ["avro", "auto"])
+def test_a_value_too_short_to_be_framed_says_so_in_the_table_too(kafka, run_kxtx, schema_registry, fmt):
+    """Three zero bytes: the magic byte and too few for the header. Said in jsonl and in the table
+    (under auto the text is there too, escaped: a NUL left the cell blank)."""
+    from tests.integration.pipe_helpers import produce
+
+    topic = kafka.create_topic()
+    produce(kafka.bootstrap, topic, [b"\x00\x00\x00"])
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url, "COLUMNS": "200"}
+    (row,) = records_of(run_kxtx, topic, fmt, env)
+    assert "3 bytes: too short for the schema registry's 5-byte header" in row["value_error"], row
+    assert row["value"] == ("AAAA" if fmt == "avro" else "\x00\x00\x00"), row
+    r = run_kxtx(
+        "dump", "partition", topic, "--records", "--value-format", fmt, "-o", "table", env=env, expect=0
+    )
+    (cell,) = [line for line in r.stdout.splitlines() if "not framed" in line]
+    assert "not framed for a schema registry (3 byt" in cell, r.stdout

@@ -627,3 +627,26 @@ def test_protobuf_fields_with_presence_unset_decode_as_none_and_none_encodes_uns
     assert {f for f in ("note", "qty", "card", "cash") if msg.HasField(f)} == present
     assert c.decode(data) == decoded
     assert c.encode(c.decode(data)) == data  # a pass through changes nothing
+
+
+@pytest.mark.parametrize(
+    ("how", "part", "data", "shown", "error"),
+    [
+        ("avro", "value", b"\x00\x00\x00", "AAAA", "3 bytes: too short"),
+        ("auto", "value", b"\x00\x00\x00", "\x00\x00\x00", "3 bytes: too short"),
+        ("auto", "value", b"text", "text", None),
+        ("auto", "value", b"\x01ab", "\x01ab", None),
+        ("avro", "value", b"plain", "cGxhaW4=", "first byte 112"),
+        ("avro", "key", b"\x00\x00\x00\x07", "\x00\x00\x00\x07", None),  # an int key, as text
+    ],
+)
+def test_dump_rows_of_values_that_are_not_framed(how, part, data, shown, error):
+    """Before any registry call: framing alone decides (the registry's URL is never asked)."""
+    from kxtx.schemas.rows import decoder
+
+    got, extra = decoder(registry.RegistryConfig("http://127.0.0.1:9"), how)(data, part)
+    assert got == shown
+    if error is None:
+        assert extra == {}
+    else:
+        assert error in extra[f"{part}_error"] and extra[f"{part}_error"].startswith("not framed")
