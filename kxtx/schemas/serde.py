@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from kxtx.client import registry as reg
 from kxtx.errors import ConfigError, UsageError
-from kxtx.schemas import codecs, framing, protofile
+from kxtx.schemas import codecs, framing, protocodec, protofile
 from kxtx.schemas.codecs import Mismatch
 
 STRATEGIES = ("topic", "record", "topic-record")
@@ -313,7 +313,7 @@ def _protobuf(r: _Registry, schema_id: int, text: str, refs: list | None) -> tup
         if exc.status not in _NO_SERIALIZED:
             raise
     try:
-        return codecs.compile_proto(text, r.references(refs))
+        return protocodec.compile_proto(text, r.references(refs))
     except Mismatch as exc:
         raise Mismatch(f"schema id {schema_id}: {exc}") from None
 

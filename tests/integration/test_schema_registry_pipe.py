@@ -261,7 +261,7 @@ def proto_class(text: str):
 
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-    from kxtx.schemas.codecs import compile_proto
+    from kxtx.schemas.protocodec import compile_proto
 
     serialized, _ = compile_proto(text)
     fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))

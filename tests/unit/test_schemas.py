@@ -14,7 +14,7 @@ import pytest
 from kxtx.client import registry
 from kxtx.client.settings import resolve
 from kxtx.errors import ConfigError, UsageError
-from kxtx.schemas import codecs, framing
+from kxtx.schemas import codecs, framing, protocodec
 from kxtx.schemas.codecs import Mismatch
 from kxtx.schemas.serde import parse_choice, subject_name
 
@@ -270,13 +270,13 @@ def test_proto_text_compiled_here_with_its_imports():
         'syntax = "proto3";\npackage shop;\nimport "money.proto";\nimport "google/protobuf/timestamp.proto";\n'
         "message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3; }\n"
     )
-    main, refs = codecs.compile_proto(order, {"money.proto": money})
+    main, refs = protocodec.compile_proto(order, {"money.proto": money})
     assert list(refs) == ["money.proto"]
     c = codecs.ProtobufCodec(main, refs)
     obj = {"id": 1, "price": {"cents": 250}, "at": "2026-11-28T10:00:00Z"}
     assert c.decode(c.encode(obj)) == obj
     with pytest.raises(Mismatch, match="does not compile"):
-        codecs.compile_proto('syntax = "proto3";\nmessage { broken')
+        protocodec.compile_proto('syntax = "proto3";\nmessage { broken')
 
 
 # --- CSV typing and output -----------------------------------------------------------------------

@@ -29,6 +29,8 @@ SHIPPED_FOR_SCHEMAS = (
     "kxtx.schemas",
     "kxtx.schemas.serde",
     "kxtx.schemas.codecs",
+    "kxtx.schemas.protocodec",
+    "kxtx.schemas.mismatch",
     "kxtx.schemas.avrogen",
     "kxtx.schemas.framing",
     "kxtx.schemas.protofile",
