@@ -224,7 +224,7 @@ def _write_streamed(doc: dict) -> None:
         if not isinstance(value, Streamed):
             out.write(_dumps(value, indent=2).replace("\n", "\n  "))
             continue
-        if value.spool is None:  # not drained: the run failed before; its status is decided
+        if value.spool is None:  # not drained: the command exited or failed first, the status is decided
             with contextlib.suppress(Exception):  # an item that fails now ends the list
                 value.drain()
         assert value.spool is not None
