@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import time
 
 import pytest
 
 from tests import cli
+from tests.binaries import need
 from tests.integration.pipe_helpers import produce
 
 pytestmark = pytest.mark.kafka
@@ -26,11 +26,11 @@ pytestmark = pytest.mark.kafka
 VALUES, VALUE_BYTES = 24_000, 1000
 
 
-def received_from(port: str, pid: int) -> int:
+def received_from(ss: str, port: str, pid: int) -> int:
     """The bytes `pid` has received over its open TCP connections to 127.0.0.1:`port` (ss's
     tcp_info: psutil has no per-socket counts)."""
     out = subprocess.run(
-        ["ss", "-tinpH", "state", "established", "dst", f"127.0.0.1:{port}"],
+        [ss, "-tinpH", "state", "established", "dst", f"127.0.0.1:{port}"],
         capture_output=True,
         text=True,
         check=True,
@@ -48,8 +48,7 @@ def received_from(port: str, pid: int) -> int:
 def test_a_broker_frozen_mid_dump_is_one_whole_json_document_and_exit_75(kafka, tmp_path):
     if kafka.sandbox is None:
         pytest.skip("freezes the broker: needs the sandbox broker, not KXTX_TEST_BOOTSTRAP")
-    if shutil.which("ss") is None:
-        pytest.skip("ss (iproute2) is not installed: it tells how far the dump has read")
+    ss = need("ss")  # how far the dump has read
     topic = kafka.create_topic()
     produce(kafka.bootstrap, topic, [b"%06d" % i + b"v" * (VALUE_BYTES - 6) for i in range(VALUES)])
     port = kafka.bootstrap.split(",")[0].rsplit(":", 1)[1]
@@ -70,7 +69,7 @@ def test_a_broker_frozen_mid_dump_is_one_whole_json_document_and_exit_75(kafka, 
     try:
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
-            if received_from(port, proc.pid) > 1 << 20:
+            if received_from(ss, port, proc.pid) > 1 << 20:
                 kafka.sandbox.pause_node(1)
                 frozen = True
                 break
