@@ -192,7 +192,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l master -r -d "Spark ma
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l mode -r -a "auto driver executors" -d "driver: the driver consumes and produces, Spark runs the UDF; executors: each Sp"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l spark-conf -r -d "Spark setting (repeatable)."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l spark-ui -d "Start Spark's web UI (off by default)."
-complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l out-schema -r -d "Encode the UDF's results with a schema file (.avsc, .json, .proto) registered un"
+complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l out-schema -r -d "Encode the UDF's results with a schema file (.avsc, .json, .proto: its first mes"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l register -d "Register the --out-schema file first."
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -l subject-strategy -r -a "topic record topic-record" -d "Subject naming of the schemas written with: TOPIC-value (TOPIC-key), the record'"
 complete -c kxtx -n "__fish_seen_subcommand_from pipe" -s b -l bootstrap-servers -r -d "Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS."

@@ -23,6 +23,7 @@ PACKAGES = {
     "prometheus": "prometheus",
     "promtool": "prometheus",
     "prometheus-node-exporter": "prometheus-node-exporter",
+    "ss": "iproute2",
 }
 
 

@@ -207,7 +207,10 @@ def _bounded(fn: Callable[P, R], rows: str | None = None) -> Callable[P, R]:
             code: int = ExitCode.OK
             try:
                 try:
-                    return fn(*args, **kwargs)
+                    result = fn(*args, **kwargs)
+                    if doc is not None:  # a streamed list fails here, not once the status is written
+                        doc.drain()
+                    return result
                 except typer.Exit:
                     raise
                 except (Exception, KeyboardInterrupt, signals.Stopped) as exc:  # noqa: BLE001 - the one boundary

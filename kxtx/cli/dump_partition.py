@@ -257,10 +257,18 @@ def _text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+#: control characters written as escapes in a cell: a NUL or a newline would leave it blank or
+#: break the row, an ESC would reach the terminal
+_ESCAPES = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
+    **{ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"},
+}
+
+
 def _cut(value: str, width: int) -> str | None:
     if value is None:
         return None
-    text = _text(value).replace("\n", "\\n")
+    text = _text(value).translate(_ESCAPES)
     return text if not width or len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 

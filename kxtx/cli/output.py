@@ -133,15 +133,40 @@ STATUS_KEYS = ("status", "exit_code", "error")
 
 
 class Streamed:
-    """A list in a json document whose items are made while the document is written (`emit` an
-    object holding one): a long result (`dump partition -o json --records`) is never held whole,
-    its rows nor its text. The bytes are those of the whole document rendered at once."""
+    """A list in a json document whose items are made one by one (`emit` an object holding one): a
+    long result (`dump partition -o json --records`) is never held whole as objects. The bytes
+    are those of the whole document rendered at once.
+
+    The boundary makes the items (`drain`) before it knows the run's exit code, so a failure or
+    stop while they are made is the command's, reported as any other; their text is kept
+    meanwhile (in memory, then a temporary file), since the document's head, which holds the
+    status, is written first."""
 
     def __init__(self, items: Iterable[Any]) -> None:
         self.items = items
+        #: the items made so far, as `_write_streamed` writes them (None: not made yet)
+        self.spool: IO[str] | None = None
+        self.count = 0
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.items)
+
+    def drain(self) -> None:
+        """Make every item and keep its text; raises what making one raised, keeping those before."""
+        if self.spool is not None:
+            return
+        import tempfile
+
+        # closed by _write_streamed once written
+        self.spool = spool = tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8")  # noqa: SIM115 - outlives this call
+        for item in self.items:
+            text = _dumps(item, indent=2).replace("\n", "\n    ")  # whole before kept: no half item
+            spool.write(("," if self.count else "[") + "\n    " + text)
+            self.count += 1
+
+
+#: a streamed list's text is kept in memory up to this, then in a temporary file
+SPOOL_BYTES = 8 << 20
 
 
 class Document:
@@ -172,6 +197,14 @@ class Document:
         doc.update((k, v) for k, v in self.extra.items() if k not in doc)
         return doc
 
+    def drain(self) -> None:
+        """Make the items of the streamed lists emitted (`Streamed.drain`): the boundary calls it
+        inside the command, so a failure there decides the exit code as any other."""
+        if isinstance(self.body, Mapping):
+            for value in self.body.values():
+                if isinstance(value, Streamed):
+                    value.drain()
+
     def write(self, code: int) -> None:
         doc = self.render(code)
         if not any(isinstance(v, Streamed) for v in doc.values()):
@@ -182,9 +215,11 @@ class Document:
 
 
 def _write_streamed(doc: dict) -> None:
-    """`doc` as `_dumps(doc, indent=2)` would write it, its `Streamed` lists item by item: each
-    item rendered alone and indented to its depth (JSON strings hold no raw newline, so every
-    line of an item is indented alike)."""
+    """`doc` as `_dumps(doc, indent=2)` would write it, its `Streamed` lists as their items were
+    rendered (each alone, indented to its depth: JSON strings hold no raw newline, so every line
+    of an item is indented alike)."""
+    import shutil
+
     out = sys.stdout
     out.write("{")
     for i, (key, value) in enumerate(doc.items()):
@@ -192,11 +227,14 @@ def _write_streamed(doc: dict) -> None:
         if not isinstance(value, Streamed):
             out.write(_dumps(value, indent=2).replace("\n", "\n  "))
             continue
-        n = 0
-        for item in value:
-            out.write(("," if n else "[") + "\n    " + _dumps(item, indent=2).replace("\n", "\n    "))
-            n += 1
-        out.write("\n  ]" if n else "[]")
+        if value.spool is None:  # not drained: the command exited or failed first, the status is decided
+            with contextlib.suppress(Exception):  # an item that fails now ends the list
+                value.drain()
+        assert value.spool is not None
+        value.spool.seek(0)
+        shutil.copyfileobj(value.spool, out, 1 << 20)
+        value.spool.close()
+        out.write("\n  ]" if value.count else "[]")
     out.write("\n}\n" if doc else "}\n")
 
 

@@ -203,8 +203,8 @@ def pipe(
             "--out-schema",
             metavar="SCHEMA",
             rich_help_panel=_SR,
-            help="Encode the UDF's results with a schema file (.avsc, .json, .proto) registered "
-            "under the output's subject, or latest, a version, id:N; a result that does not fit "
+            help="Encode the UDF's results with a schema file (.avsc, .json, .proto: its first "
+            "message, or FILE.proto:pkg.Message) registered under the output's subject, or latest, a version, id:N; a result that does not fit "
             "is a UDF error (--on-udf-error).",
         ),
     ] = None,

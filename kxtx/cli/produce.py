@@ -36,8 +36,9 @@ _MAP = "Record mapping"
 _TXN = "Transactions"
 _SR = REGISTRY_PANEL
 _SCHEMA_HELP = (
-    "a schema file (.avsc Avro, .json JSON Schema, .proto Protobuf) registered under the subject, "
-    "or latest, a version number, id:N of the subject"
+    "a schema file (.avsc Avro, .json JSON Schema, .proto Protobuf: its first message, or "
+    "FILE.proto:pkg.Message) registered under the subject, or latest, a version number, id:N of "
+    "the subject"
 )
 
 _SIZE = re.compile(r"(\d+)\s*([kmg]i?b?|b)?", re.I)

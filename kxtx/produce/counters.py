@@ -157,14 +157,16 @@ class Stats:
         self.txn_counted = {}
         self.delivery_error = None
 
-    def bad(self, where: str, reason: str, dlq: bool = False) -> None:
+    def bad(self, where: str, reason: str, dlq: bool = False, outcome: str | None = None) -> None:
+        """A bad line; `outcome`: what its warning says became of it (a dry run: what a run would
+        do), else dead-lettered or skipped."""
         if dlq:
             self.pending_dlq += 1
         else:
             self.pending_skipped += 1
         if len(self.errors) < MAX_REPORTED_ERRORS:
             self.errors.append(f"{where}: {reason}")
-            logger.warning(f"{where}: {reason} ({'dead-lettered' if dlq else 'skipped'})")
+            logger.warning(f"{where}: {reason} ({outcome or ('dead-lettered' if dlq else 'skipped')})")
 
     # --- progress and summary ---------------------------------------------------------------------
     def tick(self, force: bool = False) -> None:

@@ -45,7 +45,11 @@ def dry_run(
 ) -> DryRunSummary:
     """Parse and map every record from the beginning of each input; connect to nothing. `props`:
     the client settings (-X, --command-config), checked against the options as a run checks them."""
-    error_policy(opts.on_error)
+    policy, dlq = error_policy(opts.on_error)
+    # what a run would do with a bad line: a dry run skips nothing, it only counts
+    outcome = {"fail": "a run would fail here", "skip": "a run would skip it"}.get(
+        policy, f"a run would dead-letter it to {dlq}"
+    )
     seconds_limit(opts, props or {})
     stats = Stats(opts.topic, "", progress)
     limit = brokerside.CLIENT_MAX_BYTES
@@ -66,7 +70,7 @@ def dry_run(
                 rec = mapper.map(line)
                 check_size(rec.key, rec.value, rec.headers, limit)
             except BadRecord as exc:
-                stats.bad(f"{src.name}:{line.lineno}", str(exc))
+                stats.bad(f"{src.name}:{line.lineno}", str(exc), outcome=outcome)
                 continue
             stats.pending_records += 1
             stats.pending_bytes += len(rec.value)

@@ -27,9 +27,13 @@ class RowDecoder:
         try:
             decoded = self.reader.decode(data)
         except framing.NotFramed as exc:
+            why = {f"{part}_error": f"not framed for a schema registry ({exc})"}
             if part == "key" or self.how == "auto":
-                return data.decode("utf-8", "backslashreplace"), {}
-            return _b64(data), {f"{part}_error": f"not framed for a schema registry ({exc})"}
+                # the magic byte, then too few for the header: a frame cut short more likely than
+                # text (text does not start with a NUL), so it says so beside the text
+                cut = part == "value" and data[:1] == b"\x00" and len(data) < framing.HEADER
+                return data.decode("utf-8", "backslashreplace"), why if cut else {}
+            return _b64(data), why
         except (UnknownSchema, Mismatch) as exc:
             sid = framing.schema_id(data)
             return _b64(data), {f"{part}_schema_id": sid, f"{part}_error": str(exc)}

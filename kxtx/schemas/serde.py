@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from kxtx.client import registry as reg
 from kxtx.errors import ConfigError, UsageError
-from kxtx.schemas import codecs, framing
+from kxtx.schemas import codecs, framing, protocodec, protofile
 from kxtx.schemas.codecs import Mismatch
 
 STRATEGIES = ("topic", "record", "topic-record")
@@ -44,17 +44,20 @@ class SchemaChoice:
     kind: str | None = None
     version: int | str | None = None  # "latest" or a number
     schema_id: int | None = None
+    #: the message of a .proto file (`FILE.proto:pkg.Message`); None: the file's first
+    message: str | None = None
 
     def describe(self) -> str:
         if self.path:
-            return self.path
+            return self.path + (f":{self.message}" if self.message is not None else "")
         if self.schema_id is not None:
             return f"schema id {self.schema_id}"
         return f"version {self.version}"
 
 
 def parse_choice(text: str, option: str) -> SchemaChoice:
-    """`latest`, a version number, `id:N`, or a schema file (.avsc, .json JSON Schema, .proto)."""
+    """`latest`, a version number, `id:N`, or a schema file (.avsc, .json JSON Schema, .proto, or
+    `FILE.proto:pkg.Message` for another message than the file's first)."""
     text = text.strip()
     if text == "latest":
         return SchemaChoice(option, version="latest")
@@ -62,15 +65,18 @@ def parse_choice(text: str, option: str) -> SchemaChoice:
         return SchemaChoice(option, version=int(text))
     if text.startswith("id:") and text[3:].isdigit():
         return SchemaChoice(option, schema_id=int(text[3:]))
-    ext = os.path.splitext(text)[1].lower()
+    path, message = protofile.split(text)
+    ext = os.path.splitext(path)[1].lower()
     if ext not in _EXTENSIONS:
         raise UsageError(
             f"{option} {text!r}: expected latest, a version number, id:N, or a schema file "
-            "(.avsc Avro, .json JSON Schema, .proto Protobuf)"
+            "(.avsc Avro, .json JSON Schema, .proto Protobuf, FILE.proto:pkg.Message)"
         )
-    if not os.path.isfile(text):
-        raise UsageError(f"{option} {text}: no such file")
-    return SchemaChoice(option, path=text, kind=_EXTENSIONS[ext])
+    if message == "":
+        raise UsageError(f"{option} {text}: name the message after the colon (FILE.proto:pkg.Message)")
+    if not os.path.isfile(path):
+        raise UsageError(f"{option} {path}: no such file")
+    return SchemaChoice(option, path=path, kind=_EXTENSIONS[ext], message=message)
 
 
 def subject_name(strategy: str, topic: str, is_key: bool, record: str | None) -> str:
@@ -153,6 +159,8 @@ class Writer:
         self.schema_id: int = -1
         self.version: int | None = None
         self.subject = ""
+        #: the full name of the message of a .proto file chosen (None: the schema's first)
+        self.message: str | None = None
         self._resolve(strategy, subject)
         head = framing.header(self.schema_id)
         if self.codec.kind == codecs.PROTOBUF:
@@ -201,9 +209,9 @@ class Writer:
         text = read_file(c)
         kind = c.kind or codecs.AVRO
         try:  # the file checked before the registry sees it
-            record = codecs.codec(kind, text).name if kind != codecs.PROTOBUF else _proto_name(text)
+            record = codecs.codec(kind, text).name if kind != codecs.PROTOBUF else self._proto_message(text)
         except Mismatch as exc:
-            raise ConfigError(f"{c.option} {c.path}: {exc}") from None
+            raise ConfigError(f"{c.option} {c.describe()}: {exc}") from None
         self.subject = subject or subject_name(strategy, self.topic, self.is_key, record)
         schema = Schema(text, kind)
         what = f"looking up {c.path} under subject {self.subject}"
@@ -231,6 +239,16 @@ class Writer:
             self.schema_id, self.version = found.schema_id, found.version
         self._load(kind, text, [])
 
+    def _proto_message(self, text: str) -> str | None:
+        """The full name of the .proto file's message chosen: before the registry sees the file, a
+        name the file lacks is a usage error listing those it has."""
+        c = self.choice
+        self.message = protofile.choose(text, c.message)
+        if self.message is None and c.message is not None:
+            has = ", ".join(protofile.messages(text)) or "none"
+            raise UsageError(f"{c.option} {c.describe()}: {c.path} has no message {c.message} (it has {has})")
+        return self.message
+
     def _load(self, kind: str | None, text: str, refs: list) -> None:
         kind = (kind or codecs.AVRO).upper()
         try:
@@ -239,9 +257,13 @@ class Writer:
             else:
                 references = self.registry.references(refs)
             self._text, self._references = text, references
-            self.codec = codecs.codec(kind, text, references)
+            self.codec = codecs.codec(kind, text, references, self._top_level())
         except Mismatch as exc:
             raise ConfigError(f"{self.choice.option} {self.choice.describe()}: {exc}") from None
+
+    def _top_level(self) -> str | None:
+        """The chosen message as the codec names a file's messages: without the package."""
+        return self.message.rpartition(".")[2] if self.message else None
 
     def encode(self, obj: Any) -> bytes:
         """The framed record; Mismatch (naming the field) for an object the schema refuses."""
@@ -249,18 +271,23 @@ class Writer:
 
     def encoder(self) -> Encoder:
         """This writer's schema as an Encoder (pickles: for Spark's workers)."""
-        return Encoder(self.schema_id, self.codec.kind, self._text, self._references, self._head)
+        return Encoder(
+            self.schema_id, self.codec.kind, self._text, self._references, self._head, self._top_level()
+        )
 
     def fields(self) -> dict[str, Any] | None:
         return self.codec.fields()
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "subject": self.subject,
             "version": self.version,
             "schema_id": self.schema_id,
             "type": self.codec.kind,
         }
+        if self.codec.kind == codecs.PROTOBUF:  # a file of several messages: which one
+            out["message"] = self.codec.name
+        return out
 
 
 def read_file(c: SchemaChoice) -> str:
@@ -269,18 +296,6 @@ def read_file(c: SchemaChoice) -> str:
             return f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{c.option} {c.path}: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-def _proto_name(text: str) -> str | None:
-    """The full name of a .proto file's first message (for the record strategies), read from its
-    text: `package a.b;` and `message X {`."""
-    import re
-
-    pkg = re.search(r"^\s*package\s+([\w.]+)\s*;", text, re.M)
-    msg = re.search(r"^\s*message\s+(\w+)", text, re.M)
-    if not msg:
-        return None
-    return f"{pkg.group(1)}.{msg.group(1)}" if pkg else msg.group(1)
 
 
 #: what a registry that cannot serve `format=serialized` answers (Apicurio's Confluent API: 400)
@@ -298,7 +313,7 @@ def _protobuf(r: _Registry, schema_id: int, text: str, refs: list | None) -> tup
         if exc.status not in _NO_SERIALIZED:
             raise
     try:
-        return codecs.compile_proto(text, r.references(refs))
+        return protocodec.compile_proto(text, r.references(refs))
     except Mismatch as exc:
         raise Mismatch(f"schema id {schema_id}: {exc}") from None
 
@@ -329,7 +344,15 @@ class Encoder:
     """A Writer's schema without its registry client: what `kxtx pipe` ships to Spark's workers to
     encode the UDF's results (it pickles; the codec is built once per worker process)."""
 
-    def __init__(self, schema_id: int, kind: str, text: str, references: dict[str, str], head: bytes) -> None:
+    def __init__(
+        self,
+        schema_id: int,
+        kind: str,
+        text: str,
+        references: dict[str, str],
+        head: bytes,
+        message: str | None = None,
+    ) -> None:
         self.schema_id, self.kind, self.text, self.references, self.head = (
             schema_id,
             kind,
@@ -337,6 +360,8 @@ class Encoder:
             references,
             head,
         )
+        #: a Protobuf file's top-level message encoded (None: its first)
+        self.message = message
         self._codec: Any = None
 
     def __getstate__(self) -> dict:
@@ -352,16 +377,16 @@ class Encoder:
 
     def _load(self) -> Any:
         self._codec = _process_codec(
-            ("encode", self.schema_id, self.text), self.kind, self.text, self.references
+            ("encode", self.schema_id, self.text, self.message),
+            self.kind,
+            self.text,
+            self.references,
+            self.message,
         )
         return self._codec
 
     def encode(self, obj: Any) -> bytes:
-        c = self._codec
-        if c is None:
-            c = self._codec = _process_codec(
-                ("encode", self.schema_id, self.text), self.kind, self.text, self.references
-            )
+        c = self._codec or self._load()
         return self.head + c.encode(obj)
 
 
@@ -380,11 +405,13 @@ def _process_codecs() -> dict:
     return holder.codecs
 
 
-def _process_codec(key: tuple, kind: str, text: str, references: dict[str, str]) -> Any:
+def _process_codec(
+    key: tuple, kind: str, text: str, references: dict[str, str], message: str | None = None
+) -> Any:
     cache = _process_codecs()
     c = cache.get(key)
     if c is None:
-        c = cache[key] = codecs.codec(kind, text, references)
+        c = cache[key] = codecs.codec(kind, text, references, message)
     return c
 
 

@@ -113,3 +113,61 @@ def out_schema_file(tmp_path: Path, fmt: str, text: str | None = None) -> Path:
     path = tmp_path / name
     path.write_text(text if text is not None else default)
     return path
+
+
+class Vanishing:
+    """A loopback forwarder in front of `registry` that, at the first request whose bytes match
+    `trigger` (a regex), stops the registry and closes every connection and its own listener, so
+    the client finds nothing there any more: a registry gone at a chosen point of a run, exactly
+    (a kill on a timer lands anywhere)."""
+
+    def __init__(self, registry: regmod.Registry, trigger: bytes) -> None:
+        import re
+        import socket
+        import threading
+
+        self.registry, self.trigger = registry, re.compile(trigger)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        self.gone = threading.Event()
+        self._sockets: list = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:  # closed: the registry is gone
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.registry.port))
+            with self._lock:
+                self._sockets += [client, upstream]
+            for args in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._forward, args=args, daemon=True).start()
+
+    def _forward(self, src, dst, requests: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if requests and self.trigger.search(data):
+                    self.vanish()
+                    return
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def vanish(self) -> None:
+        import socket
+
+        self.registry.stop()
+        self.gone.set()
+        with self._lock:
+            for s in [self.server, *self._sockets]:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()

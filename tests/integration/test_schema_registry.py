@@ -10,7 +10,15 @@ import pytest
 
 from tests import registry as regmod
 from tests.integration.kafka_io import read_committed
-from tests.integration.registry_helpers import docs, records_of, schema_file, subjects, write_jsonl
+from tests.integration.registry_helpers import (
+    AVRO_V2,
+    Vanishing,
+    docs,
+    records_of,
+    schema_file,
+    subjects,
+    write_jsonl,
+)
 
 pytestmark = [pytest.mark.kafka]
 
@@ -292,3 +300,124 @@ def test_tls_with_a_client_certificate(kafka, run_kxtx, tmp_path):
         assert [row["value"] for row in rows] == docs(3)
     finally:
         reg.stop()
+
+
+def test_a_registry_gone_mid_dump_is_one_whole_json_document_and_exit_75(kafka, run_kxtx, tmp_path):
+    """Records of schema v1, then of v2: the registry goes away at the request for v2, after the
+    first batch was decoded. `-o json` still writes one document, with the batches decoded before,
+    status retry and the error, and exits 75 without a traceback."""
+    reg = regmod.Registry()
+    try:
+        topic = kafka.create_topic()
+        env = {"KXTX_SCHEMA_REGISTRY_URL": reg.url}
+        ids = []
+        for name, schema, rows in [
+            ("v1", schema_file(tmp_path, "avro"), docs(3)),
+            ("v2", tmp_path / "v2.avsc", [{**d, "note": "v2"} for d in docs(3, 10)]),
+        ]:
+            if name == "v2":
+                schema.write_text(json.dumps(AVRO_V2))
+            data = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+            r = run_kxtx(
+                "produce",
+                str(data),
+                "-t",
+                topic,
+                "--value-schema",
+                str(schema),
+                "--register",
+                "-o",
+                "json",
+                env=env,
+                expect=0,
+            )
+            ids.append(json.loads(r.stdout)["schemas"][0]["schema_id"])
+        first, second = ids
+        assert first != second
+        proxy = Vanishing(reg, rb"/schemas/ids/%d[/?\s]" % second)
+        r = run_kxtx(
+            "dump",
+            "partition",
+            topic,
+            "--records",
+            "--value-format",
+            "avro",
+            "--schema-registry",
+            proxy.url,
+            "--timeout",
+            "3",
+            "-o",
+            "json",
+            expect=75,
+        )
+        assert proxy.gone.is_set()  # it went at the request for v2, not before
+        assert "Traceback" not in r.stderr, r.stderr
+        doc = json.loads(r.stdout)  # one whole document, or this raises
+        assert (doc["status"], doc["exit_code"]) == ("retry", 75), doc
+        assert f"schema registry {proxy.url} did not answer" in doc["error"], doc["error"]
+        assert doc["error"] in r.stderr
+        decoded = [rec["value"] for b in doc["batches"] for rec in b.get("records", [])]
+        assert decoded == docs(3)  # the batch of v1, decoded before the registry went
+        assert doc["summary"][0]["records"] == 6
+    finally:
+        reg.stop()
+
+
+TWO_MESSAGES = """syntax = "proto3";
+package interop;
+message Customer {
+  string name = 1;
+}
+message Order {
+  int64 id = 1;
+  string name = 2;
+  double amount = 3;
+}
+"""
+
+
+def test_a_proto_file_of_two_messages_encodes_the_one_named(kafka, run_kxtx, schema_registry, tmp_path):
+    """`FILE.proto:pkg.Message` picks the message; the summary names it, the records carry its
+    message index (1) and decode as it; a name the file lacks is exit 2 listing the file's."""
+    topic = kafka.create_topic()
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url}
+    schema = tmp_path / "interop.proto"
+    schema.write_text(TWO_MESSAGES)
+    data = write_jsonl(tmp_path / "orders.jsonl", docs(3))
+    base = ["produce", str(data), "-t", topic, "--register"]
+
+    r = run_kxtx(*base, "--value-schema", f"{schema}:interop.Nope", env=env, expect=2)
+    assert r.stderr.strip().splitlines() == [
+        f"kxtx: error: --value-schema {schema}:interop.Nope: {schema} has no message interop.Nope "
+        "(it has interop.Customer, interop.Order)"
+    ], r.stderr
+    assert f"{topic}-value" not in subjects(schema_registry)  # checked before the registry saw it
+
+    r = run_kxtx(*base, "--value-schema", str(schema), env=env, expect=1)  # the first: Customer
+    assert 'Message type "interop.Customer" has no field named "id"' in r.stderr, r.stderr
+
+    r = run_kxtx(*base, "--value-schema", f"{schema}:interop.Order", "-o", "json", env=env, expect=0)
+    (written,) = json.loads(r.stdout)["schemas"]
+    assert (written["type"], written["message"]) == ("PROTOBUF", "interop.Order"), written
+    values = [rec.value for rec in read_committed(kafka.bootstrap, topic)]
+    assert len(values) == 3 and all(v[5:7] == b"\x02\x02" for v in values), values  # indexes [1]
+    assert [row["value"] for row in records_of(run_kxtx, topic, "protobuf", env)] == docs(3)
+
+
+@pytest.mark.parametrize("fmt", ["avro", "auto"])
+def test_a_value_too_short_to_be_framed_says_so_in_the_table_too(kafka, run_kxtx, schema_registry, fmt):
+    """Three zero bytes: the magic byte and too few for the header. Said in jsonl and in the table
+    (under auto the text is there too, escaped: a NUL left the cell blank)."""
+    from tests.integration.pipe_helpers import produce
+
+    topic = kafka.create_topic()
+    produce(kafka.bootstrap, topic, [b"\x00\x00\x00"])
+    env = {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url, "COLUMNS": "200"}
+    (row,) = records_of(run_kxtx, topic, fmt, env)
+    assert "3 bytes: too short for the schema registry's 5-byte header" in row["value_error"], row
+    assert row["value"] == ("AAAA" if fmt == "avro" else "\x00\x00\x00"), row
+    r = run_kxtx(
+        "dump", "partition", topic, "--records", "--value-format", fmt, "-o", "table", env=env, expect=0
+    )
+    (cell,) = [line for line in r.stdout.splitlines() if "not framed" in line]
+    assert "not framed for a schema registry (3 byt" in cell, r.stdout

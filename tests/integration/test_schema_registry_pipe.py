@@ -15,6 +15,7 @@ from tests.integration.kafka_io import read_committed
 from tests.integration.pipe_helpers import committed_offsets, run_in_process
 from tests.integration.registry_helpers import (
     AVRO_V2,
+    OUT_PROTO,
     docs,
     out_schema_file,
     records_of,
@@ -237,3 +238,104 @@ def version_id(url: str, subject: str, version: int) -> int:
 
     with urllib.request.urlopen(f"{url}/subjects/{subject}/versions/{version}", timeout=10) as r:
         return json.load(r)["id"]
+
+
+PRESENCE_PROTO = """syntax = "proto3";
+package shop;
+message Order {
+  int64 id = 1;
+  string name = 2;
+  optional string note = 3;
+  oneof pay {
+    string card = 4;
+    int64 cash = 5;
+  }
+}
+"""
+
+
+def proto_class(text: str):
+    """The message class of a .proto text's first message, built at run time as kxtx builds its
+    own (protoc as a library, then message_factory): no generated code."""
+    import base64
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from kxtx.schemas.protocodec import compile_proto
+
+    serialized, _ = compile_proto(text)
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName(f"{fdp.package}.{fdp.message_type[0].name}")
+    )
+
+
+def test_a_protobuf_pass_through_keeps_which_fields_with_presence_were_set(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    """An unset proto3 `optional` or oneof member stays unset through the UDF (HasField is False
+    for Confluent's own deserializer) and shows as null in dump; a set one, empty string included,
+    stays set."""
+    pytest.importorskip("grpc_tools")
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+
+    src, out = kafka.create_topic(), kafka.create_topic()
+    schema = tmp_path / "order.proto"
+    schema.write_text(PRESENCE_PROTO)
+    rows = [
+        {"id": 0, "name": "unset"},
+        {"id": 1, "name": "set", "note": "x", "card": "visa"},
+        {"id": 2, "name": "empty", "note": "", "cash": 0},
+    ]
+    produce(run_kxtx, schema_registry, src, tmp_path, "protobuf", rows, schema)
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "identity",
+        registry=schema_registry.url,
+        value_format="protobuf",
+        out_schema=str(schema),
+        register=True,
+    )
+    assert summary.records_out == 3
+    de = ProtobufDeserializer(proto_class(PRESENCE_PROTO), {"use.deprecated.format": False})
+    got = {m.id: m for m in (de(r.value, None) for r in read_committed(kafka.bootstrap, out))}
+    presence = {i: [f for f in ("note", "card", "cash") if m.HasField(f)] for i, m in got.items()}
+    assert presence == {0: [], 1: ["note", "card"], 2: ["note", "cash"]}
+    assert got[1].note == "x" and got[2].note == "" and got[2].WhichOneof("pay") == "cash"
+
+    dumped = records_of(run_kxtx, out, "protobuf", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    unset = next(r["value"] for r in dumped if r["value"]["id"] == 0)
+    assert unset == {"id": 0, "name": "unset", "note": None, "card": None, "cash": None}
+
+
+def test_out_schema_names_the_message_of_a_proto_file_of_two(
+    kafka, spark_session, schema_registry, run_kxtx, tmp_path
+):
+    """`--out-schema FILE.proto:pkg.Message`: the workers encode that message, not the file's first."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    produce(run_kxtx, schema_registry, src, tmp_path, "avro", docs(5))
+    two = tmp_path / "two.proto"
+    two.write_text('syntax = "proto3";\npackage shop;\nmessage First { bool x = 9; }\n' + OUT_PROTO_BODY)
+    summary = run_in_process(
+        kafka,
+        spark_session,
+        [src],
+        out,
+        "registry_enrich",
+        registry=schema_registry.url,
+        value_format="avro",
+        out_schema=f"{two}:shop.Enriched",
+        register=True,
+    )
+    assert summary.records_out == 5
+    rows = records_of(run_kxtx, out, "protobuf", {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
+    assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(5))
+
+
+#: OUT_PROTO's message, for a file that declares another message before it
+OUT_PROTO_BODY = OUT_PROTO[OUT_PROTO.index("message Enriched") :]

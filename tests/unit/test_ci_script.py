@@ -32,7 +32,7 @@ UNIT_RUN = "-m pytest -q -n 4 tests/unit"
 
 def _run_ci(tmp_path, **extra_env):
     # .ci/run installs what is missing with apt-get, which a test must not do: skip outside CI
-    for tool in ("java", "mvn", "openssl", "gcc", "prometheus", "promtool", "prometheus-node-exporter"):
+    for tool in ("java", "mvn", "openssl", "gcc", "prometheus", "promtool", "prometheus-node-exporter", "ss"):
         need(tool)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

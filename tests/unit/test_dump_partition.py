@@ -284,6 +284,9 @@ def test_a_batch_that_cannot_be_read_is_named(compression, error, message):
         ("abcdef", 0, "abcdef"),  # 0: never cut
         ({"a": 1}, 0, '{"a":1}'),
         ("a\nb", 10, "a\\nb"),  # one line per row
+        ("\x00\x00\x00", 0, "\\x00\\x00\\x00"),  # not a blank cell
+        ("a\tb\r\x1b[31mc\x7f", 0, "a\\tb\\r\\x1b[31mc\\x7f"),  # no escape reaches the terminal
+        ("é€", 0, "é€"),
     ],
 )
 def test_table_cells_are_cut(value, width, expected):

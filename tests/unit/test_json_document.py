@@ -92,6 +92,15 @@ def _stream_then(exc):
     return body
 
 
+def _streamed_then(exc):
+    """`dump partition -o json`: a document whose list is made while it is written."""
+
+    def body(fmt):
+        output.emit({"batches": output.Streamed(streamed_then(exc)), "summary": SUMMARY}, fmt)
+
+    return body
+
+
 def _emit_then_error(fmt):  # `produce --dry-run`: the summary, then the bad lines fail the run
     output.emit(SUMMARY, fmt)
     raise KafkaOperationError("3 bad lines")
@@ -146,6 +155,30 @@ CASES = [
         "interrupted",
         "interrupted",
         {"rows": ROWS},
+    ),
+    (
+        "a streamed list that fails mid-stream keeps its items so far",
+        _streamed_then(Unavailable("schema registry http://r did not answer")),
+        75,
+        "retry",
+        "schema registry http://r did not answer",
+        {"batches": ROWS, "summary": SUMMARY},
+    ),
+    (
+        "Ctrl-C in a streamed list",
+        _streamed_then(KeyboardInterrupt()),
+        130,
+        "interrupted",
+        "interrupted",
+        {"batches": ROWS, "summary": SUMMARY},
+    ),
+    (
+        "a streamed list of a client exception",
+        _streamed_then(RuntimeError("boom")),
+        1,
+        "error",
+        "boom",
+        {"batches": ROWS, "summary": SUMMARY},
     ),
     (
         "SIGTERM after a clean-up, with its summary",

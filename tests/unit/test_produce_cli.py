@@ -152,3 +152,26 @@ def test_progress_line(records, transactions, line):
     from kxtx.produce.counters import Progress
 
     assert _line(Progress(records, 10, 10.0, transactions, 1.0)) == line
+
+
+@pytest.mark.parametrize(
+    ("on_error", "code", "outcome"),
+    [
+        ("fail", 1, "a run would fail here"),
+        ("skip", 0, "a run would skip it"),
+        ("dlq:bad-orders", 0, "a run would dead-letter it to bad-orders"),
+    ],
+)
+def test_a_dry_run_says_what_a_run_would_do_with_each_bad_line(tmp_path, on_error, code, outcome):
+    """A dry run connects to nothing: the real CLI, no broker. Its warnings name what --on-error
+    would do, not "skipped" whatever it is."""
+    from tests import cli
+
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"a": 1}\nnope\n{"a": 2}\n{broken\n')
+    r = cli.run(
+        "produce", str(data), "-t", "t", "--dry-run", "--on-error", on_error, "-o", "json", expect=code
+    )
+    warned = [line for line in r.stderr.splitlines() if line.startswith("kxtx: warning:")]
+    assert [w.rpartition(" (")[2] for w in warned] == [f"{outcome})"] * 2, r.stderr
+    assert "(skipped)" not in r.stderr

@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import re
 import sys
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from kxtx.client import registry
 from kxtx.client.settings import resolve
 from kxtx.errors import ConfigError, UsageError
-from kxtx.schemas import codecs, framing
+from kxtx.schemas import codecs, framing, protocodec
 from kxtx.schemas.codecs import Mismatch
 from kxtx.schemas.serde import parse_choice, subject_name
 
@@ -121,6 +122,43 @@ def test_avro_round_trip_and_bytes_as_avro_writes_them():
 def test_avro_names_the_field_that_does_not_fit(obj, message):
     with pytest.raises(Mismatch, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         codecs.AvroCodec(json.dumps(ORDER)).encode(obj)
+
+
+TAGGED = {
+    "type": "record",
+    "name": "Tagged",
+    "namespace": "shop",
+    "fields": [
+        {"name": "tags", "type": {"type": "array", "items": "string"}, "default": []},
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {"type": "record", "name": "Line", "fields": [{"name": "sku", "type": "string"}]},
+            },
+            "default": [],
+        },
+        {"name": "counts", "type": {"type": "map", "values": "long"}, "default": {}},
+        {"name": "maybe", "type": ["null", {"type": "array", "items": "int"}], "default": None},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"tags": [1]}, "field tags[0]: expected string, got 1"),
+        ({"tags": ["a", "b", None]}, "field tags[2]: expected string, got None"),
+        ({"lines": [{"sku": "a"}, {"sku": 2}]}, "field lines[1].sku: expected string, got 2"),
+        ({"lines": [{}]}, "field lines[0].sku: missing (expected string)"),
+        ({"counts": {"a": 1, "b": "x"}}, "field counts['b']: expected long, got 'x'"),
+        ({"maybe": [1, "two"]}, "field maybe[1]: expected int, got 'two'"),
+        ({"maybe": "x"}, "field maybe: expected null or array, got 'x'"),
+    ],
+)
+def test_avro_names_the_item_of_an_array_or_map_that_does_not_fit(obj, message):
+    with pytest.raises(Mismatch, match="^" + re.escape(message) + "$"):
+        codecs.AvroCodec(json.dumps(TAGGED)).encode(obj)
 
 
 def test_avro_bad_schema_and_bad_bytes():
@@ -233,13 +271,13 @@ def test_proto_text_compiled_here_with_its_imports():
         'syntax = "proto3";\npackage shop;\nimport "money.proto";\nimport "google/protobuf/timestamp.proto";\n'
         "message Order { int64 id = 1; Money price = 2; google.protobuf.Timestamp at = 3; }\n"
     )
-    main, refs = codecs.compile_proto(order, {"money.proto": money})
+    main, refs = protocodec.compile_proto(order, {"money.proto": money})
     assert list(refs) == ["money.proto"]
     c = codecs.ProtobufCodec(main, refs)
     obj = {"id": 1, "price": {"cents": 250}, "at": "2026-11-28T10:00:00Z"}
     assert c.decode(c.encode(obj)) == obj
     with pytest.raises(Mismatch, match="does not compile"):
-        codecs.compile_proto('syntax = "proto3";\nmessage { broken')
+        protocodec.compile_proto('syntax = "proto3";\nmessage { broken')
 
 
 # --- CSV typing and output -----------------------------------------------------------------------
@@ -299,6 +337,90 @@ def test_schema_choices(tmp_path):
         parse_choice(str(tmp_path / "missing.proto"), "--key-schema")
     with pytest.raises(UsageError, match="expected latest, a version number, id:N, or a schema file"):
         parse_choice("orders.txt", "--out-schema")
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "message"),
+    [
+        ("orders.proto", "orders.proto", None),
+        ("orders.proto:interop.Order", "orders.proto", "interop.Order"),
+        ("orders.proto:Order", "orders.proto", "Order"),
+        ("dir:x/orders.proto:a.b.Order", "dir:x/orders.proto", "a.b.Order"),  # the last colon splits
+        ("ORDERS.PROTO:Order", "ORDERS.PROTO", "Order"),
+    ],
+)
+def test_a_proto_file_may_name_its_message(tmp_path, monkeypatch, spec, path, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text('syntax = "proto3";\n')
+    c = parse_choice(spec, "--value-schema")
+    assert (c.path, c.kind, c.message) == (path, codecs.PROTOBUF, message)
+    assert c.describe() == spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [
+        ("orders.proto:", "name the message after the colon"),
+        ("missing.proto:shop.Order", "--value-schema missing.proto: no such file"),
+        ("orders.avsc:shop.Order", "expected latest, a version number, id:N, or a schema file"),
+    ],
+)
+def test_a_proto_message_spec_that_is_wrong(tmp_path, monkeypatch, spec, error):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders.proto").write_text('syntax = "proto3";\n')
+    with pytest.raises(UsageError, match=error):
+        parse_choice(spec, "--value-schema")
+
+
+_TWO = """syntax = "proto3";
+package interop;
+// message Commented { }
+/* message Hidden {
+} */
+message Customer {
+  string name = 1;
+  message Address { string city = 1; }  // nested: not a top-level message
+  option (x) = "{ message Quoted {";
+}
+enum Kind { A = 0; }
+message Order { int64 id = 1; oneof p { string card = 2; } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "chosen"),
+    [
+        (_TWO, None, "interop.Customer"),
+        (_TWO, "interop.Order", "interop.Order"),
+        (_TWO, "Order", "interop.Order"),
+        (_TWO, ".interop.Order", "interop.Order"),
+        (_TWO, "interop.Address", None),  # nested
+        (_TWO, "Customer.Address", None),
+        (_TWO, "other.Order", None),
+        ("message A {}\nmessage B {}\n", "B", "B"),  # no package
+        ('syntax = "proto3";\n', None, None),
+    ],
+)
+def test_the_top_level_messages_of_a_proto_file(text, wanted, chosen):
+    from kxtx.schemas import protofile
+
+    assert protofile.choose(text, wanted) == chosen
+    if text is _TWO:
+        assert protofile.messages(text) == ["interop.Customer", "interop.Order"]
+
+
+def test_an_encoder_encodes_the_message_it_was_given():
+    """What `kxtx pipe --out-schema FILE.proto:pkg.Message` ships to Spark's workers."""
+    import pickle
+
+    from kxtx.schemas.serde import Encoder
+
+    fdp = _order_proto()
+    enc = pickle.loads(pickle.dumps(Encoder(7, codecs.PROTOBUF, fdp, {}, b"H", "Other")))
+    assert enc.encode({"x": 3}) == b"H" + codecs.ProtobufCodec(fdp, message="Other").encode({"x": 3})
+    with pytest.raises(Mismatch, match="has no field named"):
+        enc.encode({"id": 1})  # Order's field: not Other's
 
 
 @pytest.mark.parametrize(
@@ -489,3 +611,74 @@ def test_an_option_that_needs_a_registry_without_one_is_exit_2(tmp_path, args):
         "needs a schema registry: pass --schema-registry URL, set KXTX_SCHEMA_REGISTRY_URL, or put "
         "schema.registry.url in --command-config"
     )
+
+
+def _presence_proto() -> str:
+    """proto3 with fields of explicit presence: `optional string note = 3` (a synthetic oneof) and
+    a real oneof `pay`, beside a plain string (implicit presence) and a message field."""
+    pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
+    f = pb2.FileDescriptorProto(name="presence.proto", package="shop", syntax="proto3")
+    m = f.message_type.add(name="Order")
+    t = pb2.FieldDescriptorProto
+    m.field.add(name="name", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
+    m.field.add(name="note", number=2, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL, oneof_index=1)
+    m.field.add(name="qty", number=3, type=t.TYPE_INT32, label=t.LABEL_OPTIONAL, oneof_index=2)
+    m.field.add(name="card", number=4, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL, oneof_index=0)
+    m.field.add(name="cash", number=5, type=t.TYPE_INT64, label=t.LABEL_OPTIONAL, oneof_index=0)
+    m.field[1].proto3_optional = m.field[2].proto3_optional = True
+    m.oneof_decl.add(name="pay")  # synthetic oneofs come after the real ones
+    m.oneof_decl.add(name="_note")
+    m.oneof_decl.add(name="_qty")
+    return base64.b64encode(f.SerializeToString()).decode()
+
+
+_UNSET = {"note": None, "qty": None, "card": None, "cash": None}
+
+
+@pytest.mark.parametrize(
+    ("obj", "decoded", "present"),
+    [
+        ({"name": "a"}, {"name": "a", **_UNSET}, set()),
+        ({"name": "a", "note": None, "qty": None}, {"name": "a", **_UNSET}, set()),
+        # a present field at its default value stays present: the point of explicit presence
+        ({"note": "", "qty": 0}, {"name": "", **_UNSET, "note": "", "qty": 0}, {"note", "qty"}),
+        ({"note": "x", "qty": 5}, {"name": "", **_UNSET, "note": "x", "qty": 5}, {"note", "qty"}),
+        ({"card": ""}, {"name": "", **_UNSET, "card": ""}, {"card"}),
+        ({"cash": 7, "card": None}, {"name": "", **_UNSET, "cash": 7}, {"cash"}),
+        ({"card": None, "cash": 0}, {"name": "", **_UNSET, "cash": 0}, {"cash"}),
+        # an implicit-presence field at its default is not on the wire, and decodes as its default
+        ({"name": ""}, {"name": "", **_UNSET}, set()),
+    ],
+)
+def test_protobuf_fields_with_presence_unset_decode_as_none_and_none_encodes_unset(obj, decoded, present):
+    from google.protobuf import message_factory
+
+    c = codecs.ProtobufCodec(_presence_proto())
+    data = c.encode(obj)
+    msg = message_factory.GetMessageClass(c.file.message_types_by_name["Order"]).FromString(data)
+    assert {f for f in ("note", "qty", "card", "cash") if msg.HasField(f)} == present
+    assert c.decode(data) == decoded
+    assert c.encode(c.decode(data)) == data  # a pass through changes nothing
+
+
+@pytest.mark.parametrize(
+    ("how", "part", "data", "shown", "error"),
+    [
+        ("avro", "value", b"\x00\x00\x00", "AAAA", "3 bytes: too short"),
+        ("auto", "value", b"\x00\x00\x00", "\x00\x00\x00", "3 bytes: too short"),
+        ("auto", "value", b"text", "text", None),
+        ("auto", "value", b"\x01ab", "\x01ab", None),
+        ("avro", "value", b"plain", "cGxhaW4=", "first byte 112"),
+        ("avro", "key", b"\x00\x00\x00\x07", "\x00\x00\x00\x07", None),  # an int key, as text
+    ],
+)
+def test_dump_rows_of_values_that_are_not_framed(how, part, data, shown, error):
+    """Before any registry call: framing alone decides (the registry's URL is never asked)."""
+    from kxtx.schemas.rows import decoder
+
+    got, extra = decoder(registry.RegistryConfig("http://127.0.0.1:9"), how)(data, part)
+    assert got == shown
+    if error is None:
+        assert extra == {}
+    else:
+        assert error in extra[f"{part}_error"] and extra[f"{part}_error"].startswith("not framed")
