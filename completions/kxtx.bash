@@ -17,7 +17,7 @@ _kxtx() {
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging audit-markers check cluster collect count create dump fence find-hanging inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging audit-markers check cluster collect count create dump fence find-hanging group inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
         "") words="abort abort-hanging audit-markers cluster dump fence find-hanging inspect monitor pipe produce repair-markers sandbox topic --debug --version" ;;
@@ -31,7 +31,8 @@ _kxtx() {
         "dump txn-state") words="--transactional-id -t --state --producer-id --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "fence") words="--dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "find-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
-        "inspect") words="partition txn" ;;
+        "inspect") words="group partition txn" ;;
+        "inspect group") words="--topic -t --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect partition") words="--max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "inspect txn") words="--no-history --no-scan --max-transaction-timeout -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "monitor") words="check collect serve" ;;

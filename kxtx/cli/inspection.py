@@ -1,4 +1,5 @@
-"""`kxtx inspect txn ID` and `kxtx inspect partition TOPIC:P`: one transaction or partition, in full."""
+"""`kxtx inspect txn ID`, `kxtx inspect partition TOPIC:P`, `kxtx inspect group GROUP`: one
+transaction, partition or consumer group, in full."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from kxtx.cli.common import (
     connection,
 )
 from kxtx.cli.hanging import MaxTimeoutOpt
-from kxtx.cli.output import choose, emit
+from kxtx.cli.output import choose, emit, emit_rows
 from kxtx.parsers import parse_minutes
 
 app = typer.Typer(
-    help="Show one transactional id or one partition: coordinator and partition views.", no_args_is_help=True
+    help="Show one transactional id, partition or consumer group: coordinator and partition views.",
+    no_args_is_help=True,
 )
 
 
@@ -116,3 +118,64 @@ def partition(
         for what, why in out["unseen"].items():
             logger.warning(f"{topic_partition}: {what} not seen: {why}")
         raise typer.Exit(unseen_exit(list(out["unseen"].values())))
+
+
+GROUP_COLUMNS = [
+    "topic",
+    "partition",
+    "committed",
+    "lso",
+    "high_watermark",
+    "lag",
+    "naive_lag",
+    "markers_and_aborted",
+    "blocked_at_lso",
+    "held_by",
+    "action",
+]
+
+
+@app.command("group")
+@boundary
+def group(
+    group_id: Annotated[str, typer.Argument(metavar="GROUP")],
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic's partitions.")] = None,
+    max_transaction_timeout: MaxTimeoutOpt = None,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """A consumer group's view, right on transactional topics: per partition its committed offset,
+    the LSO and high watermark, the read_committed lag (the records a read_committed consumer still
+    receives, counted from the log), the naive lag (high watermark - committed, what
+    kafka-consumer-groups.sh shows) and the part of it that is only markers and aborted records,
+    and, where the LSO holds the group back, the open transaction that holds it, with why and the
+    command that ends it. Exit 75 when something could not be read (named on stderr)."""
+    from kxtx.monitor.group import inspect_group
+    from kxtx.ops.calls import Cluster
+
+    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+        out = inspect_group(cluster, group_id, topic, parse_minutes(max_transaction_timeout))
+    if choose(fmt) is OutputFormat.table:
+        rows = [
+            {
+                **r,
+                "held_by": None
+                if not r["held_by"]
+                else f"{r['held_by']['class']} {r['held_by']['transactional_id']}",
+                "action": (r["held_by"] or {}).get("action"),
+            }
+            for r in out["partitions"]
+        ]
+        emit_rows(rows, fmt, GROUP_COLUMNS, title=f"group {group_id}")
+    else:
+        emit(out, fmt, title=f"group {group_id}")
+    if out["unseen"]:
+        from kxtx.errors import unseen_exit
+        from kxtx.log import logger
+
+        for u in out["unseen"]:
+            logger.warning(f"{u['name']}: {u['what']} not seen: {u['why']}")
+        raise typer.Exit(unseen_exit([u["why"] for u in out["unseen"]]))

@@ -198,7 +198,9 @@ def collect(
     tps = partitions_in_scope(cluster, Scope(topic))
     snap.partitions_checked = len(tps)
     states, report.errors = cluster.describe_producers(tps)
-    snap.unseen += [_unseen("partitions", f"{t}:{p}", why) for (t, p), why in sorted(report.errors.items())]
+    snap.unseen += [
+        unseen_item("partitions", f"{t}:{p}", why) for (t, p), why in sorted(report.errors.items())
+    ]
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     judge(cluster, report, states, now, extras=False)
     snap.hanging, snap.held, snap.warnings = report.hanging, report.held, report.warnings
@@ -212,7 +214,7 @@ def collect(
     wanted = sorted(set(open_by_tp) | {tp for offsets in committed.values() for tp in offsets})
     offsets = cluster.offsets(wanted)
     snap.unseen += [
-        _unseen("offsets", f"{t}:{p}", o.why or "not answered")
+        unseen_item("offsets", f"{t}:{p}", o.why or "not answered")
         for (t, p), o in sorted(offsets.items())
         if o.lso is None or o.high_watermark is None
     ]
@@ -222,7 +224,7 @@ def collect(
         hanging_on[h.tp] = hanging_on.get(h.tp, 0) + 1
     for tp, rows in sorted(open_by_tp.items()):
         snap.partitions.append(_partition(tp, rows, offsets[tp], pid_ids, descs, hanging_on.get(tp, 0), now))
-    snap.groups = _lags(cluster, snap, committed, offsets, lag_scan_max)
+    snap.groups = lags(cluster, snap, committed, offsets, lag_scan_max)
     if markers_since_ms is not None:
         _lost_markers(cluster, snap, topic, markers_since_ms)
     snap.collected_at_ms = int(time.time() * 1000)
@@ -239,13 +241,13 @@ def _lost_markers(cluster: Cluster, snap: Snapshot, topic: str | None, since_ms:
     try:
         report = audit(cluster, AuditScope(topic), Window(since_ms))
     except KxtxError as exc:
-        snap.unseen.append(_unseen("markers", "lost markers", str(exc)))
+        snap.unseen.append(unseen_item("markers", "lost markers", str(exc)))
         return
     snap.lost_markers = report.counts()
     snap.warnings += report.warnings
 
 
-def _unseen(what: str, name: str, why: str) -> dict:
+def unseen_item(what: str, name: str, why: str) -> dict:
     return {"what": what, "name": name, "why": why}
 
 
@@ -258,7 +260,7 @@ def _coordinators(
     try:
         listed = cluster.transactions()
     except KxtxError as exc:  # e.g. no DESCRIBE on the Cluster in older brokers: the rest still helps
-        snap.unseen.append(_unseen("transactional_ids", "*", f"ListTransactions: {exc}"))
+        snap.unseen.append(unseen_item("transactional_ids", "*", f"ListTransactions: {exc}"))
         return {}, {}
     for _pid, state in listed.values():
         snap.states[state] = snap.states.get(state, 0) + 1
@@ -266,7 +268,7 @@ def _coordinators(
     try:
         descs = cluster.describe_txns(active)
     except KxtxError as exc:
-        snap.unseen.append(_unseen("transactional_ids", f"{len(active)} active", f"{exc}"))
+        snap.unseen.append(unseen_item("transactional_ids", f"{len(active)} active", f"{exc}"))
         return listed, {}
     for d in descs.values():
         if isinstance(d, CoordinatorTxn) and d.state in ACTIVE_STATES and d.start_time_ms >= 0:
@@ -315,16 +317,16 @@ def _committed(
         try:
             groups, errors = cluster.group_listing()
         except Exception as exc:  # noqa: BLE001 - groups add to the picture; the rest still stands
-            snap.unseen.append(_unseen("groups", "*", f"ListGroups: {exc}"))
+            snap.unseen.append(unseen_item("groups", "*", f"ListGroups: {exc}"))
             return {}
         # a broker that did not answer ListGroups hides the groups it coordinates
-        snap.unseen += [_unseen("groups", "*", f"ListGroups: {why}") for why in errors]
+        snap.unseen += [unseen_item("groups", "*", f"ListGroups: {why}") for why in errors]
     by_group, failed = cluster.group_offsets(groups)
-    snap.unseen += [_unseen("groups", g, why) for g, why in sorted(failed.items())]
+    snap.unseen += [unseen_item("groups", g, why) for g, why in sorted(failed.items())]
     return {g: {tp: off for tp, off in offs.items() if tp in in_scope} for g, offs in by_group.items()}
 
 
-def _lags(
+def lags(
     cluster: Cluster,
     snap: Snapshot,
     committed: dict[str, dict[TP, int]],
@@ -381,7 +383,7 @@ def _read_batch(
     except KxtxError as exc:  # the rows' lag is not known: unseen, not the offset lag (which is
         # not the figure a row within --lag-scan-max claims to be)
         logger.info(f"{topic}: reading from the committed offsets: {exc}")
-        snap.unseen += [_unseen("lag", f"{r.group} {topic}:{p}", str(exc)) for p, r in batch.items()]
+        snap.unseen += [unseen_item("lag", f"{r.group} {topic}:{p}", str(exc)) for p, r in batch.items()]
         for r in batch.values():
             r.lag_records = r.invisible_records = None
         return

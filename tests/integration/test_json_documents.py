@@ -271,6 +271,15 @@ CASES = [
     _unreachable("inspect txn", lambda s: ["x"]),
     Case("inspect partition", "ok", lambda s: [f"{s.data}:0"], 0, lambda doc, s: doc["lso"] >= 3),
     _unreachable("inspect partition", lambda s: ["t:0"]),
+    Case(
+        "inspect group",
+        "ok",
+        lambda s: [f"doc-group-{s.txid.rsplit('-', 1)[1]}"],
+        0,
+        lambda doc, s: [(p["topic"], p["committed"]) for p in doc["partitions"]] == [(s.data, 1)],
+    ),
+    Case("inspect group", "unknown group", lambda s: [f"nope-{uuid.uuid4()}"], ExitCode.ERROR),
+    _unreachable("inspect group", lambda s: ["g"]),
     # hanging transactions
     Case(
         "find-hanging", "nothing hangs", lambda s: ["--topic", s.data], 0, lambda doc, s: doc["hanging"] == []
