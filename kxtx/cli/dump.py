@@ -397,7 +397,10 @@ def _emit(
     # cyclic collector would only rescan the dicts a dump allocates for every record, a large share
     # of its time (bench/README.md, "dump").
     with gcpause.paused():
-        emit_row_batches(batches, fmt, columns, writing=writing)
+        count = emit_row_batches(batches, fmt, columns, writing=writing)
+    if count == 0 and fmt is OutputFormat.jsonl and writing is None:
+        # Without a terminal the rows are JSON lines: none at all would say nothing to someone reading.
+        typer.echo("kxtx: no record: nothing in the range read, or none matched the filters", err=True)
 
 
 def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) -> None:

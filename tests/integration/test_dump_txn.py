@@ -238,3 +238,15 @@ def test_follow_stops_on_a_signal_with_a_summary(kafka, sig, code, name):
     assert proc.returncode == code, err
     assert out == ""  # nothing more arrived after the four rows
     assert err.splitlines() == [f"kxtx: stopped by {name} after 4 rows"]
+
+
+def test_an_empty_result_says_so_on_stderr(run_kxtx, txns):
+    """Outside a terminal the rows are JSON lines: a dump that matched nothing printed nothing at
+    all, on stdout or stderr (issue 59)."""
+    r = run_kxtx(
+        "dump", "txn-state", "--transactional-id", f"nobody-{uuid.uuid4().hex[:6]}", "-o", "jsonl", expect=0
+    )
+    assert (
+        r.stdout == ""
+        and r.stderr.strip() == "kxtx: no record: nothing in the range read, or none matched the filters"
+    )
