@@ -370,3 +370,22 @@ def test_limited_topic_create_names_create_on_the_topic(sec):
     r = sec.kxtx("limited", "topic", "create", allowed, "-p", "2", "-o", "json")
     assert json_doc(r)["partitions"] == 2
     assert_no_secret(sec, "limited", r)
+
+
+@pytest.mark.parametrize(
+    ("args", "phrases"),
+    [
+        # the fault matrix's missing-ACL row (issue 59) for the commands the rows above leave out
+        (lambda sec, s: ["audit-markers"], ["not authorized", "READ on Topic '__transaction_state'"]),
+        (
+            lambda sec, s: ["topic", "count", sec.create_topic(f"unread-{uuid.uuid4().hex[:6]}")],
+            ["not authorized", "READ on Topic 'unread-"],
+        ),
+        (lambda sec, s: ["inspect", "group", f"g-{s['topic']}"], ["not authorized", "READ on Group"]),
+    ],
+    ids=["audit-markers", "topic count", "inspect group"],
+)
+def test_limited_commands_name_the_permission_they_lack(sec, scene, args, phrases):
+    r = sec.kxtx("limited", *args(sec, scene))
+    assert "Traceback" not in r.stderr
+    _fails_naming(sec, r, *phrases)
