@@ -365,3 +365,44 @@ def test_the_coordinator_down_is_a_retry_and_then_the_truth(cluster3, scene):
     finally:
         cluster3.sandbox.start_node(node)
     ch.wait_healthy(cluster3, [R])
+
+
+def active_controller(kafka) -> int:
+    """The KRaft quorum's leader, as Kafka's own `kafka-metadata-quorum.sh describe --status` says."""
+    argv = kafka.java_tool(
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        "--bootstrap-server",
+        kafka.bootstrap.split(",")[0],
+        "describe",
+        "--status",
+    )
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(next(line.split(":")[1] for line in out.stdout.splitlines() if line.startswith("LeaderId")))
+
+
+def test_the_controller_failing_over_leaves_every_answer_right(cluster3, scene):
+    """The active controller's node is killed: the quorum elects another. Commands read through
+    brokers, so their answers stay right, checked against the coordinator and ListOffsets."""
+    R, tid = scene["R"], scene["tid_r"]
+    leader = active_controller(cluster3)
+    cluster3.sandbox.kill_node(leader)
+    try:
+        wait_until(
+            lambda: active_controller(cluster3) != leader, ch.FENCE_WAIT_S, "a new controller", every=1
+        )
+        d = doc(kxtx(cluster3, "cluster", "-o", "json"))
+        live = {b["id"] for b in d["brokers"]}
+        assert len(live) >= 2 and live <= {1, 2, 3}, d  # the two that run (and the killed one until fenced)
+        r = kxtx(cluster3, "find-hanging", "--topic", R, "-o", "json")
+        assert r.returncode in (0, 75), r.stderr  # 75 only while a leader of R still moves
+        if r.returncode == 0:
+            assert doc(r)["hanging"] == [] and doc(r)["lso_held"] == []  # fenced earlier: nothing open
+            assert lso_free(cluster3, R, range(3))
+        r = kxtx(cluster3, "inspect", "txn", tid, "--no-history", "-o", "json")
+        assert r.returncode in (0, 75), r.stderr
+        if r.returncode == 0:
+            assert doc(r)["coordinator"] == ch.coordinator(cluster3, tid)
+    finally:
+        cluster3.sandbox.start_node(leader)
+    ch.wait_healthy(cluster3, [R])
