@@ -133,6 +133,41 @@ KAFKA_PYTHON_LOCAL = {
     "KafkaTimeoutError": -185,
 }
 
+#: Errors that mean "this broker does not lead the partition (now), ask its current leader" (or:
+#: there is none right now): LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
+#: KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH. The one list for the Fetch
+#: reader (`kxtx.dump.rawfetch`) and the marker writes (`kxtx.ops.abort`), which look the leader up
+#: again; a connection that failed (-195: the leader died and has not moved yet) counts too.
+LEADER_MOVED = frozenset({5, 6, 7, 56, 74, 75})
+_LEADER_GONE = -195
+#: ... as named in a message: the protocol names, and kafka-python's error classes' stems
+LEADER_MOVED_NAMES = tuple(ERRORS[c][0] for c in sorted(LEADER_MOVED)) + (
+    "NOT_LEADER",
+    "NotLeader",
+    "LeaderNotAvailable",
+    "RequestTimedOut",
+    "KafkaStorage",
+    "FencedLeaderEpoch",
+    "UnknownLeaderEpoch",
+    *(name.removesuffix("Error") for name, code in KAFKA_PYTHON_LOCAL.items() if code == _LEADER_GONE),
+)
+
+
+def leader_moved(error: int | str | BaseException) -> bool:
+    """Does `error` (a protocol code, a message, or a client exception) say to ask the partition's
+    current leader instead?"""
+    if isinstance(error, bool):
+        return False
+    if isinstance(error, int):
+        return error in LEADER_MOVED or error == _LEADER_GONE
+    if isinstance(error, BaseException):
+        code = code_of(error)
+        if code is not None:
+            return leader_moved(code)
+        error = f"{type(error).__name__}: {error}"
+    return any(name in error for name in LEADER_MOVED_NAMES)
+
+
 #: Backoff between two tries of one call (a transactional call, `clients.ride_out`): from the first
 #: to the cap, doubling.
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.05, 1.0

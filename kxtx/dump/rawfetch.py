@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kxtx.client import clients
+from kxtx.client.kafkaerrors import LEADER_MOVED
 from kxtx.client.settings import Settings
 from kxtx.dump.source import RawRecord, Start
 from kxtx.errors import KafkaOperationError, Unavailable
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 COMMITTED, ABORTED, PENDING = "committed", "aborted", "pending"
 _FETCH_VERSION = 12  # the last Fetch version that names topics (13+ use topic ids); brokers 2.7+
 _NONE = object()
-#: Fetch errors that mean "this broker does not lead the partition (now)": LEADER_NOT_AVAILABLE,
-#: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
-#: UNKNOWN_LEADER_EPOCH. The partition's leader is looked up again and the fetch retried.
-LEADER_MOVED = {5, 6, 7, 56, 74, 75}
 
 
 class _Partition:
@@ -198,7 +195,7 @@ class RawFetchSource:
                 for t in resp.responses:
                     for part in t.partitions:
                         p = part.partition_index
-                        if part.error_code in LEADER_MOVED:
+                        if part.error_code in LEADER_MOVED:  # its leader is looked up again
                             stale.add(p)
                             continue
                         if part.error_code:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from kxtx.client.kafkaerrors import leader_moved
 from kxtx.errors import InputError, KxtxError, carry
 from kxtx.ops import decide
 from kxtx.ops.calls import Cluster, Progress
@@ -161,7 +162,7 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     states, errors = cluster.describe_producers([e.tp])
     if e.tp in errors:
         res.detail = f"re-check failed: {errors[e.tp]}"
-        if _is_leader_error(errors[e.tp]):
+        if leader_moved(errors[e.tp]):
             res.outcome, res.detail = "leader moved", f"{moved or 'leader changed'}: {res.detail}"
         return res
     current, why = decide.recheck(e, states.get(e.tp, []))
@@ -185,7 +186,7 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
         cluster.write_marker(e.tp, e.producer_id, epoch, res.coordinator_epoch, commit=t.commit)
     except KxtxError as exc:
         res.detail = str(exc)
-        if _is_leader_error(str(exc)):
+        if leader_moved(exc.__cause__ or exc) or leader_moved(str(exc)):
             # The marker went to a broker that was no longer (or not yet) the leader: it wrote
             # nothing. Not a failure of the transaction's abort: the next run finds it on the new one.
             res.outcome = "leader moved"
@@ -195,25 +196,6 @@ def abort_one(cluster: Cluster, t: Target) -> AbortOutcome:
     if moved and res.outcome == _done(t):
         res.detail = _join(f"{moved}; re-checked and {_done(t)} on broker {res.leader}", res.detail)
     return res
-
-
-#: Errors meaning "ask the partition's current leader instead" (or: there is none right now).
-_LEADER_ERRORS = (
-    "NOT_LEADER",
-    "LEADER_NOT_AVAILABLE",
-    "NotLeader",
-    "LeaderNotAvailable",
-    "NOT_LEADER_OR_FOLLOWER",
-    "NotLeaderOrFollower",
-    "KafkaConnectionError",
-    "NodeNotReady",
-    "RequestTimedOut",
-    "REQUEST_TIMED_OUT",
-)
-
-
-def _is_leader_error(text: str) -> bool:
-    return any(name in text for name in _LEADER_ERRORS)
 
 
 def _moved(planned: int | None, now: int | None) -> str:

@@ -182,3 +182,36 @@ def test_which_errors_a_later_try_gets_past_with_librdkafkas_flag(exc, later):
 @pytest.mark.parametrize("attempt,expected", [(0, 0.05), (1, 0.1), (3, 0.4), (4, 0.8), (5, 1.0), (40, 1.0)])
 def test_backoff_doubles_to_a_cap(attempt, expected):
     assert kafkaerrors.backoff(attempt) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("error", "moved"),
+    [
+        (5, True),  # LEADER_NOT_AVAILABLE
+        (6, True),  # NOT_LEADER_OR_FOLLOWER
+        (74, True),  # FENCED_LEADER_EPOCH
+        (-195, True),  # the connection failed: the leader died and has not moved yet
+        (29, False),  # TOPIC_AUTHORIZATION_FAILED
+        (True, False),
+        ("re-check failed: NOT_LEADER_OR_FOLLOWER: This server is not the leader", True),
+        ("DescribeProducers: KafkaConnectionError: 111 ECONNREFUSED", True),
+        ("NodeNotReadyError: 2", True),
+        ("[Error 7] RequestTimedOutError: Request timed out", True),
+        ("TOPIC_AUTHORIZATION_FAILED: not authorized", False),
+    ],
+)
+def test_one_vocabulary_for_a_leader_that_moved(error, moved):
+    """The Fetch reader and the marker writes ask the same table (issue 60: two local lists before)."""
+    from kxtx.client.kafkaerrors import leader_moved
+
+    assert leader_moved(error) is moved
+
+
+def test_a_leader_that_moved_from_a_kafka_python_exception():
+    import kafka.errors as errors
+
+    from kxtx.client.kafkaerrors import leader_moved
+
+    assert leader_moved(errors.NotLeaderForPartitionError()) is True
+    assert leader_moved(errors.KafkaConnectionError("refused")) is True
+    assert leader_moved(errors.TopicAuthorizationFailedError()) is False
