@@ -78,6 +78,8 @@ class ExecutorPipe(PipeCore):
         self.tokens: dict[tuple[str, int], str] = {}
         self.lag: int | None = None
         self._failed_rounds = 0
+        #: when the current streak of failed rounds began (monotonic), None while rounds succeed
+        self._failing_since: float | None = None
         self._plan_s = 0.0
         self._unpaused: list = []
         #: this run's token, committed by its tasks (see rounds.taken_over)
@@ -378,6 +380,7 @@ class ExecutorPipe(PipeCore):
 
     def _absorb(self, results: list[taskmod.TaskResult]) -> int:
         got = failed = unavailable = 0
+        how: dict[str, int] = {}  # failed tasks by what became of them (aborted, fenced, in-doubt)
         s = self.stats
         udf_failure = None
         last_error = ""
@@ -398,6 +401,7 @@ class ExecutorPipe(PipeCore):
                 self._fenced.setdefault(key, (self._planned_from[key], time.monotonic() + FENCE_WATCH_S))
             if r.status != "ok":
                 failed += 1
+                how[r.status] = how.get(r.status, 0) + 1
                 unavailable += r.unavailable
                 last_error = r.error or last_error
                 # a commit whose outcome is unknown was not aborted: it is not counted as one
@@ -425,9 +429,10 @@ class ExecutorPipe(PipeCore):
         if failed and not got:
             # the tasks' own words for a cause outside Kafka (a schema registry that did not answer)
             why = f": {last_error.partition(': ')[2]}" if last_error.startswith("_REGISTRY") else ""
-            self._failed(f"{failed} task(s) fenced or aborted{why}", unavailable == failed)
+            said = ", ".join(f"{n} {status}" for status, n in sorted(how.items()))
+            self._failed(f"{failed} task(s) failed ({said}){why}", unavailable == failed)
         else:
-            self._failed_rounds = 0
+            self._failed_rounds, self._failing_since = 0, None
         return got
 
     def _watch_fences(self, committed: dict) -> None:
@@ -455,9 +460,17 @@ class ExecutorPipe(PipeCore):
         """`unavailable`: every task failed with an error of a cluster failing over: giving up is
         then exit 75 (run the same command again), as in driver mode."""
         self._failed_rounds += 1
-        if self._failed_rounds >= MAX_FAILED_ROUNDS:
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        # Rounds that fail while the cluster or the schema registry does not answer each wait out
+        # their tasks' retries (a frozen registry: 3 tries of --timeout per task and round): the
+        # streak as a whole has the one bound of a failover, KXTX_FAILOVER_TIMEOUT, as produce has.
+        over = unavailable and now - self._failing_since >= self.settings.failover
+        if self._failed_rounds >= MAX_FAILED_ROUNDS or over:
             error = Unavailable if unavailable else KafkaOperationError
-            raise error(f"gave up after {self._failed_rounds} failed rounds in a row; last: {why}")
+            took = f" in {now - self._failing_since:.0f}s (KXTX_FAILOVER_TIMEOUT)" if over else " in a row"
+            raise error(f"gave up after {self._failed_rounds} failed rounds{took}; last: {why}")
         logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds, MAX_FAILED_ROUNDS)
         time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
 

@@ -24,7 +24,7 @@ class Loop(executors.ExecutorPipe):
         self.settings = Settings()
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
-        self._failed_rounds, self._next_progress = 0, 0.0
+        self._failed_rounds, self._next_progress, self._failing_since = 0, 0.0, None
         self._unreadable_since = self._lost_since = None
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0
@@ -214,3 +214,25 @@ def test_a_udf_error_is_counted_with_the_rest_of_its_round(failing_first):
         loop._absorb([failed, ok] if failing_first else [ok, failed])
     assert "in[1]@7" in str(caught.value)
     assert (loop.stats.aborted, loop.stats.records_in, loop.stats.transactions) == (1, 5, 1)
+
+
+def test_failing_rounds_have_one_bound_the_failover_timeout(monkeypatch):
+    """A frozen schema registry made each round wait out every task's retries: 8 rounds took
+    274 s at --timeout 5 (issue 62). The streak now ends at KXTX_FAILOVER_TIMEOUT, exit 75, with the
+    tasks counted by what became of them (not "fenced or aborted" when nothing was fenced)."""
+    from kxtx.errors import Unavailable
+    from kxtx.pipe.worker.task import TaskResult
+
+    pipe = _absorbing(monkeypatch)
+    clock = [1000.0]
+    monkeypatch.setattr(executors.time, "monotonic", lambda: clock[0])
+    failed = TaskResult(
+        "in", 0, status="aborted", error="_REGISTRY: schema registry did not answer", unavailable=True
+    )
+    pipe._absorb([failed])  # the first failed round: the streak begins
+    clock[0] += pipe.settings.failover + 1  # one round that waited out its tasks' retries
+    with pytest.raises(
+        Unavailable, match=r"gave up after 2 failed rounds in \d+s \(KXTX_FAILOVER_TIMEOUT\)"
+    ) as info:
+        pipe._absorb([failed])
+    assert "1 task(s) failed (1 aborted): schema registry did not answer" in str(info.value)
