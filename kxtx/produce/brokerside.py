@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx.client import authz, clients
 from kxtx.client.settings import Settings
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError, NoSuchTopic
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
 
@@ -34,10 +34,7 @@ def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str
     WRITE, is an error naming it."""
     t = _describe(admin, settings, topic, what)
     if t is None:
-        raise UsageError(
-            f"{what} {topic!r} does not exist or is not visible; create it "
-            f"first: kxtx topic create {topic} -p PARTITIONS"
-        )
+        raise NoSuchTopic(topic)
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
     topic_limit = _topic_max_bytes(admin, settings, topic)
     if topic_limit:

@@ -351,7 +351,7 @@ def test_usage_errors(kafka, topic, run_kxtx, tmp_path):
     assert p.returncode == 2 and "--key-field needs JSON or CSV input" in p.stderr
     p = run_kxtx("produce", path, "-t", "no-such-topic-x")
     assert p.returncode == 2 and "'no-such-topic-x' does not exist" in p.stderr
-    assert "create it first: kxtx topic create no-such-topic-x -p PARTITIONS" in p.stderr
+    assert "create it first (kxtx topic create no-such-topic-x)" in p.stderr
 
 
 def test_bytes_per_transaction_and_multiple_files(kafka, topic, run_kxtx, tmp_path):
