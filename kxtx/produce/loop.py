@@ -106,7 +106,7 @@ class Run:
         self.producer = self.writer.connect(
             s, self._producer_conf(), {"delivery.report.only.error": False}
         ).producer
-        self.topic = brokerside.describe_topic(admin, s, o.topic)
+        self.topic = brokerside.describe_topic(admin, s, o.topic, keyed=o.mapping.key_field is not None)
         if self.dlq:
             brokerside.describe_topic(admin, s, self.dlq, "dead-letter topic")
         if self.resumable:
@@ -216,7 +216,10 @@ class Run:
                     self._abort(exc)
                     if attempt == MAX_RETRIES:
                         error = Unavailable if exc.unavailable else KafkaOperationError
-                        raise error(f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
+                        raise error(
+                            f"giving up after {MAX_RETRIES + 1} aborted attempts "
+                            f"({MAX_RETRIES} retries): {exc}"
+                        ) from None
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
                     plans = self.plans = self._plans()
             raise AssertionError("unreachable")

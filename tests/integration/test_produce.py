@@ -396,3 +396,16 @@ def test_careless_inputs_are_named(kafka, topic, run_kxtx, tmp_path):
     assert read(kafka.bootstrap, topic) == []
     s = summary(run_kxtx("produce", str(elf), "-t", topic, "--allow-binary", expect=0))
     assert s["records"] == len(elf.read_bytes().split(b"\n")) - (elf.read_bytes()[-1:] == b"\n")
+
+
+def test_keyless_records_into_a_compacted_topic_are_refused_before_writing(kafka, run_kxtx, tmp_path):
+    """A compacted topic refuses records without a key: before, every transaction was aborted and
+    retried, and the run ended with the broker's "failed to validate record" (issue 63, item 8)."""
+    compacted = kafka.create_topic(config={"cleanup.policy": "compact"})
+    path = _file(tmp_path, "in.jsonl", b'{"id": 1}\n{"id": 2}\n')
+    r = run_kxtx("produce", path, "-t", compacted, expect=2, timeout=120)
+    assert f"topic {compacted!r} has cleanup.policy=compact" in r.stderr, r.stderr
+    assert "-k" in r.stderr and "nothing was written" in r.stderr
+    assert "aborted" not in r.stderr
+    # with a key the same file loads
+    run_kxtx("produce", path, "-t", compacted, "-k", "id", expect=0, timeout=120)
