@@ -257,8 +257,18 @@ class Run:
         if self.resumable:
             cp = brokerside.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
         if cp is None:
-            return cpmod.Checkpoint(self.txid, self.opts.topic)
+            cp = cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)
+        m = self.opts.mapping
+        now = cpmod.mapping_of(
+            {os.path.abspath(x.path): x.fmt for x in self.sources if not x.is_stdin},
+            m.key_field,
+            m.value_field,
+            m.value_as_json,
+        )
+        if not self.opts.restart:  # --restart produces the files again, with this mapping
+            cpmod.check_mapping(cp, now)
+        cpmod.with_mapping(cp, now)
         return cp
 
     def _plans(self) -> list[cpmod.Resume]:

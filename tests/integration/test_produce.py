@@ -409,3 +409,23 @@ def test_keyless_records_into_a_compacted_topic_are_refused_before_writing(kafka
     assert "aborted" not in r.stderr
     # with a key the same file loads
     run_kxtx("produce", path, "-t", compacted, "-k", "id", expect=0, timeout=120)
+
+
+def test_a_changed_format_or_key_is_refused_not_taken_for_done(kafka, run_kxtx, tmp_path):
+    """The transactional id comes from the path alone: the same file again with `-I csv -k id`
+    said `nothing to do` (issue 63, item 4). The checkpoint knows the mapping it was produced with."""
+    topic = kafka.create_topic()
+    path = _file(tmp_path, "orders.txt", b"id,name\n1,a\n2,b\n")
+    run_kxtx("produce", path, "-t", topic, expect=0, timeout=120)
+    r = run_kxtx("produce", path, "-t", topic, "-I", "csv", "-k", "id", expect=2, timeout=120)
+    assert "another mapping" in r.stderr and "now -I csv" in r.stderr and "no -k, now -k id" in r.stderr, (
+        r.stderr
+    )
+    assert "--restart" in r.stderr and "--transactional-id" in r.stderr
+    assert len(values(read(kafka.bootstrap, topic))) == 3  # nothing written
+    # the same command as the first: still done, under the same id
+    again = run_kxtx("produce", path, "-t", topic, "-o", "json", expect=0, timeout=120).json
+    assert "nothing to do" in again["message"], again
+    # --restart produces the file again with the new mapping
+    run_kxtx("produce", path, "-t", topic, "-I", "csv", "-k", "id", "--restart", expect=0, timeout=120)
+    assert len(values(read(kafka.bootstrap, topic))) == 5
