@@ -3,7 +3,7 @@ complete -c kxtx -f
 complete -c kxtx -n "__fish_use_subcommand" -a abort -d "Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on th"
 complete -c kxtx -n "__fish_use_subcommand" -a abort-hanging -d "Find hanging transactions, show the plan, then abort each one with a marker."
 complete -c kxtx -n "__fish_use_subcommand" -a audit-markers -d "Find transactions whose coordinator decided a marker that a partition never got."
-complete -c kxtx -n "__fish_use_subcommand" -a cluster -d "Check the connection: brokers, controller, transaction.version (KIP-890) and gro"
+complete -c kxtx -n "__fish_use_subcommand" -a cluster -d "Check the connection: brokers, controller, metadata.version, transaction.version"
 complete -c kxtx -n "__fish_use_subcommand" -a dump -d "Decode __transaction_state and __consumer_offsets, every record version; show a "
 complete -c kxtx -n "__fish_use_subcommand" -a fence -d "Fence a transactional id: abort its open transaction and fence the producer usin"
 complete -c kxtx -n "__fish_use_subcommand" -a find-hanging -d "Find open transactions that no coordinator will ever end (Kafka's KIP-664 algori"

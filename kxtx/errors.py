@@ -44,6 +44,23 @@ class UsageError(KxtxError):
     exit_code = ExitCode.USAGE
 
 
+class NoSuchTopic(UsageError):
+    """A topic named on the command line does not exist: the one message every command gives for
+    it, exit 2 (a usage error: nothing was read or changed)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"{self.fact(topic)}: create it first (kxtx topic create {topic})")
+        self.topic = topic
+
+    @staticmethod
+    def fact(topic: str) -> str:
+        """The first half, for a command that goes on without the topic (a warning)."""
+        return f"topic {topic!r} does not exist"
+
+    def __reduce__(self) -> tuple:  # across a process (the audit's workers): rebuilt from the topic
+        return (type(self), (self.topic,))
+
+
 class ConfigError(KxtxError):
     """A connection setting or properties file that is wrong (names the setting / file:line)."""
 

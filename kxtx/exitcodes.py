@@ -42,7 +42,7 @@ def status(code: int) -> str:
 DESCRIPTIONS = {
     ExitCode.OK: "success; nothing to report",
     ExitCode.ERROR: "error: Kafka, network, authorization, bad input data; the message says what",
-    ExitCode.USAGE: "usage error: bad options, or a destructive command refused (no TTY and no --yes); nothing changed",
+    ExitCode.USAGE: "usage error: bad options, a topic that does not exist, or a destructive command refused (no TTY and no --yes); nothing changed",
     ExitCode.PROBLEM_FOUND: "the check ran and found a problem (find-hanging: hanging transactions exist; sandbox status: a node is not running; sandbox stop: no sandbox to stop)",
     ExitCode.UNREACHABLE: "no broker answered at the bootstrap addresses (refused, unresolvable, or silent for --timeout): the cluster is down or -b is wrong; nothing was done",
     ExitCode.RETRY: "the cluster stayed unavailable (brokers down, leaders or coordinators moving), or the schema registry did not answer; committed work is kept: run the same command again to continue exactly once",

@@ -11,7 +11,7 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.output import emit
+from kxtx.cli.output import OutputFormat, choose, emit
 
 
 @boundary
@@ -22,7 +22,11 @@ def cluster(
     timeout: TimeoutOpt = None,
     fmt: FormatOpt = None,
 ) -> None:
-    """Check the connection: brokers, controller, transaction.version (KIP-890) and group.version."""
+    """Check the connection: brokers, controller, metadata.version, transaction.version (KIP-890)
+    and group.version (null in -o json, "not supported" in the table, on brokers without them)."""
     from kxtx.ops import clusterinfo as lib
 
-    emit(lib.describe(connection(bootstrap, config, command_config, timeout)), fmt, title="cluster")
+    info = lib.describe(connection(bootstrap, config, command_config, timeout))
+    if choose(fmt) is OutputFormat.table:
+        info.update({k: "not supported" for k in lib.FEATURES if info.get(k) is None})
+    emit(info, fmt, title="cluster")

@@ -124,8 +124,9 @@ def collect_cmd(
 
     Per partition with an open transaction: its HW, LSO, gap, oldest open transaction and its two ages (since it began; since its last write), hanging or not (find-hanging's
     rule); transactional ids per coordinator state with the oldest age per non-final state; per group
-    the read_committed lag and the part of the naive lag that is only markers and aborted records;
-    the collection's duration and what it could not see. Exit codes as every command (69: no broker)."""
+    the read_committed lag and the part of the naive lag that is only markers and aborted records
+    (the table leaves out the group partitions at lag 0 and counts them); the collection's duration
+    and what it could not see. Exit codes as every command (69: no broker)."""
     import time
 
     from kxtx import __version__
@@ -161,10 +162,28 @@ def collect_cmd(
 
 
 def _emit(snap: Snapshot, fmt: MonitorFormat | None) -> None:
-    from kxtx.cli.output import OutputFormat, emit
+    from kxtx.cli.output import OutputFormat, choose, emit
     from kxtx.monitor.snapshot import document
 
-    emit(document(snap), None if fmt is None else OutputFormat(fmt.value), title="kxtx monitor")
+    out = choose(None if fmt is None else OutputFormat(fmt.value))
+    doc = document(snap)
+    if out is OutputFormat.table:
+        doc = _without_lag_0(doc)
+    emit(doc, out, title="kxtx monitor")
+
+
+def _without_lag_0(doc: dict) -> dict:
+    """The table leaves out the group partitions a read_committed consumer has read to the end (at
+    20,000 partitions, a thousand rows of lag 0 hid the few behind) and says how many; json, jsonl
+    and prometheus keep every one."""
+    from kxtx.wording import plural
+
+    behind = [g for g in doc["groups"] if g["lag_records"] != 0]
+    left_out = len(doc["groups"]) - len(behind)
+    if not left_out:
+        return doc
+    note = f"{plural(left_out, 'group partition')} not shown (-o json lists them)"
+    return {**doc, "groups": behind, "groups_at_lag_0": note}
 
 
 @app.command("check")

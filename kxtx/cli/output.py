@@ -433,11 +433,13 @@ def _print_table(rows: list[Mapping], columns: list[str] | None, title: str | No
     if sum(narrowest) + 3 * len(cols) + 1 > console.width:
         _print_records(console, cols, cells, title)
         return
+    from kxtx.cli.cellwrap import Cell
+
     table = Table(title=title, show_lines=False, header_style="bold")
     for c, width in zip(cols, narrowest):
         table.add_column(c, overflow="fold", min_width=width)
-    for row in cells:
-        table.add_row(*row)
+    for row in cells:  # ids wrap at their separators (`.`, `-`, `:`), not mid-word
+        table.add_row(*map(Cell, row))
     console.print(table)
 
 
@@ -450,6 +452,8 @@ def _print_records(console: Console, cols: list[str], cells: list[list[str]], ti
     from rich.rule import Rule
     from rich.table import Table
 
+    from kxtx.cli.cellwrap import Cell
+
     if title:
         console.print(f"[bold]{title}[/bold]")
     for n, row in enumerate(cells, 1):
@@ -458,7 +462,7 @@ def _print_records(console: Console, cols: list[str], cells: list[list[str]], ti
         block.add_column(style="bold", no_wrap=True)
         block.add_column(overflow="fold")
         for c, value in zip(cols, row):
-            block.add_row(c, value)
+            block.add_row(c, Cell(value))
         console.print(block)
 
 

@@ -17,7 +17,7 @@ from kxtx.cli.common import (
     boundary,
     connection,
 )
-from kxtx.cli.output import annotate, emit, emit_rows
+from kxtx.cli.output import OutputFormat, annotate, choose, emit, emit_rows
 
 app = typer.Typer(help="Create topics; count their records.", no_args_is_help=True)
 
@@ -113,8 +113,8 @@ def count(
     """Count a topic's records per partition and in total: all data records (records, as
     read_uncommitted reads them) and what a read_committed consumer reads now (read_committed), with
     committed, aborted, open and non-transactional records apart. Markers are not records (markers
-    column). Reads every batch over the wire, as `dump partition` does. -o json: the rows are under
-    "partitions", the last one the total. A partition without a leader is not counted: it is named
+    column). Reads every batch over the wire, as `dump partition` does. The table leads with the
+    total; -o json: the rows are under "partitions", the last one the total. A partition without a leader is not counted: it is named
     on stderr (and under "unseen"), and the exit is 75."""
     from kxtx.dump.partition import parse_target
     from kxtx.ops.topics import count_records
@@ -122,6 +122,8 @@ def count(
     topic, partitions = parse_target(target)
     unseen: dict[int, str] = {}
     rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions, unseen)
+    if choose(fmt) is OutputFormat.table:  # the total first, where a long table does not hide it
+        rows = rows[-1:] + rows[:-1]
     emit_rows(rows, fmt, COUNT_COLUMNS, title=f"records in {topic}")
     if unseen:
         from kxtx.exitcodes import ExitCode

@@ -19,7 +19,7 @@ from kxtx.client import clients
 from kxtx.client.settings import Settings
 from kxtx.dump.rows import DumpRow, builder
 from kxtx.dump.source import ConfluentSource, Start
-from kxtx.errors import UsageError
+from kxtx.errors import NoSuchTopic, UsageError
 from kxtx.log import logger
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, group_log, txn_log
 from kxtx.records.partitioner import partition_for
@@ -138,6 +138,10 @@ def run_batches(
     """The rows of `run` in batches, one per read from the source (non-empty, in order): a consumer
     can write and flush a batch at once and still stream, since a batch comes as soon as it is read."""
     validate(req)
+    for name in dict.fromkeys(req.topics):
+        if partition_count(settings, name) is None:
+            # a deleted topic's offset commits stay in __consumer_offsets: still read, but said
+            logger.warning(f"{NoSuchTopic.fact(name)}: showing the offset commits kept for it, if any")
     count = req.partition_count or partition_count(settings, req.topic)
     if count is None:
         logger.warning(f"{req.topic} does not exist on this cluster yet: nothing to dump")

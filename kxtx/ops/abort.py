@@ -98,6 +98,7 @@ def manual_target(
     """`kxtx abort`: find the open transaction by start offset (Kafka 3.0+ style) or producer id."""
     states, errors = cluster.describe_producers([tp])
     if tp in errors:
+        cluster.topics(tp[0])  # NoSuchTopic when that is why (kafka-python's words name neither)
         raise KxtxError(f"DescribeProducers {tp[0]}:{tp[1]}: {errors[tp]}")
     open_ = [p for p in states.get(tp, []) if p.is_open]
     if start_offset is not None:

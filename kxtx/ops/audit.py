@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kxtx.client.settings import Settings
-from kxtx.errors import KafkaOperationError, KxtxError, UsageError
+from kxtx.errors import KafkaOperationError, KxtxError, NoSuchTopic, UsageError
 from kxtx.log import logger
 from kxtx.ops import markers
 from kxtx.ops.abort import Target
@@ -323,7 +323,7 @@ def _work(conn: Connection, settings: Settings, since_ms: int | None, shard: tup
 def _topic_partitions(cluster: Cluster, topic: str) -> list[int]:
     parts = sorted(cluster.topics(topic).get(topic, {}))
     if not parts:
-        raise KafkaOperationError(f"topic {topic!r} does not exist")
+        raise NoSuchTopic(topic)
     return parts
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kxtx.client.authz import Need
 from kxtx.client.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
 from kxtx.client.settings import Settings
-from kxtx.errors import KafkaOperationError, Unavailable, Unreachable
+from kxtx.errors import KafkaOperationError, NoSuchTopic, Unavailable, Unreachable
 from kxtx.log import logger
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 
@@ -73,6 +73,8 @@ class Cluster:
         out: dict[str, dict[int, tuple[int, list[int]]]] = {}
         for name, t in md.topics.items():
             if t.error is not None:
+                if topic is not None and t.error.name() == "UNKNOWN_TOPIC_OR_PART":
+                    raise NoSuchTopic(topic)
                 if topic is not None:
                     raise KafkaOperationError(f"topic {name!r}: {t.error.str()}")
                 logger.warning(f"topic {name!r} skipped: {t.error.str()}")
@@ -86,7 +88,7 @@ class Cluster:
         for topic in sorted({t for t, _p in tps}):
             try:
                 parts = self.topics(topic).get(topic, {})
-            except KafkaOperationError as exc:
+            except (KafkaOperationError, NoSuchTopic) as exc:  # deleted since
                 logger.warning(f"no leader for {topic!r}: {exc}")
                 continue
             out.update({(topic, p): leader for p, (leader, _r) in parts.items() if (topic, p) in tps})

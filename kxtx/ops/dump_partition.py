@@ -8,7 +8,7 @@ from __future__ import annotations
 from kxtx.client.settings import Settings
 from kxtx.dump.partition import COMMITTED_PREFIX, OPEN, PartitionDump, read_ranges
 from kxtx.dump.runner import partition_count
-from kxtx.errors import KafkaOperationError, KxtxError, Unavailable, UsageError
+from kxtx.errors import KafkaOperationError, KxtxError, NoSuchTopic, Unavailable, UsageError
 from kxtx.log import logger
 from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import named_producers
@@ -30,7 +30,7 @@ def dump_partitions(
     stops at once with exit 75 naming it (a read would wait out three --timeouts for nothing)."""
     count = partition_count(settings, topic)
     if count is None:
-        raise KafkaOperationError(f"topic {topic} does not exist (or has no partitions)")
+        raise NoSuchTopic(topic)
     chosen = partitions if partitions is not None else list(range(count))
     missing = [p for p in chosen if p >= count]
     if missing:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kxtx.client import clients
-from kxtx.errors import UsageError
+from kxtx.errors import NoSuchTopic
 from kxtx.log import logger
 from kxtx.pipe.runconfig import INTERNAL_TOPICS, matches
 
@@ -44,7 +44,7 @@ def _require(
     if t is not None and t.error is None:
         return
     _hidden_by_acl(admin, settings, topic, what, operation)
-    raise UsageError(f"{what} {topic!r} does not exist (create it first)")
+    raise NoSuchTopic(topic)
 
 
 def _hidden_by_acl(admin: AdminClient, settings: Settings, topic: str, what: str, operation: str) -> None:

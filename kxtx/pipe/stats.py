@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Progress(Result):
-    """Where a run is: its counts, its input rate since it started, the records left to read."""
+    """Where a run is: its counts, its input rate over the last interval (RATE_INTERVAL_S or more,
+    since the report before: 0 while idle), the records left to read."""
 
     records_in: int
     records_out: int
@@ -60,6 +61,11 @@ class Summary(Result):
     stopped: str
 
 
+#: The input rate a progress report shows is over at least this many seconds (reports come about
+#: once a second, forced ones more often: a shorter span would be noise).
+RATE_INTERVAL_S = 1.0
+
+
 @dataclass
 class Stats:
     started: float = field(default_factory=time.monotonic)
@@ -79,6 +85,9 @@ class Stats:
     produce_s: float = 0.0
     commit_s: float = 0.0
     stopped: str = ""
+    #: (when, records_in) at the start of the rate's interval, and the rate of the last one
+    rate_mark: tuple[float, int] | None = None
+    rate: float = 0.0
 
     def add_batch(self, n_in: int, n_out: int, n_dlq: int, n_dropped: int) -> None:
         self.records_in += n_in
@@ -88,14 +97,20 @@ class Stats:
         self.transactions += 1
 
     def progress(self, lag: int | None = None) -> Progress:
-        elapsed = max(1e-9, time.monotonic() - self.started)
+        """The rate is over the last interval, not since the start: an average since the start
+        fell slowly while the pipe was idle and rose slowly after."""
+        now = time.monotonic()
+        since, count = self.rate_mark or (self.started, 0)
+        if now - since >= RATE_INTERVAL_S or self.rate_mark is None:
+            self.rate = (self.records_in - count) / max(1e-9, now - since)
+            self.rate_mark = (now, self.records_in)
         return Progress(
             records_in=self.records_in,
             records_out=self.records_out,
             dlq=self.dlq,
             transactions=self.transactions,
             aborted=self.aborted,
-            rate=round(self.records_in / elapsed, 1),
+            rate=round(self.rate, 1),
             lag=lag,
         )
 

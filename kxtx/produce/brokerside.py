@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx.client import authz, clients
 from kxtx.client.settings import Settings
-from kxtx.errors import KafkaOperationError, UsageError
+from kxtx.errors import KafkaOperationError, NoSuchTopic, UsageError
 from kxtx.log import logger
 from kxtx.produce.checkpoint import Checkpoint
 
@@ -29,19 +29,27 @@ class TopicInfo:
     max_record_bytes: int
 
 
-def describe_topic(admin: AdminClient, settings: Settings, topic: str, what: str = "topic") -> TopicInfo:
+def describe_topic(
+    admin: AdminClient, settings: Settings, topic: str, what: str = "topic", keyed: bool | None = None
+) -> TopicInfo:
     """Partition count and the record size limit; a missing topic, or one the principal may not
-    WRITE, is an error naming it."""
+    WRITE, is an error naming it. `keyed` False: the records have no key, which a compacted topic
+    refuses (None: not checked)."""
     t = _describe(admin, settings, topic, what)
     if t is None:
-        raise UsageError(
-            f"{what} {topic!r} does not exist or is not visible; create it "
-            f"first: kxtx topic create {topic} -p PARTITIONS"
-        )
+        raise NoSuchTopic(topic)
     limit = int(settings.props.get("message.max.bytes", CLIENT_MAX_BYTES))
-    topic_limit = _topic_max_bytes(admin, settings, topic)
-    if topic_limit:
-        limit = min(limit, topic_limit)
+    configs = _topic_configs(admin, settings, topic)
+    if topic_limit := configs.get("max.message.bytes"):
+        limit = min(limit, int(topic_limit))
+    policy = configs.get("cleanup.policy") or ""
+    if keyed is False and "compact" in policy.split(","):
+        # the broker refuses a keyless record there ("Broker failed to validate record"), which
+        # aborts the transaction every time it is retried
+        raise UsageError(
+            f"{what} {topic!r} has cleanup.policy={policy}: a compacted topic needs a key for every "
+            "record; name the key field with -k (JSON or CSV input); nothing was written"
+        )
     return TopicInfo(topic, len(t.partitions), limit)
 
 
@@ -89,15 +97,16 @@ def may_write(ops: Iterable[Any] | None) -> bool:
     return ops is None or bool({op.name for op in ops} & {"WRITE", "ALL"})
 
 
-def _topic_max_bytes(admin: AdminClient, settings: Settings, topic: str) -> int | None:
+def _topic_configs(admin: AdminClient, settings: Settings, topic: str) -> dict[str, str | None]:
+    """The topic's max.message.bytes and cleanup.policy, {} when they cannot be read."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     try:
         res = ConfigResource(ResourceType.TOPIC, topic)
         entries = admin.describe_configs([res])[res].result(timeout=settings.timeout)
-        return int(entries["max.message.bytes"].value)
+        return {k: entries[k].value for k in ("max.message.bytes", "cleanup.policy") if k in entries}
     except Exception:  # noqa: BLE001 - optional: without DescribeConfigs the client limit applies
-        return None
+        return {}
 
 
 def ensure_checkpoint_topic(admin: AdminClient, settings: Settings, topic: str) -> bool:

@@ -7,6 +7,11 @@ unchanged continues after it, whatever else changed (a fixed bad line after it, 
 new inode or mtime); a change inside the committed part is refused unless the caller asks to start
 over, which writes those records again.
 
+A checkpoint also records how the lines became records (`mapping`: each file's input format, the
+key and value fields): a run that would continue a file with another mapping is refused, since
+the records already produced would not match the rest. Checkpoints written before it have none and
+are not checked; the next commit records it (older kxtx releases ignore the field).
+
 Version 1 checkpoints (before the committed part was hashed) kept the size, a hash of the first
 64 KiB and of the last committed record: they are still read and judged by those, and the next
 commit writes version 2.
@@ -87,6 +92,8 @@ class Checkpoint:
     records: int = 0  # committed so far under this transactional id (all runs)
     transactions: int = 0
     updated_ms: int = 0
+    #: how the records were made (`mapping_of`); None in a checkpoint written before it was kept
+    mapping: dict | None = None
 
     def to_bytes(self) -> bytes:
         doc = {"version": VERSION, **asdict(self)}
@@ -113,6 +120,7 @@ class Checkpoint:
                 doc["records"],
                 doc["transactions"],
                 doc["updated_ms"],
+                doc.get("mapping"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{where}: unreadable checkpoint ({exc})") from None
@@ -283,3 +291,53 @@ def check_topic(cp: Checkpoint, topic: str) -> None:
             f"transactional id {cp.transactional_id!r} was used to produce to topic {cp.topic!r}, "
             f"not {topic!r}; pass another --transactional-id"
         )
+
+
+#: the parts of a mapping a run may not change while continuing a file: (key, how to say it)
+MAPPING_PARTS = (
+    ("key_field", lambda v: f"-k {v}" if v else "no -k"),
+    ("value_field", lambda v: f"--value-field {v}" if v else "no --value-field"),
+    ("value_as_json", lambda v: "--value-as-json" if v else "no --value-as-json"),
+)
+
+
+def mapping_of(
+    formats: dict[str, str], key_field: str | None, value_field: str | None, value_as_json: bool
+) -> dict:
+    """What a checkpoint records of a run's mapping: each file's (absolute path) input format, and
+    the fields the key and value come from."""
+    return {
+        "formats": formats,
+        "key_field": key_field,
+        "value_field": value_field,
+        "value_as_json": value_as_json,
+    }
+
+
+def check_mapping(cp: Checkpoint, now: dict) -> None:
+    """Refuse to continue a file of the checkpoint with another format, key or value mapping than
+    the records it has in the topic were made with (`now`: `mapping_of` this run). A checkpoint
+    without a mapping (written before it was kept) is not checked."""
+    was = cp.mapping
+    resumed = [p for p in now["formats"] if p in cp.files]
+    if was is None or not resumed:
+        return
+    changes = [
+        f"{p}: -I {was['formats'][p]}, now -I {now['formats'][p]}"
+        for p in resumed
+        if was.get("formats", {}).get(p) not in (None, now["formats"][p])
+    ]
+    changes += [f"{say(was.get(k))}, now {say(now[k])}" for k, say in MAPPING_PARTS if was.get(k) != now[k]]
+    if changes:
+        raise UsageError(
+            f"transactional id {cp.transactional_id!r} produced its inputs with another mapping "
+            f"({'; '.join(changes)}): its records would not match the rest; re-run with --restart to "
+            "produce the files again from line 1 with this mapping (duplicates), or use another "
+            "--transactional-id"
+        )
+
+
+def with_mapping(cp: Checkpoint, now: dict) -> None:
+    """Record `now` in `cp` (for its next commit), keeping the formats of files this run leaves out."""
+    formats = {**((cp.mapping or {}).get("formats") or {}), **now["formats"]}
+    cp.mapping = {**now, "formats": formats}

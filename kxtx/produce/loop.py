@@ -106,7 +106,7 @@ class Run:
         self.producer = self.writer.connect(
             s, self._producer_conf(), {"delivery.report.only.error": False}
         ).producer
-        self.topic = brokerside.describe_topic(admin, s, o.topic)
+        self.topic = brokerside.describe_topic(admin, s, o.topic, keyed=o.mapping.key_field is not None)
         if self.dlq:
             brokerside.describe_topic(admin, s, self.dlq, "dead-letter topic")
         if self.resumable:
@@ -216,7 +216,10 @@ class Run:
                     self._abort(exc)
                     if attempt == MAX_RETRIES:
                         error = Unavailable if exc.unavailable else KafkaOperationError
-                        raise error(f"giving up after {MAX_RETRIES} aborted attempts: {exc}") from None
+                        raise error(
+                            f"giving up after {MAX_RETRIES + 1} aborted attempts "
+                            f"({MAX_RETRIES} retries): {exc}"
+                        ) from None
                     logger.warning(f"{exc}: aborted the transaction; retrying from the checkpoint")
                     plans = self.plans = self._plans()
             raise AssertionError("unreachable")
@@ -254,8 +257,18 @@ class Run:
         if self.resumable:
             cp = brokerside.read_checkpoint(self.settings, self.opts.checkpoint_topic, self.txid, self._admin)
         if cp is None:
-            return cpmod.Checkpoint(self.txid, self.opts.topic)
+            cp = cpmod.Checkpoint(self.txid, self.opts.topic)
         cpmod.check_topic(cp, self.opts.topic)
+        m = self.opts.mapping
+        now = cpmod.mapping_of(
+            {os.path.abspath(x.path): x.fmt for x in self.sources if not x.is_stdin},
+            m.key_field,
+            m.value_field,
+            m.value_as_json,
+        )
+        if not self.opts.restart:  # --restart produces the files again, with this mapping
+            cpmod.check_mapping(cp, now)
+        cpmod.with_mapping(cp, now)
         return cp
 
     def _plans(self) -> list[cpmod.Resume]:

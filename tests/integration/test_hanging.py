@@ -307,3 +307,19 @@ def test_a_stuck_lso_that_does_not_hang_is_named_with_why_and_what_ends_it(broke
     kxtx(broker, "fence", tid, "--yes", expect=0)
     assert offsets(broker, t, 0)[0] == offsets(broker, t, 0)[1]
     assert committed_values(broker, t, 0) == []
+
+
+def test_make_hanging_fits_a_broker_with_a_short_max_transaction_timeout(brokers):
+    """txn_helpers.make_hanging asked for a 300,000 ms transaction timeout, which a broker with
+    transaction.max.timeout.ms=60000 refuses (InvalidTransactionTimeout): it takes the broker's
+    maximum when that is less (issue 63, item 10)."""
+    from tests.integration.txn_helpers import BROKER_CONFIG
+
+    short = brokers({**BROKER_CONFIG, "transaction.max.timeout.ms": "60000"})
+    topic = short.create_topic()
+    _p, starts = make_hanging(short.bootstrap, f"short-{uuid.uuid4().hex[:6]}", [(topic, 0)])
+    doc = kxtx_on(short, "find-hanging", "--topic", topic, "-o", "json", expect=3).json
+    assert [(h["topic"], h["partition"], h["start_offset"]) for h in doc["hanging"]] == [
+        (topic, 0, starts[(topic, 0)])
+    ]
+    kxtx_on(short, "abort-hanging", "--topic", topic, "--yes", expect=0)

@@ -347,7 +347,7 @@ CASES = [
         "audit-markers",
         "no such topic",
         lambda s: ["--topic", f"nope-{uuid.uuid4().hex[:6]}"],
-        ExitCode.ERROR,
+        ExitCode.USAGE,
         lambda doc, s: "nope-" in doc["error"],
     ),
     Case(

@@ -341,3 +341,13 @@ def test_serve_answers_and_stops_on_sigterm(broker, scene, down):
         if not down:
             hang = (("partition", "1"), ("topic", scene["hang"]))
             assert second[("kxtx_partition_hanging_transactions", hang)] == 1
+
+
+def test_collect_table_leaves_out_group_partitions_at_lag_0(broker, scene):
+    """The markers-only group has read everything (read_committed lag 0): the table leaves its
+    partition out and says so; -o json still lists it."""
+    table = kxtx(broker, "monitor", "collect", "-g", scene["group"], "-o", "table", expect=0)
+    assert "groups_at_lag_0" in table.stdout and "1 group partition not shown" in table.stdout, table.stdout
+    assert scene["group"] not in table.stdout, table.stdout
+    doc = json_doc(kxtx(broker, "monitor", "collect", "-g", scene["group"], "-o", "json"))
+    assert [(g["group"], g["lag_records"]) for g in doc["groups"]] == [(scene["group"], 0)]

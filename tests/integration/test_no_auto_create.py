@@ -53,7 +53,7 @@ def test_pipe_missing_output_topic_is_not_created(kafka, topic, run_kxtx):
         timeout=180,
     )
     assert r.returncode == 2, r.stderr
-    assert f"output topic {missing!r} does not exist" in r.stderr
+    assert f"topic {missing!r} does not exist" in r.stderr
     assert_never_created(kafka, missing)
 
 

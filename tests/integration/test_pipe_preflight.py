@@ -66,7 +66,10 @@ def test_missing_input_topic_is_a_usage_error_before_spark(kafka, run_pipe):
     group = f"g-{uuid.uuid4().hex[:8]}"
     r = run_pipe("--in", missing, "--out", out, "--group", group)
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == f"kxtx: error: input topic {missing!r} does not exist (create it first)"
+    assert (
+        r.stderr.strip()
+        == f"kxtx: error: topic {missing!r} does not exist: create it first (kxtx topic create {missing})"
+    )
     assert committed_offsets(kafka.bootstrap, group, out, 1) == [-1001]
 
 
@@ -75,14 +78,17 @@ def test_one_missing_input_among_several(kafka, run_pipe):
     missing = f"missing-in-{uuid.uuid4().hex[:8]}"
     r = run_pipe("--in", f"{src},{missing}", "--out", out, "--group", "g")
     assert r.returncode == 2, r.stderr
-    assert f"input topic {missing!r} does not exist" in r.stderr
+    assert f"topic {missing!r} does not exist" in r.stderr
 
 
 def test_missing_output_topic_before_spark(kafka, topic, run_pipe):
     missing = f"missing-out-{uuid.uuid4().hex[:8]}"
     r = run_pipe("--in", topic, "--out", missing, "--group", "g")
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == f"kxtx: error: output topic {missing!r} does not exist (create it first)"
+    assert (
+        r.stderr.strip()
+        == f"kxtx: error: topic {missing!r} does not exist: create it first (kxtx topic create {missing})"
+    )
 
 
 def test_unreachable_cluster_names_the_address_before_spark(run_pipe):

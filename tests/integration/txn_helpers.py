@@ -189,6 +189,20 @@ class LowLevel:
         )
 
 
+def max_txn_timeout_ms(bootstrap: str) -> int:
+    """The broker's transaction.max.timeout.ms (Kafka's default, 900,000, where it cannot be read)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        broker = next(iter(admin.list_topics(timeout=30).brokers))
+        res = ConfigResource(ResourceType.BROKER, str(broker))
+        entries = admin.describe_configs([res])[res].result(timeout=30)
+        return int(entries["transaction.max.timeout.ms"].value)
+    except (KeyError, StopIteration):
+        return 900_000
+
+
 def make_hanging(
     bootstrap: str,
     tid: str,
@@ -196,12 +210,17 @@ def make_hanging(
     commit_on: tuple[str, int] | None = None,
     age_ms: int = 3_600_000,
     records: int = 3,
+    timeout_ms: int | None = None,
 ) -> tuple[Producer, dict]:
     """Open transactions on `hang_on` that the coordinator never hears of; optionally a normal
-    committed transaction on `commit_on` by the same producer. Returns (producer, {tp: start offset})."""
+    committed transaction on `commit_on` by the same producer. Returns (producer, {tp: start offset}).
+    `timeout_ms`: the producer's transaction timeout; by default 300,000 ms, or the broker's
+    transaction.max.timeout.ms when that is less (a longer one is refused: InvalidTransactionTimeout)."""
     ll = LowLevel(bootstrap)
     try:
-        p = ll.init(tid)
+        p = ll.init(
+            tid, timeout_ms if timeout_ms is not None else min(300_000, max_txn_timeout_ms(bootstrap))
+        )
         starts = {}
         if commit_on:
             ll.add_partitions(p, commit_on[0], [commit_on[1]])

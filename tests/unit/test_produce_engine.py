@@ -66,7 +66,9 @@ def fake(monkeypatch):
     def install(fail_commits=None, checkpoint=None):
         monkeypatch.setattr(loop.clients, "probing_admin", lambda s: object())
         monkeypatch.setattr(
-            brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 1_000_000)
+            brokerside,
+            "describe_topic",
+            lambda a, s, t, what="topic", keyed=None: brokerside.TopicInfo(t, 1, 1_000_000),
         )
         monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
         monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: checkpoint)
@@ -155,11 +157,13 @@ def test_abortable_commit_retries_from_the_checkpoint(fake, tmp_path):
 
 def test_repeated_abortable_errors_give_up(fake, tmp_path):
     abortable = KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True)
-    fake({i: abortable for i in range(1, 20)})
+    made = fake({i: abortable for i in range(1, 20)})
     path = tmp_path / "in.txt"
     path.write_bytes(b"a\nb\n")
-    with pytest.raises(KafkaOperationError, match="giving up after 5 aborted attempts"):
+    # the first attempt and MAX_RETRIES retries: the message counts every one of them
+    with pytest.raises(KafkaOperationError, match=r"giving up after 6 aborted attempts \(5 retries\)"):
         _run(path)
+    assert made["p"].aborts == 6
 
 
 def test_a_cluster_that_stays_unavailable_carries_what_was_committed(fake, tmp_path):

@@ -129,7 +129,7 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
     monkeypatch.setattr(
         brokerside,
         "describe_topic",
-        lambda a, s, t, what="topic": brokerside.TopicInfo(t, partitions, 10_000),
+        lambda a, s, t, what="topic", keyed=None: brokerside.TopicInfo(t, partitions, 10_000),
     )
     monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
     monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: None)

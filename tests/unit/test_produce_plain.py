@@ -147,7 +147,9 @@ def _run(monkeypatch, paths, partitions, fake=None, **opts):
     monkeypatch.setattr(keyed, "fast_file", _FAST_FILE if partitions == 1 else lambda *a: None)
     monkeypatch.setattr(loop.clients, "probing_admin", lambda s: object())
     monkeypatch.setattr(
-        brokerside, "describe_topic", lambda a, s, t, what="topic": brokerside.TopicInfo(t, 1, 10_000)
+        brokerside,
+        "describe_topic",
+        lambda a, s, t, what="topic", keyed=None: brokerside.TopicInfo(t, 1, 10_000),
     )
     monkeypatch.setattr(brokerside, "ensure_checkpoint_topic", lambda a, s, t: False)
     monkeypatch.setattr(brokerside, "read_checkpoint", lambda s, t, tid, admin: None)

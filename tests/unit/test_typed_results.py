@@ -327,3 +327,19 @@ def test_the_fence_result_document(monkeypatch):
         ],
         ["ok", True],
     ]
+
+
+def test_the_pipe_rate_is_over_the_last_interval_not_since_the_start(monkeypatch):
+    """1,000 records in the first 10 s, then idle: the rate falls to 0 at once, not to 1,000/20 s
+    (issue 63, item 10); new records after that show their own rate."""
+    clock = [110.0]
+    monkeypatch.setattr(pipestats.time, "monotonic", lambda: clock[0])
+    stats = pipestats.Stats(started=100.0)
+    stats.records_in = 1000
+    assert stats.progress().rate == 100.0
+    clock[0] = 120.0
+    assert stats.progress().rate == 0.0  # idle for the last 10 s (since the start: 50)
+    stats.records_in, clock[0] = 1300, 121.0
+    assert stats.progress().rate == 300.0
+    clock[0] = 121.5
+    assert stats.progress().rate == 300.0  # under RATE_INTERVAL_S: the last interval's
