@@ -351,6 +351,9 @@ def _setup_logging() -> None:
     log = logging.getLogger("kxtx")
     if not any(isinstance(h, _StderrHandler) for h in log.handlers):
         log.addHandler(_StderrHandler())
+    for h in log.handlers:  # a command starts with no warning held back (one process, several runs)
+        if isinstance(h, _StderrHandler):
+            h.seen.clear()
     log.setLevel(logging.DEBUG if STATE.debug else logging.WARNING)
     log.propagate = False
     # Client-library chatter (librdkafka, kafka-python) only with --debug.

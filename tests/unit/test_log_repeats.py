@@ -42,3 +42,18 @@ def test_a_warning_that_comes_back_later_is_written_again(capsys, monkeypatch):
         "kxtx: warning: broker 2 down",
         "kxtx: warning: broker 2 down (2 times)",
     ]
+
+
+def test_each_command_starts_with_no_warning_held_back(capsys):
+    """One process, several commands (the tests run some in process): a warning the last one
+    wrote must not hide the next one's first line of it."""
+    import logging
+
+    from kxtx.cli.common import _setup_logging
+
+    _setup_logging()
+    log = logging.getLogger("kxtx")
+    log.warning("the same problem")
+    _setup_logging()  # the next command's boundary
+    log.warning("the same problem")
+    assert capsys.readouterr().err.count("kxtx: warning: the same problem\n") == 2
