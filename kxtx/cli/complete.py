@@ -106,7 +106,7 @@ def _plan(
     from kxtx.ops import complete as lib
 
     desc = lib.describe(cluster, transactional_id)
-    lib.check(desc, producer_id, epoch)
+    lib.check(desc, producer_id, epoch, commit)
     plan = lib.plan(cluster, desc, commit)
     emit(plan, fmt, title=f"plan: complete {transactional_id} --{plan['outcome']}")
     if plan["owner_hint"]:

@@ -56,16 +56,20 @@ def _has(desc: CoordinatorTxn, state: bool = True) -> str:
     return f"{ids}, state {desc.state}" if state else ids
 
 
-def check(desc: CoordinatorTxn, producer_id: int | None, epoch: int | None) -> None:
+def check(
+    desc: CoordinatorTxn, producer_id: int | None, epoch: int | None, commit: bool | None = None
+) -> None:
     """Refuse (exit 2, nothing sent) unless the coordinator holds an Ongoing transaction of this
-    producer id and epoch (None: whatever the coordinator has, which the plan shows)."""
+    producer id and epoch (None: whatever the coordinator has, which the plan shows). `commit`: the
+    outcome asked for, to say so when the transaction already ended that way (a rerun after exit 75
+    whose EndTxn was served after all)."""
     tid = desc.transactional_id
     if desc.state != "Ongoing":
         started = iso_ms(desc.start_time_ms) if desc.start_time_ms >= 0 else None
         when = f" (its last transaction started {started})" if started else ""
         raise Refused(
             f"transactional id {tid!r} has no open transaction: the coordinator says {desc.state}{when}, "
-            f"{_has(desc, state=False)}; nothing was changed"
+            f"{_has(desc, state=False)}{_already(desc, producer_id, commit)}; nothing was changed"
         )
     given = [
         (n, v, h)
@@ -79,6 +83,15 @@ def check(desc: CoordinatorTxn, producer_id: int | None, epoch: int | None) -> N
             f"is {_has(desc)}: the producer moved on, and completing would end another transaction; "
             "nothing was changed"
         )
+
+
+def _already(desc: CoordinatorTxn, producer_id: int | None, commit: bool | None) -> str:
+    """`, the outcome asked for` when the last transaction of this producer ended as asked."""
+    if commit is None or desc.state != ("CompleteCommit" if commit else "CompleteAbort"):
+        return ""
+    if producer_id is not None and producer_id != desc.producer_id:
+        return ""
+    return f", the outcome asked for: its last transaction is {'committed' if commit else 'aborted'}"
 
 
 def plan(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> dict:
