@@ -78,6 +78,17 @@ def result(rows, done=True) -> CompleteResult:
     return CompleteResult("app-0-42", "commit", ProducerState("Ongoing", 7, 3), after, done, rows, ok)
 
 
+@pytest.fixture
+def warnings(monkeypatch, caplog):
+    """kxtx's warnings into caplog only: a stderr handler an earlier test installed would hold
+    repeated lines and write "(N more times)" into a later test's boundary run."""
+    log = logging.getLogger("kxtx")
+    monkeypatch.setattr(log, "handlers", [])
+    monkeypatch.setattr(log, "propagate", True)
+    caplog.set_level(logging.WARNING, logger="kxtx")
+    return caplog
+
+
 @pytest.mark.parametrize(
     ("rows", "done", "code", "said"),
     [
@@ -93,8 +104,7 @@ def result(rows, done=True) -> CompleteResult:
         ([MOVED], False, ExitCode.ERROR, ["did not reach CompleteCommit: it says PrepareCommit"]),
     ],
 )
-def test_report(rows, done, code, said, caplog, capsys):
-    caplog.set_level(logging.WARNING, logger="kxtx")
+def test_report(rows, done, code, said, warnings):
     if code is None:
         _report(result(rows, done), None)
     else:
@@ -102,4 +112,4 @@ def test_report(rows, done, code, said, caplog, capsys):
             _report(result(rows, done), None)
         assert exit_.value.exit_code == code
     for s in said:
-        assert s in caplog.text, (s, caplog.text)
+        assert s in warnings.text, (s, warnings.text)
