@@ -17,14 +17,15 @@ _kxtx() {
         -o) COMPREPLY=($(compgen -W "table json jsonl" -- "$cur")); return ;;
     esac
     for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-        case " abort abort-hanging audit-markers check cluster collect count create dump fence find-hanging group inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
+        case " abort abort-hanging audit-markers check cluster collect complete count create dump fence find-hanging group inspect kill-node monitor offsets partition pause-node pipe produce repair-markers resume-node sandbox serve start start-node status stop stop-node topic txn txn-state " in *" $w "*) path="${path:+$path }$w" ;; esac
     done
     case "$path" in
-        "") words="abort abort-hanging audit-markers cluster dump fence find-hanging inspect monitor pipe produce repair-markers sandbox topic --debug --version" ;;
+        "") words="abort abort-hanging audit-markers cluster complete dump fence find-hanging inspect monitor pipe produce repair-markers sandbox topic --debug --version" ;;
         "abort") words="--topic -t --partition -p --start-offset --producer-id --producer-epoch --coordinator-epoch --drop-committed --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "abort-hanging") words="--topic -t --partition -p --broker-id --max-transaction-timeout --drop-committed --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "audit-markers") words="--topic -t --partition -p --since --from -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "cluster") words="-b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
+        "complete") words="--commit --abort --producer-id --epoch --dry-run --yes -y -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump") words="offsets partition txn-state" ;;
         "dump offsets") words="--group -g --topic --type --include-uncommitted --partition -p --from-beginning --from-offset --since --follow -f --limit -n --latest --workers -b --bootstrap-servers -X --config --command-config --timeout --format -o" ;;
         "dump partition") words="--from --to --around-lso --records --value-format --width -b --bootstrap-servers -X --config --command-config --timeout --schema-registry --format -o" ;;

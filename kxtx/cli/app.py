@@ -34,6 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("abort-hanging", HANG, "hanging:abort_hanging"),
     ("abort", HANG, "hanging:abort_cmd"),
     ("fence", HANG, "fence:fence"),
+    ("complete", HANG, "complete:complete"),
     ("audit-markers", HANG, "markers:audit_markers"),
     ("repair-markers", HANG, "markers:repair_markers"),
     ("monitor", HANG, "monitor:app"),

@@ -121,7 +121,7 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> FenceResult:
         except Exception:  # noqa: BLE001 - after a fatal error flush raises it again; keep the first
             pass
     after = describe(cluster, desc.transactional_id)
-    rows = _wait_for_lso(cluster, tps, before)
+    rows = wait_for_lso(cluster, tps, before)
     return FenceResult(
         desc.transactional_id,
         ProducerState(desc.state, desc.producer_id, desc.producer_epoch),
@@ -131,35 +131,38 @@ def fence(cluster: Cluster, desc: CoordinatorTxn) -> FenceResult:
     )
 
 
-def _wait_for_lso(
-    cluster: Cluster, tps: list[TP], before: dict[tuple[str, int], Offsets]
+def wait_for_lso(
+    cluster: Cluster, tps: list[TP], before: dict[tuple[str, int], Offsets], marker: str = "ABORT"
 ) -> list[FencedPartition]:
-    """Each partition that held records back must see its LSO move (markers are written async)."""
+    """Each partition that held records back must see its LSO move (markers are written async).
+    `marker`: the one the coordinator writes (ABORT here, COMMIT or ABORT for `complete`)."""
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:
         now = cluster.offsets(tps)
-        rows = [_checked(tp, before[tp], now[tp]) for tp in tps]
+        rows = [_checked(tp, before[tp], now[tp], marker) for tp in tps]
         if all(r.lso_moved is True for r in rows) or time.monotonic() >= deadline:
             return rows
         time.sleep(0.2)
 
 
-def _checked(tp: TP, b: Offsets, a: Offsets) -> FencedPartition:
+def _checked(tp: TP, b: Offsets, a: Offsets, marker: str = "ABORT") -> FencedPartition:
     """One partition's verdict from its offsets before and after. Unread offsets (before or
     after) are no evidence: the partition is unseen, whatever the other read said (a None
     `held_back` once passed for "nothing held back", and a leaderless partition was `ok`)."""
     if b.held_back is None or a.lso is None:
         why = b.why if b.held_back is None else a.why
-        return FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, None, unseen_reason(tp, why))
+        return FencedPartition(
+            tp[0], tp[1], b.lso, a.lso, a.high_watermark, None, unseen_reason(tp, why, marker)
+        )
     # Nothing was held back (the transaction had written nothing yet): nothing to move.
     moved = b.held_back == 0 or (b.lso is not None and a.lso > b.lso)
     return FencedPartition(tp[0], tp[1], b.lso, a.lso, a.high_watermark, moved)
 
 
-def unseen_reason(tp: TP, why: str | None) -> str:
+def unseen_reason(tp: TP, why: str | None, marker: str = "ABORT") -> str:
     """What an operator needs about a partition fence could not read: why, and how to check its
     marker once the partition is back (a leaderless partition may never get it: KAFKA-20734)."""
     return (
-        f"offsets not read ({why or 'no answer'}); its ABORT marker is unchecked: once the partition "
+        f"offsets not read ({why or 'no answer'}); its {marker} marker is unchecked: once the partition "
         f"has a leader, run `kxtx audit-markers --topic {tp[0]} --partition {tp[1]}`"
     )

@@ -11,6 +11,7 @@ from kxtx.ops import decide, history, pipeids
 from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import named_producers, resolve_max_timeout
 from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.ops.owners import owner_hint
 from kxtx.ops.pipeids import PipeView
 from kxtx.timefmt import iso_ms
 from kxtx.wording import plural
@@ -145,6 +146,8 @@ def _txn_view(
     out: dict = {
         "transactional_id": transactional_id,
         "verdict": decide.txn_verdict(coord, now, hanging_on) + _hedge(ask, hanging_on, unseen),
+        # a hint from the id's shape (who wrote it, what that means for recovery), never a fact
+        "owner_hint": owner_hint(transactional_id),
     }
     if coord:
         out.update(

@@ -390,6 +390,28 @@ CASES = [
     Case("fence", "unknown id", lambda s: [f"nope-{uuid.uuid4()}", "--yes"], ExitCode.ERROR),
     _unreachable("fence", lambda s: ["x", "--yes"]),
     Case(
+        "complete",
+        "no open transaction",
+        lambda s: [s.txid, "--commit", "--yes"],
+        ExitCode.USAGE,
+        lambda doc, s: "has no open transaction" in doc["error"] and "CompleteCommit" in doc["error"],
+    ),
+    Case(
+        "complete",
+        "unknown id",
+        lambda s: [f"nope-{uuid.uuid4()}", "--abort", "--yes"],
+        ExitCode.ERROR,
+        lambda doc, s: "unknown to its coordinator" in doc["error"],
+    ),
+    Case(
+        "complete",
+        "no outcome",
+        lambda s: [s.txid, "--yes"],
+        ExitCode.USAGE,
+        lambda doc, s: "--commit or --abort" in doc["error"],
+    ),
+    _unreachable("complete", lambda s: ["x", "--commit", "--yes"]),
+    Case(
         "monitor collect",
         "one hangs",
         lambda s: ["--topic", s.hang],

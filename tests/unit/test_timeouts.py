@@ -48,6 +48,7 @@ COMMANDS = {
     "dump txn-state": ["dump", "txn-state"],
     "dump offsets": ["dump", "offsets"],
     "abort": ["abort", "-t", "t", "-p", "0", "--start-offset", "5", "--yes"],
+    "complete": ["complete", "some-id", "--commit", "--yes"],
     "topic create": ["topic", "create", "t"],
 }
 

@@ -1,0 +1,144 @@
+"""`kxtx complete TRANSACTIONAL_ID --commit|--abort`: end one open (lingering) transaction as its
+producer would (EndTxn with its producer id and epoch; the coordinator writes the markers).
+
+Plan, confirm and act are separate small functions (`_plan`, `_act`, `_report`), so the command can
+move onto a shared plan -> confirm -> act module without changing what it does."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    DryRunOpt,
+    FormatOpt,
+    TimeoutOpt,
+    YesOpt,
+    boundary,
+    confirm_or_refuse,
+    connection,
+)
+from kxtx.cli.output import OutputFormat, emit
+from kxtx.exitcodes import ExitCode
+
+if TYPE_CHECKING:
+    from kxtx.ops.calls import Cluster
+    from kxtx.ops.complete import CompleteResult
+    from kxtx.ops.model import CoordinatorTxn
+
+
+@boundary
+def complete(
+    transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
+    commit: Annotated[bool, typer.Option("--commit", help="Commit the open transaction.")] = False,
+    abort: Annotated[bool, typer.Option("--abort", help="Abort the open transaction.")] = False,
+    producer_id: Annotated[
+        int | None,
+        typer.Option(
+            "--producer-id",
+            metavar="ID",
+            help="The transaction's producer id (from a Flink checkpoint or the job's log); must be the "
+            "coordinator's.",
+        ),
+    ] = None,
+    epoch: Annotated[
+        int | None,
+        typer.Option(
+            "--epoch", metavar="N", help="The transaction's producer epoch; must be the coordinator's."
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    bootstrap: BootstrapOpt = None,
+    config: ConfigOpt = None,
+    command_config: CommandConfigOpt = None,
+    timeout: TimeoutOpt = None,
+    fmt: FormatOpt = None,
+) -> None:
+    """Commit or abort one open transaction as its producer would: EndTxn with its producer id and
+    epoch, after which the coordinator writes the markers on every partition.
+
+    For a lingering transaction whose writer will not end it (a Flink job restarted without the
+    checkpoint that pre-committed it, an abandoned two-phase commit). Decide from the writer's own
+    state, not from kxtx: the plan shows a hint at the writer from the id's shape. --producer-id and
+    --epoch must match the coordinator's open transaction, and the state must be Ongoing: otherwise
+    it refuses, saying what the coordinator has (exit 2, nothing changed). Needs WRITE on the
+    TransactionalId. Shows the plan; --dry-run stops there (exit 3); without a terminal --yes is
+    required. Exit 0 when the coordinator reached CompleteCommit / CompleteAbort and every
+    partition's LSO was read and moved; 75 when a partition could not be read (its row says
+    `unseen` and how to check its marker later) or the coordinator stayed unavailable; 1 when the
+    coordinator did not finish or an LSO did not move."""
+    from kxtx.errors import UsageError
+    from kxtx.ops.calls import Cluster
+
+    if commit == abort:
+        raise UsageError("name the outcome: --commit or --abort (one of them)")
+    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+        desc = _plan(cluster, transactional_id, producer_id, epoch, commit, fmt)
+        if dry_run:
+            typer.echo("kxtx: dry run: nothing was changed", err=True)
+            # as every destructive command's dry run: 3, the plan has something to do
+            raise typer.Exit(ExitCode.PROBLEM_FOUND)
+        what = "Commit" if commit else "Abort"
+        confirm_or_refuse(
+            yes,
+            f"{what} the open transaction of {transactional_id!r} "
+            f"(producer id {desc.producer_id}, epoch {desc.producer_epoch})?",
+        )
+        result = _act(cluster, desc, commit)
+    _report(result, fmt)
+
+
+def _plan(
+    cluster: Cluster,
+    transactional_id: str,
+    producer_id: int | None,
+    epoch: int | None,
+    commit: bool,
+    fmt: OutputFormat | None,
+) -> CoordinatorTxn:
+    """Describe, refuse what does not match, show the plan (json: the document until the result
+    replaces it; it stays on --dry-run or a refusal)."""
+    from kxtx.ops import complete as lib
+
+    desc = lib.describe(cluster, transactional_id)
+    lib.check(desc, producer_id, epoch, commit)
+    plan = lib.plan(cluster, desc, commit)
+    emit(plan, fmt, title=f"plan: complete {transactional_id} --{plan['outcome']}")
+    if plan["owner_hint"]:
+        typer.echo(f"kxtx: {transactional_id}: {plan['owner_hint']}", err=True)
+    return desc
+
+
+def _act(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> CompleteResult:
+    from kxtx.ops import complete as lib
+
+    return lib.complete(cluster, desc, commit)
+
+
+def _report(result: CompleteResult, fmt: OutputFormat | None) -> None:
+    emit(result, fmt, title=f"completed {result.transactional_id} ({result.outcome})")
+    if result.ok:
+        return
+    from kxtx.errors import unseen_exit
+    from kxtx.log import logger
+
+    if not result.coordinator_done:
+        logger.warning(
+            f"the coordinator did not reach Complete{result.outcome.title()}: it says {result.after.state}, "
+            f"producer id {result.after.producer_id}, epoch {result.after.producer_epoch}"
+        )
+    for row in result.partitions:
+        if row.unseen:
+            logger.warning(f"{row.topic}:{row.partition}: not seen: {row.unseen}")
+        elif row.lso_moved is False:
+            logger.warning(
+                f"{row.topic}:{row.partition}: the LSO did not move ({row.lso_after}); check its marker: "
+                f"`kxtx audit-markers --topic {row.topic} --partition {row.partition}`"
+            )
+    stuck = not result.coordinator_done or any(r.lso_moved is False for r in result.partitions)
+    raise typer.Exit(ExitCode.ERROR if stuck else unseen_exit([r.unseen or "" for r in result.partitions]))
