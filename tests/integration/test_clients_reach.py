@@ -17,7 +17,9 @@ def test_the_admin_client_that_probed_is_the_one_returned(kafka, monkeypatch):
     clients._reached.discard(settings.bootstrap)
     made = []
     make = clients._make
-    monkeypatch.setattr(clients, "_make", lambda cls, conf: made.append(make(cls, conf)) or made[-1])
+    monkeypatch.setattr(
+        clients, "_make", lambda cls, conf, settings: made.append(make(cls, conf, settings)) or made[-1]
+    )
     first = clients.probing_admin(settings)
     assert made == [first]  # the probe itself: no second client
     assert settings.bootstrap in clients._reached
