@@ -18,6 +18,7 @@ from kxtx.log import logger
 from kxtx.ops import decide, history
 from kxtx.ops.calls import Cluster, Progress
 from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, HeldLso, OpenTxn
+from kxtx.ops.owners import owner_hint
 from kxtx.wording import plural
 
 #: Operations on the Cluster a principal has when there is no authorizer or it is a super user.
@@ -155,6 +156,7 @@ def lso_holders(
             p, now_ms, kind, decide.hold_detail(kind, ends, desc), decide.hold_action(kind, p.tp, tid)
         )
         row.transactional_id, row.ends_ms = tid, ends
+        row.owner_hint = owner_hint(tid) if tid else None
         row.coordinator_state = desc.state if isinstance(desc, CoordinatorTxn) else None
         out.append(row)
     return out

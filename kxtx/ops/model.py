@@ -155,6 +155,8 @@ class HeldLso:
     #: when it ends by itself (the coordinator's abort at its timeout), or when it starts to count
     #: as hanging (untracked); epoch ms
     ends_ms: int | None = None
+    #: who writes with this transactional id, from its shape: a hint, never a fact (`ops.owners`)
+    owner_hint: str | None = None
 
     @property
     def tp(self) -> TP:
