@@ -11,12 +11,12 @@ from kxtx.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     FormatOpt,
+    MaxTimeoutOpt,
     OutputFormat,
     TimeoutOpt,
     boundary,
     connection,
 )
-from kxtx.cli.hanging import MaxTimeoutOpt
 from kxtx.cli.output import choose, emit
 from kxtx.parsers import parse_minutes
 
