@@ -135,7 +135,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from find-hanging" -l format -s o -r
 complete -c kxtx -n "__fish_seen_subcommand_from inspect" -a group -d "A consumer group's view, right on transactional topics: per partition its commit"
 complete -c kxtx -n "__fish_seen_subcommand_from inspect" -a partition -d "LSO, high watermark, records held back, every open transaction (with its transac"
 complete -c kxtx -n "__fish_seen_subcommand_from inspect" -a txn -d "The coordinator's view, each partition's view (open offset, LSO, high watermark)"
-complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from group" -l topic -s t -r -d "Only this topic's partitions."
+complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from group" -l topic -s t -r -d "Only this topic."
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from group" -l max-transaction-timeout -r -d "Open transactions idle longer than this are checked: minutes, or a duration such"
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from group" -s b -l bootstrap-servers -r -d "Broker(s); repeatable or comma-separated. Env: KXTX_BOOTSTRAP_SERVERS."
 complete -c kxtx -n "__fish_seen_subcommand_from inspect ; and __fish_seen_subcommand_from group" -s X -l config -r -d "librdkafka client property, as in kcat (repeatable); wins over file and env."

@@ -291,9 +291,9 @@ def json_doc(r: Any) -> Any:
 @pytest.fixture
 def run_kxtx(kafka):
     """`cli.run` against the `kafka` broker (KXTX_BOOTSTRAP_SERVERS; `bootstrap=False` leaves it
-    empty). It checks the exit code only when told: `expect=0` (or another code)."""
+    empty). It fails unless the exit code is `expect` (0 unless told; `None`: not checked)."""
 
-    def run(*args: str, expect: cli.Expect = None, bootstrap: bool = True, **kw: Any) -> cli.Result:
+    def run(*args: str, expect: cli.Expect = 0, bootstrap: bool = True, **kw: Any) -> cli.Result:
         __tracebackhide__ = True
         env = {"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap if bootstrap else "", **(kw.pop("env", None) or {})}
         return cli.run(*args, expect=expect, env=env, **kw)

@@ -111,6 +111,21 @@ class ValueFormat(str, enum.Enum):
     auto = "auto"
 
 
+# --- scope options of the transaction commands -------------------------------------------------
+TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
+PartitionOpt = Annotated[
+    int | None, typer.Option("--partition", "-p", help="Only this partition (needs --topic).")
+]
+MaxTimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-transaction-timeout",
+        metavar="MINUTES",
+        help="Open transactions idle longer than this are checked: minutes, or a duration "
+        "such as 90s (default: the broker's transaction.max.timeout.ms, else 15).",
+    ),
+]
+
 YesOpt = Annotated[
     bool, typer.Option("--yes", "-y", help="Act without asking (required when not on a terminal).")
 ]

@@ -16,10 +16,9 @@ from kxtx.cli.common import (
     TimeoutOpt,
     YesOpt,
     boundary,
-    confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import emit
+from kxtx.cli.plan import Done, Plan, run
 from kxtx.exitcodes import ExitCode
 
 
@@ -47,25 +46,29 @@ def fence(
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         desc = lib.describe(cluster, transactional_id)
-        # json: the plan is the document until the result replaces it (it stays on --dry-run or a
-        # refusal)
-        emit(lib.plan(cluster, desc), fmt, title=f"plan: fence {transactional_id}")
-        if dry_run:
-            typer.echo("kxtx: dry run: nothing was changed", err=True)
-            # as every destructive command's dry run: 3, the plan has something to do (fencing
-            # always bumps the epoch)
-            raise typer.Exit(ExitCode.PROBLEM_FOUND)
-        confirm_or_refuse(yes, f"Fence {transactional_id!r} and abort its open transaction?")
-        result = lib.fence(cluster, desc)
-    emit(result, fmt, title=f"fenced {transactional_id}")
-    if result.ok:
-        return
-    from kxtx.log import logger
 
-    for row in result.partitions:
-        if row.unseen:
-            logger.warning(f"{row.topic}:{row.partition}: not seen: {row.unseen}")
-    from kxtx.errors import unseen_exit
+        def act() -> Done:
+            result = lib.fence(cluster, desc)
+            done = Done(result, f"fenced {transactional_id}")
+            if not result.ok:
+                from kxtx.errors import unseen_exit
 
-    stuck = [r for r in result.partitions if r.lso_moved is False]
-    raise typer.Exit(ExitCode.ERROR if stuck else unseen_exit([r.unseen or "" for r in result.partitions]))
+                done.warnings = [
+                    f"{row.topic}:{row.partition}: not seen: {row.unseen}"
+                    for row in result.partitions
+                    if row.unseen
+                ]
+                stuck = [r for r in result.partitions if r.lso_moved is False]
+                done.exit_code = (
+                    ExitCode.ERROR if stuck else unseen_exit([r.unseen or "" for r in result.partitions])
+                )
+            return done
+
+        # The plan is one object, never empty: fencing always bumps the epoch, so --dry-run exits 3.
+        plan = Plan(
+            lib.plan(cluster, desc),
+            title=f"plan: fence {transactional_id}",
+            question=f"Fence {transactional_id!r} and abort its open transaction?",
+            act=act,
+        )
+        run(plan, dry_run, yes, fmt)

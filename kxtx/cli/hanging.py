@@ -6,7 +6,7 @@ They share the scope options, the rows and their rendering, hence one module.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,29 +16,27 @@ from kxtx.cli.common import (
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
+    MaxTimeoutOpt,
+    PartitionOpt,
     TimeoutOpt,
+    TopicOpt,
     YesOpt,
     boundary,
-    confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import OutputFormat, annotate, emit_rows
-from kxtx.errors import carry, partial_of, unseen_exit
+from kxtx.cli.output import annotate, emit_rows
+from kxtx.cli.plan import marker_plan, run
+from kxtx.errors import unseen_exit
 from kxtx.exitcodes import ExitCode
 from kxtx.parsers import parse_minutes
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
     from kxtx.client.settings import Settings
-    from kxtx.ops.abort import Target
     from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import Report
     from kxtx.ops.model import HangingTxn, HeldLso
 
-TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic.")]
-PartitionOpt = Annotated[
-    int | None, typer.Option("--partition", "-p", help="Only this partition (needs --topic).")
-]
 BrokerIdOpt = Annotated[
     int | None,
     typer.Option(
@@ -53,16 +51,6 @@ DropCommittedOpt = Annotated[
         "its records are dropped. By default such a partition is left for repair-markers.",
     ),
 ]
-MaxTimeoutOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--max-transaction-timeout",
-        metavar="MINUTES",
-        help="Open transactions idle longer than this are checked: minutes, or a duration "
-        "such as 90s (default: the broker's transaction.max.timeout.ms, else 15).",
-    ),
-]
-
 COLUMNS = [
     "topic",
     "partition",
@@ -271,7 +259,7 @@ def abort_hanging(
             {"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
             for t in targets
         ]
-        apply_plan(cluster, targets, plan, dry_run, yes, fmt)
+        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS)), dry_run, yes, fmt)
         if kept:  # aborted what could be; the committed ones still hang, waiting for repair-markers
             raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
@@ -302,57 +290,6 @@ def _offsets(h: HangingTxn | None) -> dict:
     if h is None:
         return {}
     return {"lso": h.lso, "high_watermark": h.high_watermark, "held_back": h.held_back}
-
-
-def apply_plan(
-    cluster: Cluster,
-    targets: list[Target],
-    plan: list[dict],
-    dry_run: bool,
-    yes: bool,
-    fmt: OutputFormat | None,
-    verb: str = "abort",
-    columns: tuple[list[str], list[str]] | None = None,
-) -> None:
-    """The shared preview -> confirm -> act -> report sequence of abort-hanging, abort and
-    repair-markers (`verb` "repair": markers of either outcome; `columns`: its (plan, result)
-    table columns)."""
-    from kxtx.errors import KxtxError
-    from kxtx.log import logger
-    from kxtx.ops import abort
-
-    plan_columns, result_columns = columns or (PLAN_COLUMNS, RESULT_COLUMNS)
-    title = f"plan: {verb} {plural(len(plan), 'open transaction')} with WriteTxnMarkers"
-    # json: the plan is the document until the results replace it (it stays on --dry-run or a refusal)
-    emit_rows(plan, fmt, plan_columns, title=title)
-    try:
-        abort.preflight(cluster, f"{verb} transactions (WriteTxnMarkers)")
-    except KxtxError as exc:
-        if not dry_run:
-            raise
-        logger.warning(str(exc))
-    if dry_run:
-        typer.echo("kxtx: dry run: nothing was changed", err=True)
-        raise typer.Exit(ExitCode.PROBLEM_FOUND)
-    these = "this transaction" if len(plan) == 1 else f"these {len(plan)} transactions"
-    confirm_or_refuse(yes, f"{verb.capitalize()} {these}?")
-    try:
-        results = abort.execute(cluster, targets)
-    except BaseException as exc:  # the partitions done before a failure or stop, as result rows
-        carry(exc, _result_rows(partial_of(exc) or []), replace=True)
-        raise
-    # jsonl carries the plan's rows and then these: `kind` tells them apart
-    emit_rows(_result_rows(results), fmt, result_columns, title=f"{verb} results")
-    unresolved = [r for r in results if not r.resolved]
-    if unresolved:
-        # Only leaders that moved mid-run: nothing failed, the next run finds them on the new leader.
-        moved = all(r.outcome == "leader moved" for r in unresolved)
-        raise typer.Exit(ExitCode.RETRY if moved else ExitCode.ERROR)
-
-
-# outcomes: AbortOutcomes; on an error, what `partial_of` carries (typed object there)
-def _result_rows(outcomes: Any) -> list[dict]:
-    return [{"kind": "result", **dataclasses.asdict(r)} for r in outcomes]
 
 
 @boundary(rows="transactions")
@@ -424,4 +361,4 @@ def abort_cmd(
                 "action": "abort",
             }
         ]
-        apply_plan(cluster, [t], plan, dry_run, yes, fmt)
+        run(marker_plan(cluster, [t], plan, (PLAN_COLUMNS, RESULT_COLUMNS)), dry_run, yes, fmt)

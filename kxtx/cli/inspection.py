@@ -12,12 +12,13 @@ from kxtx.cli.common import (
     CommandConfigOpt,
     ConfigOpt,
     FormatOpt,
+    MaxTimeoutOpt,
     OutputFormat,
     TimeoutOpt,
+    TopicOpt,
     boundary,
     connection,
 )
-from kxtx.cli.hanging import MaxTimeoutOpt
 from kxtx.cli.output import choose, emit, emit_rows
 from kxtx.parsers import parse_minutes
 
@@ -139,7 +140,7 @@ GROUP_COLUMNS = [
 @boundary
 def group(
     group_id: Annotated[str, typer.Argument(metavar="GROUP")],
-    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic's partitions.")] = None,
+    topic: TopicOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
     bootstrap: BootstrapOpt = None,
     config: ConfigOpt = None,

@@ -18,13 +18,15 @@ from kxtx.cli.common import (
     ConfigOpt,
     DryRunOpt,
     FormatOpt,
+    PartitionOpt,
     TimeoutOpt,
+    TopicOpt,
     YesOpt,
     boundary,
     connection,
 )
-from kxtx.cli.hanging import PartitionOpt, TopicOpt, apply_plan
 from kxtx.cli.output import emit_rows, is_tty
+from kxtx.cli.plan import marker_plan, run
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
@@ -288,9 +290,7 @@ def repair_markers(
             }
             for t in targets
         ]
-        apply_plan(
-            cluster, targets, plan, dry_run, yes, fmt, verb="repair", columns=(PLAN_COLUMNS, RESULT_COLUMNS)
-        )
+        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS), "repair"), dry_run, yes, fmt)
         _unseen_exit(report)
 
 

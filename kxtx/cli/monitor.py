@@ -7,8 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kxtx.cli.common import BootstrapOpt, CommandConfigOpt, ConfigOpt, TimeoutOpt, boundary, connection
-from kxtx.cli.hanging import MaxTimeoutOpt
+from kxtx.cli.common import (
+    BootstrapOpt,
+    CommandConfigOpt,
+    ConfigOpt,
+    MaxTimeoutOpt,
+    TimeoutOpt,
+    boundary,
+    connection,
+)
 from kxtx.parsers import parse_minutes
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ def cli_env(kafka, env: dict | None = None) -> dict:
     return {"KXTX_BOOTSTRAP_SERVERS": kafka.bootstrap, **(env or {})}
 
 
-def run(kafka, *args: str, expect: cli.Expect = None, **kw) -> cli.Result:
-    """`cli.run` against `kafka` (its exit code checked only when told: `expect=0`)."""
+def run(kafka, *args: str, expect: cli.Expect = 0, **kw) -> cli.Result:
+    """`cli.run` against `kafka`: fails unless the exit code is `expect` (`None`: not checked)."""
     __tracebackhide__ = True
     return cli.run(*args, expect=expect, env=cli_env(kafka, kw.pop("env", None)), **kw)
 

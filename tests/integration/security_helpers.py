@@ -55,13 +55,13 @@ class SecureBroker:
         user: str,
         *args: str,
         debug: bool = False,
-        expect: cli.Expect = None,
+        expect: cli.Expect = 0,
         input: str | None = None,
         timeout: float = 180,
         env: dict[str, str] | None = None,
     ) -> cli.Result:
-        """The CLI as `user`, configured only by that user's Java client.properties (its exit code
-        checked only when told: `expect=0`); `env`: more environment."""
+        """The CLI as `user`, configured only by that user's Java client.properties (fails unless
+        the exit code is `expect`, `None`: not checked); `env`: more environment."""
         __tracebackhide__ = True
         return cli.run(
             *(["--debug"] if debug else []),

@@ -190,9 +190,18 @@ def test_from_a_groups_committed_offset(run_kxtx, kafka, log):
     # from the idempotent batch to the open transaction: 4 + 2 records, none of them transactional
     assert (s["from"], s["records"], s["non_transactional_records"], s["read_committed"]) == (at, 6, 6, 6)
     r = run_kxtx(
-        "dump", "partition", log, "--from", "committed:no-such-group", "-o", "json", "--timeout", "30"
+        "dump",
+        "partition",
+        log,
+        "--from",
+        "committed:no-such-group",
+        "-o",
+        "json",
+        "--timeout",
+        "30",
+        expect=1,
     )
-    assert r.returncode == 1 and "no committed offset" in json.loads(r.stdout)["error"]
+    assert "no committed offset" in json.loads(r.stdout)["error"]
 
 
 def test_around_the_lso(run_kxtx, log):
@@ -202,8 +211,7 @@ def test_around_the_lso(run_kxtx, log):
     assert (s["from"], s["to"]) == (s["lso"] - 2, s["lso"] + 2)
     assert [b["fate"] for b in doc["batches"] if b["base_offset"] == s["lso"]] == ["open"]
     assert s["open_records"] == 2 and s["read_committed"] == 2  # the plain producer's two records
-    r = run_kxtx("dump", "partition", log, "--around-lso", "2", "--to", "hw", "-o", "json")
-    assert r.returncode == 2
+    run_kxtx("dump", "partition", log, "--around-lso", "2", "--to", "hw", "-o", "json", expect=2)
 
 
 def test_table_and_jsonl(run_kxtx, log):
@@ -215,21 +223,22 @@ def test_table_and_jsonl(run_kxtx, log):
 
 
 def test_bad_range_and_missing_topic(run_kxtx, log):
-    r = run_kxtx("dump", "partition", log, "--to", "soon", "-o", "json")
-    assert r.returncode == 2 and json.loads(r.stdout)["status"] == "usage"
-    r = run_kxtx("dump", "partition", f"{log}:5", "-o", "json", "--timeout", "30")
-    assert r.returncode == 2, r.stderr
-    r = run_kxtx("dump", "partition", f"no-such-{uuid.uuid4().hex[:6]}", "-o", "json", "--timeout", "30")
-    assert r.returncode == 1 and json.loads(r.stdout)["status"] == "error"
+    r = run_kxtx("dump", "partition", log, "--to", "soon", "-o", "json", expect=2)
+    assert json.loads(r.stdout)["status"] == "usage"
+    r = run_kxtx("dump", "partition", f"{log}:5", "-o", "json", "--timeout", "30", expect=2)
+    r = run_kxtx(
+        "dump", "partition", f"no-such-{uuid.uuid4().hex[:6]}", "-o", "json", "--timeout", "30", expect=1
+    )
+    assert json.loads(r.stdout)["status"] == "error"
 
 
 def test_from_beyond_the_high_watermark_is_an_error(run_kxtx, log):
     """Issue 43: a start past the end used to be an empty result with exit 0 (`"from": 700, "to":
     662`); it is a usage error naming the partition's end. The end itself is an empty range."""
     hw = _dump(run_kxtx, log)["summary"][0]["hw"]
-    r = run_kxtx("dump", "partition", log, "--from", str(hw + 38), "-o", "json", "--timeout", "30")
+    r = run_kxtx("dump", "partition", log, "--from", str(hw + 38), "-o", "json", "--timeout", "30", expect=2)
     doc = json.loads(r.stdout)
-    assert r.returncode == 2 and doc["status"] == "usage", r.stdout + r.stderr
+    assert doc["status"] == "usage", r.stdout + r.stderr
     assert f"--from {hw + 38}: beyond the end of {log}:0 (high watermark {hw}" in doc["error"], doc
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     at_end = _dump(run_kxtx, log, "--from", str(hw))

@@ -50,8 +50,7 @@ def test_workers_write_the_rows_of_one_process(kafka, run_kxtx):
 
 
 def test_sharding_what_needs_one_process_is_a_usage_error(run_kxtx):
-    proc = run_kxtx("dump", "offsets", "--format", "jsonl", "--workers", "2", "--latest")
-    assert proc.returncode == 2
+    proc = run_kxtx("dump", "offsets", "--format", "jsonl", "--workers", "2", "--latest", expect=2)
     assert "--workers 2" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -68,7 +67,7 @@ def test_unreachable_cluster_is_reported_once(run_kxtx):
         "--timeout",
         "2",
         bootstrap=False,
+        expect=69,
     )
-    assert proc.returncode == 69
     errors = [line for line in proc.stderr.splitlines() if line.startswith("kxtx: error:")]
     assert len(errors) == 1, proc.stderr

@@ -87,8 +87,7 @@ def hanging(broker):
 
 
 def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
-    r = kxtx(broker, "find-hanging", "-o", "jsonl")
-    assert r.returncode == 3, r.stderr
+    r = kxtx(broker, "find-hanging", "-o", "jsonl", expect=3)
     got = {(x["topic"], x["partition"]): x for x in rows(r)}
     assert set(got) == set(hanging["starts"])
     for tp, x in got.items():
@@ -103,8 +102,8 @@ def test_find_hanging_reports_exactly_the_hanging_partitions(broker, hanging):
     assert got[(hanging["a"], 0)]["blocked_groups"] == [hanging["group"]]
     assert got[(hanging["b"], 1)]["coordinator_epoch"] == 0  # a marker was written there before
     # the same, scoped to one broker and to one partition
-    r = kxtx(broker, "find-hanging", "--broker-id", "1", "-o", "jsonl")
-    assert r.returncode == 3 and {(x["topic"], x["partition"]) for x in rows(r)} == set(got)
+    r = kxtx(broker, "find-hanging", "--broker-id", "1", "-o", "jsonl", expect=3)
+    assert {(x["topic"], x["partition"]) for x in rows(r)} == set(got)
     r = kxtx(broker, "find-hanging", "--topic", hanging["a"], "--partition", "1", "-o", "jsonl", expect=0)
     assert rows(r) == []
 
@@ -129,15 +128,13 @@ def test_inspect_names_the_hanging_partitions(broker, hanging):
 
 def test_dry_run_and_refusal_change_nothing(broker, hanging):
     before = {tp: offsets(broker, *tp) for tp in hanging["starts"]}
-    r = kxtx(broker, "abort-hanging", "--dry-run", "-o", "jsonl")
-    assert r.returncode == 3, r.stderr
+    r = kxtx(broker, "abort-hanging", "--dry-run", "-o", "jsonl", expect=3)
     assert {(x["topic"], x["partition"]) for x in rows(r)} == set(hanging["starts"])
     assert all(x["action"] == "abort" for x in rows(r))
-    r = kxtx(broker, "abort-hanging", "-o", "jsonl")  # no TTY, no --yes
-    assert r.returncode == 2
+    r = kxtx(broker, "abort-hanging", "-o", "jsonl", expect=2)  # no TTY, no --yes
     assert "without --yes" in r.stderr
     assert {tp: offsets(broker, *tp) for tp in hanging["starts"]} == before
-    assert kxtx(broker, "find-hanging", "-o", "jsonl").returncode == 3
+    kxtx(broker, "find-hanging", "-o", "jsonl", expect=3)
 
 
 def test_abort_hanging_yes_releases_the_lso(broker, hanging):
@@ -169,10 +166,9 @@ def test_abort_hanging_yes_releases_the_lso(broker, hanging):
 def test_manual_abort_by_start_offset(broker):
     t = broker.create_topic(f"hang-m-{uuid.uuid4().hex[:6]}", partitions=1)
     _p, starts = make_hanging(broker.bootstrap, f"tx-m-{uuid.uuid4().hex[:6]}", [(t, 0)])
-    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "7", "--yes")
-    assert r.returncode == 1 and "no open transaction starts at offset 7" in r.stderr
-    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0")
-    assert r.returncode == 2
+    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "7", "--yes", expect=1)
+    assert "no open transaction starts at offset 7" in r.stderr
+    r = kxtx(broker, "abort", "--topic", t, "--partition", "0", "--start-offset", "0", expect=2)
     r = kxtx(
         broker,
         "abort",
@@ -235,7 +231,7 @@ def test_ongoing_transaction_is_not_hanging_and_fence_ends_it(broker):
     out = json.loads(kxtx(broker, "inspect", "partition", f"{t}:0", "-o", "json").stdout)
     assert out["open_transactions"][0]["status"] == "ongoing (coordinator: Ongoing)"
     assert out["open_transactions"][0]["blocking"] is True and out["held_back"] == 3
-    assert kxtx(broker, "fence", tid).returncode == 2  # no TTY, no --yes
+    kxtx(broker, "fence", tid, expect=2)  # no TTY, no --yes
     r = kxtx(broker, "fence", tid, "--yes", "-o", "json")
     res = json_doc(r)
     assert res["after"]["producer_epoch"] > res["before"]["producer_epoch"]
@@ -260,8 +256,8 @@ def test_committed_and_aborted_only_is_clean(broker):
     assert r.stdout == "", r.stderr
     # stdout stays data only; stderr says so, as abort-hanging does
     assert "kxtx: nothing hangs (2 partitions checked)" in r.stderr.splitlines(), r.stderr
-    r = kxtx(broker, "inspect", "txn", "no-such-transactional-id")
-    assert r.returncode == 1 and "unknown to its coordinator" in r.stderr
+    r = kxtx(broker, "inspect", "txn", "no-such-transactional-id", expect=1)
+    assert "unknown to its coordinator" in r.stderr
 
 
 def test_a_stuck_lso_that_does_not_hang_is_named_with_why_and_what_ends_it(broker):

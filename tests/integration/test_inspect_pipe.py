@@ -78,8 +78,7 @@ def test_the_pipe_ids_their_states_and_a_verdict(kafka, scene, run_kxtx):
 
 
 def test_an_unknown_id_without_pipe_ids_is_still_exit_1(scene, run_kxtx):
-    r = run_kxtx("inspect", "txn", f"{scene['pipe']}-none", "-o", "json")
-    assert r.returncode == 1
+    r = run_kxtx("inspect", "txn", f"{scene['pipe']}-none", "-o", "json", expect=1)
     assert "unknown to its coordinator" in r.stderr and f"{scene['pipe']}-none.TOPIC.PARTITION" in r.stderr
 
 

@@ -142,8 +142,14 @@ def test_too_few_in_sync_replicas_exit_75_and_the_rerun_continues(cluster3, tmp_
         )
         # -o json: a run that ends with 75 prints one document, status "retry", with what it did
         # KXTX_FAILOVER_TIMEOUT: the run gives up after 20 s instead of the default 90 s
-        stuck = ch.run(cluster3, *args[:-1], "json", timeout=600, env={"KXTX_FAILOVER_TIMEOUT": "20"})
-        assert stuck.returncode == ExitCode.RETRY, stuck.stderr
+        stuck = ch.run(
+            cluster3,
+            *args[:-1],
+            "json",
+            timeout=600,
+            env={"KXTX_FAILOVER_TIMEOUT": "20"},
+            expect=ExitCode.RETRY,
+        )
         assert "run the same command again" in stuck.stderr
         doc = json.loads(stuck.stdout)  # the whole stdout is one document
         assert (doc["status"], doc["exit_code"]) == ("retry", ExitCode.RETRY), doc

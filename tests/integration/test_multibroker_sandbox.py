@@ -53,8 +53,8 @@ def test_cli_node_control_and_failover(cluster3):
             cluster3, "sandbox", "kill-node", str(victim), "--state-dir", str(state), "-o", "json", expect=0
         )
         assert json.loads(killed.stdout)["state"] == "stopped", killed.stderr
-        status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json")
-        assert status.returncode == 3  # a node is down: a problem found
+        # a node is down: a problem found (3)
+        status = ch.run(cluster3, "sandbox", "status", "--state-dir", str(state), "-o", "json", expect=3)
         assert {n["id"]: n["state"] for n in json.loads(status.stdout)["nodes"]}[victim] == "stopped"
         # The controller fences the dead broker and moves its leaderships; transactions go on.
         wait_until(
@@ -84,8 +84,8 @@ def test_cli_node_control_and_failover(cluster3):
     finally:
         again = ch.run(cluster3, "sandbox", "start-node", "3", "--state-dir", str(state), "-o", "json")
     assert json.loads(again.stdout)["state"] == "running", again.stderr
-    bad = ch.run(cluster3, "sandbox", "kill-node", "7", "--state-dir", str(state))
-    assert bad.returncode == 2 and "no node 7" in bad.stderr
+    bad = ch.run(cluster3, "sandbox", "kill-node", "7", "--state-dir", str(state), expect=2)
+    assert "no node 7" in bad.stderr
     ch.wait_healthy(cluster3, [topic])
 
 
@@ -120,8 +120,8 @@ def test_three_nodes_with_sasl_ssl(tmp_path):
         assert len(info["bootstrap"].split(",")) == 3 and len(info["nodes"]) == 3
         props = state / "security" / "admin.properties"
         assert f"bootstrap.servers={info['bootstrap']}" in props.read_text()
-        plain = ch.run(Kafka(info["bootstrap"], None, None), "find-hanging", "--timeout", "10")
-        assert plain.returncode == 1  # no node has a plaintext client listener
+        # no node has a plaintext client listener: exit 1
+        ch.run(Kafka(info["bootstrap"], None, None), "find-hanging", "--timeout", "10", expect=1)
         found = ch.run(kafka, "find-hanging", "--command-config", str(props), "-o", "json", expect=0)
         assert json.loads(found.stdout)["hanging"] == [], found.stderr
     finally:

@@ -51,8 +51,8 @@ def test_pipe_missing_output_topic_is_not_created(kafka, topic, run_kxtx):
         "driver",
         *pipe_args(topic, missing, until_idle="2"),
         timeout=180,
+        expect=2,
     )
-    assert r.returncode == 2, r.stderr
     assert f"topic {missing!r} does not exist" in r.stderr
     assert_never_created(kafka, missing)
 
@@ -67,8 +67,8 @@ def test_pipe_missing_dlq_topic_is_not_created(kafka, run_kxtx):
         "driver",
         *pipe_args(src, out, on_udf_error=f"dlq:{missing}", until_idle="2"),
         timeout=180,
+        expect=2,
     )
-    assert r.returncode == 2, r.stderr
     assert missing in r.stderr and "does not exist" in r.stderr
     assert_never_created(kafka, missing)
 
@@ -77,8 +77,7 @@ def test_produce_missing_topic_is_not_created(kafka, run_kxtx, tmp_path):
     data = tmp_path / "in.jsonl"
     data.write_text('{"a": 1}\n')
     missing = f"missing-produce-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("produce", str(data), "-t", missing, timeout=120)
-    assert r.returncode == 2, r.stderr
+    r = run_kxtx("produce", str(data), "-t", missing, timeout=120, expect=2)
     assert missing in r.stderr and "does not exist" in r.stderr
     assert_never_created(kafka, missing)
 
@@ -87,7 +86,6 @@ def test_produce_missing_dlq_topic_is_not_created(kafka, topic, run_kxtx, tmp_pa
     data = tmp_path / "in.jsonl"
     data.write_text('{"a": 1}\n')
     missing = f"missing-pdlq-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("produce", str(data), "-t", topic, "--on-error", f"dlq:{missing}", timeout=120)
-    assert r.returncode == 2, r.stderr
+    r = run_kxtx("produce", str(data), "-t", topic, "--on-error", f"dlq:{missing}", timeout=120, expect=2)
     assert missing in r.stderr and "does not exist" in r.stderr
     assert_never_created(kafka, missing)

@@ -239,8 +239,8 @@ def test_poison_record_fails_the_batch_cli(kafka, run_kxtx, mode):
         *pipe_args(src, out, "poison", group, until_idle=3, batch_max_ms=3000, mode=mode),
         "-o",
         "json",
+        expect=1,
     )
-    assert r.returncode == 1, r.stderr
     assert f"failed on {src}[0]@200: ValueError: cannot handle the poison record" in r.stderr
     assert "nothing of this batch was written" in r.stderr
     assert read_committed(kafka.bootstrap, out) == []
@@ -288,8 +288,7 @@ def test_bad_udf_fails_before_consuming(kafka, run_kxtx, udf, message, mode):
     src, _ = inputs(kafka, n=10, partitions=1)
     out = kafka.create_topic()
     group = f"g-{uuid.uuid4().hex[:8]}"
-    r = run_kxtx("pipe", *pipe_args(src, out, udf, group, until_idle=2, mode=mode), timeout=120)
-    assert r.returncode == 2, r.stderr
+    r = run_kxtx("pipe", *pipe_args(src, out, udf, group, until_idle=2, mode=mode), timeout=120, expect=2)
     assert message in r.stderr
     assert committed_offsets(kafka.bootstrap, group, src, 1) == [-1001]
     assert read_committed(kafka.bootstrap, out) == []

@@ -194,8 +194,7 @@ def test_changed_file_refused_unless_restart(kafka, topic, run_kxtx, tmp_path):
     path.write_bytes(b"a\nb\nc\n")
     run_kxtx("produce", str(path), "-t", topic, expect=0)
     path.write_bytes(b"a\nB\nc\n")
-    p = run_kxtx("produce", str(path), "-t", topic)
-    assert p.returncode == 1
+    p = run_kxtx("produce", str(path), "-t", topic, expect=1)
     assert "changed since the last committed checkpoint" in p.stderr and "--restart" in p.stderr
     assert values(read(kafka.bootstrap, topic)) == [b"a", b"b", b"c"]
     p = run_kxtx("produce", str(path), "-t", topic, "--restart", expect=0)
@@ -220,8 +219,8 @@ def test_a_fixed_bad_line_continues_after_the_committed_part(kafka, run_kxtx, tm
 
     write(bad)
     cmd = ["produce", str(path), "-t", topic, "-k", "order.id", "-n", "100"]
-    p = run_kxtx(*cmd)
-    assert p.returncode == 1 and f"{path}:500: bad JSON" in p.stderr
+    p = run_kxtx(*cmd, expect=1)
+    assert f"{path}:500: bad JSON" in p.stderr
     assert len(read_committed(kafka.bootstrap, topic)) == 400
     write(lines)  # line 500 fixed
     p = run_kxtx(*cmd, expect=0)
@@ -233,8 +232,7 @@ def test_a_fixed_bad_line_continues_after_the_committed_part(kafka, run_kxtx, tm
     changed = list(lines)
     changed[9] = json.dumps({"order": {"id": 10}, "pad": "changed"}).encode()
     write(changed)
-    p = run_kxtx(*cmd)
-    assert p.returncode == 1
+    p = run_kxtx(*cmd, expect=1)
     assert f"{path}: changed since the last committed checkpoint in the part already produced" in p.stderr
     assert (
         "--restart to produce it again from line 1, which writes the records of lines 1-1000 a second time"
@@ -253,8 +251,8 @@ def test_a_file_cut_short_commits_what_comes_before_the_cut(kafka, topic, run_kx
     path = tmp_path / "cut.jsonl.gz"
     path.write_bytes(packed[: len(packed) // 2])
     cmd = ["produce", str(path), "-t", topic, "-n", "20000"]
-    p = run_kxtx(*cmd)
-    assert p.returncode == 1 and f"{path}: cannot read" in p.stderr
+    p = run_kxtx(*cmd, expect=1)
+    assert f"{path}: cannot read" in p.stderr
     got = values(read_committed(kafka.bootstrap, topic))
     assert len(got) >= 60_000 and len(got) % 20_000 == 0 and got == lines[: len(got)]
     path.write_bytes(packed)
@@ -269,8 +267,7 @@ def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx,
     with open(path, "ab") as f:
         f.write(b'{"id": broken\n')
     tail = write_jsonl(path, 3, start=8)
-    p = run_kxtx("produce", str(path), "-t", topic, "-n", "5")
-    assert p.returncode == 1
+    p = run_kxtx("produce", str(path), "-t", topic, "-n", "5", expect=1)
     assert f"{path}:8: bad JSON" in p.stderr
     assert values(read(kafka.bootstrap, topic)) == good[:5]
     # skip: the run continues after the checkpoint, counting the bad line
@@ -292,8 +289,7 @@ def test_a_bad_line_says_where_and_what_else_to_do(kafka, topic, run_kxtx, tmp_p
     write_jsonl(path, 2, start=6)
     hint = "use --on-error skip or dlq:TOPIC to load the others"
     for dry in ([], ["--dry-run"]):
-        p = run_kxtx("produce", str(path), "-t", topic, *dry)
-        assert p.returncode == 1, p.stderr
+        p = run_kxtx("produce", str(path), "-t", topic, *dry, expect=1)
         [line] = [x for x in p.stderr.splitlines() if x.startswith("kxtx: error:")]
         assert f"{path}:6: bad JSON" in line and hint in line, p.stderr
     assert read(kafka.bootstrap, topic) == []
@@ -306,8 +302,8 @@ def test_aborted_batch_is_written_but_invisible(kafka, topic, run_kxtx, tmp_path
     good = write_jsonl(path, 200_000)
     with open(path, "ab") as f:
         f.write(b"not json\n")
-    p = run_kxtx("produce", str(path), "-t", topic, "--all-or-nothing", "-X", "linger.ms=0")
-    assert p.returncode == 1 and f"{path}:200001: bad JSON" in p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, "--all-or-nothing", "-X", "linger.ms=0", expect=1)
+    assert f"{path}:200001: bad JSON" in p.stderr
     assert "nothing of the open transaction was written" in p.stderr
     written = values(read(kafka.bootstrap, topic, committed=False))
     assert written and written == good[: len(written)]  # in the log, then aborted
@@ -336,8 +332,8 @@ def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):
     assert s["records"] == 3 and s["bad_lines"] == 1
     assert s["errors"][0].startswith(f"{path}:4: bad JSON")
     # with the default --on-error fail, bad lines make the dry run fail (a validator for scripts)
-    p = run_kxtx("produce", path, "-t", topic, "--dry-run")
-    assert p.returncode == 1 and summary(p)["bad_lines"] == 1
+    p = run_kxtx("produce", path, "-t", topic, "--dry-run", expect=1)
+    assert summary(p)["bad_lines"] == 1
     assert f"{path}:4: bad JSON" in p.stderr
     assert read(kafka.bootstrap, topic, committed=False) == []
     # and the real run afterwards starts from the beginning
@@ -347,10 +343,10 @@ def test_dry_run_writes_nothing(kafka, topic, run_kxtx, tmp_path):
 
 def test_usage_errors(kafka, topic, run_kxtx, tmp_path):
     path = _file(tmp_path, "in.txt", b"a\n")
-    p = run_kxtx("produce", path, "-t", topic, "-k", "id")
-    assert p.returncode == 2 and "--key-field needs JSON or CSV input" in p.stderr
-    p = run_kxtx("produce", path, "-t", "no-such-topic-x")
-    assert p.returncode == 2 and "'no-such-topic-x' does not exist" in p.stderr
+    p = run_kxtx("produce", path, "-t", topic, "-k", "id", expect=2)
+    assert "--key-field needs JSON or CSV input" in p.stderr
+    p = run_kxtx("produce", path, "-t", "no-such-topic-x", expect=2)
+    assert "'no-such-topic-x' does not exist" in p.stderr
     assert "create it first (kxtx topic create no-such-topic-x)" in p.stderr
 
 
@@ -371,8 +367,8 @@ def test_record_over_the_topics_max_size_is_a_bad_line(kafka, run_kxtx, tmp_path
     topic = kafka.create_topic(config={"max.message.bytes": "2000"})
     path = tmp_path / "in.txt"
     path.write_bytes(b"small\n" + b"x" * 5000 + b"\nlast\n")
-    p = run_kxtx("produce", str(path), "-t", topic)
-    assert p.returncode == 1 and f"{path}:2: record of 5000 bytes is over the limit of 2000" in p.stderr
+    p = run_kxtx("produce", str(path), "-t", topic, expect=1)
+    assert f"{path}:2: record of 5000 bytes is over the limit of 2000" in p.stderr
     p = run_kxtx("produce", str(path), "-t", topic, "--on-error", "skip", expect=0)
     assert summary(p)["skipped"] == 1
     assert values(read(kafka.bootstrap, topic)) == [b"small", b"last"]

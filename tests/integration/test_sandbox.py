@@ -85,8 +85,7 @@ def test_cli_sandbox_lifecycle(run_kxtx, tmp_path):
     assert json.loads(status.stdout)["pid"] == info["pid"]
     run_kxtx("sandbox", "stop", "--state-dir", str(state), expect=0)
     assert not state.exists()
-    after = run_kxtx("sandbox", "status", "--state-dir", str(state))
-    assert after.returncode == 3
+    run_kxtx("sandbox", "status", "--state-dir", str(state), expect=3)
 
 
 def _alive(pid: int) -> bool:

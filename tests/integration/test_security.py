@@ -66,9 +66,16 @@ def _fails_naming(sec, result, *phrases):
 def test_admin_cluster_and_find_hanging_without_false_positive(sec, scene):
     sec.kxtx("admin", "cluster", "-o", "json", expect=0)
     r = sec.kxtx(
-        "admin", "find-hanging", "-t", scene["topic"], "--max-transaction-timeout", MAX_TIMEOUT, "-o", "jsonl"
+        "admin",
+        "find-hanging",
+        "-t",
+        scene["topic"],
+        "--max-transaction-timeout",
+        MAX_TIMEOUT,
+        "-o",
+        "jsonl",
+        expect=3,
     )
-    assert r.returncode == 3, r.stderr
     found = rows(r)
     # only the truly hanging transaction: the live one is mapped to its (Ongoing) coordinator state
     assert [(x["transactional_id"], x["start_offset"]) for x in found] == [
@@ -174,8 +181,8 @@ def test_limited_find_hanging_marks_possible_false_positives(sec, scene):
         "-o",
         "jsonl",
         debug=True,
+        expect=3,
     )
-    assert r.returncode == 3, r.stderr
     found = rows(r)
     # the live transaction looks hanging to this principal (its id is hidden), and is marked
     assert {x["start_offset"] for x in found} == {scene["hang_start"], scene["live_start"]}
@@ -206,12 +213,12 @@ def test_inspect_partition_marks_false_positives_for_limited_only(sec, scene):
 
 
 def test_limited_inspect_txn_names_describe_on_the_id(sec, scene):
-    r = sec.kxtx("limited", "inspect", "txn", scene["live_id"], debug=True)
+    r = sec.kxtx("limited", "inspect", "txn", scene["live_id"], debug=True, expect=1)
     _fails_naming(sec, r, f"DESCRIBE on TransactionalId '{scene['live_id']}'")
 
 
 def test_limited_dump_names_the_internal_topic(sec, scene):
-    r = sec.kxtx("limited", "dump", "txn-state", debug=True)
+    r = sec.kxtx("limited", "dump", "txn-state", debug=True, expect=1)
     _fails_naming(sec, r, "DESCRIBE on Topic '__transaction_state'")
 
 
@@ -226,6 +233,7 @@ def test_limited_abort_hanging_aborts_nothing(sec, scene):
         MAX_TIMEOUT,
         "--yes",
         debug=True,
+        expect=1,
     )
     _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
@@ -244,10 +252,11 @@ def test_limited_manual_abort_and_dump_offsets(sec, scene):
         str(scene["hang_start"]),
         "--yes",
         debug=True,
+        expect=1,
     )
     _fails_naming(sec, r, "ALTER on Cluster is required to abort transactions")
     assert sec.offsets(scene["topic"]) == before
-    r = sec.kxtx("limited", "dump", "offsets", debug=True)
+    r = sec.kxtx("limited", "dump", "offsets", debug=True, expect=1)
     _fails_naming(sec, r, "DESCRIBE on Topic '__consumer_offsets'")
 
 
@@ -256,7 +265,7 @@ def test_limited_fence_names_write_on_the_id(sec):
     tid = f"tx-other-{topic}"
     sec.make_live(tid, topic)
     sec.grant("limited", "transactional_id", tid, "DESCRIBE")
-    r = sec.kxtx("limited", "fence", tid, "--yes", debug=True)
+    r = sec.kxtx("limited", "fence", tid, "--yes", debug=True, expect=1)
     _fails_naming(sec, r, f"WRITE on TransactionalId '{tid}'")
 
 
@@ -278,13 +287,14 @@ def test_limited_produce_writes_nothing(sec):
         "--checkpoint-topic",
         f"limited.ckpt-{topic}",
         debug=True,
+        expect=1,
     )
     _fails_naming(sec, r, f"WRITE on Topic '{topic}'", "nothing was changed")
     assert sec.offsets(topic) == (0, 0)
     # the default transactional id and checkpoint topic are outside its prefix
     writable = sec.create_topic()
     sec.grant("limited", "topic", writable, "WRITE", "DESCRIBE")
-    r = sec.kxtx("limited", "produce", "-t", writable, path, debug=True)
+    r = sec.kxtx("limited", "produce", "-t", writable, path, debug=True, expect=1)
     _fails_naming(sec, r, "CREATE on Topic 'kxtx-checkpoints'")
     assert sec.offsets(writable) == (0, 0)
 
@@ -303,6 +313,7 @@ def test_limited_pipe_names_the_group(sec, tmp_path):
         "driver",
         *pipe_args(src, dst, f"{udf}:ident", group, transactional_id=f"limited.{src}", until_idle="20"),
         debug=True,
+        expect=1,
     )
     _fails_naming(sec, r, f"READ on Group '{group}'")
 
@@ -336,6 +347,7 @@ def test_limited_produce_to_a_topic_it_may_not_see_is_an_authorization_error(sec
         f"limited.{topic}",
         "--checkpoint-topic",
         f"limited.ckpt-{topic}",
+        expect=1,
     )
     _fails_naming(sec, r, f"WRITE on Topic '{topic}'", "TOPIC_AUTHORIZATION_FAILED")
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr
@@ -356,6 +368,7 @@ def test_limited_pipe_from_a_topic_it_may_not_see_names_the_acl(sec, tmp_path, m
         "--mode",
         mode,
         *pipe_args(src, dst, f"{udf}:ident", f"g-{src}", transactional_id=f"limited.{src}", until_idle="5"),
+        expect=1,
     )
     _fails_naming(sec, r, f"DESCRIBE on Topic '{src}'", f"READ on Topic '{src}'")
     assert "create it first" not in r.stderr and "Traceback" not in r.stderr
@@ -363,7 +376,7 @@ def test_limited_pipe_from_a_topic_it_may_not_see_names_the_acl(sec, tmp_path, m
 
 def test_limited_topic_create_names_create_on_the_topic(sec):
     name = f"other-{uuid.uuid4().hex[:6]}"
-    r = sec.kxtx("limited", "topic", "create", name, "-p", "2")
+    r = sec.kxtx("limited", "topic", "create", name, "-p", "2", expect=1)
     _fails_naming(sec, r, f"CREATE on Topic '{name}'")
     assert "Traceback" not in r.stderr
     allowed = f"limited.{uuid.uuid4().hex[:6]}"  # ALL on the limited. prefix
@@ -386,6 +399,6 @@ def test_limited_topic_create_names_create_on_the_topic(sec):
     ids=["audit-markers", "topic count", "inspect group"],
 )
 def test_limited_commands_name_the_permission_they_lack(sec, scene, args, phrases):
-    r = sec.kxtx("limited", *args(sec, scene))
+    r = sec.kxtx("limited", *args(sec, scene), expect=1)
     assert "Traceback" not in r.stderr
     _fails_naming(sec, r, *phrases)

@@ -52,8 +52,9 @@ def test_admin_over_mtls(tls):
     tmp.rmdir()
     start = tls.make_hanging(f"tx-hang-{topic}", topic)
     # kafka-python (KIP-664 calls) over mutual TLS
-    r = tls.kxtx("admin", "find-hanging", "-t", topic, "--max-transaction-timeout", "1", "-o", "jsonl")
-    assert r.returncode == 3, r.stderr
+    r = tls.kxtx(
+        "admin", "find-hanging", "-t", topic, "--max-transaction-timeout", "1", "-o", "jsonl", expect=3
+    )
     assert [(x["start_offset"], x["maybe_false_positive"]) for x in rows(r)] == [(start, False)]
     r = tls.kxtx("admin", "dump", "txn-state", "-t", f"tx-hang-{topic}", "-o", "jsonl", expect=0)
     assert rows(r), r.stderr
@@ -104,8 +105,8 @@ def test_limited_certificate_maps_to_user_limited(tls):
         "--checkpoint-topic",
         "limited.ckpt",
         debug=True,
+        expect=1,
     )
-    assert r.returncode == 1
     assert f"WRITE on Topic '{other}'" in r.stderr.splitlines()[-1]
     assert tls.offsets(other) == (0, 0)
     assert_no_secret(tls, "limited", r)
@@ -129,7 +130,7 @@ def test_sandbox_cli_sasl_plaintext(tmp_path):
     removes the security material with the rest of the state."""
     state = Path(tempfile.mkdtemp(prefix="kxtx-test-cli-sasl-"))
 
-    def kxtx(*args, config=None, expect=None):
+    def kxtx(*args, config=None, expect=0):
         env = {"KXTX_SANDBOX_DIR": str(state), **({"KXTX_COMMAND_CONFIG": config} if config else {})}
         return cli.run(*args, expect=expect, env=env, clean=True, timeout=240)
 

@@ -79,8 +79,7 @@ def test_broker_defaults(kafka, run_kxtx):
 
 def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
     name = kafka.create_topic(_name(), partitions=2)
-    r = run_kxtx("topic", "create", name, "-p", "2")
-    assert r.returncode == 1
+    r = run_kxtx("topic", "create", name, "-p", "2", expect=1)
     assert r.stderr.strip() == (
         f"kxtx: error: topic {name!r} already exists (2 partitions, replication "
         "factor 1); nothing was changed (--if-not-exists makes this a success)"
@@ -102,8 +101,7 @@ def test_exists_is_exit_1_unless_if_not_exists(kafka, run_kxtx):
 )
 def test_broker_refusal_is_a_usage_error_and_creates_nothing(kafka, run_kxtx, args, reason):
     name = _name()
-    r = run_kxtx("topic", "create", name, *args)
-    assert r.returncode == 2, r.stderr
+    r = run_kxtx("topic", "create", name, *args, expect=2)
     line = r.stderr.strip()
     assert (
         line.startswith(f"kxtx: error: topic {name!r}: the broker refused to create it: ") and reason in line
@@ -112,20 +110,19 @@ def test_broker_refusal_is_a_usage_error_and_creates_nothing(kafka, run_kxtx, ar
 
 
 def test_invalid_name_and_options(kafka, run_kxtx):
-    r = run_kxtx("topic", "create", "bad/name")
-    assert r.returncode == 2 and "bad/name" in r.stderr and "Traceback" not in r.stderr
-    r = run_kxtx("topic", "create", _name(), "-p", "0")
-    assert r.returncode == 2
-    r = run_kxtx("topic", "create", _name(), "-c", "no-equals")
-    assert r.returncode == 2 and "--topic-config 'no-equals': expected key=value" in r.stderr
+    r = run_kxtx("topic", "create", "bad/name", expect=2)
+    assert "bad/name" in r.stderr and "Traceback" not in r.stderr
+    r = run_kxtx("topic", "create", _name(), "-p", "0", expect=2)
+    r = run_kxtx("topic", "create", _name(), "-c", "no-equals", expect=2)
+    assert "--topic-config 'no-equals': expected key=value" in r.stderr
 
 
 def test_dry_run_validates_and_creates_nothing(kafka, run_kxtx):
     name = _name()
     r = run_kxtx("topic", "create", name, "-p", "4", "--dry-run", "-o", "json")
     assert json_doc(r)["created"] is False and not _exists(kafka, name)
-    r = run_kxtx("topic", "create", name, "-r", "3", "--dry-run")
-    assert r.returncode == 2 and "INVALID_REPLICATION_FACTOR" in r.stderr
+    r = run_kxtx("topic", "create", name, "-r", "3", "--dry-run", expect=2)
+    assert "INVALID_REPLICATION_FACTOR" in r.stderr
 
 
 def test_count_per_partition_and_total(kafka, run_kxtx):

@@ -46,8 +46,8 @@ def hanging_broker(brokers):
     return brokers(BROKER_CONFIG)
 
 
-def kxtx_on(broker, *args: str, expect: cli.Expect = None, timeout: float = 120) -> cli.Result:
-    """`cli.run` against `broker` (its exit code checked only when told: `expect=0`)."""
+def kxtx_on(broker, *args: str, expect: cli.Expect = 0, timeout: float = 120) -> cli.Result:
+    """`cli.run` against `broker`: fails unless the exit code is `expect` (`None`: not checked)."""
     __tracebackhide__ = True
     return cli.run(*args, expect=expect, timeout=timeout, env={"KXTX_BOOTSTRAP_SERVERS": broker.bootstrap})
 
