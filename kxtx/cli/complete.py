@@ -19,16 +19,13 @@ from kxtx.cli.common import (
     TimeoutOpt,
     YesOpt,
     boundary,
-    confirm_or_refuse,
     connection,
 )
-from kxtx.cli.output import OutputFormat, emit
+from kxtx.cli.plan import Done, Plan, run
 from kxtx.exitcodes import ExitCode
 
 if TYPE_CHECKING:
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.complete import CompleteResult
-    from kxtx.ops.model import CoordinatorTxn
 
 
 @boundary
@@ -73,72 +70,53 @@ def complete(
     `unseen` and how to check its marker later) or the coordinator stayed unavailable; 1 when the
     coordinator did not finish or an LSO did not move."""
     from kxtx.errors import UsageError
+    from kxtx.ops import complete as lib
     from kxtx.ops.calls import Cluster
 
     if commit == abort:
         raise UsageError("name the outcome: --commit or --abort (one of them)")
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
-        desc = _plan(cluster, transactional_id, producer_id, epoch, commit, fmt)
-        if dry_run:
-            typer.echo("kxtx: dry run: nothing was changed", err=True)
-            # as every destructive command's dry run: 3, the plan has something to do
-            raise typer.Exit(ExitCode.PROBLEM_FOUND)
+        # describe, and refuse what does not match, before any plan is shown
+        desc = lib.describe(cluster, transactional_id)
+        lib.check(desc, producer_id, epoch, commit)
+        rows = lib.plan(cluster, desc, commit)
+        if rows["owner_hint"]:
+            typer.echo(f"kxtx: {transactional_id}: {rows['owner_hint']}", err=True)
         what = "Commit" if commit else "Abort"
-        confirm_or_refuse(
-            yes,
+        question = (
             f"{what} the open transaction of {transactional_id!r} "
-            f"(producer id {desc.producer_id}, epoch {desc.producer_epoch})?",
+            f"(producer id {desc.producer_id}, epoch {desc.producer_epoch})?"
         )
-        result = _act(cluster, desc, commit)
-    _report(result, fmt)
+        title = f"plan: complete {transactional_id} --{rows['outcome']}"
+        run(
+            Plan(rows, title, question, act=lambda: _done(lib.complete(cluster, desc, commit))),
+            dry_run,
+            yes,
+            fmt,
+        )
 
 
-def _plan(
-    cluster: Cluster,
-    transactional_id: str,
-    producer_id: int | None,
-    epoch: int | None,
-    commit: bool,
-    fmt: OutputFormat | None,
-) -> CoordinatorTxn:
-    """Describe, refuse what does not match, show the plan (json: the document until the result
-    replaces it; it stays on --dry-run or a refusal)."""
-    from kxtx.ops import complete as lib
-
-    desc = lib.describe(cluster, transactional_id)
-    lib.check(desc, producer_id, epoch, commit)
-    plan = lib.plan(cluster, desc, commit)
-    emit(plan, fmt, title=f"plan: complete {transactional_id} --{plan['outcome']}")
-    if plan["owner_hint"]:
-        typer.echo(f"kxtx: {transactional_id}: {plan['owner_hint']}", err=True)
-    return desc
-
-
-def _act(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> CompleteResult:
-    from kxtx.ops import complete as lib
-
-    return lib.complete(cluster, desc, commit)
-
-
-def _report(result: CompleteResult, fmt: OutputFormat | None) -> None:
-    emit(result, fmt, title=f"completed {result.transactional_id} ({result.outcome})")
+def _done(result: CompleteResult) -> Done:
+    """The result, what it could not check (as warnings) and the exit code: 1 when the coordinator
+    did not finish or an LSO did not move, 75 (1 for a permission) when a partition was not read."""
+    done = Done(result, f"completed {result.transactional_id} ({result.outcome})")
     if result.ok:
-        return
+        return done
     from kxtx.errors import unseen_exit
-    from kxtx.log import logger
 
     if not result.coordinator_done:
-        logger.warning(
+        done.warnings.append(
             f"the coordinator did not reach Complete{result.outcome.title()}: it says {result.after.state}, "
             f"producer id {result.after.producer_id}, epoch {result.after.producer_epoch}"
         )
     for row in result.partitions:
         if row.unseen:
-            logger.warning(f"{row.topic}:{row.partition}: not seen: {row.unseen}")
+            done.warnings.append(f"{row.topic}:{row.partition}: not seen: {row.unseen}")
         elif row.lso_moved is False:
-            logger.warning(
+            done.warnings.append(
                 f"{row.topic}:{row.partition}: the LSO did not move ({row.lso_after}); check its marker: "
                 f"`kxtx audit-markers --topic {row.topic} --partition {row.partition}`"
             )
     stuck = not result.coordinator_done or any(r.lso_moved is False for r in result.partitions)
-    raise typer.Exit(ExitCode.ERROR if stuck else unseen_exit([r.unseen or "" for r in result.partitions]))
+    done.exit_code = ExitCode.ERROR if stuck else unseen_exit([r.unseen or "" for r in result.partitions])
+    return done
