@@ -130,6 +130,7 @@ def say_held(held: list[HeldLso]) -> int:
     for h in look[:HELD_LINES]:
         who = f" ({h.transactional_id!r})" if h.transactional_id else ""
         act = f"; ends it now: {h.action}" if h.action else ""
+        act += f" ({h.owner_hint})" if h.owner_hint else ""
         typer.echo(
             f"kxtx: {h.topic}:{h.partition}: LSO held at {h.start_offset} by producer {h.producer_id} "
             f"epoch {h.producer_epoch}{who}, idle {fmt_age(h.idle_ms)}: {h.kind}: {h.detail}{act}",
