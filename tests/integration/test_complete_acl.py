@@ -52,7 +52,7 @@ def test_a_missing_acl_is_named_and_nothing_changes(sec, granted, named):
         sec.grant("limited", "transactional_id", tid, *granted)
     before = _ongoing(sec, tid)
     assert before[0] == "Ongoing"
-    r = sec.kxtx("limited", "complete", tid, "--commit", "--yes", "--timeout", "15")
+    r = sec.kxtx("limited", "complete", tid, "--commit", "--yes", "--timeout", "15", expect=1)
     line = _error_line(sec, r)
     assert f"{named} '{tid}'" in line, line
     assert _ongoing(sec, tid) == before and sec.offsets(topic)[0] == 0

@@ -447,7 +447,7 @@ CASES = [
         "topic count",
         "no topic",
         lambda s: ["no-such-topic-x"],
-        ExitCode.ERROR,
+        ExitCode.USAGE,
         lambda doc, s: "no-such" in doc["error"],
     ),
     _unreachable("topic count", lambda s: ["t"]),
