@@ -114,8 +114,10 @@ def count(
     read_uncommitted reads them) and what a read_committed consumer reads now (read_committed), with
     committed, aborted, open and non-transactional records apart. Markers are not records (markers
     column). Reads every batch over the wire, as `dump partition` does. The table leads with the
-    total; -o json: the rows are under "partitions", the last one the total. A partition without a leader is not counted: it is named
-    on stderr (and under "unseen"), and the exit is 75."""
+    total; -o json: the rows are under "partitions", the last one the total. Open records' transactions
+    are named on stderr (and under "lso_held") with why they hold the LSO and what ends them. A
+    partition without a leader is not counted: it is named on stderr (and under "unseen"), and the
+    exit is 75."""
     from kxtx.dump.partition import parse_target
     from kxtx.ops.topics import count_records
 
@@ -125,6 +127,14 @@ def count(
     if choose(fmt) is OutputFormat.table:  # the total first, where a long table does not hide it
         rows = rows[-1:] + rows[:-1]
     emit_rows(rows, fmt, COUNT_COLUMNS, title=f"records in {topic}")
+    held = [r["partition"] for r in rows if r["kind"] == "partition" and r["open_records"]]
+    if held:  # why each open record's transaction holds the LSO, and what ends it
+        from kxtx.cli.hanging import say_held
+        from kxtx.ops.calls import Cluster
+        from kxtx.ops.hanging import held_lsos
+
+        with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+            say_held(held_lsos(cluster, topic, held))
     if unseen:
         from kxtx.exitcodes import ExitCode
         from kxtx.log import logger

@@ -281,3 +281,32 @@ def acl_warning(cluster: Cluster, report: Report) -> None:
         f"them from ListTransactions/DescribeTransactions and live transactions look hanging; "
         f"{plural(len(suspect), 'row')} may be false positives; check with a principal that has DESCRIBE"
     )
+
+
+def held_lsos(cluster: Cluster, topic: str, partitions: list[int]) -> list[HeldLso]:
+    """Why each open transaction on these partitions of `topic` holds its LSO, the hanging ones
+    included (as `decide.HOLD_HANGING`, with abort-hanging's line): what `topic count` adds to its
+    open records. find-hanging's scan over the topic, its warnings logged."""
+    report = find_hanging(cluster, Scope(topic), extras=False)
+    for w in report.warnings:
+        logger.warning(w)
+    wanted = {(topic, p) for p in partitions}
+    hung = [
+        HeldLso(
+            h.topic,
+            h.partition,
+            h.producer_id,
+            h.producer_epoch,
+            h.start_offset,
+            h.age_ms,
+            decide.HOLD_HANGING,
+            f"hanging: {h.reason}",
+            decide.hold_action(decide.HOLD_HANGING, h.tp, None),
+            h.transactional_id,
+            h.coordinator_state,
+        )
+        for h in report.hanging
+    ]
+    return sorted(
+        (h for h in hung + report.held if h.tp in wanted), key=lambda h: (h.partition, h.start_offset)
+    )

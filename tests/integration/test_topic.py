@@ -169,6 +169,10 @@ def test_count_per_partition_and_total(kafka, run_kxtx):
     assert [row["markers"] for row in doc["partitions"]] == [2, 1, 3]  # commit + abort; commit
     assert doc["partitions"][1]["lso"] == 3 and doc["partitions"][1]["hw"] == 7  # 2 + marker, then 4 open
     assert [(x["partition"], x["records"]) for x in jsonl.rows] == [(1, 6), (None, 6)]
+    # the open records' transaction, named with why it holds the LSO (issue 59): a live producer's
+    (held,) = doc["lso_held"]
+    assert (held["partition"], held["kind"], held["start_offset"]) == (1, "in-progress", 3)
+    assert held["transactional_id"].startswith("tx-count-") and "(normal)" in r.stderr
     assert "total" in table.stdout and "read_committed" in table.stdout, table.stdout
     # the table leads with the total (a topic of many partitions would push it off the screen);
     # json and jsonl keep it last, after the partitions it sums
