@@ -323,7 +323,7 @@ def _dump(
 
     def body() -> None:
         shards.worker_signals()  # after the boundary has installed its own handlers
-        _emit(run_batches(settings, req), fmt, cell, columns, shards.writing)
+        shards.add_rows(_emit(run_batches(settings, req), fmt, cell, columns, shards.writing))
 
     code = exit_code_of(body)
     if shards.is_worker:
@@ -331,6 +331,8 @@ def _dump(
     code = shards.wait(code)
     if code:
         raise typer.Exit(code)
+    if shards.rows() == 0:
+        _say_empty()
 
 
 def _worker_count(req: DumpRequest, fmt: OutputFormat, workers: int | None) -> int:
@@ -386,24 +388,29 @@ def _emit(
     cell: Cell,
     columns: list[str],
     writing: Callable[[], AbstractContextManager[object]] | None = None,
-) -> None:
+) -> int:
+    """Write the rows; returns how many."""
     from kxtx import gcpause
 
     fmt = choose(fmt)
     if fmt is OutputFormat.table:
-        _emit_table(batches, cell, columns)
-        return
+        return _emit_table(batches, cell, columns)
     # Rows are plain dicts without reference cycles, freed by reference counting once written; the
     # cyclic collector would only rescan the dicts a dump allocates for every record, a large share
     # of its time (bench/README.md, "dump").
     with gcpause.paused():
         count = emit_row_batches(batches, fmt, columns, writing=writing)
-    if count == 0 and fmt is OutputFormat.jsonl and writing is None:
-        # Without a terminal the rows are JSON lines: none at all would say nothing to someone reading.
-        typer.echo("kxtx: no record: nothing in the range read, or none matched the filters", err=True)
+    if count == 0 and fmt is OutputFormat.jsonl and writing is None:  # (shards: their parent says it)
+        _say_empty()
+    return count
 
 
-def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) -> None:
+def _say_empty() -> None:
+    """Without a terminal the rows are JSON lines: none at all would say nothing to someone reading."""
+    typer.echo("kxtx: no record: nothing in the range read, or none matched the filters", err=True)
+
+
+def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) -> int:
     """A table needs every row before it is drawn: on a stop, draw those read so far."""
     from kxtx.signals import Stopped, stop_of
 
@@ -416,6 +423,7 @@ def _emit_table(batches: Iterable[list], cell: Cell, columns: list[str] | None) 
             emit_rows(rows, OutputFormat.table, columns)
         raise
     emit_rows(rows, OutputFormat.table, columns)
+    return len(rows)
 
 
 def _common(row: DumpRow) -> dict:

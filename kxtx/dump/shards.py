@@ -63,6 +63,10 @@ class Shards:
         self.children: list[int] = []
         self._token_r, self._token_w = os.pipe()
         os.write(self._token_w, b".")  # the write token: whoever read it may write
+        import mmap
+
+        # the rows every process wrote, in memory the fork shares: the parent says when there were none
+        self._rows = mmap.mmap(-1, 8)
 
     @classmethod
     def fork(cls, count: int) -> Shards:
@@ -101,6 +105,15 @@ class Shards:
             yield
         finally:
             os.write(self._token_w, b".")
+
+    def add_rows(self, rows: int) -> None:
+        """Add this process's rows to the dump's count (under the write token: one at a time)."""
+        with self.writing():
+            self._rows[:8] = (self.rows() + rows).to_bytes(8, "little")
+
+    def rows(self) -> int:
+        """The rows every process counted so far (all of them once `wait` returned)."""
+        return int.from_bytes(self._rows[:8], "little")
 
     def exit_worker(self, code: int) -> NoReturn:
         """End a worker without running the parent's exit handlers (they would, e.g., delete the

@@ -250,3 +250,11 @@ def test_an_empty_result_says_so_on_stderr(run_kxtx, txns):
         r.stdout == ""
         and r.stderr.strip() == "kxtx: no record: nothing in the range read, or none matched the filters"
     )
+
+
+def test_a_sharded_dump_that_matched_nothing_says_so_once(run_kxtx, txns):
+    """Several processes (--workers), each seeing only its share: the parent says it, once."""
+    r = run_kxtx(
+        "dump", "offsets", "--topic", f"nosuch-{uuid.uuid4().hex[:6]}", "--workers", "2", "-o", "jsonl"
+    )
+    assert r.stdout == "" and r.stderr.count("kxtx: no record:") == 1, r.stderr

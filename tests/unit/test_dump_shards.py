@@ -163,3 +163,18 @@ def test_workers_leave_ctrl_c_to_the_parent_and_end_quietly_on_sigterm():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 143
     shards.children = []
+
+
+def test_the_parent_knows_the_rows_of_every_process():
+    """Each process counts its rows into memory the fork shares: the parent can say a dump wrote
+    none (a sharded dump that matched nothing printed nothing at all)."""
+
+    def body(shards):
+        shards.add_rows(shards.index * 10)  # 0, 10, 20, 30
+        return 0
+
+    shards = _in_workers(4, body)
+    assert shards.wait(0) == 0
+    assert shards.rows() == 60
+    empty = _in_workers(3, lambda s: s.add_rows(0) or 0)
+    assert empty.wait(0) == 0 and empty.rows() == 0
