@@ -378,6 +378,19 @@ def _setup_logging() -> None:
         logging.getLogger("kafka").addHandler(_StderrHandler())
 
 
+def exit_unseen(said: list[str], reasons: list[str]) -> None:
+    """End a command that could not read all it reports on: each of `said` as a warning on stderr,
+    then exit 75 (1 when a reason is a missing permission: `kxtx.errors.unseen_exit`). Nothing
+    when `said` is empty."""
+    if not said:
+        return
+    from kxtx.errors import unseen_exit
+
+    for line in said:
+        logging.getLogger("kxtx").warning(line)
+    raise typer.Exit(unseen_exit(reasons))
+
+
 def confirm_or_refuse(yes: bool, question: str) -> None:
     """Destructive actions: --yes acts; a TTY asks; otherwise refuse with exit 2."""
     from kxtx.errors import Refused

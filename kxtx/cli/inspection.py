@@ -18,6 +18,7 @@ from kxtx.cli.common import (
     TopicOpt,
     boundary,
     connection,
+    exit_unseen,
 )
 from kxtx.cli.output import choose, emit, emit_rows
 from kxtx.parsers import parse_minutes
@@ -70,13 +71,8 @@ def txn(
         )
     if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
         emit(out, fmt, title=f"transaction {transactional_id}")
-        if isinstance(out, dict) and out.get("unseen"):
-            from kxtx.errors import unseen_exit
-            from kxtx.log import logger
-
-            for line in out["unseen"]:
-                logger.warning(f"not seen: {line}")
-            raise typer.Exit(unseen_exit(out["unseen"]))
+        if isinstance(out, dict):
+            exit_unseen([f"not seen: {line}" for line in out["unseen"] or []], out["unseen"] or [])
         return
     # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
     # cannot hold them)
@@ -112,13 +108,10 @@ def partition(
             cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=parse_minutes(max_transaction_timeout)
         )
     emit(out, fmt, title=topic_partition)
-    if out["unseen"]:
-        from kxtx.errors import unseen_exit
-        from kxtx.log import logger
-
-        for what, why in out["unseen"].items():
-            logger.warning(f"{topic_partition}: {what} not seen: {why}")
-        raise typer.Exit(unseen_exit(list(out["unseen"].values())))
+    unseen = out["unseen"] or {}
+    exit_unseen(
+        [f"{topic_partition}: {what} not seen: {why}" for what, why in unseen.items()], list(unseen.values())
+    )
 
 
 GROUP_COLUMNS = [
@@ -173,10 +166,7 @@ def group(
         emit_rows(rows, fmt, GROUP_COLUMNS, title=f"group {group_id}")
     else:
         emit(out, fmt, title=f"group {group_id}")
-    if out["unseen"]:
-        from kxtx.errors import unseen_exit
-        from kxtx.log import logger
-
-        for u in out["unseen"]:
-            logger.warning(f"{u['name']}: {u['what']} not seen: {u['why']}")
-        raise typer.Exit(unseen_exit([u["why"] for u in out["unseen"]]))
+    unseen = out["unseen"] or []
+    exit_unseen(
+        [f"{u['name']}: {u['what']} not seen: {u['why']}" for u in unseen], [u["why"] for u in unseen]
+    )

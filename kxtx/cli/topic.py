@@ -16,6 +16,7 @@ from kxtx.cli.common import (
     TimeoutOpt,
     boundary,
     connection,
+    exit_unseen,
 )
 from kxtx.cli.output import OutputFormat, annotate, choose, emit, emit_rows
 
@@ -136,12 +137,11 @@ def count(
         with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
             say_held(held_lsos(cluster, topic, held))
     if unseen:
-        from kxtx.exitcodes import ExitCode
-        from kxtx.log import logger
         from kxtx.wording import plural
 
         annotate("unseen", [{"partition": p, "why": why} for p, why in sorted(unseen.items())])
-        for p, why in sorted(unseen.items()):
-            logger.warning(f"{topic}:{p} not counted: {why}")
-        typer.echo(f"kxtx: the total leaves out {plural(len(unseen), 'partition')} not seen", err=True)
-        raise typer.Exit(ExitCode.RETRY)
+        said = [f"{topic}:{p} not counted: {why}" for p, why in sorted(unseen.items())]
+        exit_unseen(
+            [*said, f"the total leaves out {plural(len(unseen), 'partition')} not seen"],
+            list(unseen.values()),
+        )

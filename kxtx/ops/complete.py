@@ -16,10 +16,10 @@ from typing import Any
 from kxtx.client.authz import Need
 from kxtx.client.clients import ride_out, translate
 from kxtx.errors import KxtxError, Refused
-from kxtx.ops import decide
+from kxtx.ops import decide, fence
 from kxtx.ops.calls import Cluster
 from kxtx.ops.fence import FencedPartition, ProducerState, wait_for_lso
-from kxtx.ops.model import NOT_FOUND, CoordinatorTxn
+from kxtx.ops.model import CoordinatorTxn
 from kxtx.ops.owners import owner_hint
 from kxtx.results import Result
 from kxtx.timefmt import iso_ms
@@ -43,12 +43,7 @@ class CompleteResult(Result):
 
 
 def describe(cluster: Cluster, transactional_id: str) -> CoordinatorTxn:
-    desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
-    if not isinstance(desc, CoordinatorTxn):
-        raise KxtxError(
-            f"transactional id {transactional_id!r} is unknown to its coordinator: no transaction to complete"
-        )
-    return desc
+    return fence.describe(cluster, transactional_id, ": no transaction to complete")
 
 
 def _has(desc: CoordinatorTxn, state: bool = True) -> str:

@@ -59,13 +59,14 @@ class FenceResult(Result):
     ok: bool
 
 
-def describe(cluster: Cluster, transactional_id: str) -> CoordinatorTxn:
+def describe(
+    cluster: Cluster, transactional_id: str, unknown: str = "; fencing it would only create it"
+) -> CoordinatorTxn:
+    """The coordinator's transaction of the id; an id it does not know is an error (`unknown`: what
+    that means for the command)."""
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
     if not isinstance(desc, CoordinatorTxn):
-        raise KxtxError(
-            f"transactional id {transactional_id!r} is unknown to its coordinator; "
-            "fencing it would only create it"
-        )
+        raise KxtxError(f"transactional id {transactional_id!r} is unknown to its coordinator{unknown}")
     return desc
 
 
