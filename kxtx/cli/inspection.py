@@ -72,7 +72,7 @@ def txn(
     if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
         emit(out, fmt, title=f"transaction {transactional_id}")
         if isinstance(out, dict):
-            exit_unseen([f"not seen: {line}" for line in out["unseen"] or []], out["unseen"] or [])
+            exit_unseen([f"not seen: {line}" for line in out.get("unseen") or []], out.get("unseen") or [])
         return
     # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
     # cannot hold them)
