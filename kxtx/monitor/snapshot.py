@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from kxtx.errors import KxtxError
 from kxtx.log import logger
 from kxtx.ops.calls import Cluster
-from kxtx.ops.hanging import Report, Scope, judge, partitions_in_scope, resolve_max_timeout
+from kxtx.ops.hanging import Report, Scope, judge, lso_holders, partitions_in_scope, resolve_max_timeout
 from kxtx.ops.model import ACTIVE_STATES, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.timefmt import iso_ms
 
@@ -202,9 +202,16 @@ def collect(
         unseen_item("partitions", f"{t}:{p}", why) for (t, p), why in sorted(report.errors.items())
     ]
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    judge(cluster, report, states, now, extras=False)
-    snap.hanging, snap.held, snap.warnings = report.hanging, report.held, report.warnings
+    judge(cluster, report, states, now, extras=False, held=False)
     listed, descs = _coordinators(cluster, snap, now)
+    # why the other open transactions hold their LSO, from the listing and descriptions just read
+    # (asked again only when the listing failed: then the same failure makes the rows unseen)
+    failed = any(u["what"] == "transactional_ids" and u["name"] == "*" for u in snap.unseen)
+    report.held = lso_holders(
+        cluster, states, report.hanging, now, report.max_timeout_ms, report.warnings,
+        listed=None if failed else listed, known=descs,
+    )  # fmt: skip
+    snap.hanging, snap.held, snap.warnings = report.hanging, report.held, report.warnings
     open_by_tp = {
         tp: sorted((p for p in rows if p.is_open), key=lambda p: p.start_offset)
         for tp, rows in states.items()

@@ -126,12 +126,17 @@ def lso_holders(
     now_ms: int,
     max_timeout_ms: int,
     warnings: list[str],
+    listed: dict[str, tuple[int, str]] | None = None,
+    known: dict[str, CoordinatorTxn | str] | None = None,
 ) -> list[HeldLso]:
     """Every open transaction in `states` that is not one of `hanging`, classified
     (`decide.hold_class`): a stuck LSO that Kafka's definition does not call hanging still gets
     its reason, its end and its command. Its producer id is mapped by ListTransactions only (an
     id it cannot map is `untracked`; the log search is find-hanging's, for what hangs). A
-    coordinator that cannot be read makes its rows `unseen`, with the reason, never a guess."""
+    coordinator that cannot be read makes its rows `unseen`, with the reason, never a guess.
+
+    `listed` ({id: (producer id, state)}, `Cluster.transactions`) and `known` (descriptions) are
+    what a caller already read (`kxtx monitor`): they are not asked again."""
     hung = {(h.tp, h.producer_id) for h in hanging}
     open_ = sorted(
         (p for rows in states.values() for p in rows if p.is_open and (p.tp, p.producer_id) not in hung),
@@ -139,9 +144,16 @@ def lso_holders(
     )
     if not open_:
         return []
+    pids = {p.producer_id for p in open_}
     try:
-        ids = transactional_ids(cluster, {p.producer_id for p in open_}, warnings, in_log=set())
-        descs = cluster.describe_txns(sorted({tid for tid, _src in ids.values()}))
+        if listed is None:
+            ids = transactional_ids(cluster, pids, warnings, in_log=set())
+        else:
+            ids = {pid: (tid, "ListTransactions") for tid, (pid, _state) in listed.items() if pid in pids}
+        wanted = sorted({tid for tid, _src in ids.values()})
+        known = known or {}
+        descs = {tid: known[tid] for tid in wanted if tid in known}
+        descs.update(cluster.describe_txns([tid for tid in wanted if tid not in known]))
     except KxtxError as exc:
         warnings.append(f"cannot tell why {plural(len(open_), 'open transaction')} hold their LSO: {exc}")
         return [_held(p, now_ms, "unseen", f"its coordinator was not read: {exc}") for p in open_]

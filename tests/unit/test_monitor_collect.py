@@ -123,3 +123,14 @@ def test_topic_scope_and_what_could_not_be_seen(scans):
     assert snap.partitions_checked == 2 and snap.groups == []
     assert not snap.complete and snap.unseen_counts()["groups"] == 1
     assert "GROUP_AUTHORIZATION_FAILED" in snap.unseen[0]["why"]
+
+
+def test_held_lsos_come_from_the_listing_the_collection_already_read(scans):
+    """One ListTransactions per collection (a scrape of `monitor serve`): why the open
+    transactions that do not hang hold their LSO comes from the listing and descriptions the
+    collection reads anyway, not from a second round of ListTransactions."""
+    c = _cluster()
+    snap = snapshot.collect(c, lag_scan_max=8, now_ms=NOW)
+    assert c.asked == [{2}]  # Kafka's step only: the candidates' producer ids
+    held = {(h.topic, h.partition, h.producer_id): h.kind for h in snap.held}
+    assert held == {("a", 0, 1): "in-progress", ("a", 0, 7): "untracked"}
