@@ -112,6 +112,7 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     """kafka-python admin client for the KIP-664 calls."""
     from kafka.admin import KafkaAdminClient
 
+    from kxtx.client import kafka_internals
     from kxtx.client.properties import remember_secrets
 
     reach(settings)
@@ -121,9 +122,11 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     servers = settings.bootstrap.split(",")
     if len(servers) == 1:
         try:
-            return KafkaAdminClient(**settings.kafka_python(**kwargs))
+            client = KafkaAdminClient(**settings.kafka_python(**kwargs))
         except Exception as exc:
             raise translate(exc, f"connecting to {settings.bootstrap}") from exc
+        kafka_internals.prefer(client, servers[0])
+        return client
     # kafka-python bootstraps from one server at random and gives its connection the whole
     # bootstrap timeout: a frozen broker (SIGSTOP, a long GC pause: it accepts, never answers)
     # drawn first failed the command with "no broker reachable" while the others answered. So
@@ -133,12 +136,16 @@ def txn_admin(settings: Settings, **kwargs: object) -> KafkaAdminClient:
     for server in servers:
         try:
             overrides = {"bootstrap_timeout_ms": int(share * 1000), **kwargs, "bootstrap_servers": [server]}
-            return KafkaAdminClient(**settings.kafka_python(**overrides))
+            client = KafkaAdminClient(**settings.kafka_python(**overrides))
         except Exception as exc:  # the next server, unless it was not silence
             if not unreachable(exc):
                 raise translate(exc, f"connecting to {server}") from exc
             logger.debug(f"bootstrapping kafka-python from {server}: {exc}")
             last = exc
+            continue
+        # the requests kafka-python sends to any node (FindCoordinator) go to the one that answered
+        kafka_internals.prefer(client, server)
+        return client
     assert last is not None
     raise translate(last, f"connecting to {settings.bootstrap}") from last
 

@@ -9,7 +9,7 @@ control batch of that producer id later in the same partition decides its fate (
 order; what is still undecided at the end bound is `pending` (memory grows with the span of open
 transactions, as the broker's last stable offset does).
 
-Uses kafka-python internals (`KafkaAdminClient._manager`); only this opt-in path depends on them.
+Sends its requests through kafka-python's internals, by way of `kxtx.client.kafka_internals`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kxtx.client import clients
+from kxtx.client import clients, kafka_internals
 from kxtx.client.kafkaerrors import LEADER_MOVED
 from kxtx.client.settings import Settings
 from kxtx.dump.source import RawRecord, Start
@@ -71,7 +71,7 @@ class RawFetchSource:
     # kafka-python's admin manager runs the coroutine and returns its result, whose type varies
     def _run(self, coro_fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return self.admin._manager.run(coro_fn, *args)
+            return kafka_internals.run(self.admin, coro_fn, *args)
         except Exception as exc:
             raise clients.translate(exc, f"fetching {self.topic}") from exc
 
@@ -79,7 +79,7 @@ class RawFetchSource:
         from kafka import TopicPartition
 
         tps = [TopicPartition(self.topic, p) for p in partitions]
-        by_leader = self._run(self.admin._async_get_leader_for_partitions, tps)
+        by_leader = self._run(kafka_internals.leaders, self.admin, tps)
         return {tp.partition: leader for leader, group in by_leader.items() for tp in group}
 
     def leaders_or_none(self, partitions: list[int]) -> dict[int, int]:
@@ -155,7 +155,7 @@ class RawFetchSource:
         )
 
         async def send(req: Any) -> Any:  # kafka-python's request and response objects
-            return await self.admin._manager.send(req, node_id=leader)
+            return await kafka_internals.send(self.admin, req, leader)
 
         return self._run(send, request)
 

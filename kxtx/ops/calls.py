@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from kxtx.client import kafka_internals
 from kxtx.client.authz import Need
 from kxtx.client.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
 from kxtx.client.settings import Settings
@@ -443,12 +444,12 @@ class Cluster:
         admin = self.txn
 
         async def send() -> Any:
-            leaders = await admin._async_get_leader_for_partitions([TopicPartition(*tp)])
-            return await admin._manager.send(request, node_id=next(iter(leaders)))
+            leaders = await kafka_internals.leaders(admin, [TopicPartition(*tp)])
+            return await kafka_internals.send(admin, request, next(iter(leaders)))
 
         doing = f"WriteTxnMarkers {'COMMIT' if commit else 'ABORT'} on {tp[0]}:{tp[1]}"
         try:
-            response = admin._manager.run(send)
+            response = kafka_internals.run(admin, send)
             _raise_marker_errors(response)
         except Exception as exc:
             raise translate(exc, doing, need=Need("ALTER", "Cluster")) from exc

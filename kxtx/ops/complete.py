@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kxtx.client import kafka_internals
 from kxtx.client.authz import Need
 from kxtx.client.clients import ride_out, translate
 from kxtx.errors import KxtxError, Refused
@@ -154,10 +155,10 @@ def end_txn(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> None:
         admin = cluster.txn
 
         async def go() -> Any:
-            node = await admin._find_coordinator_id(tid, CoordinatorType.TRANSACTION)
-            return await admin._manager.send(request, node_id=node)
+            node = await kafka_internals.coordinator(admin, tid, CoordinatorType.TRANSACTION)
+            return await kafka_internals.send(admin, request, node)
 
-        response = admin._manager.run(go)
+        response = kafka_internals.run(admin, go)
         if response.error_code:
             import kafka.errors as errors
 

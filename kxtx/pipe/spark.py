@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.pipe import jvmcds
+from kxtx.pipe import jvmcds, spark_internals
 from kxtx.wording import install_hint
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def start(
     if not debug:
         java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")
     conf = conf or {}
-    if "spark.driver.extraJavaOptions" not in conf and not _jvm_running():
+    if "spark.driver.extraJavaOptions" not in conf and not spark_internals.jvm_running():
         # (the user's options replace all of kxtx's; a JVM already running keeps its own)
         global _CDS_PENDING
         cds_options, _CDS_PENDING = jvmcds.plan(DRIVER_JVM_OPTIONS, conf)
@@ -152,13 +152,6 @@ def start(
     return session
 
 
-def _jvm_running() -> bool:
-    from pyspark import SparkContext
-
-    with SparkContext._lock:
-        return SparkContext._gateway is not None
-
-
 def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a SparkSession
     """The JVM (launched here unless this process has one), then the context and the session.
 
@@ -173,8 +166,7 @@ def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a Spa
     from pyspark.sql import SparkSession
 
     gateway = None
-    with SparkContext._lock:
-        launched = SparkContext._gateway is None
+    launched = not spark_internals.jvm_running()
     if launched:
         stderr = _JvmStderr(debug)
         try:
@@ -189,7 +181,7 @@ def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a Spa
 
     def create() -> None:
         try:
-            if SparkContext._active_spark_context is None:
+            if spark_internals.active_context() is None:
                 SparkContext(conf=spark_conf, gateway=gateway)
             made["session"] = SparkSession.builder.getOrCreate()
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
@@ -302,7 +294,7 @@ def batch_job(session: Any, task: Callable[[Iterable[Any]], Iterator[Any]] | Non
     # Local workers share the driver's disk: files in PySpark's own temp dir (removed when the
     # JVM exits), unless local disk I/O must be encrypted (PySpark then avoids files too).
     encrypted = sc.getConf().get("spark.io.encryption.enabled", "false").lower() == "true"
-    spool = getattr(sc, "_temp_dir", None) if is_local(sc.master) and not encrypted else None
+    spool = spark_internals.temp_dir(sc) if is_local(sc.master) and not encrypted else None
     return BatchJob(task, chunk, spool if spool and os.path.isdir(spool) else None)
 
 
@@ -355,11 +347,7 @@ def _run_job(sc: Any, table: pa.Table, job: BatchJob) -> pa.Table:  # sc: a Spar
 def stop(session: Any) -> None:
     """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
     workers): when kxtx exits, nothing it started is left running."""
-    server = getattr(session.sparkContext, "_accumulatorServer", None)
-    if server is not None:
-        # The JVM closing the accumulator connection on stop can race the reader thread, which
-        # then prints an EOFError traceback that means nothing to the user.
-        server.handle_error = lambda *args: None
+    spark_internals.quiet_accumulator_server(session.sparkContext)
     if _JvmStderr.current is not None:
         _JvmStderr.current.stopping = True
     try:
@@ -376,10 +364,7 @@ def _end_jvm(grace: float = 15.0) -> None:
 
     global _CDS_PENDING
 
-    from pyspark import SparkContext
-
-    with SparkContext._lock:
-        gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+    gateway = spark_internals.forget_gateway()
     proc = getattr(gateway, "proc", None)
     if gateway is None or proc is None:
         return

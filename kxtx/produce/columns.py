@@ -63,7 +63,7 @@ class JsonFields:
     def __init__(self, spec: MappingSpec) -> None:
         import msgspec
 
-        self._unset = msgspec.UNSET
+        self.unset = msgspec.UNSET
         tree: dict = {}
         self.getters: dict[str, tuple] = {}
         counter = iter(range(1 << 30))
@@ -116,9 +116,9 @@ class JsonFields:
         if nested is None:
             return col
         inner = list(map(attrgetter(nested), structs))
-        if col.count(self._unset) == len(col):  # no line has the dotted name as a key
+        if col.count(self.unset) == len(col):  # no line has the dotted name as a key
             return inner
-        unset = self._unset
+        unset = self.unset
         return [t if t is not unset else n for t, n in zip(col, inner)]
 
 
@@ -165,7 +165,7 @@ def json_columns(
         const_headers,
         partitioner,
         sticky,
-        fields._unset,
+        fields.unset,
         size_limit,
     )
 
@@ -187,7 +187,7 @@ def _scanned_keys(native: Any, fields: JsonFields, values: list, odd: set) -> li
         structs[j] = fields.empty
     col = fields.column(structs, fields.key_only.decode())
     sub_odd.update(j for j, v in enumerate(col) if type(v) is not str)
-    got, _ = _as_bytes(col, sub_odd, fields._unset)
+    got, _ = _as_bytes(col, sub_odd, fields.unset)
     for j, i in enumerate(undecided):
         keys[i] = got[j]
         if j in sub_odd:

@@ -12,6 +12,7 @@ import base64
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from kxtx.client.kafka_internals import batch_records
 from kxtx.errors import KxtxError
 from kxtx.log import logger
 from kxtx.records.wire import read_varint
@@ -77,14 +78,12 @@ def _decode(raw: Any) -> list[tuple]:
     decoded here, because its record iterator made --records the slower half of the dump
     (bench/README.md, "dump partition"). Other batch kinds (message format v0/v1) through
     kafka-python's iterator."""
-    uncompress = getattr(raw, "_maybe_uncompress", None)
-    if uncompress is None or not hasattr(raw, "_buffer") or getattr(raw, "magic", 2) != 2:
+    inside = batch_records(raw)
+    if inside is None:
         return [(r.offset, r.timestamp, r.key, r.value, list(r.headers or ())) for r in raw]
-    uncompress()
     log_append_time = raw.timestamp_type == 1  # every record has the batch's max timestamp
     return _records(
-        bytes(raw._buffer),
-        raw._pos,
+        *inside,
         raw.records_count,
         raw.base_offset,
         raw.first_timestamp,

@@ -449,3 +449,98 @@ def test_every_module_imports_in_a_fresh_interpreter():
     )
     assert got.returncode == 0, got.stderr[-3000:]
     assert "FAILED" not in got.stderr, got.stderr[-3000:]
+
+
+#: Who may reach past another library's public API, and which of its private names: one adapter
+#: per library, so a release that renames them breaks in one place that names the version
+#: (each adapter's docstring says what it was written against).
+ADAPTERS = {
+    "kxtx.client.kafka_internals": {
+        "_manager",
+        "_async_get_leader_for_partitions",
+        "_find_coordinator_id",
+        "_maybe_uncompress",
+        "_buffer",
+        "_pos",
+    },
+    "kxtx.pipe.spark_internals": {
+        "_lock",
+        "_gateway",
+        "_jvm",
+        "_active_spark_context",
+        "_temp_dir",
+        "_accumulatorServer",
+    },
+    # the standard library's: an exit that runs the atexit handlers, then skips the interpreter's
+    # wait for threads a native library left running (its docstring says why)
+    "kxtx.cli.entry": {"_run_exitfuncs"},
+}
+#: Underscored names that are public API: os._exit, a namedtuple's _replace, confluent-kafka's
+#: KafkaError._PARTITION_EOF and _FATAL (librdkafka's documented local error codes).
+PUBLIC_UNDERSCORED = {"_exit", "_replace", "_asdict", "_fields", "_PARTITION_EOF", "_FATAL"}
+
+
+def foreign_internals(package_dir: Path) -> list[str]:
+    """`module: obj._name` for each private name a module reads off an object that is neither its
+    own (self, cls) nor a module of the package, by attribute or getattr/hasattr/setattr, where
+    ADAPTERS does not grant that module that name."""
+    top = package_dir.name
+    found = []
+    for name, path in modules(package_dir).items():
+        tree = ast.parse(path.read_text(), str(path))
+        own = {"self", "cls"}
+        for node in ast.walk(tree):  # names bound to the package's own modules
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == top:
+                own |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                own |= {a.asname or a.name for a in node.names if a.name.split(".")[0] == top}
+        allowed = ADAPTERS.get(name, set()) | PUBLIC_UNDERSCORED
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                attr, obj = node.attr, node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr", "setattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                attr, obj = node.args[1].value, node.args[0]
+            else:
+                continue
+            if not attr.startswith("_") or attr.startswith("__") or attr in allowed:
+                continue
+            if isinstance(obj, ast.Name) and obj.id in own:
+                continue
+            found.append(f"{name}: {ast.unparse(obj)}.{attr}")
+    return sorted(set(found))
+
+
+def test_only_the_adapters_touch_other_libraries_internals():
+    assert foreign_internals(ROOT / "kxtx") == []
+
+
+def test_the_adapter_check_sees_internals_outside_their_adapter(tmp_path):
+    """The check can fail: kafka-python's connection manager reached from an ops module, by
+    attribute and by getattr, beside what stays allowed (own objects, own modules, the adapter,
+    public underscored names)."""
+    _write(
+        tmp_path / "kxtx",
+        {
+            "__init__.py": "",
+            "client/__init__.py": "",
+            "client/kafka_internals.py": "def run(admin):\n    return admin._manager.run()\n",
+            "ops/__init__.py": "",
+            "ops/calls.py": (
+                "import os\nfrom kxtx.client import kafka_internals\n"
+                "class C:\n    def f(self, admin):\n        self._x = admin._manager\n"
+                "        getattr(admin, '_async_get_leader_for_partitions')\n"
+                "        kafka_internals._private()\n        os._exit(0)\n"
+            ),
+        },
+    )
+    assert foreign_internals(tmp_path / "kxtx") == [
+        "kxtx.ops.calls: admin._async_get_leader_for_partitions",
+        "kxtx.ops.calls: admin._manager",
+    ]
