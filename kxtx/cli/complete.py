@@ -69,9 +69,9 @@ def complete(
     partition's LSO was read and moved; 75 when a partition could not be read (its row says
     `unseen` and how to check its marker later) or the coordinator stayed unavailable; 1 when the
     coordinator did not finish or an LSO did not move."""
+    from kxtx.client.admin import Cluster
     from kxtx.errors import UsageError
     from kxtx.ops import complete as lib
-    from kxtx.ops.calls import Cluster
 
     if commit == abort:
         raise UsageError("name the outcome: --commit or --abort (one of them)")

@@ -106,8 +106,8 @@ def partition_cmd(
     under "summary"; jsonl: one line per batch (followed by its records), then one per partition
     summary ("kind")."""
     from kxtx.dump.partition import around_lso, parse_from, parse_target, parse_to
+    from kxtx.dump.partition_run import dump_partitions
     from kxtx.errors import UsageError
-    from kxtx.ops.dump_partition import dump_partitions
 
     topic, partitions = parse_target(target)
     if around is not None and (start is not None or end is not None):

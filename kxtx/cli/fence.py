@@ -41,8 +41,8 @@ def fence(
     required. Exit 0 when the LSO of every partition it held was read and moved; 75 when a
     partition could not be read (no leader, a broker down: its row says `unseen`, and how to check
     its marker later); 1 when one was read and did not move."""
+    from kxtx.client.admin import Cluster
     from kxtx.ops import fence as lib
-    from kxtx.ops.calls import Cluster
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         desc = lib.describe(cluster, transactional_id)

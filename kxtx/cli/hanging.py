@@ -32,8 +32,8 @@ from kxtx.parsers import parse_minutes
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from kxtx.client.admin import Cluster
     from kxtx.client.settings import Settings
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import Report
     from kxtx.ops.model import HangingTxn, HeldLso
 
@@ -101,8 +101,8 @@ def _scan(
     max_timeout: str | None,
 ) -> tuple[Cluster, Report]:
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
+    from kxtx.client.admin import Cluster
     from kxtx.log import logger
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import Scope, find_hanging
 
     cluster = Cluster(settings)
@@ -326,9 +326,9 @@ def abort_cmd(
     Same preview, confirmation and checks as abort-hanging, and the same refusal of a transaction its
     coordinator committed (exit 3, unless --drop-committed); exit 0 when it is no longer open. -o json:
     the rows (the plan, or the result) are under "transactions"."""
+    from kxtx.client.admin import Cluster
     from kxtx.errors import UsageError
     from kxtx.ops import abort
-    from kxtx.ops.calls import Cluster
 
     by_pid = producer_id is not None or producer_epoch is not None or coordinator_epoch is not None
     if (start_offset is None) == (not by_pid) or (by_pid and (producer_id is None or producer_epoch is None)):

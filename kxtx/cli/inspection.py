@@ -57,7 +57,7 @@ def txn(
     Exit 1 for an unknown id."""
     from dataclasses import replace
 
-    from kxtx.ops.calls import Cluster
+    from kxtx.client.admin import Cluster
     from kxtx.ops.inspection import inspect_txn
     from kxtx.ops.pipeids import PipeView
 
@@ -95,8 +95,8 @@ def partition(
     """LSO, high watermark, records held back, every open transaction (with its transactional id
     when known, why it holds the LSO and what ends it) and the consumer groups it blocks. What
     could not be read (no leader, a broker down) is named under "unseen", and the exit is 75."""
+    from kxtx.client.admin import Cluster
     from kxtx.errors import UsageError
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.inspection import inspect_partition
     from kxtx.parsers import parse_topic_partitions
 
@@ -147,8 +147,8 @@ def group(
     kafka-consumer-groups.sh shows) and the part of it that is only markers and aborted records,
     and, where the LSO holds the group back, the open transaction that holds it, with why and the
     command that ends it. Exit 75 when something could not be read (named on stderr)."""
+    from kxtx.client.admin import Cluster
     from kxtx.monitor.group import inspect_group
-    from kxtx.ops.calls import Cluster
 
     with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
         out = inspect_group(cluster, group_id, topic, parse_minutes(max_transaction_timeout))

@@ -31,9 +31,9 @@ from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from kxtx.client.admin import Cluster
     from kxtx.client.settings import Settings
     from kxtx.ops.audit import Report, Scope, Window
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.markers import Finding
 
 SinceOpt = Annotated[
@@ -114,9 +114,9 @@ def _run(
     settings: Settings, topic: str | None, partition: int | None, since: str | None, from_offset: int | None
 ) -> tuple[Cluster, Scope, Report]:
     """The audit, its warnings logged (stderr), progress shown on a terminal."""
+    from kxtx.client.admin import Cluster
     from kxtx.log import logger
     from kxtx.ops.audit import Scope, audit
-    from kxtx.ops.calls import Cluster
 
     scope, window = Scope(topic, partition), _window(since, from_offset, topic)
     cluster = Cluster(settings)

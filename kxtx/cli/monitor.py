@@ -75,8 +75,8 @@ def _collect(
     lag_scan_max: int,
     audit_markers: str | None = None,
 ) -> Snapshot:
+    from kxtx.client.admin import Cluster
     from kxtx.monitor.snapshot import collect
-    from kxtx.ops.calls import Cluster
     from kxtx.parsers import parse_time
 
     since = parse_time(audit_markers) if audit_markers is not None else None

@@ -41,8 +41,8 @@ from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from kxtx.client.admin import Cluster
     from kxtx.ops.abort import Target
-    from kxtx.ops.calls import Cluster
 
 
 @dataclasses.dataclass

@@ -131,7 +131,7 @@ def count(
     held = [r["partition"] for r in rows if r["kind"] == "partition" and r["open_records"]]
     if held:  # why each open record's transaction holds the LSO, and what ends it
         from kxtx.cli.hanging import say_held
-        from kxtx.ops.calls import Cluster
+        from kxtx.client.admin import Cluster
         from kxtx.ops.hanging import held_lsos
 
         with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:

@@ -11,7 +11,7 @@ until every transaction with data in the range has its marker, or the high water
 read_committed fetches.) A transaction without a marker up to the high watermark is `open`.
 
 A run of `dump partition` (the group's committed offsets as a start, the producers named by
-transactional id) is `kxtx.ops.dump_partition`. With `records`, each data batch keeps its
+transactional id) is `kxtx.dump.partition_run`. With `records`, each data batch keeps its
 `BatchRecords` (kxtx/records/batchrecords.py) for the CLI to show.
 
 Counting: a transaction is counted once, in the range, when one of its data batches is in the range;

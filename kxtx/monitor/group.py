@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 
+from kxtx.client.admin import Cluster
+from kxtx.client.model import TP
 from kxtx.errors import KafkaOperationError, KxtxError
 from kxtx.monitor.snapshot import LAG_SCAN_MAX, GroupLag, Snapshot, lags, unseen_item
-from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import Report, judge, resolve_max_timeout
-from kxtx.ops.model import TP
 from kxtx.timefmt import iso_ms
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from kxtx.client.admin import Cluster
+from kxtx.client.model import ACTIVE_STATES, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.errors import KxtxError
 from kxtx.log import logger
-from kxtx.ops.calls import Cluster
 from kxtx.ops.hanging import Report, Scope, judge, lso_holders, partitions_in_scope, resolve_max_timeout
-from kxtx.ops.model import ACTIVE_STATES, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.timefmt import iso_ms
 
 #: Every coordinator state a transactional id can be listed in, counted even when zero so a series

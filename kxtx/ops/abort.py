@@ -13,11 +13,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from kxtx.client.admin import Cluster, Progress
 from kxtx.client.kafkaerrors import leader_moved
+from kxtx.client.model import TP, OpenTxn
 from kxtx.errors import InputError, KxtxError, carry
 from kxtx.ops import decide
-from kxtx.ops.calls import Cluster, Progress
-from kxtx.ops.model import TP, AbortOutcome, HangingTxn, OpenTxn
+from kxtx.ops.model import AbortOutcome, HangingTxn
 
 #: How long to wait for the LSO to move after a marker (the leader updates it once the marker is
 #: replicated to the high watermark).

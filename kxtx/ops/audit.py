@@ -17,14 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kxtx.client.admin import Cluster
+from kxtx.client.model import TP, CoordinatorTxn, OpenTxn
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, KxtxError, NoSuchTopic, UsageError
 from kxtx.log import logger
 from kxtx.ops import markers
 from kxtx.ops.abort import Target
-from kxtx.ops.calls import Cluster
 from kxtx.ops.markers import BatchLike, Decision, Finding
-from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, OpenTxn
+from kxtx.ops.model import HangingTxn
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def _job(
 ) -> Job:
     """Where to start reading each wanted partition; a topic gone since is a warning, a partition
     without a leader is `unseen` (a read would wait out three --timeouts, then fail every other)."""
-    from kxtx.ops.dump_partition import no_leader
+    from kxtx.dump.partition_run import no_leader
 
     existing = cluster.topics()
     job: Job = {}
@@ -360,7 +361,7 @@ def _undetermined(
 ) -> list[Finding]:
     """Open records no decision read explains: a transaction its coordinator still runs is left
     alone; the rest are undetermined (compacted or expired history, or before the window)."""
-    from kxtx.ops.hanging import transactional_ids
+    from kxtx.dump.txnlog import transactional_ids
 
     pids = {pid for by_pid in orphans.values() for pid in by_pid}
     ids = transactional_ids(cluster, pids, warnings)
@@ -452,7 +453,7 @@ def committed_by_coordinator(cluster: Cluster, rows: list[HangingTxn]) -> dict[T
 def committed_open(cluster: Cluster, t: OpenTxn) -> str | None:
     """`committed_by_coordinator` for one open transaction found by `kxtx abort`: why aborting it
     would drop committed records, or None."""
-    from kxtx.ops.hanging import transactional_ids
+    from kxtx.dump.txnlog import transactional_ids
 
     warnings: list[str] = []
     tid = transactional_ids(cluster, {t.producer_id}, warnings).get(t.producer_id, (None, ""))[0]

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kxtx.client import kafka_internals
+from kxtx.client.admin import Cluster
 from kxtx.client.authz import Need
 from kxtx.client.clients import ride_out, translate
+from kxtx.client.model import CoordinatorTxn
 from kxtx.errors import KxtxError, Refused
 from kxtx.ops import decide, fence
-from kxtx.ops.calls import Cluster
 from kxtx.ops.fence import FencedPartition, ProducerState, wait_for_lso
-from kxtx.ops.model import CoordinatorTxn
 from kxtx.ops.owners import owner_hint
 from kxtx.results import Result
 from kxtx.timefmt import iso_ms

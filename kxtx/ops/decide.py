@@ -8,7 +8,7 @@ coordinator, or the coordinator's partitions for it do not include this partitio
 
 from __future__ import annotations
 
-from kxtx.ops.model import ACTIVE_STATES, IDLE_STATES, NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.client.model import ACTIVE_STATES, IDLE_STATES, NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 from kxtx.timefmt import iso_ms
 
 DEFAULT_MAX_TIMEOUT_MS = 15 * 60 * 1000

@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from kxtx.client.admin import Cluster
 from kxtx.client.authz import Need
 from kxtx.client.clients import producer, translate
+from kxtx.client.model import NOT_FOUND, TP, CoordinatorTxn, Offsets
 from kxtx.errors import KxtxError
 from kxtx.ops import decide
-from kxtx.ops.calls import Cluster
-from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets
 from kxtx.results import Result
 
 VERIFY_S = 10.0

@@ -13,11 +13,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from kxtx.client.admin import Cluster, Progress
+from kxtx.client.model import TP, CoordinatorTxn, OpenTxn
+from kxtx.dump.txnlog import transactional_ids
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.ops import decide, history
-from kxtx.ops.calls import Cluster, Progress
-from kxtx.ops.model import TP, CoordinatorTxn, HangingTxn, HeldLso, OpenTxn
+from kxtx.ops import decide
+from kxtx.ops.model import HangingTxn, HeldLso
 from kxtx.ops.owners import owner_hint
 from kxtx.wording import plural
 
@@ -215,44 +217,6 @@ def classify(
             row.coordinator_state = "unknown id"
         out.append(row)
     return out
-
-
-def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict[int, str]:
-    """producer id -> transactional id from `__transaction_state`; a failure (e.g. no READ on that
-    topic) costs only this lookup, with a warning."""
-    try:
-        return history.ids_for_producers(cluster.settings, pids) or {}
-    except KxtxError as exc:
-        warnings.append(
-            f"cannot search __transaction_state for producer "
-            f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
-            f"that ListTransactions did not map: {exc}"
-        )
-        return {}
-
-
-def transactional_ids(
-    cluster: Cluster, pids: set[int], warnings: list[str], in_log: set[int] | None = None
-) -> dict[int, tuple[str, str]]:
-    """producer id -> (transactional id, where it was found), where it can be found:
-    ListTransactions (what the coordinators hold now), then `__transaction_state` for the producer
-    ids it did not map (ids rotate under transactions v2; an expired id is only in the log), or only
-    for those of them in `in_log`: the log is read whole. A failed log search adds a warning."""
-    ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in cluster.ids_for_producers(pids).items()}
-    missing = (pids if in_log is None else pids & in_log) - set(ids)
-    if missing:
-        from_log = lookup_in_log(cluster, missing, warnings)
-        ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
-    return ids
-
-
-def named_producers(cluster: Cluster, pids: set[int], in_log: set[int] | None = None) -> dict[int, str]:
-    """`transactional_ids` without the source, its warnings logged."""
-    warnings: list[str] = []
-    ids = {pid: tid for pid, (tid, _src) in transactional_ids(cluster, pids, warnings, in_log).items()}
-    for w in warnings:
-        logger.warning(w)
-    return ids
 
 
 def add_leaders(cluster: Cluster, rows: list[HangingTxn]) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from kxtx.client.admin import Cluster
+from kxtx.client.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.dump import txnlog as history
+from kxtx.dump.txnlog import named_producers
 from kxtx.errors import KxtxError
 from kxtx.log import logger
-from kxtx.ops import decide, history, pipeids
-from kxtx.ops.calls import Cluster
-from kxtx.ops.hanging import named_producers, resolve_max_timeout
-from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
+from kxtx.ops import decide, pipeids
+from kxtx.ops.hanging import resolve_max_timeout
 from kxtx.ops.owners import owner_hint
 from kxtx.ops.pipeids import PipeView
 from kxtx.timefmt import iso_ms

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kxtx.client.model import TP
 from kxtx.dump.partition import ABORTED, COMMITTED, OPEN  # a data batch's fate on its partition
-from kxtx.ops.model import TP
 from kxtx.timefmt import iso_ms
 
 COMMIT, ABORT = "COMMIT", "ABORT"

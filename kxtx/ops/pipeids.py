@@ -11,9 +11,9 @@ import string
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kxtx.client.admin import Cluster
+from kxtx.client.model import TP
 from kxtx.ops import decide
-from kxtx.ops.calls import Cluster
-from kxtx.ops.model import TP
 from kxtx.results import OMIT_EMPTY, Result
 from kxtx.wording import plural
 

@@ -194,7 +194,7 @@ def count_records(
     A partition without a leader is not counted: it goes to `unseen` with why (the total is then
     of the others)."""
     from kxtx.dump.partition import EARLIEST, HW
-    from kxtx.ops.dump_partition import dump_partitions
+    from kxtx.dump.partition_run import dump_partitions
 
     rows: list[dict] = []
     for dump in dump_partitions(settings, topic, partitions, EARLIEST, HW, name=False, unseen=unseen):

@@ -85,7 +85,7 @@ def test_an_unknown_id_without_pipe_ids_is_still_exit_1(scene, run_kxtx):
 def test_the_brokers_pattern_is_escaped(kafka, scene):
     """The broker's own filter (Kafka 4.1+) takes the pipe's ids and no decoy, before kxtx's parse;
     3.9 refuses the pattern (None: kxtx lists all)."""
-    from kxtx.ops.calls import Cluster
+    from kxtx.client.admin import Cluster
 
     with Cluster(kafka.settings()) as cluster:
         listed = cluster.list_txn_ids(pipeids.member_pattern(scene["pipe"]))

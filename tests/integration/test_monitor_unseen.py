@@ -21,8 +21,8 @@ import uuid
 import pytest
 
 from kxtx import __version__
+from kxtx.client.admin import Cluster
 from kxtx.monitor import check, exposition, snapshot
-from kxtx.ops.calls import Cluster
 from tests import cli
 from tests.integration.kafka_io import commit_retrying
 from tests.integration.monitor_helpers import samples

@@ -104,8 +104,8 @@ def test_inspect_names_the_coordinator_and_each_partition_leader(cluster3, sprea
 
 
 def test_abort_hanging_reports_a_leader_that_moved_after_the_plan(cluster3, spread):
+    from kxtx.client.admin import Cluster
     from kxtx.ops import abort
-    from kxtx.ops.calls import Cluster
     from kxtx.ops.hanging import Scope, find_hanging
 
     with Cluster(cluster3.settings()) as cluster:

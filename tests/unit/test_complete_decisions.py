@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from kxtx.cli.complete import _done
+from kxtx.client.model import CoordinatorTxn
 from kxtx.errors import Refused
 from kxtx.exitcodes import ExitCode
 from kxtx.ops.complete import CompleteResult, check
 from kxtx.ops.fence import FencedPartition, ProducerState
-from kxtx.ops.model import CoordinatorTxn
 
 
 def txn(

@@ -3,8 +3,8 @@
 
 import pytest
 
+from kxtx.client.model import Offsets
 from kxtx.ops.fence import _checked
-from kxtx.ops.model import Offsets
 
 WHY = "LEADER_NOT_AVAILABLE: Broker: Leader not available"
 

@@ -3,8 +3,8 @@ every class from the producer state and the coordinator's answer, without a brok
 
 import pytest
 
+from kxtx.client.model import NOT_FOUND, CoordinatorTxn, OpenTxn
 from kxtx.ops import decide
-from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, OpenTxn
 
 NOW = 10_000_000
 MAX = 900_000  # the broker's transaction.max.timeout.ms

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from kxtx.client.model import Offsets
 from kxtx.dump import partition as dump_partition
+from kxtx.dump import txnlog as history
 from kxtx.errors import KafkaOperationError
 from kxtx.monitor import snapshot
-from kxtx.ops import history
-from kxtx.ops.model import Offsets
 from tests.unit.test_txn_flows import NOW, OLD, FakeCluster, _desc, _o
 
 

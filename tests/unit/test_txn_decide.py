@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.client.model import NOT_FOUND, CoordinatorTxn, OpenTxn
 from kxtx.ops import decide
-from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, OpenTxn
 
 MAX = 15 * 60 * 1000
 NOW = 10_000_000_000

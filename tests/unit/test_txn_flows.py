@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kxtx.client.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.client.settings import Settings
+from kxtx.dump import txnlog as history
 from kxtx.errors import partial_of
-from kxtx.ops import abort, decide, hanging, history
-from kxtx.ops.model import NOT_FOUND, CoordinatorTxn, Offsets, OpenTxn
+from kxtx.ops import abort, decide, hanging
 
 NOW = 10_000_000_000
 OLD = NOW - 16 * 60_000

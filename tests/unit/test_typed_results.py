@@ -274,8 +274,8 @@ def test_produce_dry_run_writes_what_it_wrote(tmp_path):
 # --- fence ---------------------------------------------------------------------------------------
 def test_the_fence_result_document(monkeypatch):
     """What `fence -o json` writes from the result: keys in their order, `before`/`after` nested."""
+    from kxtx.client.model import CoordinatorTxn, Offsets
     from kxtx.ops import fence
-    from kxtx.ops.model import CoordinatorTxn, Offsets
 
     tps = [("t", 0), ("t", 1)]
     desc = CoordinatorTxn("tid", 1, "Ongoing", 7, 3, 60_000, 0, frozenset(tps))

@@ -68,7 +68,7 @@ def _reader(p: int, buf: bytes, log_start: int, lso: int, hw: int, records: bool
 def _dumps(monkeypatch, records: bool = True) -> list:
     """Both partitions read, their producers named as `dump partition` names them (the first
     producer id found as tx-a)."""
-    from kxtx.ops import dump_partition as ops
+    from kxtx.dump import partition_run as ops
 
     dumps = [_reader(0, P0, 0, 9, 12, records).read(), _reader(1, P1, 4, 6, 6, records).read()]
     monkeypatch.setattr(ops, "Cluster", lambda settings: contextlib.nullcontext())
@@ -80,7 +80,7 @@ def _dumps(monkeypatch, records: bool = True) -> list:
 def _written(monkeypatch, fmt: str, records: bool = True, how: str = "string") -> str:
     """What `kxtx dump partition t --from 0 [--records] -o FMT` writes on stdout."""
     from kxtx.cli import dump_partition as cli
-    from kxtx.ops import dump_partition as ops
+    from kxtx.dump import partition_run as ops
 
     dumps = _dumps(monkeypatch, records)
     monkeypatch.setattr(ops, "dump_partitions", lambda *args, **kwargs: dumps)
@@ -224,7 +224,7 @@ def test_the_json_document(monkeypatch, records):
 
 
 def test_count_rows_come_from_the_summaries(monkeypatch):
-    from kxtx.ops import dump_partition as ops
+    from kxtx.dump import partition_run as ops
     from kxtx.ops.topics import count_records
 
     dumps = _dumps(monkeypatch, records=False)

@@ -63,7 +63,8 @@ def _pipe() -> dict:
 def _inspected(monkeypatch, fmt: str, result) -> str:
     """What `kxtx inspect txn ID -o FMT` writes when the library's answer is `result`."""
     from kxtx.cli import inspection as cli
-    from kxtx.ops import calls, inspection
+    from kxtx.client import admin as calls
+    from kxtx.ops import inspection
 
     monkeypatch.setattr(calls, "Cluster", lambda settings: contextlib.nullcontext())
     monkeypatch.setattr(inspection, "inspect_txn", lambda *args, **kwargs: result)

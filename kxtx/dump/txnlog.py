@@ -1,7 +1,8 @@
-"""Reading `__transaction_state`: a transactional id's history, and producer id -> transactional id.
+"""The transaction-log lookups: a transactional id's history in `__transaction_state`, and producer
+id -> transactional id (what the coordinators hold now, then the log).
 
-Both go through the dump library (`kxtx.dump.runner`, which decodes with `kxtx.records.txn_log`); this
-module is the one seam between the transaction tools and it.
+The log is read through the dump library (`kxtx.dump.runner`, which decodes with
+`kxtx.records.txn_log`); the transaction tools, `dump partition` and `inspect` name producers here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kxtx.client.admin import Cluster
 from kxtx.client.settings import Settings
+from kxtx.errors import KxtxError
+from kxtx.log import logger
 
 if TYPE_CHECKING:
     from kxtx.dump.rows import DumpRow
@@ -80,3 +84,41 @@ def _rows(settings: Settings, ids: list[str] | None = None) -> Iterator[DumpRow]
     from kxtx.dump.runner import TXN_TOPIC, DumpRequest, run
 
     yield from run(settings, DumpRequest(topic=TXN_TOPIC, ids=list(ids or [])))
+
+
+def lookup_in_log(cluster: Cluster, pids: set[int], warnings: list[str]) -> dict[int, str]:
+    """producer id -> transactional id from `__transaction_state`; a failure (e.g. no READ on that
+    topic) costs only this lookup, with a warning."""
+    try:
+        return ids_for_producers(cluster.settings, pids) or {}
+    except KxtxError as exc:
+        warnings.append(
+            f"cannot search __transaction_state for producer "
+            f"{'id' if len(pids) == 1 else 'ids'} {', '.join(map(str, sorted(pids)))} "
+            f"that ListTransactions did not map: {exc}"
+        )
+        return {}
+
+
+def transactional_ids(
+    cluster: Cluster, pids: set[int], warnings: list[str], in_log: set[int] | None = None
+) -> dict[int, tuple[str, str]]:
+    """producer id -> (transactional id, where it was found), where it can be found:
+    ListTransactions (what the coordinators hold now), then `__transaction_state` for the producer
+    ids it did not map (ids rotate under transactions v2; an expired id is only in the log), or only
+    for those of them in `in_log`: the log is read whole. A failed log search adds a warning."""
+    ids = {pid: (tid, "ListTransactions") for pid, (tid, _state) in cluster.ids_for_producers(pids).items()}
+    missing = (pids if in_log is None else pids & in_log) - set(ids)
+    if missing:
+        from_log = lookup_in_log(cluster, missing, warnings)
+        ids.update({pid: (tid, "__transaction_state") for pid, tid in from_log.items()})
+    return ids
+
+
+def named_producers(cluster: Cluster, pids: set[int], in_log: set[int] | None = None) -> dict[int, str]:
+    """`transactional_ids` without the source, its warnings logged."""
+    warnings: list[str] = []
+    ids = {pid: tid for pid, (tid, _src) in transactional_ids(cluster, pids, warnings, in_log).items()}
+    for w in warnings:
+        logger.warning(w)
+    return ids

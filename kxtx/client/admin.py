@@ -1,4 +1,5 @@
-"""The Kafka calls behind the transaction tools, returning `kxtx.ops.model` values.
+"""kxtx's admin façade, `Cluster`: the Kafka calls every command reads the cluster through, returning
+`kxtx.client.model` values.
 
 KIP-664 calls go through kafka-python's KafkaAdminClient (librdkafka has none of them); metadata,
 offsets and consumer groups through confluent-kafka. Clients are created on first use and closed by
@@ -13,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from kxtx.client import kafka_internals
 from kxtx.client.authz import Need
 from kxtx.client.clients import admin, error_name, ride_out, translate, txn_admin, unreachable
+from kxtx.client.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.client.settings import Settings
 from kxtx.errors import KafkaOperationError, NoSuchTopic, Unavailable, Unreachable
 from kxtx.log import logger
-from kxtx.ops.model import NOT_FOUND, TP, CoordinatorTxn, Offsets, OpenTxn
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient

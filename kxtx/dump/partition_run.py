@@ -5,13 +5,13 @@ named by its transactional id where it can be found (`kxtx.ops.hanging.named_pro
 
 from __future__ import annotations
 
+from kxtx.client.admin import Cluster
 from kxtx.client.settings import Settings
 from kxtx.dump.partition import COMMITTED_PREFIX, OPEN, PartitionDump, read_ranges
 from kxtx.dump.runner import partition_count
+from kxtx.dump.txnlog import named_producers
 from kxtx.errors import KafkaOperationError, KxtxError, NoSuchTopic, Unavailable, UsageError
 from kxtx.log import logger
-from kxtx.ops.calls import Cluster
-from kxtx.ops.hanging import named_producers
 
 
 def dump_partitions(
