@@ -1,5 +1,5 @@
 """Spark's Python daemon importing pyspark.zip against kxtx's daemon importing the installed pyspark
-(kxtx.pipe.daemon). Not a timed test: run it by hand.
+(kxtx.pipe.fast.daemon). Not a timed test: run it by hand.
 
     python bench/bench_pipe_daemon.py [--records 20000] [--rounds 4] [--mode driver,executors]
                                       [--bootstrap HOST:PORT]
@@ -7,7 +7,7 @@
 The same `kxtx pipe --master local[1]` run (identity UDF, --records values in 2 partitions, a new
 group and output topic each run), interleaved: with `--spark-conf
 spark.python.daemon.module=pyspark.daemon` (Spark's default, what kxtx did before) and without
-(kxtx's default, kxtx.pipe.daemon). Reported per mode: wall seconds and CPU seconds of the whole
+(kxtx's default, kxtx.pipe.fast.daemon). Reported per mode: wall seconds and CPU seconds of the whole
 process tree (kxtx, the JVM it launches, the Python daemon and its workers: this process's
 RUSAGE_CHILDREN, every one of them reaped by its parent), medians and their ratios. Every run's
 committed output count is checked. Without --bootstrap a sandbox broker is started here.
@@ -32,7 +32,7 @@ from bench_produce import drop_topic
 ROOT = Path(__file__).resolve().parent.parent
 
 UDF = "def identity(v):\n    return v\n"
-VARIANTS = {"pyspark.daemon (zip)": "pyspark.daemon", "kxtx.pipe.daemon": None}
+VARIANTS = {"pyspark.daemon (zip)": "pyspark.daemon", "kxtx.pipe.fast.daemon": None}
 
 
 def tree_cpu() -> float:

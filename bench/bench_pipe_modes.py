@@ -242,7 +242,7 @@ def _kind(cmd: str) -> str:
         return "broker"
     if "CoarseGrainedExecutorBackend" in cmd:
         return "executor_jvm"
-    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "kxtx.pipe.daemon" in cmd:
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "kxtx.pipe.fast.daemon" in cmd:
         return "python_workers"
     if "deploy.master" in cmd or "deploy.worker" in cmd:
         return "spark_master_worker"

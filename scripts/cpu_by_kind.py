@@ -36,7 +36,7 @@ JAVA_KINDS = (
 )
 #: (substring, kind) for python processes, first match wins
 PYTHON_KINDS = (
-    ("-m kxtx.pipe.daemon", "spark python worker"),  # kxtx's daemon on a local master
+    ("-m kxtx.pipe.fast.daemon", "spark python worker"),  # kxtx's daemon on a local master
     ("-m kxtx", "kxtx cli"),
     ("pyspark.daemon", "spark python worker"),
     ("pyspark.worker", "spark python worker"),

@@ -44,13 +44,13 @@ def _absent(why: str) -> NoReturn:
 
 
 def need_native() -> Any:
-    """kxtx.native (kxtx/native.c, built by pip where gcc and Python's headers are found); else a
+    """kxtx.fast.native (kxtx/fast/native.c, built by pip where gcc and Python's headers are found); else a
     skip (a fail under CI, whose .ci/run installs both) saying what is missing."""
     import importlib
 
     try:
-        return importlib.import_module("kxtx.native")
+        return importlib.import_module("kxtx.fast.native")
     except ImportError:
         _absent(
-            "kxtx.native was not built (a C compiler and Python's headers: apt-get install gcc python3-dev)"
+            "kxtx.fast.native was not built (a C compiler and Python's headers: apt-get install gcc python3-dev)"
         )

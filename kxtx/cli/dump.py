@@ -390,7 +390,7 @@ def _emit(
     writing: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> int:
     """Write the rows; returns how many."""
-    from kxtx import gcpause
+    from kxtx.fast import gcpause
 
     fmt = choose(fmt)
     if fmt is OutputFormat.table:

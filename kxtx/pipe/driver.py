@@ -16,9 +16,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from kxtx import gcpause
 from kxtx.client import clients
 from kxtx.errors import KafkaOperationError, Unavailable
+from kxtx.fast import gcpause
 from kxtx.log import logger
 from kxtx.pipe import rounds
 from kxtx.pipe import spark as sparkmod
@@ -201,7 +201,7 @@ class DriverPipe(PipeCore):
     def _process_batch(self) -> None:
         batch, self.pending = self.pending, []
         try:
-            with gcpause.paused():  # the batch's output tables and records: see kxtx.gcpause
+            with gcpause.paused():  # the batch's output tables and records: see kxtx.fast.gcpause
                 self._transact(batch)
             self.stats.consecutive_aborts = 0
         except Abortable as exc:

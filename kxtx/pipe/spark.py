@@ -19,9 +19,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from kxtx import fast
 from kxtx.errors import KxtxError, UsageError
 from kxtx.log import logger
-from kxtx.pipe import jvmcds, spark_internals
+from kxtx.pipe import spark_internals
+from kxtx.pipe.fast import jvmcds
 from kxtx.wording import install_hint
 
 if TYPE_CHECKING:
@@ -92,7 +94,7 @@ DRIVER_JVM_OPTIONS = (
     "-Xlog:disable",
     "-Xlog:all=warning:stderr",
 )
-#: the class-data-sharing archive the JVM this process launched writes at exit (kxtx.pipe.jvmcds)
+#: the class-data-sharing archive the JVM this process launched writes at exit (kxtx.pipe.fast.jvmcds)
 _CDS_PENDING: Path | None = None
 
 
@@ -122,10 +124,10 @@ def start(
         # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
         "spark.python.unix.domain.socket.enabled": "true",
     }
-    if is_local(master):
+    if is_local(master) and fast.enabled("pipe-daemon"):
         # The local workers run this interpreter, so kxtx's daemon can start them: it imports the
-        # installed, compiled pyspark instead of compiling pyspark.zip's (kxtx.pipe.daemon).
-        settings["spark.python.daemon.module"] = "kxtx.pipe.daemon"
+        # installed, compiled pyspark instead of compiling pyspark.zip's (kxtx.pipe.fast.daemon).
+        settings["spark.python.daemon.module"] = "kxtx.pipe.fast.daemon"
     java_options = list(DRIVER_JVM_OPTIONS)
     if not debug:
         java_options.append(f"-Dlog4j2.configurationFile={_quiet_log4j()}")

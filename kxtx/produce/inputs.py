@@ -273,7 +273,7 @@ class Block:
         self.span = span if span is not None else sum(map(len, raws)) + len(raws)
         self.values = raws
         #: where a check of the whole block found its first line that is not a record (len(values):
-        #: none), once the fast path checked it ahead (kxtx.produce.plain); -1: not checked
+        #: none), once the fast path checked it ahead (kxtx.produce.fast.plain); -1: not checked
         self.good = -1
         if cr and not tail:  # rare: some "\r" in the block, maybe CRLF lines
             self.values = [r[:-1] if r[-1:] == b"\r" else r for r in raws]

@@ -15,14 +15,16 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from kxtx import fast
 from kxtx.client import clients, txwriter
 from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
 from kxtx.log import logger
-from kxtx.produce import brokerside, inputs, keyed
+from kxtx.produce import brokerside, inputs
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
 from kxtx.produce.dryrun import check_size, set_header
+from kxtx.produce.fast import keyed
 from kxtx.produce.mapping import BadRecord, Mapper, parse_json
 from kxtx.produce.options import (
     ProduceOptions,
@@ -60,7 +62,7 @@ class Run:
         self.value_writer: Any = None
         self.key_writer: Any = None
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
-        #: the fast path's step reading its input ahead while a commit waits (kxtx.produce.plain)
+        #: the fast path's step reading its input ahead while a commit waits (kxtx.produce.fast.plain)
         self.read_ahead: Callable[[], bool] | None = None
         self.signals = Guard()
         self._restarted: set[str] = set()
@@ -421,9 +423,10 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
-            fast = keyed.fast_file(self.settings, src, self.mappers[i])
-            if fast is not None:
-                fast(self, src, pos, state).produce_all(plan)
+            # the switch point of produce's fast paths (kxtx.produce.fast; KXTX_FAST=0: never)
+            quick = keyed.fast_file(self.settings, src, self.mappers[i]) if fast.enabled("produce") else None
+            if quick is not None:
+                quick(self, src, pos, state).produce_all(plan)
             else:
                 self.produce_file(src, self.mappers[i], plan, pos, state)
             if pos is not None:

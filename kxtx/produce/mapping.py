@@ -158,7 +158,7 @@ def parse_partition(value: Any) -> int:
 class Mapper:
     """Turns `Line`s of one input format into `Record`s. Raises BadRecord for a bad line."""
 
-    #: a kxtx.produce.columns.JsonFields, set by kxtx.produce.keyed.fast_file when a keyed JSON lines
+    #: a kxtx.produce.fast.columns.JsonFields, set by kxtx.produce.fast.keyed.fast_file when a keyed JSON lines
     #: input takes the column path (Any: columns imports this module, and no import goes back)
     fast_fields: Any
 

@@ -22,8 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kxtx import jvmcds
+from kxtx import fast
 from kxtx.errors import KxtxError, UsageError
+from kxtx.fast import jvmcds
 from kxtx.sandbox import nodes as _nodes
 from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, require_tool, resolve_distribution
 from kxtx.sandbox.nodes import NodeInfo, SandboxInfo, free_port
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
 STATE_FILE = "sandbox.json"
 #: extra JVM options for every node (`kxtx sandbox start`)
 JVM_OPTIONS_ENV = "KXTX_SANDBOX_JVM_OPTIONS"
-#: "off" turns the nodes' class-data archive off (kxtx.jvmcds; on by default)
-CDS_ENV = "KXTX_SANDBOX_CDS"
+#: "off" turns the nodes' class-data archive off (kxtx.fast.jvmcds; on by default)
 #: Most nodes a loopback sandbox starts (each is a JVM; beyond this a laptop only swaps).
 MAX_NODES = 9
 
@@ -230,7 +230,7 @@ class Sandbox:
         written by this node as it stops, unless another node is writing it now (all nodes start at
         once). Records on `node` the file its JVM writes (see `_settle_cds`)."""
         node.cds_pending = ""
-        if not jvmcds.enabled(os.environ, CDS_ENV):
+        if not fast.enabled("sandbox-cds"):
             return []
         try:
             key = jvmcds.archive_key(

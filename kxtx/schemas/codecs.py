@@ -20,7 +20,9 @@ from typing import Any
 
 # module-level: Spark's workers get this module by value, where kxtx itself may not be importable
 # (kxtx.pipe.worker.SHIPPED_FOR_SCHEMAS)
-from kxtx.schemas import avrogen, framing
+from kxtx.fast import enabled as fast_enabled  # the function: shipped by value (kxtx.fast.gcpause)
+from kxtx.schemas import framing
+from kxtx.schemas.fast import avrogen
 from kxtx.schemas.mismatch import Mismatch
 from kxtx.schemas.protocodec import ProtobufCodec
 
@@ -59,9 +61,11 @@ class AvroCodec:
         self._write = fastavro.schemaless_writer
         self._read = fastavro.schemaless_reader
         #: batches of flat records a column at a time (None: fastavro's writer for every batch)
-        self._columns = avrogen.compile_encoder(self.schema)
         #: a flat record read by one generated function (None: fastavro's block reader)
-        self._decode_one = avrogen.compile_decoder(self.schema)
+        # (the switch point of the Avro fast path, kxtx.schemas.fast; KXTX_FAST=0: fastavro alone)
+        quick = fast_enabled("avro")
+        self._columns = avrogen.compile_encoder(self.schema) if quick else None
+        self._decode_one = avrogen.compile_decoder(self.schema) if quick else None
 
     def encode(self, obj: Any) -> bytes:
         out = self._out
@@ -119,7 +123,7 @@ class AvroCodec:
 
     def encode_many(self, objs: list, head: bytes = b"") -> list[bytes]:
         """`head` + each object's encoding: a column at a time for a flat record schema
-        (kxtx.schemas.avrogen), else written one after another into one buffer and cut apart
+        (kxtx.schemas.fast.avrogen), else written one after another into one buffer and cut apart
         (either faster than `encode` per object: bench/README, "Schema Registry"). Mismatch from
         the first object that does not fit, without saying which: `encode` each to find it."""
         if self._columns is not None:
@@ -142,7 +146,7 @@ class AvroCodec:
 
     def decode_many(self, payloads: list) -> list:
         """Each payload decoded: by the generated decoder of a flat record schema
-        (kxtx.schemas.avrogen), else in one pass of fastavro's block reader: the payloads become
+        (kxtx.schemas.fast.avrogen), else in one pass of fastavro's block reader: the payloads become
         the one block of an in-memory Avro container file (its datums are the same bytes), which
         fastavro reads in C (either faster than `decode` per payload: bench/README). Mismatch
         when any does not decode, without saying which: `decode` each to find it."""

@@ -32,7 +32,7 @@ def test_the_driver_jvm_runs_with_kxtxs_jit_and_collector_options(spark_session)
 
 
 def test_local_python_workers_import_the_installed_pyspark(spark_session):
-    """kxtx.pipe.daemon on a real local Spark: the Python workers import the pyspark installed
+    """kxtx.pipe.fast.daemon on a real local Spark: the Python workers import the pyspark installed
     beside kxtx (compiled once), not SPARK_HOME's pyspark.zip (compiled by every daemon)."""
     import py4j
     import pyspark
@@ -58,7 +58,7 @@ print(json.dumps(mapped))
 
 
 def test_the_driver_jvm_writes_its_class_archive_once_then_maps_it(tmp_path):
-    """kxtx.pipe.jvmcds with real JVMs: the first start's JVM writes the archive as it exits, the
+    """kxtx.pipe.fast.jvmcds with real JVMs: the first start's JVM writes the archive as it exits, the
     next one maps that very file; the JVM writes nothing to kxtx's stdout either time."""
     import os
     import subprocess
@@ -118,7 +118,7 @@ def test_identity_keeps_keys(kafka, pipe):
 def test_keyed_outputs_land_where_a_java_producer_puts_them(kafka, pipe):
     """murmur2, the Java client's partitioner (as `kxtx produce` uses), not librdkafka's CRC32
     default: a Java consumer or Kafka Streams app that co-partitions by key finds them together."""
-    from kxtx.produce.murmur import partition
+    from kxtx.produce.fast.murmur import partition
 
     src, vals = inputs(kafka)
     out = kafka.create_topic(partitions=4)

@@ -136,7 +136,9 @@ def signal_pipe(kafka, source, tmp_path, sig, to_group, moment, delay, times=1, 
         when = {
             "launcher": child_named(proc, "org.apache.spark.launcher.Main"),
             "jvm": child_named(proc, "org.apache.spark.deploy.SparkSubmit"),
-            "workers": child_named(proc, "kxtx.pipe.daemon"),  # Spark's Python daemon, kxtx's on local[*]
+            "workers": child_named(
+                proc, "kxtx.pipe.fast.daemon"
+            ),  # Spark's Python daemon, kxtx's on local[*]
             "output": output_grew(kafka, out),
         }[moment]
         wait_until(when, 300, "the moment to signal", every=0.05, procs=[proc])

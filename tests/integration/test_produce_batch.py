@@ -1,4 +1,4 @@
-"""`kxtx produce` hands its fast paths' records to librdkafka in batches (kxtx.client.batch): against
+"""`kxtx produce` hands its fast paths' records to librdkafka in batches (kxtx.client.fast.batch): against
 a real broker, the same input gives the same records, in the same partitions and order, and the
 same summary, as record by record (KXTX_PRODUCE_BATCH=0), through full local queues, several
 transactions, bad and blank lines, and a topic the producer has not seen before."""

@@ -159,7 +159,7 @@ def test_a_stop_writes_the_class_archive_and_the_next_start_maps_it(tmp_path, mo
     exit); the next start maps it, and is the same broker (transactions included)."""
     from pathlib import Path
 
-    from kxtx import jvmcds
+    from kxtx.fast import jvmcds
     from kxtx.sandbox import Sandbox
 
     cache = tmp_path / "cache"

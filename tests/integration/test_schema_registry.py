@@ -172,7 +172,7 @@ def test_csv_columns_are_typed_by_the_schema_and_keys_get_their_own(
         (3, {"id": 3, "name": "three", "amount": 4.0}),
     ]
     # keys hash as their encoded bytes, as Java's serializer-then-murmur2 does
-    from kxtx.produce.murmur import partition
+    from kxtx.produce.fast.murmur import partition
 
     for rec in read_committed(kafka.bootstrap, topic):
         assert rec.partition == partition(rec.key, 3)

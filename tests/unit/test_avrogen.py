@@ -1,4 +1,4 @@
-"""The column-wise Avro encoder (kxtx.schemas.avrogen) against fastavro: the same bytes for every
+"""The column-wise Avro encoder (kxtx.schemas.fast.avrogen) against fastavro: the same bytes for every
 type it takes and its boundaries; `Slow` (fastavro decides) for everything else."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import struct
 
 import pytest
 
-from kxtx.schemas import avrogen, codecs, framing
+from kxtx.schemas import codecs, framing
+from kxtx.schemas.fast import avrogen
 
 fastavro = pytest.importorskip("fastavro")
 

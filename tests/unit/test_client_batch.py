@@ -1,4 +1,4 @@
-"""kxtx.client.batch without a broker: the message array points at the records' bytes, a full
+"""kxtx.client.fast.batch without a broker: the message array points at the records' bytes, a full
 local queue stops a batch at the first record it refuses, and where batches cannot be relied on
 there is no Batcher (the caller produces record by record)."""
 
@@ -10,7 +10,7 @@ from array import array
 import pytest
 from confluent_kafka import Producer
 
-from kxtx.client import batch
+from kxtx.client.fast import batch
 
 
 def _messages(msgs: array, n: int):

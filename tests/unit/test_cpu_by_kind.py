@@ -28,7 +28,7 @@ J = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java -Xmx384m -cp /venv/lib/python3.
         (f"{J} com.example.Main", "java other"),
         ("/work/venv/bin/python -m kxtx pipe --in a --out b", "kxtx cli"),
         ("/work/venv/bin/python -m pyspark.daemon pyspark.worker", "spark python worker"),
-        ("/work/venv/bin/python -m kxtx.pipe.daemon pyspark.worker", "spark python worker"),
+        ("/work/venv/bin/python -m kxtx.pipe.fast.daemon pyspark.worker", "spark python worker"),
         ("/work/venv/bin/python -u -c import sys;exec(eval(sys.stdin.readline()))", "pytest-xdist worker"),
         ("/work/venv/bin/python -m pytest -q -n 3", "pytest"),
         ("/usr/bin/python3 -c pass", "python other"),

@@ -1,4 +1,4 @@
-"""kxtx.gcpause: the cyclic collector off inside the block, as it was after it."""
+"""kxtx.fast.gcpause: the cyclic collector off inside the block, as it was after it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from contextlib import nullcontext
 
 import pytest
 
-from kxtx import gcpause
+from kxtx.fast import gcpause
 
 
 @pytest.fixture

@@ -76,6 +76,8 @@ def graph(package_dir: Path) -> dict[str, set[str]]:
 
 #: the tiers by folder: "" is the base (a module at the top of the package)
 BASE, CLIENT, CLI = "", "client", "cli"
+#: the folder name of the speed annex, in the base and in each package that has one
+FAST = "fast"
 #: what only the command line may import
 CLI_ONLY = ("typer", "rich")
 
@@ -84,7 +86,10 @@ def tier(package_dir: Path, path: Path) -> str:
     """The folder below `package_dir` that holds `path` ("" at the top). __main__ starts the CLI:
     it counts as the CLI's."""
     parts = path.relative_to(package_dir).parts
-    return CLI if parts == ("__main__.py",) else (parts[0] if len(parts) > 1 else BASE)
+    if parts == ("__main__.py",):
+        return CLI
+    # the base's wing of the speed annex (kxtx/fast/) is the base's
+    return parts[0] if len(parts) > 1 and parts[0] != FAST else BASE
 
 
 def layer_violations(package_dir: Path) -> list[str]:
@@ -543,4 +548,75 @@ def test_the_adapter_check_sees_internals_outside_their_adapter(tmp_path):
     assert foreign_internals(tmp_path / "kxtx") == [
         "kxtx.ops.calls: admin._async_get_leader_for_partitions",
         "kxtx.ops.calls: admin._manager",
+    ]
+
+
+#: The switch points of the speed annex (kxtx.fast): the general modules that reach a fast one, and
+#: which. Each asks `kxtx.fast.enabled` first, or calls a fast module that asks it itself
+#: (gcpause, speedups, jvmcds): KXTX_FAST=0 then runs the general code alone.
+SWITCH_POINTS = {
+    "kxtx.produce.loop": {"kxtx.fast", "kxtx.produce.fast.keyed"},  # produce's plain and keyed paths
+    "kxtx.schemas.codecs": {"kxtx.fast", "kxtx.schemas.fast.avrogen"},  # column-wise Avro, else fastavro
+    "kxtx.pipe.spark": {"kxtx.fast", "kxtx.pipe.fast.jvmcds"},  # Spark's daemon module, the driver's CDS
+    "kxtx.sandbox.broker": {"kxtx.fast", "kxtx.fast.jvmcds"},  # the nodes' CDS
+    # the collector paused around a batch (kxtx.fast.gcpause asks the switch itself)
+    "kxtx.cli.dump": {"kxtx.fast.gcpause"},
+    "kxtx.pipe.driver": {"kxtx.fast.gcpause"},
+    "kxtx.pipe.worker.task": {"kxtx.fast.gcpause"},
+    "kxtx.pipe.worker.transform": {"kxtx.fast.gcpause"},
+}
+
+
+def _is_fast(name: str) -> bool:
+    return FAST in name.split(".")[1:]
+
+
+def annex_violations(package_dir: Path, switch_points: dict[str, set[str]]) -> list[str]:
+    """Each import of a fast module (one in a `fast/` folder) by a general module that is not one
+    of its switch points, and each switch point that no longer imports what it is listed with."""
+    found = modules(package_dir)
+    known = set(found)
+    bad = []
+    for name, path in sorted(found.items()):
+        if _is_fast(name):
+            continue
+        reached = {t for t in all_imports(name, path, known) if t in known and _is_fast(t)}
+        allowed = switch_points.get(name, set())
+        bad += [
+            f"{name} -> {t} (a general module reaches the annex only at a switch point)"
+            for t in sorted(reached - allowed)
+        ]
+        bad += [
+            f"{name}: listed as a switch point of {t}, which it no longer imports"
+            for t in sorted(allowed - reached)
+        ]
+    bad += [f"{n}: a switch point that is no module" for n in sorted(set(switch_points) - known)]
+    return bad
+
+
+def test_general_modules_reach_the_annex_only_at_its_switch_points():
+    assert annex_violations(ROOT / "kxtx", SWITCH_POINTS) == []
+
+
+def test_the_annex_check_sees_a_fast_module_reached_elsewhere(tmp_path):
+    """The check can fail: a general module importing a fast one lazily, a stale switch point,
+    beside a fast module importing general ones (allowed) and the listed switch point."""
+    _write(
+        tmp_path / "kx",
+        {
+            "__init__.py": "",
+            "fast/__init__.py": "",
+            "produce/__init__.py": "",
+            "produce/loop.py": "from kx.produce.fast import keyed\n",
+            "produce/mapping.py": "def f():\n    from kx.produce.fast import columns\n",
+            "produce/inputs.py": "",
+            "produce/fast/__init__.py": "",
+            "produce/fast/keyed.py": "from kx.produce import inputs, mapping\n",
+            "produce/fast/columns.py": "from kx.produce import mapping\n",
+        },
+    )
+    points = {"kx.produce.loop": {"kx.produce.fast.keyed"}, "kx.produce.inputs": {"kx.fast"}}
+    assert annex_violations(tmp_path / "kx", points) == [
+        "kx.produce.inputs: listed as a switch point of kx.fast, which it no longer imports",
+        "kx.produce.mapping -> kx.produce.fast.columns (a general module reaches the annex only at a switch point)",
     ]

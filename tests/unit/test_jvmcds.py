@@ -1,4 +1,4 @@
-"""kxtx.jvmcds: which archive a JVM maps or writes, and which are kept (the Spark driver's own
+"""kxtx.fast.jvmcds: which archive a JVM maps or writes, and which are kept (the Spark driver's own
 choices are in test_pipe_jvmcds.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kxtx import jvmcds
+from kxtx.fast import jvmcds
 
 
 def test_the_key_names_the_parts_in_their_order():
@@ -56,8 +56,3 @@ def test_without_a_cache_directory_the_jvm_starts_as_it_would(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert jvmcds.plan_archive(blocker / "cds", "k", one_writer=True) == ([], None)
-
-
-@pytest.mark.parametrize("value, on", [(None, True), ("", True), ("on", True), ("off", False), ("0", False)])
-def test_enabled(value, on):
-    assert jvmcds.enabled({} if value is None else {"V": value}, "V") is on

@@ -1,4 +1,4 @@
-"""kxtx.pipe.daemon: which of Spark's zips leave the Python daemon's path (no Spark needed)."""
+"""kxtx.pipe.fast.daemon: which of Spark's zips leave the Python daemon's path (no Spark needed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from kxtx.pipe.daemon import installed_twin, without_twin_zips
+from kxtx.pipe.fast.daemon import installed_twin, without_twin_zips
 
 
 def _zip(path, files: dict[str, str]) -> str:

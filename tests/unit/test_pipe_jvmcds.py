@@ -1,12 +1,12 @@
-"""The Spark driver JVM's class-data-sharing archive (kxtx.pipe.jvmcds): naming, planning, keeping
+"""The Spark driver JVM's class-data-sharing archive (kxtx.pipe.fast.jvmcds): naming, planning, keeping
 and pruning, on files in a temporary cache. That real JVMs write and map it: tests/integration/test_pipe.py."""
 
 import os
 
 import pytest
 
-from kxtx import jvmcds as cds
-from kxtx.pipe import jvmcds
+from kxtx.fast import jvmcds as cds
+from kxtx.pipe.fast import jvmcds
 
 JAVA = ("/usr/lib/jvm/17/bin/java", 100, 1)
 JARS = [("/venv/pyspark/jars/spark-core.jar", 10, 5), ("/venv/pyspark/jars/py4j.jar", 2, 5)]

@@ -192,7 +192,7 @@ def test_a_stuck_send_offsets_fails_the_round_for_retry_and_drops_the_producer(w
 
 
 def test_a_task_runs_with_the_cyclic_collector_paused_and_puts_it_back(worker_state, monkeypatch):
-    """A round keeps a batch of Messages, values and output tuples alive (kxtx.gcpause): the
+    """A round keeps a batch of Messages, values and output tuples alive (kxtx.fast.gcpause): the
     attempt runs with the collector off, the worker gets it back on after a round that fails."""
     import gc
 

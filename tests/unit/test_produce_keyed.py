@@ -1,4 +1,4 @@
-"""The keyed fast path (kxtx.produce.keyed, columns, murmur) against the general path: the same
+"""The keyed fast path (kxtx.produce.fast.keyed, columns, murmur) against the general path: the same
 (key, value, partition, headers, timestamp) for every record, the same transactions, checkpoints,
 bad-line reports and per-partition offset ranges, on a table of inputs and options."""
 
@@ -14,7 +14,8 @@ from kafka.partitioner.default import murmur2 as java_murmur2  # the Java client
 
 from kxtx.client.settings import Settings
 from kxtx.errors import InputError
-from kxtx.produce import brokerside, inputs, keyed, loop, murmur
+from kxtx.produce import brokerside, inputs, loop
+from kxtx.produce.fast import keyed, murmur
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.options import ProduceOptions
 from tests.binaries import need_native
@@ -38,18 +39,18 @@ def test_murmur2_matches_the_java_client(seed):
         assert murmur.partitions_of(keys[:1], n) == expected[:1]
 
 
-@pytest.mark.parametrize("way", ["kxtx.native", "confluent-kafka's", "kxtx's"])
+@pytest.mark.parametrize("way", ["kxtx.fast.native", "confluent-kafka's", "kxtx's"])
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 12, 100, 1000, 65537, 2**31 - 1])
 def test_block_partitions_for_many_partition_counts(n, way):
     """The modulo is computed for all keys at once (multiply-shift): exact for every count; and
-    the C loop (kxtx.native, where it was built) and confluent-kafka's murmur2, where the
+    the C loop (kxtx.fast.native, where it was built) and confluent-kafka's murmur2, where the
     partitioner uses them, agree; empty keys are left to librdkafka (-1) every way."""
     rnd = random.Random(n)
     keys = [rnd.randbytes(rnd.randrange(0, 12)) for _ in range(4000)]
     part = murmur.Partitioner(n, native=way != "kxtx's")
     # the C loop itself, even where KXTX_SPEEDUPS=0 turned it off (a skip where it was not built,
     # a fail under CI), or confluent-kafka's murmur2 without it
-    part._loop = need_native() if way == "kxtx.native" else None
+    part._loop = need_native() if way == "kxtx.fast.native" else None
     assert (part._murmur2 is not None) == (way != "kxtx's")  # confluent-kafka >= 2.13 is installed here
     assert part(keys) == [-1 if not k else (java_murmur2(k) & 0x7FFFFFFF) % n for k in keys]
 
@@ -194,7 +195,7 @@ JSONL = b"".join(
         b'{"user":"p","c":"not an object","ts":1,"p":-1}\n',
         b"[1,2]\n",
         b'{"user":"crlf","c":{"id":"r"},"ts":1,"p":1}\r\n',
-        # keys the C scan (kxtx.native.json_keys) reads or leaves to msgspec
+        # keys the C scan (kxtx.fast.native.json_keys) reads or leaves to msgspec
         b'{"user":-17,"c":{"id":"n"},"ts":1,"p":1}\n',
         b'{"user":-0,"c":{"id":"n"},"ts":1,"p":1}\n',
         b'{"user":1234567890123456789,"c":{"id":"n"},"ts":1,"p":1}\n',
@@ -311,7 +312,7 @@ def test_csv_fast_path_equals_general_path(tmp_path, monkeypatch, opts, policy, 
 def test_csv_blocks_without_quotes_are_cut_at_commas(tmp_path, monkeypatch, block, cut):
     """Blocks with no quote, CR or empty line take the comma-cutting reader (and the comparison
     above then covers it); a block with any of them takes csv.reader."""
-    from kxtx.produce import columns
+    from kxtx.produce.fast import columns
 
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
     calls = Counter()
@@ -386,7 +387,7 @@ def test_bad_line_fails_with_file_and_line(tmp_path, monkeypatch):
 
 def test_value_as_json_equals_json_dumps():
     """--value-as-json in the fast path uses orjson.dumps; the general path json.dumps."""
-    from kxtx.produce.columns import _dumps
+    from kxtx.produce.fast.columns import _dumps
     from kxtx.produce.mapping import value_bytes
 
     texts = ["".join(map(chr, range(0, 128))), "é€😀\u2028\u2029\ufeff", 'a\\b"c', ""]

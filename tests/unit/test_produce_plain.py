@@ -1,4 +1,4 @@
-"""The fast path (kxtx.produce.plain) against the general path: same records, transactions,
+"""The fast path (kxtx.produce.fast.plain) against the general path: same records, transactions,
 checkpoints, bad-line handling and per-partition offset ranges; block reader positions equal the
 record-by-record reader's."""
 
@@ -11,7 +11,8 @@ import json
 import pytest
 
 from kxtx.client.settings import Settings
-from kxtx.produce import brokerside, inputs, keyed, loop, plain
+from kxtx.produce import brokerside, inputs, loop
+from kxtx.produce.fast import keyed, plain
 from kxtx.produce.options import ProduceOptions
 from tests.unit.test_produce_engine import FakeProducer
 

@@ -1,7 +1,7 @@
-"""kxtx.native (kxtx/native.c), the optional C loops, against the Python loops they replace: the
-same message arrays (kxtx.client.batch._fill), the same partitions (Kafka's murmur2,
-kxtx.produce.murmur), and a JSON scan that vouches only for lines the parsers accept (msgspec,
-orjson, json: kxtx.produce.plain, kxtx.produce.mapping). Where the module was not built the tests skip; under CI (which installs a C
+"""kxtx.fast.native (kxtx/fast/native.c), the optional C loops, against the Python loops they replace: the
+same message arrays (kxtx.client.fast.batch._fill), the same partitions (Kafka's murmur2,
+kxtx.produce.fast.murmur), and a JSON scan that vouches only for lines the parsers accept (msgspec,
+orjson, json: kxtx.produce.fast.plain, kxtx.produce.mapping). Where the module was not built the tests skip; under CI (which installs a C
 compiler and Python's headers, .ci/run) they fail instead: CI must run them."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from array import array
 
 import pytest
 
-from kxtx import speedups
-from kxtx.client import batch
-from kxtx.produce import murmur, plain
+from kxtx.client.fast import batch
+from kxtx.fast import speedups
+from kxtx.produce.fast import murmur, plain
 from kxtx.produce.inputs import Line
 from kxtx.produce.jsondepth import MAX_JSON_DEPTH
 from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
@@ -136,11 +136,11 @@ def test_kxtx_speedups_0_turns_them_off(monkeypatch):
     assert murmur.Partitioner(6)._loop is None
     monkeypatch.setattr(speedups, "_module", None)
     monkeypatch.delenv("KXTX_SPEEDUPS")
-    assert (speedups.module() is not None) == (importlib.util.find_spec("kxtx.native") is not None)
+    assert (speedups.module() is not None) == (importlib.util.find_spec("kxtx.fast.native") is not None)
 
 
 # --- json_vouch ----------------------------------------------------------------------------------
-#: the limits of the scan in kxtx/native.c (VOUCH_DEPTH, VOUCH_NUMBER)
+#: the limits of the scan in kxtx/fast/native.c (VOUCH_DEPTH, VOUCH_NUMBER)
 VOUCH_DEPTH, VOUCH_NUMBER = 64, 64
 
 VOUCHED = [
@@ -295,7 +295,7 @@ def test_json_vouch_never_vouches_for_what_a_parser_refuses(native):
 
 @pytest.mark.parametrize("utf8", [True, False])
 def test_first_refused_is_the_same_with_or_without_the_scan(native, monkeypatch, utf8):
-    """kxtx.produce.plain.first_refused (the fast path's check) finds the same lines with the C
+    """kxtx.produce.fast.plain.first_refused (the fast path's check) finds the same lines with the C
     scan as with the parser alone: blank, bad, nested too deeply (kxtx's limit), and lines the
     scan leaves to the parser that it accepts."""
     deep = b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1)

@@ -17,7 +17,8 @@ from types import ModuleType
 #: the modules outside this package that the worker code imports
 SHIPPED_WITH = (
     "kxtx.wording",
-    "kxtx.gcpause",
+    "kxtx.fast",
+    "kxtx.fast.gcpause",
     "kxtx.client.kafkaerrors",
     "kxtx.client.txwriter",
 )
@@ -31,7 +32,9 @@ SHIPPED_FOR_SCHEMAS = (
     "kxtx.schemas.codecs",
     "kxtx.schemas.protocodec",
     "kxtx.schemas.mismatch",
-    "kxtx.schemas.avrogen",
+    "kxtx.schemas.fast",
+    "kxtx.fast",
+    "kxtx.schemas.fast.avrogen",
     "kxtx.schemas.framing",
     "kxtx.schemas.protofile",
     "kxtx.client.registry",
@@ -46,4 +49,5 @@ def modules() -> list[ModuleType]:
     `SHIPPED_FOR_SCHEMAS`."""
     names = [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
     names += list(SHIPPED_WITH) + list(SHIPPED_FOR_SCHEMAS)
+    names = list(dict.fromkeys(names))  # the switch kxtx.fast is in both
     return [importlib.import_module(name) for name in names]

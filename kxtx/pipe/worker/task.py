@@ -48,9 +48,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kxtx import gcpause
 from kxtx.client import txwriter as tw
 from kxtx.client.kafkaerrors import FAILOVER_S, Kind, classify, later
+from kxtx.fast import gcpause
 from kxtx.pipe.worker import transform as tf
 from kxtx.pipe.worker.consumerconf import exactly_once
 from kxtx.pipe.worker.outputs import Outputs, UdfFailure, plain_records, to_records
@@ -293,7 +293,7 @@ def consumer_conf(job: Job) -> dict:
 def run_plan(job: Job, plan: Plan) -> TaskResult:
     began = time.perf_counter()
     # A round keeps up to --batch-max-records Messages, decoded values and output tuples alive:
-    # without the pause the cyclic collector ran over and over on them (kxtx.gcpause).
+    # without the pause the cyclic collector ran over and over on them (kxtx.fast.gcpause).
     with gcpause.paused():
         attempt = _attempt(job, plan)
     attempt["task_s"] = time.perf_counter() - began

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from kxtx import gcpause
+from kxtx.fast import gcpause
 from kxtx.pipe.worker import arrays, jsontext
 from kxtx.pipe.worker.contract import ContractError, any_spec, to_outputs
 from kxtx.pipe.worker.kinds import ARROW, PANDAS, PANDAS_ITER
@@ -185,7 +185,7 @@ def make_ipc_task(mapper: Mapper) -> Callable:
         import pyarrow as pa
 
         for item in items:
-            with gcpause.paused():  # a batch's decoded values and results: see kxtx.gcpause
+            with gcpause.paused():  # a batch's decoded values and results: see kxtx.fast.gcpause
                 if isinstance(item, str):
                     with pa.OSFile(item) as source:
                         batches = pa.ipc.open_stream(source).read_all().to_batches()

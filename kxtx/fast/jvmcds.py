@@ -1,5 +1,5 @@
 """Class-data-sharing (AppCDS) archives for the JVMs kxtx starts: the Spark driver of `kxtx pipe`
-(kxtx.pipe.jvmcds) and the nodes of `kxtx sandbox` (kxtx.sandbox.broker).
+(kxtx.pipe.fast.jvmcds) and the nodes of `kxtx sandbox` (kxtx.sandbox.broker).
 
 Every such JVM loads and verifies the same thousands of classes. Java's dynamic archive
 (`-XX:ArchiveClassesAtExit`) stores them once, parsed and verified, and later JVMs map the file
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
 #: archives kept per kind (one per Java and jar set in use)
@@ -42,11 +41,6 @@ def cache_dir(kind: str) -> Path:
     """`$XDG_CACHE_HOME/kxtx/<kind>` (`~/.cache/kxtx/<kind>`)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kxtx" / kind
-
-
-def enabled(env: Mapping[str, str], variable: str) -> bool:
-    """On unless `variable` is 0, off, false or no."""
-    return env.get(variable, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 def file_stat(path: str | os.PathLike) -> tuple:

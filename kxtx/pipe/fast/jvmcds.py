@@ -1,10 +1,10 @@
-"""The class-data-sharing archive of the Spark driver JVM (how archives work: kxtx.jvmcds).
+"""The class-data-sharing archive of the Spark driver JVM (how archives work: kxtx.fast.jvmcds).
 
 Every `kxtx pipe` starts a JVM that loads and verifies the same ~10,000 classes of Spark; with the
 archive its start takes about half the CPU (bench/README.md, "The Spark driver JVM"). The archive
 (~115 MB, under `$XDG_CACHE_HOME/kxtx/spark-cds/`) is keyed by the java binary, Spark's jars, kxtx's
 JVM options and the settings that change the driver's class path.
-`KXTX_SPARK_CDS=off` turns it off; `--spark-conf spark.driver.extraJavaOptions=...` replaces kxtx's
+`KXTX_FAST=0` (or `KXTX_SPARK_CDS=off`) turns it off; `--spark-conf spark.driver.extraJavaOptions=...` replaces kxtx's
 JVM options, this one included.
 """
 
@@ -16,7 +16,8 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from kxtx import jvmcds as cds
+from kxtx import fast
+from kxtx.fast import jvmcds as cds
 
 ENV = "KXTX_SPARK_CDS"
 #: how long a JVM that writes the archive as it exits is waited for (kxtx.pipe.spark._end_jvm):
@@ -37,7 +38,7 @@ def cache_dir() -> Path:
 
 
 def enabled(env: Mapping[str, str]) -> bool:
-    return cds.enabled(env, ENV)
+    return fast.enabled("spark-cds", env)
 
 
 def archive_key(

@@ -1,14 +1,14 @@
-/* kxtx.native: optional C versions of per-record loops of `kxtx produce`'s fast paths.
+/* kxtx.fast.native: optional C versions of per-record loops of `kxtx produce`'s fast paths.
  *
  * Built when a C compiler and Python's headers are there (setup.py: an optional extension);
- * without it kxtx runs the same loops in Python (kxtx.client.batch._fill,
- * kxtx.produce.murmur.Partitioner, the JSON check of kxtx.produce.plain.first_refused), which
+ * without it kxtx runs the same loops in Python (kxtx.client.fast.batch._fill,
+ * kxtx.produce.fast.murmur.Partitioner, the JSON check of kxtx.produce.fast.plain.first_refused), which
  * tests/unit/test_speedups.py compares these with.
  *
  * fill(msgs, values, k, end, at, len_at, stride) -> bool
  *     For i in 0..end-k: msgs[i*stride + at] = address of values[k+i]'s bytes,
  *     msgs[i*stride + len_at] = its length. `msgs` is a writable buffer of 64-bit words (the
- *     rd_kafka_message_t array of kxtx.client.batch). Returns False, writing nothing, when a value
+ *     rd_kafka_message_t array of kxtx.client.fast.batch). Returns False, writing nothing, when a value
  *     is not exactly `bytes` (the caller then takes its own path). The addresses are valid while
  *     the values live: the caller keeps the list for the call that reads them.
  *
@@ -453,14 +453,14 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kxtx.native", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kxtx.fast.native", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit_native(void) {
     const uint32_t one = 1;
     unsigned char first;
     memcpy(&first, &one, 1);
     if (first != 1) { /* murmur2 reads words little-endian, as Kafka does */
-        PyErr_SetString(PyExc_ImportError, "kxtx.native: built for little-endian machines only");
+        PyErr_SetString(PyExc_ImportError, "kxtx.fast.native: built for little-endian machines only");
         return NULL;
     }
     init_tables();

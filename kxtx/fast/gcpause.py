@@ -20,12 +20,19 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# the function, not its module: the workers get both by value, and the package (which holds this
+# module) pickled by value would hold this module again
+from kxtx.fast import enabled
+
 
 @contextmanager
 def paused() -> Iterator[bool]:
     """The collector off inside the block, and back on after it if it was on before (a block
     nested in another leaves it off). Yields whether it was on."""
     was_on = gc.isenabled()
+    if not enabled("gc-pause"):
+        yield was_on
+        return
     gc.disable()
     try:
         yield was_on

@@ -32,14 +32,15 @@ from functools import partial
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from kxtx import gcpause
-from kxtx.produce import columns as colmod
-from kxtx.produce import inputs, plain
+from kxtx.fast import gcpause
+from kxtx.produce import inputs
 from kxtx.produce.checkpoint import Resume
 from kxtx.produce.dryrun import set_header
+from kxtx.produce.fast import columns as colmod
+from kxtx.produce.fast import plain
+from kxtx.produce.fast.murmur import Partitioner
+from kxtx.produce.fast.plain import PlainFile, call_until_error
 from kxtx.produce.mapping import BadRecord, Record
-from kxtx.produce.murmur import Partitioner
-from kxtx.produce.plain import PlainFile, call_until_error
 
 if TYPE_CHECKING:
     from kxtx.client.settings import Settings
@@ -244,7 +245,7 @@ class KeyedFile(PlainFile):
         from confluent_kafka import KafkaException
 
         cols = mapped.cols
-        # in batches where librdkafka can take them (kxtx.client.batch): its batch call sets no
+        # in batches where librdkafka can take them (kxtx.client.fast.batch): its batch call sets no
         # timestamp and no headers of a record's own
         if self.batcher is not None and cols.stamps is None and cols.headers is None:
             keys = cols.keys if isinstance(cols.keys, list) else None

@@ -16,15 +16,15 @@ from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import TYPE_CHECKING, Any
 
-from kxtx import speedups
+from kxtx.fast import speedups
 from kxtx.produce.jsondepth import DEEP_MIN_BYTES, too_deep
 from kxtx.produce.mapping import BadRecord, MappingSpec, parse_partition, parse_timestamp, value_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from kxtx.produce.fast.murmur import Partitioner
     from kxtx.produce.inputs import Block
-    from kxtx.produce.murmur import Partitioner
 
     #: a column of the block by field name (`raw`: CSV fields as bytes, when they are cut from lines)
     _Get = Callable[..., list]
@@ -93,7 +93,7 @@ class JsonFields:
         self.decode = msgspec.json.Decoder(self._struct(msgspec, tree, "Line")).decode
         self.empty = self.decode(b"{}")
         #: the key field's name, where the mapping reads nothing else and it is a top-level name:
-        #: the C scan (kxtx.native.json_keys) then reads it
+        #: the C scan (kxtx.fast.native.json_keys) then reads it
         key, fields = spec.key_field, [f for _, f in spec.fields()]
         self.key_only = key.encode() if key and fields == [key] and "." not in key else None
 

@@ -23,8 +23,8 @@ from itertools import accumulate, islice, repeat
 from operator import length_hint
 from typing import TYPE_CHECKING, Any
 
-from kxtx import speedups
-from kxtx.client.batch import Batcher, refusal
+from kxtx.client.fast.batch import Batcher, refusal
+from kxtx.fast import speedups
 from kxtx.produce import inputs
 from kxtx.produce.dryrun import check_size
 from kxtx.produce.jsondepth import accepts_too_deep, first_too_deep, too_deep
@@ -297,7 +297,7 @@ class PlainFile:
 
     def _produce_run(self, block: Lines, k: int, end: int) -> None:
         """Produce lines [k, end) of `block`, all known good: in batches where librdkafka can take
-        them (kxtx.client.batch), else one by one. A full local queue waits for delivery
+        them (kxtx.client.fast.batch), else one by one. A full local queue waits for delivery
         reports; a line librdkafka refuses is handled (and reported) alone."""
         from confluent_kafka import KafkaException
 

@@ -24,13 +24,13 @@ the caller then produces record by record.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 from array import array
 from itertools import accumulate
 from typing import Any
 
-from kxtx import speedups
+from kxtx import fast
+from kxtx.fast import speedups
 
 #: librdkafka's flag: copy the payload and key (the caller's buffer is gone after the call)
 _MSG_F_COPY = 0x2
@@ -75,7 +75,7 @@ def _library() -> Any:
 
 
 def _load() -> Any:
-    if os.environ.get("KXTX_PRODUCE_BATCH", "1") == "0":
+    if not fast.enabled("produce-batch"):
         return None
     # Where object layouts are CPython's own and ctypes hands a bytes object's buffer to C
     # and the message array's words are as laid out here (partition: the low half of a word)
@@ -214,7 +214,7 @@ def refusal(err: int) -> Exception:
 
 def _point(msgs: array, parts: list[bytes], k: int, end: int, at: int, len_at: int) -> object:
     """Point the messages' field `at` (its length: `len_at`) at parts[k:end]: at each part's own
-    bytes by the C loop (kxtx.speedups), else into one buffer `_fill` joins them into. Returns
+    bytes by the C loop (kxtx.fast.speedups), else into one buffer `_fill` joins them into. Returns
     what must outlive the call that reads the messages."""
     native = speedups.module()
     if native is not None and type(parts) is list and native.fill(msgs, parts, k, end, at, len_at, _STRIDE):

@@ -17,7 +17,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from kxtx import speedups
+from kxtx.fast import speedups
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -118,7 +118,7 @@ def _partitions_same_length(keys: tuple, length: int, n: int) -> list[int]:
 
 class Partitioner:
     """partitions_of() for one partition count: by kxtx's C loop where it was built (one call for
-    all keys, kxtx.speedups), else by confluent-kafka's murmur2 where it has one (2.13 and later,
+    all keys, kxtx.fast.speedups), else by confluent-kafka's murmur2 where it has one (2.13 and later,
     in C, a call per key: a quarter of the time of partitions_of, bench/README.md "Against kcat"),
     else by partitions_of. (A memory of recent keys was tried: a dict lookup of a bytes key costs
     about as much as hashing it here, measured.)"""
