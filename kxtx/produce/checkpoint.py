@@ -280,7 +280,7 @@ class CommittedPrefix:
             out += chunk
         self.offset += len(out)
         if out:
-            self.last_byte = out[-1:]
+            self.last_byte = bytes(out[-1:])
         self.excluded += ((start, self.offset),)
         return bytes(out)
 
@@ -335,7 +335,7 @@ def plan(
             raise _changed(
                 path, prev, f"it now ends at byte {prefix.offset}, line {prev.line} ended at {offset}"
             )
-        raise _changed(path, prev, "its bytes differ" + _outside(retry))
+        raise _changed(path, prev, "its bytes differ" + _outside(prev.skipped))
     if more and prev.offset and prefix.last_byte != b"\n":
         raise _changed(path, prev, f"its last line {prev.line} had no line break and now goes on")
     note = "appended" if prev.eof else "resumed"
@@ -346,7 +346,7 @@ def plan(
     return Resume(offset, prev.line, False, note, prefix, retry)
 
 
-def _outside(skipped: tuple[SkippedLine, ...]) -> str:
+def _outside(skipped: tuple[SkippedLine, ...] | list[SkippedLine]) -> str:
     if not skipped:
         return ""
     lines = ", ".join(str(s.line) for s in skipped[:10]) + (", ..." if len(skipped) > 10 else "")
@@ -363,9 +363,13 @@ def _read_committed_part(
     delta, now = 0, []
     for s in prev.skipped:
         start = s.start + delta
-        # the unchanged bytes before it end with a line break where it began
-        if prefix.advance(start) < start or (start and prefix.last_byte != b"\n"):
-            raise _changed(path, prev, f"line {s.line}, skipped earlier, is no longer where it was")
+        reached = prefix.advance(start)
+        if reached < start:
+            raise _changed(
+                path, prev, f"it now ends at byte {reached}, before line {s.line}, skipped earlier"
+            )
+        if start and prefix.last_byte != b"\n":  # the bytes before it moved: changed
+            raise _changed(path, prev, "its bytes differ" + _outside(prev.skipped))
         raw = prefix.take(s.breaks)
         if raw.count(b"\n") < s.breaks:
             raise _changed(path, prev, f"the file now ends inside line {s.line}, skipped earlier")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kxtx.client import clients, txwriter
 from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
-from kxtx.log import logger
+from kxtx.log import logger, warn_once
 from kxtx.produce import brokerside, inputs, keyed
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
     from confluent_kafka import KafkaError, KafkaException
 
+#: skipped lines a checkpoint keeps per file (each ~60 bytes of it, a record that must stay small)
+MAX_KEPT_SKIPS = 1000
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
 #: The open transaction must be aborted and the batch retried from the last checkpoint.
@@ -372,9 +374,18 @@ class Run:
         into its checkpoint (the others into the next one)."""
         for path, line in self.skips:
             pos = state.files.get(path)
-            if pos is not None and line.start < pos.offset and line not in pos.skipped:
-                pos.skipped.append(line)
-                pos.skipped.sort(key=lambda s: s.start)
+            if pos is None or line.start >= pos.offset or line in pos.skipped:
+                continue
+            if len(pos.skipped) >= MAX_KEPT_SKIPS:  # its bytes become part of the committed part
+                warn_once(
+                    f"skips:{path}",
+                    f"{path}: more than {MAX_KEPT_SKIPS} lines skipped: the checkpoint keeps the first "
+                    f"{MAX_KEPT_SKIPS} for a later run to load once fixed, not the others (--on-error "
+                    "dlq:TOPIC keeps every bad line)",
+                )
+                continue
+            pos.skipped.append(line)
+            pos.skipped.sort(key=lambda s: s.start)
 
     def _say_skipped(self) -> None:
         """After a run that leaves lines skipped (this run or an earlier one): how to load them."""
@@ -388,7 +399,9 @@ class Run:
             return
         name, first = skipped[0]
         one = len(skipped) == 1
-        again = "run the command again without --restart" if self.opts.restart else "run the same command again"
+        again = (
+            "run the command again without --restart" if self.opts.restart else "run the same command again"
+        )
         logger.warning(
             f"{plural(len(skipped), 'line')} skipped and not loaded (first: {name}:{first.line}); "
             f"fix {'it' if one else 'them'} in place and {again}: it loads just "
@@ -422,7 +435,7 @@ class Run:
                     set_header(mapper, src, next(lines))
                 line = next(lines)
             finally:
-                lines.close()
+                lines.close()  # type: ignore[attr-defined]  # a generator
             if (line.lineno, line.start, line.end) != (s.line, s.start, s.end):
                 raise InputError(
                     f"{src.name}:{s.line}: this line, skipped earlier, now reads as another record "
@@ -437,7 +450,9 @@ class Run:
                 self.produce_record(key, value, headers, partition, timestamp)
             except BadRecord as exc:
                 self.skips.append((path, s))
-                self.stats.bad(f"{src.name}:{s.line}", str(exc), outcome="skipped earlier, still bad: skipped")
+                self.stats.bad(
+                    f"{src.name}:{s.line}", str(exc), outcome="skipped earlier, still bad: skipped"
+                )
                 continue
             except KafkaException as exc:
                 self.produce_error(exc, src, line)
