@@ -427,23 +427,27 @@ class Run:
         n, ok, nb = self.txn_lines, self.stats.pending_records, self.stats.pending_bytes
         if not self.in_txn:
             self.next_transaction(state, 0, 0, 0)  # begins one
-        loaded = []
+        loaded, emptied = [], []
         for s in plan.retry:
             lines = inputs.read(src, s.start, s.line - 1)
             try:
                 if src.fmt == "csv":
                     set_header(mapper, src, next(lines))
-                line = next(lines)
+                line = next(lines, None)
             finally:
                 lines.close()  # type: ignore[attr-defined]  # a generator
+            if s.end == pos.offset:  # the last line of the committed part: the one to check
+                last = inputs.read_range(src.path, src.gz, s.start, s.end)
+                pos.last_len, pos.last_sha256 = len(last), cpmod.sha256(last)
+            if line is None or line.start >= s.end:  # emptied (JSON, CSV): no record, none skipped
+                emptied.append(s.line)
+                continue
             if (line.lineno, line.start, line.end) != (s.line, s.start, s.end):
                 raise InputError(
                     f"{src.name}:{s.line}: this line, skipped earlier, now reads as another record "
                     f"(lines {line.lineno}, bytes {line.start}-{line.end}); restore its line breaks "
                     "and quotes, or re-run with --restart (duplicates)"
                 )
-            if line.end == pos.offset:  # the last line of the committed part
-                pos.advance(line.lineno, line.start, line.end, line.raw)
             n += 1
             try:
                 key, value, headers, partition, timestamp = mapper.map(line)
@@ -462,9 +466,12 @@ class Run:
             loaded.append(s.line)
         self.pause(n, ok, nb)
         if loaded:
-            at = ", ".join(map(str, loaded[:10])) + (", ..." if len(loaded) > 10 else "")
             logger.warning(
-                f"loading {plural(len(loaded), 'line')} skipped earlier ({src.name}:{at}), now valid"
+                f"loading {plural(len(loaded), 'line')} skipped earlier ({src.name}:{_some(loaded)}), now valid"
+            )
+        if emptied:
+            logger.warning(
+                f"{src.name}:{_some(emptied)}: skipped earlier, now blank: no record, and no longer skipped"
             )
 
     def _read_ahead_while_flushing(self) -> None:
@@ -705,3 +712,8 @@ class Run:
                 ],
             )
         self.stats.bad(where, reason, dlq=self.policy == "dlq")
+
+
+def _some(lines: list[int]) -> str:
+    """Line numbers for a message: the first ten."""
+    return ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")

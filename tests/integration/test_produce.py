@@ -346,6 +346,20 @@ def test_lines_skipped_then_fixed_are_loaded_once_by_the_same_command(kafka, run
     assert len(read_committed(kafka.bootstrap, topic)) == 14
 
 
+def test_a_skipped_line_emptied_is_no_record_and_no_longer_skipped(kafka, topic, run_kxtx, tmp_path):
+    """A bad JSON line skipped, then blanked (the way to say: no record for it), the last line of
+    the file: the same command loads nothing for it, says so, and is done."""
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b'{"id":1}\n{"id":2}\n{bad\n')
+    cmd = ["produce", str(path), "-t", topic, "--on-error", "skip"]
+    run_kxtx(*cmd, expect=0)
+    path.write_bytes(b'{"id":1}\n{"id":2}\n   \n')
+    p = run_kxtx(*cmd, expect=0)
+    assert f"{path}:3: skipped earlier, now blank" in p.stderr and summary(p)["records"] == 0
+    assert "nothing to do" in run_kxtx(*cmd, expect=0).stderr
+    assert values(read_committed(kafka.bootstrap, topic)) == [b'{"id":1}', b'{"id":2}']
+
+
 def test_a_failed_run_says_fix_the_line_and_run_again_which_loads_it_once(kafka, topic, run_kxtx, tmp_path):
     """Default --on-error fail: the run stops at the bad line 6 after committing lines 1-5, and
     its message says the way that loses and repeats nothing: fix the line, run the same command
