@@ -237,7 +237,7 @@ complete -c kxtx -n "__fish_seen_subcommand_from produce" -l seconds-per-txn -r 
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l all-or-nothing -d "The whole input in one transaction (transaction.timeout.ms 15 min unless -X)."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l checkpoint-topic -r -d "Compacted topic holding the input positions; created when missing."
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l restart -d "Ignore the checkpoint: produce every input again from its beginning, writing its"
-complete -c kxtx -n "__fish_seen_subcommand_from produce" -l on-error -r -a "fail skip dlq:" -d "A bad line: fail (exit 1, open transaction aborted), skip (counted), or dlq:TOPI"
+complete -c kxtx -n "__fish_seen_subcommand_from produce" -l on-error -r -a "fail skip dlq:" -d "A bad line: fail (exit 1, open transaction aborted), skip (counted, and recorded"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l allow-binary -d "Load lines or CSV with a NUL byte in its first 64 KiB (refused otherwise, as a b"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l value-schema -r -d "Encode each value with a schema file (.avsc Avro, .json JSON Schema, .proto Prot"
 complete -c kxtx -n "__fish_seen_subcommand_from produce" -l key-schema -r -d "Encode each key (--key-field) the same way, under the TOPIC-key subject."

@@ -200,8 +200,9 @@ def produce(
             "--on-error",
             metavar="fail|skip|dlq:TOPIC",
             autocompletion=complete_words("fail|skip|dlq:TOPIC"),
-            help="A bad line: fail (exit 1, open transaction aborted), skip (counted), or "
-            "dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
+            help="A bad line: fail (exit 1, open transaction aborted), skip (counted, and "
+            "recorded in the checkpoint: once fixed in place, the same command loads it, exactly "
+            "once), or dlq:TOPIC (raw line plus kxtx.error headers, in the same transaction).",
         ),
     ] = "fail",
     allow_binary: Annotated[

@@ -12,6 +12,13 @@ key and value fields): a run that would continue a file with another mapping is 
 the records already produced would not match the rest. Checkpoints written before it have none and
 are not checked; the next commit records it (older kxtx releases ignore the field).
 
+A bad line that `--on-error skip` left out is recorded with its file's position, in the same
+transaction (`SkippedLine`): the committed part's hash leaves out its bytes, so the line may be
+fixed in place (another length too, as long as it keeps its line breaks) and a later run of the
+same command finds it by its place among the unchanged lines and loads just it, exactly once. A
+checkpoint with skipped lines is version 3 (older kxtx releases refuse it, naming the version);
+one without is written as version 2, as before.
+
 Version 1 checkpoints (before the committed part was hashed) kept the size, a hash of the first
 64 KiB and of the last committed record: they are still read and judged by those, and the next
 commit writes version 2.
@@ -29,10 +36,13 @@ from typing import BinaryIO
 
 from kxtx.derived import derived_name
 from kxtx.errors import InputError, UsageError
+from kxtx.wording import plural
 
 VERSION = 2
+#: the version of a checkpoint that records skipped lines (`FilePosition.skipped`)
+SKIPPED_VERSION = 3
 #: versions this kxtx reads (1: no hash of the committed part)
-READABLE = (1, 2)
+READABLE = (1, 2, 3)
 PREFIX_BYTES = 64 * 1024
 DEFAULT_TOPIC = "kxtx-checkpoints"
 
@@ -63,6 +73,23 @@ def identify(path: str, prefix_len: int | None = None) -> FileIdentity:
 
 
 @dataclass
+class SkippedLine:
+    """A bad line `--on-error skip` left out of a file's committed part: its (first) line number,
+    its bytes [start, end) (uncompressed, terminator included) and how many line breaks they hold
+    (1 for a line; more for a CSV row with quoted line breaks; 0 for a last line without one)."""
+
+    line: int
+    start: int
+    end: int
+    breaks: int = 1
+
+
+def skipped_line(lineno: int, start: int, end: int, raw: bytes) -> SkippedLine:
+    """The SkippedLine of a bad record `raw` (terminator stripped) that spans bytes [start, end)."""
+    return SkippedLine(lineno, start, end, raw.count(b"\n") + (end - start > len(raw)))
+
+
+@dataclass
 class FilePosition:
     """How far one input got: the next run starts at `offset` (uncompressed), after line `line`."""
 
@@ -75,6 +102,8 @@ class FilePosition:
     last_sha256: str = ""
     #: SHA-256 of the uncompressed bytes [0, offset): the committed part (None: a version 1 checkpoint)
     committed_sha256: str | None = None
+    #: bad lines before `offset` that were skipped, in file order: their bytes are not hashed
+    skipped: list[SkippedLine] = field(default_factory=list)
 
     def advance(self, lineno: int, start: int, end: int, raw: bytes) -> None:
         """After the record `raw` (terminator stripped) that spans bytes [start, end)."""
@@ -97,7 +126,12 @@ class Checkpoint:
 
     def to_bytes(self) -> bytes:
         doc = {"version": VERSION, **asdict(self)}
-        doc["files"] = list(doc["files"].values())
+        files = doc["files"] = list(doc["files"].values())
+        for f in files:
+            if not f["skipped"]:
+                del f["skipped"]  # as version 2 checkpoints always were
+            else:
+                doc["version"] = SKIPPED_VERSION
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 
     @classmethod
@@ -107,11 +141,12 @@ class Checkpoint:
             if doc.get("version") not in READABLE:
                 raise InputError(
                     f"{where}: checkpoint version {doc.get('version')!r} is not "
-                    f"{VERSION}; was it written by a newer kxtx?"
+                    f"{' or '.join(map(str, READABLE))}; was it written by a newer kxtx?"
                 )
             files = {}
             for f in doc["files"]:
-                pos = FilePosition(FileIdentity(**f.pop("identity")), **f)
+                skipped = [SkippedLine(**x) for x in f.pop("skipped", [])]
+                pos = FilePosition(FileIdentity(**f.pop("identity")), **f, skipped=skipped)
                 files[pos.identity.path] = pos
             return cls(
                 doc["transactional_id"],
@@ -141,12 +176,16 @@ class Resume:
     note: str = "new"
     #: the committed part's hash, read up to `offset`, for the next commit to extend
     prefix: CommittedPrefix | None = field(default=None, compare=False, repr=False)
+    #: lines an earlier run skipped, where they are now (`offset` counts their new lengths): this
+    #: run tries them again before the rest
+    retry: tuple[SkippedLine, ...] = ()
 
 
 class CommittedPrefix:
     """The SHA-256 of a file's first bytes (uncompressed), extended forward as commits move the
     offset: each byte is read once per run, on a handle of its own opened when the run plans the
-    file. It also keeps the bytes of the last record, to check them against what the producer read."""
+    file. It also keeps the bytes of the last record, to check them against what the producer read.
+    The bytes of skipped lines are read but not hashed (`excluded`: their ranges so far)."""
 
     CHUNK = 1 << 20
 
@@ -160,6 +199,11 @@ class CommittedPrefix:
         self.offset, self.last_byte, self.window = 0, b"", b""
         self._hash = hashlib.sha256()
         self._ahead = b""  # read past `offset` by `more()`, not hashed yet
+        self.excluded: tuple[tuple[int, int], ...] = ()
+
+    def restart(self) -> None:
+        """Hash from the first byte again (the lines left out changed: one skipped was loaded)."""
+        self._start()
 
     def _read(self, n: int) -> bytes:
         """The next `n` bytes after `offset` (`_ahead` is empty when this is called)."""
@@ -171,11 +215,14 @@ class CommittedPrefix:
             self._stream = stream
         return self._stream.read(n)
 
-    def advance(self, offset: int, keep: int = 0) -> int:
-        """Hash up to `offset` (or the end of the file, if sooner), keeping the last `keep` bytes
-        in `window`; the offset reached."""
+    def advance(self, offset: int, keep: int = 0, skip: tuple[tuple[int, int], ...] = ()) -> int:
+        """Hash up to `offset` (or the end of the file, if sooner), but not the byte ranges of
+        `skip` (sorted [start, end) of skipped lines), keeping the last `keep` bytes read in
+        `window`; the offset reached."""
         if offset < self.offset:  # started over (--restart): hash from the beginning again
             self._start()
+        skip = tuple(r for r in skip if r[0] >= self.offset and r[0] < offset)
+        self.excluded += skip
         tail = self.window if keep else b""
         while self.offset < offset:
             want = min(self.CHUNK, offset - self.offset)
@@ -185,13 +232,57 @@ class CommittedPrefix:
                 chunk = self._read(want)
             if not chunk:
                 break
-            self._hash.update(chunk)
+            if skip:
+                self._update_outside(chunk, skip)
+            else:
+                self._hash.update(chunk)
             self.offset += len(chunk)
             self.last_byte = chunk[-1:]
             if keep:  # copies at most `keep` bytes of the chunk
                 tail = (tail + chunk[-keep:])[-keep:]
         self.window = tail[-keep:] if keep else b""
         return self.offset
+
+    def _update_outside(self, chunk: bytes, skip: tuple[tuple[int, int], ...]) -> None:
+        """Hash `chunk` (at `offset`) but the bytes in the ranges of `skip`."""
+        at, end = self.offset, self.offset + len(chunk)
+        pos = at
+        for s, e in skip:
+            if e <= pos or s >= end:
+                continue
+            if s > pos:
+                self._hash.update(chunk[pos - at : s - at])
+            pos = min(e, end)
+        if pos < end:
+            self._hash.update(chunk[pos - at :])
+
+    def take(self, breaks: int) -> bytes:
+        """Read past a skipped line without hashing it: the bytes after `offset` up to its
+        `breaks`-th line break (0: to the end of the file), or fewer at the end of the file."""
+        start, out, found = self.offset, bytearray(), 0
+        while True:
+            if self._ahead:
+                chunk, self._ahead = self._ahead, b""
+            else:
+                chunk = self._read(1 << 16)
+            if not chunk:
+                break
+            i = -1
+            while breaks and found < breaks:
+                i = chunk.find(b"\n", i + 1)
+                if i < 0:
+                    break
+                found += 1
+            if breaks and found == breaks:
+                out += chunk[: i + 1]
+                self._ahead = chunk[i + 1 :]
+                break
+            out += chunk
+        self.offset += len(out)
+        if out:
+            self.last_byte = bytes(out[-1:])
+        self.excluded += ((start, self.offset),)
+        return bytes(out)
 
     def more(self) -> bool:
         """Whether the file has bytes after `offset`."""
@@ -233,25 +324,59 @@ def plan(
         return Resume(resume.offset, resume.line, resume.done, resume.note, CommittedPrefix(path, gz))
     prefix = CommittedPrefix(path, gz)
     try:
-        reached = prefix.advance(prev.offset)
+        offset, retry = _read_committed_part(prefix, prev, path)
         more = prefix.more()
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        prefix.close()
         raise InputError(f"{path}: cannot read: {exc}") from None
-    if reached < prev.offset or prefix.hexdigest() != prev.committed_sha256:
+    finally:
         prefix.close()
-        if reached < prev.offset:
+    if prefix.offset < offset or prefix.hexdigest() != prev.committed_sha256:
+        if prefix.offset < offset:
             raise _changed(
-                path, prev, f"it now ends at byte {reached}, line {prev.line} ended at {prev.offset}"
+                path, prev, f"it now ends at byte {prefix.offset}, line {prev.line} ended at {offset}"
             )
-        raise _changed(path, prev, "its bytes differ")
+        raise _changed(path, prev, "its bytes differ" + _outside(prev.skipped))
     if more and prev.offset and prefix.last_byte != b"\n":
-        prefix.close()
         raise _changed(path, prev, f"its last line {prev.line} had no line break and now goes on")
-    prefix.close()
+    note = "appended" if prev.eof else "resumed"
     if prev.eof and not more:
-        return Resume(prev.offset, prev.line, True, "done", prefix)
-    return Resume(prev.offset, prev.line, False, "appended" if prev.eof else "resumed", prefix)
+        if not retry:
+            return Resume(offset, prev.line, True, "done", prefix)
+        note = "resumed"
+    return Resume(offset, prev.line, False, note, prefix, retry)
+
+
+def _outside(skipped: tuple[SkippedLine, ...] | list[SkippedLine]) -> str:
+    if not skipped:
+        return ""
+    lines = ", ".join(str(s.line) for s in skipped[:10]) + (", ..." if len(skipped) > 10 else "")
+    return f" outside the {plural(len(skipped), 'line')} skipped earlier ({lines}), which may change"
+
+
+def _read_committed_part(
+    prefix: CommittedPrefix, prev: FilePosition, path: str
+) -> tuple[int, tuple[SkippedLine, ...]]:
+    """Hash the file's committed part as `prev` knew it into `prefix`, reading past the lines it
+    skipped: each one is where the unchanged bytes before it end, and as long as its line breaks
+    (its bytes may be another length: all that follows moves by the difference). The committed
+    part's end now, and the skipped lines where they are now."""
+    delta, now = 0, []
+    for s in prev.skipped:
+        start = s.start + delta
+        reached = prefix.advance(start)
+        if reached < start:
+            raise _changed(
+                path, prev, f"it now ends at byte {reached}, before line {s.line}, skipped earlier"
+            )
+        if start and prefix.last_byte != b"\n":  # the bytes before it moved: changed
+            raise _changed(path, prev, "its bytes differ" + _outside(prev.skipped))
+        raw = prefix.take(s.breaks)
+        if raw.count(b"\n") < s.breaks:
+            raise _changed(path, prev, f"the file now ends inside line {s.line}, skipped earlier")
+        now.append(SkippedLine(s.line, start, start + len(raw), s.breaks))
+        delta += len(raw) - (s.end - s.start)
+    prefix.advance(prev.offset + delta)
+    return prev.offset + delta, tuple(now)
 
 
 def _plan_v1(

@@ -19,7 +19,7 @@ from kxtx import fast
 from kxtx.client import clients, txwriter
 from kxtx.client.settings import Settings
 from kxtx.errors import FencedError, InputError, Interrupted, KafkaOperationError, Unavailable, carry
-from kxtx.log import logger
+from kxtx.log import logger, warn_once
 from kxtx.produce import brokerside, inputs
 from kxtx.produce import checkpoint as cpmod
 from kxtx.produce.counters import FileResult, ProgressFn, Stats, Summary
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
     from confluent_kafka import KafkaError, KafkaException
 
+#: skipped lines a checkpoint keeps per file (each ~60 bytes of it, a record that must stay small)
+MAX_KEPT_SKIPS = 1000
 MAX_RETRIES = 5  # consecutive aborted attempts of the same batch before giving up
 POLL_EVERY = 2048
 #: The open transaction must be aborted and the batch retried from the last checkpoint.
@@ -62,6 +64,9 @@ class Run:
         self.value_writer: Any = None
         self.key_writer: Any = None
         self.txn_lines = 0  # input records (bad ones included) in the open transaction
+        #: lines of files skipped in the open transaction (absolute path, line): its commit records
+        #: them in the checkpoint, so that a later run can load them once fixed
+        self.skips: list[tuple[str, cpmod.SkippedLine]] = []
         #: the fast path's step reading its input ahead while a commit waits (kxtx.produce.fast.plain)
         self.read_ahead: Callable[[], bool] | None = None
         self.signals = Guard()
@@ -203,6 +208,7 @@ class Run:
             plans = self.plans = self._plans()
             if all(p.done for p in plans):
                 self.stats.nothing_to_do = True
+                self._say_skipped()
                 return self._summary(plans)
             for attempt in range(MAX_RETRIES + 1):
                 try:
@@ -213,6 +219,7 @@ class Run:
                         # took over) where the loops serve delivery reports: what it means, as for
                         # any other call (an abortable one is retried below)
                         self.writer.fail(exc, "producing")
+                    self._say_skipped()
                     return self._summary(plans)
                 except _Abortable as exc:
                     self._abort(exc)
@@ -246,6 +253,7 @@ class Run:
 
     def _abort(self, cause: BaseException | None = None) -> None:
         self.txn_lines = 0
+        self.skips.clear()
         if not self.in_txn:
             return
         # best effort: the next run fences and aborts it
@@ -303,10 +311,15 @@ class Run:
         records were never produced."""
         for path, pos in state.files.items():
             prefix = self.prefixes.get(path)
-            if prefix is None or (prefix.offset == pos.offset and pos.committed_sha256 is not None):
-                continue  # not an input of this run, or not moved since the last commit
+            if prefix is None:
+                continue  # not an input of this run
+            skip = tuple((s.start, s.end) for s in pos.skipped)
+            if tuple(r for r in skip if r[0] < prefix.offset) != prefix.excluded:
+                prefix.restart()  # a line skipped earlier was loaded: its bytes are hashed now
+            elif prefix.offset == pos.offset and pos.committed_sha256 is not None:
+                continue  # not moved since the last commit
             moved = prefix.offset != pos.offset
-            reached = prefix.advance(pos.offset, keep=pos.last_len if moved else 0)
+            reached = prefix.advance(pos.offset, keep=pos.last_len if moved else 0, skip=skip)
             if reached < pos.offset or (
                 moved and pos.last_len and cpmod.sha256(prefix.window) != pos.last_sha256
             ):
@@ -343,6 +356,7 @@ class Run:
         """Commit the open transaction together with `state`, which becomes the new checkpoint."""
         if not self.in_txn:
             self.begin()
+        self._record_skips(state)
         if self.resumable:
             self._hash_committed_parts(state)
         state.records += self.stats.pending_records
@@ -353,8 +367,114 @@ class Run:
         self._read_ahead_while_flushing()
         self.writer.commit("committing")
         self.txn_lines = 0
+        self.skips = [x for x in self.skips if x[1].start >= state.files[x[0]].offset]
         self.committed = copy.deepcopy(state)
         self.stats.committed()
+
+    def _record_skips(self, state: cpmod.Checkpoint) -> None:
+        """The lines skipped in the open transaction that the commit's positions have passed go
+        into its checkpoint (the others into the next one)."""
+        for path, line in self.skips:
+            pos = state.files.get(path)
+            if pos is None or line.start >= pos.offset or line in pos.skipped:
+                continue
+            if len(pos.skipped) >= MAX_KEPT_SKIPS:  # its bytes become part of the committed part
+                warn_once(
+                    f"skips:{path}",
+                    f"{path}: more than {MAX_KEPT_SKIPS} lines skipped: the checkpoint keeps the first "
+                    f"{MAX_KEPT_SKIPS} for a later run to load once fixed, not the others (--on-error "
+                    "dlq:TOPIC keeps every bad line)",
+                )
+                continue
+            pos.skipped.append(line)
+            pos.skipped.sort(key=lambda s: s.start)
+
+    def _say_skipped(self) -> None:
+        """After a run that leaves lines skipped (this run or an earlier one): how to load them."""
+        skipped = [
+            (src.name, s)
+            for src in self.sources
+            if not src.is_stdin
+            for s in getattr(self.committed.files.get(os.path.abspath(src.path)), "skipped", ())
+        ]
+        if not skipped:
+            return
+        name, first = skipped[0]
+        one = len(skipped) == 1
+        again = (
+            "run the command again without --restart" if self.opts.restart else "run the same command again"
+        )
+        logger.warning(
+            f"{plural(len(skipped), 'line')} skipped and not loaded (first: {name}:{first.line}); "
+            f"fix {'it' if one else 'them'} in place and {again}: it loads just "
+            f"{'that line' if one else 'those lines'}, exactly once"
+        )
+
+    def _reload(
+        self,
+        src: inputs.Source,
+        mapper: Mapper,
+        plan: cpmod.Resume,
+        pos: cpmod.FilePosition,
+        state: cpmod.Checkpoint,
+    ) -> None:
+        """The lines of `src` an earlier run skipped (`plan.retry`, where they are now), before the
+        rest of the file, in the open transaction: each one now valid becomes a record, and its
+        commit takes it off the checkpoint's skipped lines; one still bad stays skipped (whatever
+        --on-error says: no record was written for it), and is said again."""
+        from confluent_kafka import KafkaException
+
+        pos.offset, pos.skipped = plan.offset, []
+        path = os.path.abspath(src.path)
+        n, ok, nb = self.txn_lines, self.stats.pending_records, self.stats.pending_bytes
+        if not self.in_txn:
+            self.next_transaction(state, 0, 0, 0)  # begins one
+        loaded, emptied = [], []
+        for s in plan.retry:
+            lines = inputs.read(src, s.start, s.line - 1)
+            try:
+                if src.fmt == "csv":
+                    set_header(mapper, src, next(lines))
+                line = next(lines, None)
+            finally:
+                lines.close()  # type: ignore[attr-defined]  # a generator
+            if s.end == pos.offset:  # the last line of the committed part: the one to check
+                last = inputs.read_range(src.path, src.gz, s.start, s.end)
+                pos.last_len, pos.last_sha256 = len(last), cpmod.sha256(last)
+            if line is None or line.start >= s.end:  # emptied (JSON, CSV): no record, none skipped
+                emptied.append(s.line)
+                continue
+            if (line.lineno, line.start, line.end) != (s.line, s.start, s.end):
+                raise InputError(
+                    f"{src.name}:{s.line}: this line, skipped earlier, now reads as another record "
+                    f"(lines {line.lineno}, bytes {line.start}-{line.end}); restore its line breaks "
+                    "and quotes, or re-run with --restart (duplicates)"
+                )
+            n += 1
+            try:
+                key, value, headers, partition, timestamp = mapper.map(line)
+                self.produce_record(key, value, headers, partition, timestamp)
+            except BadRecord as exc:
+                self.skips.append((path, s))
+                self.stats.bad(
+                    f"{src.name}:{s.line}", str(exc), outcome="skipped earlier, still bad: skipped"
+                )
+                continue
+            except KafkaException as exc:
+                self.produce_error(exc, src, line)
+                continue
+            ok += 1
+            nb += len(value)
+            loaded.append(s.line)
+        self.pause(n, ok, nb)
+        if loaded:
+            logger.warning(
+                f"loading {plural(len(loaded), 'line')} skipped earlier ({src.name}:{_some(loaded)}), now valid"
+            )
+        if emptied:
+            logger.warning(
+                f"{src.name}:{_some(emptied)}: skipped earlier, now blank: no record, and no longer skipped"
+            )
 
     def _read_ahead_while_flushing(self) -> None:
         """Until the transaction's records are acknowledged (commit_transaction() would begin by
@@ -423,6 +543,8 @@ class Run:
                 if pos is None or plan.offset == 0:
                     pos = state.files[ident.path] = cpmod.FilePosition(ident)
                 pos.identity, pos.eof = ident, False
+                if plan.retry:
+                    self._reload(src, self.mappers[i], plan, pos, state)
             # the switch point of produce's fast paths (kxtx.produce.fast; KXTX_FAST=0: never)
             quick = keyed.fast_file(self.settings, src, self.mappers[i]) if fast.enabled("produce") else None
             if quick is not None:
@@ -575,7 +697,12 @@ class Run:
     def bad(self, src: inputs.Source, line: inputs.Line, reason: str) -> None:
         where = f"{src.name}:{line.lineno}"
         if self.policy == "fail":
-            raise InputError(bad_lines_message(f"{where}: {reason}"))
+            # a file whose bad line is fixed continues after the last commit (never a --restart)
+            rerun = not src.is_stdin and not self.opts.restart
+            raise InputError(bad_lines_message(f"{where}: {reason}", rerun=rerun))
+        if self.policy == "skip" and not src.is_stdin:
+            line_ = cpmod.skipped_line(line.lineno, line.start, line.end, line.raw)
+            self.skips.append((os.path.abspath(src.path), line_))
         if self.dlq is not None:  # the policy is "dlq"
             self._produce_other(
                 self.dlq,
@@ -588,3 +715,8 @@ class Run:
                 ],
             )
         self.stats.bad(where, reason, dlq=self.policy == "dlq")
+
+
+def _some(lines: list[int]) -> str:
+    """Line numbers for a message: the first ten."""
+    return ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")

@@ -62,10 +62,17 @@ def error_policy(text: str) -> tuple[str, str | None]:
     raise UsageError(f"--on-error {text!r}: expected fail, skip or dlq:TOPIC")
 
 
-def bad_lines_message(first: str, count: int | None = None) -> str:
+def bad_lines_message(first: str, count: int | None = None, rerun: bool = False) -> str:
     """The error of a run with `--on-error fail` that met a bad line, real or dry: `first` is the
-    first bad line's `file:line: reason`; `count`, when known, how many there were."""
+    first bad line's `file:line: reason`; `count`, when known, how many there were. `rerun`: a real
+    run of a file, which nothing past the bad line was committed of: fixed, the same command
+    continues there, exactly once."""
     head = first if count is None else f"{plural(count, 'bad line')} (first: {first})"
+    if rerun:
+        return (
+            f"{head}; fix the line and run the same command again (it continues from there, no "
+            "duplicates), or use --on-error skip or dlq:TOPIC to load the others"
+        )
     return f"{head}; use --on-error skip or dlq:TOPIC to load the others"
 
 

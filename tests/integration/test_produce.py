@@ -278,6 +278,113 @@ def test_bad_line_fails_and_its_transaction_is_invisible(kafka, topic, run_kxtx,
     assert values(read(kafka.bootstrap, topic)) == good + tail
 
 
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("s.jsonl", []),
+        ("s.jsonl.gz", ["-k", "id"]),
+        ("s.csv", ["-k", "id", "--value-as-json", "-X", "partitioner=consistent_random"]),
+    ],
+)
+def test_lines_skipped_then_fixed_are_loaded_once_by_the_same_command(kafka, run_kxtx, tmp_path, name, args):
+    """Issue 63: a skip run leaves lines 4 and 9 out (in two committed transactions); fixed in
+    place (another length: `sed -i`), the same command loads just line 4 (9 is still bad: said,
+    skipped again), then, once 9 is fixed too, just line 9: every line once, read_committed. The
+    plain fast path, the keyed one on a gzip file, and CSV on the record-by-record path (a
+    partitioner of librdkafka's own)."""
+    csv = name.endswith(".csv")
+    topic = kafka.create_topic(partitions=1 if not args else 3)
+    good = [b"%d,row%d" % (i, i) if csv else b'{"id":%d,"pad":"%s"}' % (i, b"x" * i) for i in range(1, 13)]
+    bad = {4: b"4" if csv else b'{"id":4,', 9: b"9,x,y" if csv else b"{nine"}
+    path = tmp_path / name
+
+    def write(broken):
+        rows = [bad[i] if i in broken else row for i, row in enumerate(good, 1)]
+        data = (b"id,name\n" if csv else b"") + b"\n".join(rows) + b"\n"
+        path.unlink(missing_ok=True)
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+
+    def loaded():
+        got = read_committed(kafka.bootstrap, topic)
+        if csv:
+            return [b"%s,%s" % (r.key, json.loads(r.value)["name"].encode()) for r in got]
+        return [r.value for r in got]
+
+    cmd = ["produce", str(path), "-t", topic, "-n", "3", "--on-error", "skip", *args]
+    line = 5 if csv else 4  # the header is line 1
+    write({4, 9})
+    p = run_kxtx(*cmd, expect=0)
+    assert summary(p)["skipped"] == 2 and summary(p)["records"] == 10
+    assert f"2 lines skipped and not loaded (first: {path}:{line})" in p.stderr
+    assert "fix them in place and run the same command again" in p.stderr
+    write({9})
+    p = run_kxtx(*cmd, expect=0)
+    s = summary(p)
+    assert (s["records"], s["skipped"]) == (1, 1), p.stderr
+    assert f"loading 1 line skipped earlier ({path}:{line}), now valid" in p.stderr
+    assert f"{path}:{line + 5}: " in p.stderr and "skipped earlier, still bad" in p.stderr
+    assert f"1 line skipped and not loaded (first: {path}:{line + 5})" in p.stderr
+    others = [g for i, g in enumerate(good, 1) if i not in (4, 9)]  # 10 lines
+    assert Counter(loaded()) == Counter(others + [good[3]])
+    good += [b"%d,row%d" % (i, i) if csv else b'{"id":%d}' % i for i in (13, 14)]  # appended
+    write(set())
+    p = run_kxtx(*cmd, expect=0)
+    assert (summary(p)["records"], summary(p)["skipped"]) == (3, 0)
+    assert f"loading 1 line skipped earlier ({path}:{line + 5}), now valid" in p.stderr
+    assert "skipped and not loaded" not in p.stderr
+    got = loaded()
+    assert Counter(got) == Counter(good)
+    if not args:  # one partition: the file's order, each line loaded later after what came before it
+        assert got == others + [good[3], good[8]] + good[-2:]
+    if args:
+        return
+    # done now: nothing to do, nothing twice; a change outside the skipped lines is still refused
+    p = run_kxtx(*cmd, expect=0)
+    assert "nothing to do" in p.stderr
+    good[1] += b"0"
+    write(set())
+    p = run_kxtx(*cmd, expect=1)
+    assert "changed since the last committed checkpoint" in p.stderr
+    assert len(read_committed(kafka.bootstrap, topic)) == 14
+
+
+def test_a_skipped_line_emptied_is_no_record_and_no_longer_skipped(kafka, topic, run_kxtx, tmp_path):
+    """A bad JSON line skipped, then blanked (the way to say: no record for it), the last line of
+    the file: the same command loads nothing for it, says so, and is done."""
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b'{"id":1}\n{"id":2}\n{bad\n')
+    cmd = ["produce", str(path), "-t", topic, "--on-error", "skip"]
+    run_kxtx(*cmd, expect=0)
+    path.write_bytes(b'{"id":1}\n{"id":2}\n   \n')
+    p = run_kxtx(*cmd, expect=0)
+    assert f"{path}:3: skipped earlier, now blank" in p.stderr and summary(p)["records"] == 0
+    assert "nothing to do" in run_kxtx(*cmd, expect=0).stderr
+    assert values(read_committed(kafka.bootstrap, topic)) == [b'{"id":1}', b'{"id":2}']
+
+
+def test_a_failed_run_says_fix_the_line_and_run_again_which_loads_it_once(kafka, topic, run_kxtx, tmp_path):
+    """Default --on-error fail: the run stops at the bad line 6 after committing lines 1-5, and
+    its message says the way that loses and repeats nothing: fix the line, run the same command
+    again. Done, the topic has every line once."""
+    path = tmp_path / "in.jsonl"
+    first = write_jsonl(path, 5)
+    with open(path, "ab") as f:
+        f.write(b'{"id": broken\n')
+    rest = write_jsonl(path, 4, start=6)
+    cmd = ["produce", str(path), "-t", topic, "-n", "5"]
+    p = run_kxtx(*cmd, expect=1)
+    [line] = [x for x in p.stderr.splitlines() if x.startswith("kxtx: error:")]
+    assert f"{path}:6: bad JSON" in line and "fix the line and run the same command again" in line
+    assert values(read_committed(kafka.bootstrap, topic)) == first
+    fixed = json.dumps({"id": 5.5}).encode()
+    path.write_bytes(b"\n".join([*first, fixed, *rest]) + b"\n")
+    p = run_kxtx(*cmd, expect=0)
+    assert values(read_committed(kafka.bootstrap, topic)) == [*first, fixed, *rest]
+    # stdin cannot continue, and --restart would start over: the message does not say it there
+    p = run_kxtx("produce", "-", "-t", topic, "-I", "jsonl", input="{bad\n", expect=1)
+    assert "run the same command again" not in p.stderr and "--on-error skip" in p.stderr
+
+
 def test_a_bad_line_says_where_and_what_else_to_do(kafka, topic, run_kxtx, tmp_path):
     """Default --on-error fail, the whole file in one transaction: the run stops with one line that
     names file:line and the other --on-error choices (as the dry run does), and nothing of the

@@ -225,3 +225,83 @@ def test_committed_prefix_closed_between_commits_hashes_the_same(tmp_path, gz):
     prev = _committed_after(str(path), 4, gz)
     got = cp.plan(prev, str(path), gz, read_range)
     assert got.prefix is not None and got.prefix._stream is None  # planned, verified, closed
+
+
+def _skipping(path, n_records, skipped, gz=False):
+    """The FilePosition committed after `n_records` records of `path` with lines `skipped` (line
+    numbers) skipped: their bytes left out of the hash, as the engine commits it."""
+    pos = _position_after(path, n_records)
+    pos.skipped = [
+        cp.skipped_line(x.lineno, x.start, x.end, x.raw) for x in read(detect(path)) if x.lineno in skipped
+    ]
+    prefix = cp.CommittedPrefix(path, gz)
+    prefix.advance(pos.offset, skip=tuple((s.start, s.end) for s in pos.skipped))
+    pos.committed_sha256 = prefix.hexdigest()
+    prefix.close()
+    return pos
+
+
+def _at(text, line_no):
+    """(start, end) of line `line_no` (1-based) of `text`."""
+    start = sum(len(x) + 1 for x in text.split(b"\n")[: line_no - 1])
+    return start, start + len(text.split(b"\n")[line_no - 1]) + 1
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_lines_skipped_may_change_and_are_found_where_they_are_now(tmp_path, gz):
+    """Lines 3 and 6 were skipped within the 7 committed records: fixed to other lengths, the
+    plan finds them where they are now (the committed part's end moves by the difference) and
+    hands them back to try; a change of another line, or of a skipped line's line breaks, is a
+    changed file as before."""
+    path = tmp_path / ("f.txt.gz" if gz else "f.txt")
+
+    def write(text):
+        path.unlink(missing_ok=True)
+        path.write_bytes(gzip.compress(text) if gz else text)
+
+    write(TEXT)
+    prev = _skipping(str(path), 7, {3, 6}, gz)
+    assert [s.line for s in prev.skipped] == [3, 6] and prev.offset == sum(len(x) + 1 for x in LINES[:7])
+    fixed = _edit(3, b"line three, now fixed")
+    fixed = b"\n".join(fixed.split(b"\n")[:5] + [b"6"] + fixed.split(b"\n")[6:])
+    write(fixed)
+    got = cp.plan(prev, str(path), gz, read_range)
+    after_7 = sum(len(x) + 1 for x in fixed.split(b"\n")[:7])
+    assert (got.offset, got.line, got.done) == (after_7, 7, False)
+    assert [(s.line, s.start, s.end) for s in got.retry] == [(3, *_at(fixed, 3)), (6, *_at(fixed, 6))]
+    assert got.prefix is not None and got.prefix.excluded == (_at(fixed, 3), _at(fixed, 6))
+    write(TEXT)  # unchanged: the same lines to try again, nothing else
+    assert [(s.line, s.start, s.end) for s in cp.plan(prev, str(path), gz, read_range).retry] == [
+        (s.line, s.start, s.end) for s in prev.skipped
+    ]
+    for changed, why in [
+        (_edit(2, b"L2"), r"its bytes differ outside the 2 lines skipped earlier \(3, 6\)"),
+        (_edit(3, b"l3\nsplit in two"), "its bytes differ"),
+        (TEXT[: _at(TEXT, 3)[0] + 2], "the file now ends inside line 3, skipped earlier"),
+    ]:
+        write(changed)
+        with pytest.raises(InputError, match=f"changed since the last committed checkpoint.*{why}"):
+            cp.plan(prev, str(path), gz, read_range)
+    # every record done but the skipped ones: not done, they are tried again
+    write(TEXT)
+    done = _skipping(str(path), 8, {8}, gz)
+    assert done.eof
+    got = cp.plan(done, str(path), gz, read_range)
+    assert not got.done and [s.line for s in got.retry] == [8]
+
+
+def test_a_checkpoint_with_skipped_lines_is_version_3_and_reads_back():
+    ident = cp.FileIdentity("/d/a.jsonl", 10, 10, "ab")
+    pos = cp.FilePosition(ident, 5, 2, False, 3, "cd", "ef", [cp.SkippedLine(1, 0, 2, 1)])
+    c = cp.Checkpoint("tid", "t", {"/d/a.jsonl": pos}, 7, 2, 99)
+    assert b'"version":3' in c.to_bytes() and cp.Checkpoint.from_bytes(c.to_bytes(), "x") == c
+    pos.skipped = []
+    assert b'"version":2' in c.to_bytes() and b"skipped" not in c.to_bytes()
+    assert cp.Checkpoint.from_bytes(c.to_bytes(), "x") == c
+
+
+def test_skipped_line_counts_its_line_breaks():
+    assert cp.skipped_line(3, 10, 14, b"abc").breaks == 1
+    assert cp.skipped_line(3, 10, 15, b"abc\r").breaks == 1  # \r\n: raw as the lines reader strips it
+    assert cp.skipped_line(3, 10, 13, b"abc").breaks == 0  # the last line, no line break
+    assert cp.skipped_line(3, 10, 20, b'1,"a\nb"').breaks == 2  # a CSV row over two lines
