@@ -1,7 +1,14 @@
-"""kxtx.pipe.daemon: which of Spark's zips leave the Python daemon's path (no Spark needed)."""
+"""kxtx.pipe.daemon: which of Spark's zips leave the Python daemon's path (no Spark needed), and
+the daemon, spoken to as Spark's JVM speaks to it, ending an idle worker the JVM let go quietly."""
 
 from __future__ import annotations
 
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
 import zipfile
 
 import pytest
@@ -59,3 +66,51 @@ def test_a_broken_zip_stays(tmp_path):
     archive.write_bytes(b"not a zip")
     path = [str(archive), _installed(tmp_path / "site", "pyspark", SAME)]
     assert without_twin_zips(path) == path
+
+
+def _daemon(tmp_path, module: str, kill_on_flush_failure: str):
+    """The Python daemon as PythonWorkerFactory starts it for kxtx (Unix socket, workers reused):
+    the process, the socket path it listens on, the file its (and its workers') stderr goes to."""
+    err = tmp_path / "daemon.err"
+    env = dict(
+        os.environ,
+        PYTHON_UNIX_DOMAIN_ENABLED="true",
+        PYTHON_WORKER_FACTORY_SOCK_DIR=str(tmp_path),
+        SPARK_REUSE_WORKER="1",
+        # spark.python.daemon.killWorkerOnFlushFailure: the worker raises (printed by the daemon's
+        # child) or prints the failure itself
+        PYTHON_DAEMON_KILL_WORKER_ON_FLUSH_FAILURE=kill_on_flush_failure,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=open(err, "wb"),
+        env=env,
+    )
+    (length,) = struct.unpack("!i", proc.stdout.read(4))
+    return proc, proc.stdout.read(length).decode(), err
+
+
+@pytest.mark.parametrize("kill_on_flush_failure", ["true", ""])
+def test_a_worker_whose_socket_the_jvm_closes_ends_without_a_traceback(tmp_path, kill_on_flush_failure):
+    """The JVM closes the socket of a worker idle for a minute (PythonWorkerFactory's monitor):
+    pyspark's daemon then printed "failed to flush ... BrokenPipeError" for each, on a pipe run's
+    stderr, though nothing was wrong (issue 63)."""
+    pytest.importorskip("pyspark")
+    proc, path, err = _daemon(tmp_path, "kxtx.pipe.daemon", kill_on_flush_failure)
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        (pid,) = struct.unpack("!i", sock.recv(4))  # the forked worker's pid: it waits for a task
+        sock.close()  # what the JVM's idle monitor does
+        for _ in range(100):  # the worker has ended
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+    finally:
+        proc.stdin.close()  # Spark stops its daemon so
+        proc.wait(10)
+    assert err.read_text() == ""
