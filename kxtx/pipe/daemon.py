@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import zipfile
+from collections.abc import Callable
 from importlib.machinery import PathFinder
 
 #: the packages Spark puts on the workers' path as zips, by the zip's file name
@@ -72,7 +73,7 @@ def closed_by_peer(sock: socket.socket) -> bool:
         return False
 
 
-def quiet_idle_close(worker):
+def quiet_idle_close(worker: Callable[[socket.socket, bool], int]) -> Callable[[socket.socket, bool], int]:
     """pyspark.daemon's `worker(sock, authenticated) -> exit code`, but a socket the JVM closed
     between tasks (an idle worker it let go) ends the worker quietly instead of reading a task
     from it: a non-zero code ends the forked worker's loop, as pyspark's own non-zero codes do."""
@@ -89,7 +90,7 @@ def main() -> None:
     sys.path[:] = without_twin_zips(sys.path)
     from pyspark import daemon
 
-    daemon.worker = quiet_idle_close(daemon.worker)
+    daemon.worker = quiet_idle_close(daemon.worker)  # type: ignore[assignment]  # the same signature
     daemon.manager()
 
 

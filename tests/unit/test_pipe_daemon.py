@@ -4,10 +4,12 @@ the daemon, spoken to as Spark's JVM speaks to it, ending an idle worker the JVM
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 
@@ -68,14 +70,14 @@ def test_a_broken_zip_stays(tmp_path):
     assert without_twin_zips(path) == path
 
 
-def _daemon(tmp_path, module: str, kill_on_flush_failure: str):
+def _daemon(tmp_path, sock_dir: str, module: str, kill_on_flush_failure: str):
     """The Python daemon as PythonWorkerFactory starts it for kxtx (Unix socket, workers reused):
     the process, the socket path it listens on, the file its (and its workers') stderr goes to."""
     err = tmp_path / "daemon.err"
     env = dict(
         os.environ,
         PYTHON_UNIX_DOMAIN_ENABLED="true",
-        PYTHON_WORKER_FACTORY_SOCK_DIR=str(tmp_path),
+        PYTHON_WORKER_FACTORY_SOCK_DIR=sock_dir,
         SPARK_REUSE_WORKER="1",
         # spark.python.daemon.killWorkerOnFlushFailure: the worker raises (printed by the daemon's
         # child) or prints the failure itself
@@ -88,7 +90,9 @@ def _daemon(tmp_path, module: str, kill_on_flush_failure: str):
         stderr=open(err, "wb"),
         env=env,
     )
-    (length,) = struct.unpack("!i", proc.stdout.read(4))
+    told = proc.stdout.read(4)
+    assert len(told) == 4, err.read_text()  # it started
+    (length,) = struct.unpack("!i", told)
     return proc, proc.stdout.read(length).decode(), err
 
 
@@ -98,7 +102,9 @@ def test_a_worker_whose_socket_the_jvm_closes_ends_without_a_traceback(tmp_path,
     pyspark's daemon then printed "failed to flush ... BrokenPipeError" for each, on a pipe run's
     stderr, though nothing was wrong (issue 63)."""
     pytest.importorskip("pyspark")
-    proc, path, err = _daemon(tmp_path, "kxtx.pipe.daemon", kill_on_flush_failure)
+    # (a Unix socket's path has at most 107 bytes: pytest's tmp_path under xdist can be longer)
+    sock_dir = tempfile.mkdtemp(prefix="kxd")
+    proc, path, err = _daemon(tmp_path, sock_dir, "kxtx.pipe.daemon", kill_on_flush_failure)
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(path)
@@ -113,4 +119,5 @@ def test_a_worker_whose_socket_the_jvm_closes_ends_without_a_traceback(tmp_path,
     finally:
         proc.stdin.close()  # Spark stops its daemon so
         proc.wait(10)
+        shutil.rmtree(sock_dir, ignore_errors=True)
     assert err.read_text() == ""
