@@ -21,6 +21,7 @@ It runs before anything imported pyspark, so it imports only the standard librar
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import zipfile
@@ -79,6 +80,12 @@ def quiet_idle_close(worker: Callable[[socket.socket, bool], int]) -> Callable[[
     from it: a non-zero code ends the forked worker's loop, as pyspark's own non-zero codes do."""
 
     def quiet_worker(sock: socket.socket, authenticated: bool) -> int:
+        # the signals as pyspark's worker() sets them first: the forked worker waits here with them,
+        # not with the daemon's (which ignore SIGHUP, the daemon's "shut down" to its workers)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         if closed_by_peer(sock):
             return 1
         return worker(sock, authenticated)

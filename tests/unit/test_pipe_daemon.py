@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -119,5 +120,54 @@ def test_a_worker_whose_socket_the_jvm_closes_ends_without_a_traceback(tmp_path,
     finally:
         proc.stdin.close()  # Spark stops its daemon so
         proc.wait(10)
+        shutil.rmtree(sock_dir, ignore_errors=True)
+    assert err.read_text() == ""
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Does process `pid` ignore `sig` (the SigIgn mask of /proc/PID/status)?"""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigIgn:"))
+    except (FileNotFoundError, StopIteration, ProcessLookupError):
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def _gone(pid: int, within: float = 5) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_waiting_worker_ends_with_its_daemon(tmp_path):
+    """The daemon's shutdown (SIGTERM from the JVM) sends its workers SIGHUP, which the daemon
+    itself ignores: a worker waiting for its next task in kxtx's wrapper must die of it, as one
+    waiting in pyspark's worker() does, and not outlive the daemon."""
+    pytest.importorskip("pyspark")
+    sock_dir = tempfile.mkdtemp(prefix="kxd")
+    proc, path, err = _daemon(tmp_path, sock_dir, "kxtx.pipe.daemon", "true")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        (pid,) = struct.unpack("!i", sock.recv(4))
+        # the worker waits for a task once it no longer ignores SIGHUP (its handlers are set);
+        # without kxtx's resetting them it never does: then on after a while
+        deadline = time.monotonic() + 3
+        while _ignores(pid, signal.SIGHUP) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.terminate()
+        proc.wait(10)
+        alive = not _gone(pid)
+        if alive:
+            os.kill(pid, 9)
+        assert not alive
+    finally:
+        sock.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
     assert err.read_text() == ""
