@@ -20,6 +20,7 @@ from typer.core import TyperCommand
 from kxtx import __version__
 from kxtx.cli.common import STATE
 from kxtx.cli.helpfmt import KxtxCommand
+from kxtx.exitcodes import ExitCode
 
 DATA, LOOK, HANG, SETUP = "Exactly-once data", "Look inside", "Hanging transactions", "Setup"
 
@@ -137,5 +138,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def usage_line(exc: typer.TyperException) -> str:
+    """A usage error of the command line (click's, which typer vendors: a bad choice or number, a
+    missing argument, an unknown option or command) as kxtx's one error line, naming the command's
+    help, instead of typer's usage box."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    message = message[:1].lower() + message[1:] if message[1:2].islower() else message
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and ctx.help_option_names:
+        message += f" ({ctx.command_path} {ctx.help_option_names[-1]})"
+    return f"kxtx: error: {message}"
+
+
 def main() -> None:
-    build(invoked(sys.argv[1:]))(prog_name="kxtx")
+    """Run the command; click's own errors (usage errors: exit 2) are one line on stderr."""
+    try:
+        code = build(invoked(sys.argv[1:]))(prog_name="kxtx", standalone_mode=False)
+    except typer.Abort:  # a prompt ended by Ctrl-D
+        typer.echo("kxtx: aborted", err=True)
+        code = 1
+    except typer.TyperException as exc:  # click's ClickException and its UsageErrors
+        if type(exc).__name__ != "NoArgsIsHelpError":  # (the help, already printed)
+            typer.echo(usage_line(exc), err=True)
+        code = getattr(exc, "exit_code", ExitCode.USAGE)
+    # without standalone_mode a command's return value comes back too: only an exit's int is a code
+    sys.exit(code if isinstance(code, int) else 0)

@@ -101,12 +101,23 @@ def _scan(
     max_timeout: str | None,
 ) -> tuple[Cluster, Report]:
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
+    from kxtx.cli.progress import sweep
     from kxtx.client.admin import Cluster
     from kxtx.log import logger
     from kxtx.ops.hanging import Scope, find_hanging
 
     cluster = Cluster(settings)
-    report = find_hanging(cluster, Scope(topic, partition, broker_id), parse_minutes(max_timeout))
+    line = sweep("find-hanging: DescribeProducers")
+    try:
+        report = find_hanging(
+            cluster,
+            Scope(topic, partition, broker_id),
+            parse_minutes(max_timeout),
+            progress=line.calls if line else None,
+        )
+    finally:
+        if line:
+            line.done()
     for tp, why in sorted(report.errors.items()):
         logger.warning(f"{tp[0]}:{tp[1]} not checked: {why}")
     for w in report.warnings:

@@ -57,18 +57,25 @@ def txn(
     Exit 1 for an unknown id."""
     from dataclasses import replace
 
+    from kxtx.cli.progress import sweep
     from kxtx.client.admin import Cluster
     from kxtx.ops.inspection import inspect_txn
     from kxtx.ops.pipeids import PipeView
 
-    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
-        out = inspect_txn(
-            cluster,
-            transactional_id,
-            with_history=not no_history,
-            max_timeout_minutes=parse_minutes(max_transaction_timeout),
-            scan=not no_scan,
-        )
+    line = sweep("inspect txn: DescribeProducers") if not no_scan else None
+    try:
+        with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+            out = inspect_txn(
+                cluster,
+                transactional_id,
+                with_history=not no_history,
+                max_timeout_minutes=parse_minutes(max_transaction_timeout),
+                scan=not no_scan,
+                progress=line.calls if line else None,
+            )
+    finally:
+        if line:
+            line.done()
     if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
         emit(out, fmt, title=f"transaction {transactional_id}")
         if isinstance(out, dict):

@@ -74,21 +74,31 @@ def _collect(
     max_transaction_timeout: str | None,
     lag_scan_max: int,
     audit_markers: str | None = None,
+    progress: bool = False,
 ) -> Snapshot:
+    """One collection; `progress`: the sweep's line on a terminal's stderr (`monitor collect`, not
+    the plugin's check or the exporter's scrapes)."""
+    from kxtx.cli.progress import sweep
     from kxtx.client.admin import Cluster
     from kxtx.monitor.snapshot import collect
     from kxtx.parsers import parse_time
 
     since = parse_time(audit_markers) if audit_markers is not None else None
-    with Cluster(settings) as cluster:
-        return collect(
-            cluster,
-            topic,
-            groups or None,
-            parse_minutes(max_transaction_timeout),
-            lag_scan_max,
-            markers_since_ms=since,
-        )
+    line = sweep("monitor collect: DescribeProducers") if progress else None
+    try:
+        with Cluster(settings) as cluster:
+            return collect(
+                cluster,
+                topic,
+                groups or None,
+                parse_minutes(max_transaction_timeout),
+                lag_scan_max,
+                markers_since_ms=since,
+                progress=line.calls if line else None,
+            )
+    finally:
+        if line:
+            line.done()
 
 
 @app.command("collect")
@@ -144,7 +154,9 @@ def collect_cmd(
     settings = connection(bootstrap, config, command_config, timeout)
     started = time.monotonic()
     try:
-        snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
+        snap = _collect(
+            settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers, progress=True
+        )
     except Exception:
         # the scrape still learns the collection failed, and stale figures are not left behind
         text = exposition.failure(__version__, time.monotonic() - started)

@@ -57,6 +57,14 @@ class StatusLine:
         out.flush()
         self.width = len(text)  # what is past it is blank now
 
+    def clear(self) -> None:
+        """Erase the line and leave the cursor at its start (nothing when nothing was shown)."""
+        if self.width:
+            out = self.stream or sys.stderr
+            out.write(f"\r{' ' * self.width}\r")
+            out.flush()
+            self.width = 0
+
     def end(self) -> None:
         """Leave the line as it is and move below it (nothing when nothing was shown)."""
         if self.width:

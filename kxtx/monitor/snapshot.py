@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kxtx.client.admin import Cluster
+from kxtx.client.admin import Cluster, Progress
 from kxtx.client.model import ACTIVE_STATES, TP, CoordinatorTxn, Offsets, OpenTxn
 from kxtx.errors import KxtxError
 from kxtx.log import logger
@@ -185,11 +185,12 @@ def collect(
     lag_scan_max: int = LAG_SCAN_MAX,
     now_ms: int | None = None,
     markers_since_ms: int | None = None,
+    progress: Progress | None = None,
 ) -> Snapshot:
     """One pass. `topic`: only its partitions (transactional id states stay cluster-wide: an id is
     not bound to a topic). `groups`: only these groups (default every group). `markers_since_ms`:
     also audit the transactions prepared since then for lost markers (audit-markers, in this
-    process)."""
+    process). `progress(done, total)`: the DescribeProducers sweep's partitions, as it advances."""
     started = time.monotonic()
     snap = Snapshot()
     report = Report()
@@ -197,7 +198,7 @@ def collect(
     snap.max_timeout_ms, snap.timeout_source = report.max_timeout_ms, report.timeout_source
     tps = partitions_in_scope(cluster, Scope(topic))
     snap.partitions_checked = len(tps)
-    states, report.errors = cluster.describe_producers(tps)
+    states, report.errors = cluster.describe_producers(tps, progress=progress)
     snap.unseen += [
         unseen_item("partitions", f"{t}:{p}", why) for (t, p), why in sorted(report.errors.items())
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kxtx.client.admin import Cluster
+from kxtx.client.admin import Cluster, Progress
 from kxtx.client.model import NOT_FOUND, TP, CoordinatorTxn, OpenTxn
 from kxtx.dump import txnlog as history
 from kxtx.dump.txnlog import named_producers
@@ -39,13 +39,15 @@ def inspect_txn(
     max_timeout_minutes: float | None = None,
     now_ms: int | None = None,
     scan: bool = True,
+    progress: Progress | None = None,
 ) -> dict | PipeView:
     """`scan`: sweep DescribeProducers over every partition for this id's producer ids, the only way
-    to see partitions the coordinator never heard of (where it hangs).
+    to see partitions the coordinator never heard of (where it hangs); `progress(done, total)`: its
+    partitions, as it advances.
 
     An id unknown to its coordinator may be a `kxtx pipe`'s in executors mode, which uses only
     `ID.TOPIC.PARTITION`: then the view of those ids and a verdict for the pipe (`pipeids`)."""
-    ask = _Ask(with_history, max_timeout_minutes, _now(now_ms), _Sweep(cluster) if scan else None)
+    ask = _Ask(with_history, max_timeout_minutes, _now(now_ms), _Sweep(cluster, progress) if scan else None)
     desc = cluster.describe_txns([transactional_id]).get(transactional_id, NOT_FOUND)
     pasts, unavailable = _histories(cluster, [transactional_id], with_history)
     past = None if pasts is None else pasts[transactional_id]
@@ -76,8 +78,8 @@ class _Sweep:
     """The DescribeProducers sweep over every partition: at most once per command, however many
     ids it serves (a pipe has one per input partition)."""
 
-    def __init__(self, cluster: Cluster) -> None:
-        self._cluster = cluster
+    def __init__(self, cluster: Cluster, progress: Progress | None = None) -> None:
+        self._cluster, self._progress = cluster, progress
         self._by_pid: dict[int, set[TP]] | None = None
 
     def partitions(self, pids: set[int]) -> set[TP]:
@@ -88,7 +90,9 @@ class _Sweep:
         from kxtx.ops.hanging import Scope, partitions_in_scope
 
         if self._by_pid is None:
-            states, _errors = self._cluster.describe_producers(partitions_in_scope(self._cluster, Scope()))
+            states, _errors = self._cluster.describe_producers(
+                partitions_in_scope(self._cluster, Scope()), progress=self._progress
+            )
             self._by_pid = {}
             for tp, rows in states.items():
                 for p in rows:

@@ -111,7 +111,10 @@ def scene(broker):
     _left_open(broker.bootstrap, opened)
     group = f"mon-rc-{u}"
     _markers_only_group(broker.bootstrap, marks, group)
-    yield {"hang": hang, "hang_start": starts[(hang, 1)], "open": opened, "marks": marks, "group": group}
+    yield {
+        "hang": hang, "hang_start": starts[(hang, 1)], "open": opened, "marks": marks, "group": group,
+        "tid": f"mon-h-{u}",
+    }  # fmt: skip
     # The broker is the worker's one with verification off, shared with test_hanging.py, whose
     # find-hanging runs over every topic: leave nothing hanging behind.
     kxtx(broker, "abort-hanging", "--topic", hang, "--yes", expect=0)
@@ -138,6 +141,50 @@ def test_collect_json_shows_hanging_and_open_transactions_and_lso_lag(broker, sc
     (g,) = [x for x in doc["groups"] if x["group"] == scene["group"]]
     assert (g["committed"], g["high_watermark"], g["lso"]) == (2, 6, 6)
     assert (g["hw_lag_records"], g["lag_records"], g["invisible_records"], g["exact"]) == (4, 0, 4, True)
+
+
+def _stderr_on_a_terminal(broker, tmp_path, *args: str) -> str:
+    """`kxtx ARGS` with its stderr on a pseudo-terminal (stdout a file): what the terminal got."""
+    import pty
+
+    master, terminal = pty.openpty()
+    with open(tmp_path / "stdout", "wb") as out:
+        proc = cli.start(*args, stdout=out, stderr=terminal, env={"KXTX_BOOTSTRAP_SERVERS": broker.bootstrap})
+    os.close(terminal)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the run closed the terminal's last writer
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    proc.wait(120)
+    return got.decode()
+
+
+@pytest.mark.parametrize(
+    "args,what",
+    [
+        (("find-hanging",), "find-hanging"),
+        (("monitor", "collect", "-o", "json"), "monitor collect"),
+        (("inspect", "txn", "{tid}", "--no-history"), "inspect txn"),
+    ],
+)
+def test_the_describeproducers_sweep_shows_its_progress_on_a_terminal_only(
+    broker, scene, tmp_path, args, what
+):
+    """A line counting the partitions read, erased when the sweep is over, on a terminal (issue 63:
+    nothing showed for seconds at 20,000 partitions); none in a log."""
+    args = tuple(a.format(tid=scene["tid"]) for a in args)
+    seen = _stderr_on_a_terminal(broker, tmp_path, *args)
+    line = f"{what}: DescribeProducers: "
+    assert line in seen and " partitions" in seen, seen
+    shown = seen[seen.index(line) :].split("\r")[0]
+    assert f"\r{' ' * len(shown)}\r" in seen, seen  # erased, not left behind
+    assert "DescribeProducers" not in kxtx(broker, *args, expect=None).stderr
 
 
 #: Per partition of `multi`: (committed offset, records a read_committed consumer still receives,

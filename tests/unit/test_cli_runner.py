@@ -20,7 +20,7 @@ def test_an_unexpected_exit_fails_showing_the_command_the_code_and_stderr():
         cli.run("--no-such-option")
     message = str(failed.value)
     assert message.startswith("kxtx --no-such-option\nexited 2, expected 0; stderr:\n")
-    assert "No such option: --no-such-option" in message
+    assert "no such option: --no-such-option" in message
 
 
 def test_a_failure_shows_the_end_of_a_long_stderr_and_of_stdout():

@@ -138,3 +138,33 @@ def test_status_line_shows_only_the_last_text(texts):
     for text in texts:
         line.show(text)
     assert _screen(out.getvalue()) == texts[-1]
+
+
+@pytest.mark.parametrize("texts", [["a long status line", "short"], []])
+def test_a_cleared_status_line_leaves_nothing_on_the_screen(texts):
+    from kxtx.cli.output import StatusLine
+
+    out = StringIO()
+    line = StatusLine(out)
+    for text in texts:
+        line.show(text)
+    line.clear()
+    assert _screen(out.getvalue()).strip() == "" and out.getvalue().endswith("\r" if texts else "")
+    line.clear()  # again: nothing more
+    assert "\n" not in out.getvalue()
+
+
+def test_the_sweep_line_counts_partitions_on_a_terminal_and_is_none_elsewhere(monkeypatch):
+    from kxtx.cli import progress
+
+    monkeypatch.setattr(progress, "is_tty", lambda stream: True)
+    err = StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    line = progress.sweep("find-hanging: DescribeProducers")
+    assert line is not None
+    line.calls(500, 20000)
+    assert _screen(err.getvalue()) == "find-hanging: DescribeProducers: 500/20,000 partitions"
+    line.done()
+    assert _screen(err.getvalue()).strip() == ""
+    monkeypatch.setattr(progress, "is_tty", lambda stream: False)
+    assert progress.sweep("find-hanging: DescribeProducers") is None
