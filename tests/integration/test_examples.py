@@ -11,6 +11,7 @@ The scenarios run the example text as found, with these substitutions only:
   `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it);
 - the README's first steps run as one bash script (their `eval` line sets the variable the next
   lines use), with `kxtx` a shell function running the kxtx under test, while port 9092 is held;
+  so do its Schema Registry lines (a sandbox with a registry of its own), in a fresh HOME;
 - `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
 - node_exporter's textfile directory (`/var/lib/prometheus/node-exporter`) becomes a temporary one;
 - `kxtx monitor serve`, which runs until stopped, gets `--port 0` for its `--port 9464`, is
@@ -222,8 +223,6 @@ class Ctx:
             words.append(w.replace("~/.local/state/kxtx/sandbox", self.env.get("KXTX_SANDBOX_DIR", "~")))
         if words[:1] == ["kxtx"]:
             words = cli.argv(*words[1:])
-        if "--schema-registry" in words and "KXTX_TEST_REGISTRY" in self.env:  # the test's registry
-            words[words.index("--schema-registry") + 1] = self.env["KXTX_TEST_REGISTRY"]
         if "-b" in words and words[words.index("-b") + 1] == "localhost:9092":
             words[words.index("-b") + 1] = self.kafka.bootstrap
         if words[3:5] == ["sandbox", "start"] and "--port" not in words:
@@ -506,7 +505,6 @@ def test_registry_examples(ctx, tmp_path):
         HOME=str(home),
         XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
         KXTX_TEST_PYTHON=sys.executable,
-        PATH=os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/go/bin"]),
     )
     env.update({k: v for k, v in os.environ.items() if k.startswith("KXTX_SANDBOX_JVM")})
     state = home / ".local" / "state" / "kxtx" / "sandbox"
@@ -525,10 +523,10 @@ def test_registry_examples(ctx, tmp_path):
             cli.argv("sandbox", "stop", "--state-dir", str(state)), env=env, capture_output=True, timeout=300
         )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "kxtx: building" not in r.stderr and "kxtx: fetching" not in r.stderr, r.stderr  # all cached
     rows = _rows(r)
-    assert [row["records"] for row in rows if "records" in row and "kind" not in row] == [200], r.stdout[
-        -2000:
-    ]
+    produced = [row["records"] for row in rows if "records" in row and "kind" not in row]
+    assert produced == [200], r.stdout[-2000:]
     summary = [row for row in rows if "records_in" in row][-1]
     assert summary["records_in"] == 200 and summary["records_out"] == 180, summary
     records = [row for row in rows if row.get("kind") == "record"]
