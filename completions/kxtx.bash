@@ -47,7 +47,7 @@ _kxtx() {
         "sandbox kill-node") words="--state-dir --format -o" ;;
         "sandbox pause-node") words="--state-dir --format -o" ;;
         "sandbox resume-node") words="--state-dir --format -o" ;;
-        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --brokers --heap --export --format -o" ;;
+        "sandbox start") words="--kafka-version --port --broker-config --kafka-home --state-dir --security --brokers --heap --schema-registry --export --format -o" ;;
         "sandbox start-node") words="--state-dir --format -o" ;;
         "sandbox status") words="--state-dir --format -o" ;;
         "sandbox stop") words="--state-dir --format -o" ;;

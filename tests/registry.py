@@ -5,10 +5,10 @@
 - Apicurio Registry 3.3.3 (Quarkus, Java 21+) through its Confluent-compatible API
   (`/apis/ccompat/v7`): another implementation of the same API, for the round trips (`Apicurio`).
 
-The binary is built once from the Go module proxy into kxtx's cache dir (`binary()`; `.ci/run` builds
-it before the suite, a minute of both cores). The proxy serves exact tags only, so `go install
-MODULE@VERSION` fails (it asks for the version list): the module is downloaded at its tag and built
-in place. Without Go the tests are skipped (a failure under CI, as tests/binaries.py does).
+The AxonOps binary is kxtx's own (`kxtx.sandbox.registry`: built once with Go from the Go module proxy
+into kxtx's cache dir, the one `kxtx sandbox start --schema-registry` runs; `.ci/run` builds it before
+the suite, a minute of both cores). Without Go the tests are skipped (a failure under CI, as
+tests/binaries.py does).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import fcntl
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -27,55 +27,20 @@ from pathlib import Path
 
 import pytest
 
+from kxtx.errors import KxtxError
+from kxtx.sandbox import registry as sandbox_registry
 from kxtx.sandbox.nodes import free_port
-
-MODULE = "github.com/axonops/axonops-schema-registry"
-VERSION = "v0.2.1"
 
 #: user and password of the registries started with `auth=True`; the bcrypt hash is of PASSWORD
 USER, PASSWORD = "kxtx", "kxtx-registry-pass"
 _HASH = "$2b$04$Pl0.cJUGScyrrwH0jXJHseUTogwmzd6hrXLoGK8BkUYRqCVAnewOS"
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kxtx" / "tools" / f"axonops-schema-registry-{VERSION}"
-
-
-def build() -> Path:
-    """The registry's binary, built when missing (one builder at a time: xdist workers and CI's
-    two stages may ask at once)."""
-    target = cache_dir() / "schema-registry"
-    if target.is_file():
-        return target
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.isfile("/usr/local/go/bin/go") else None)
-    if go is None:
-        raise FileNotFoundError("go is not installed (the registry is built from the Go module proxy)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file():
-            return target
-        # GOTOOLCHAIN left to Go: an older Go (Debian's) fetches the toolchain the module asks for
-        env = {**os.environ, "GOFLAGS": "-mod=mod"}
-        subprocess.run([go, "mod", "download", f"{MODULE}@{VERSION}"], check=True, env=env, cwd=target.parent)
-        modcache = subprocess.run(
-            [go, "env", "GOMODCACHE"], check=True, env=env, capture_output=True, text=True
-        ).stdout.strip()
-        source = Path(modcache) / f"{MODULE}@{VERSION}"
-        partial = target.with_suffix(".partial")
-        subprocess.run(
-            [go, "build", "-o", str(partial), "./cmd/schema-registry"], check=True, env=env, cwd=source
-        )
-        partial.rename(target)
-    return target
-
-
 def binary() -> str:
     """The binary's path; else a skip (a failure under CI) saying why."""
     try:
-        return str(build())
-    except (OSError, subprocess.CalledProcessError) as exc:
+        return str(sandbox_registry.binary())
+    except (OSError, KxtxError) as exc:
         why = f"the schema registry could not be built ({exc})"
         if os.environ.get("CI"):
             pytest.fail(f"{why}; CI must run this test (.ci/run builds it)")
@@ -89,22 +54,9 @@ class Registry:
     def __init__(self, auth: bool = False, tls: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="kxtx-registry-")
-        config = [
-            "server:",
-            '  host: "127.0.0.1"',
-            f"  port: {self.port}",
-            "storage:",
-            "  type: memory",
-            "compatibility:",
-            "  default_level: BACKWARD",
-            "logging:",
-            "  level: warn",
-            "  format: text",
-        ]
-        if auth or tls:
-            config += ["security:"]
+        security: list[str] = []
         if tls:
-            config += [
+            security += [
                 "  tls:",
                 "    enabled: true",
                 f'    cert_file: "{tls["cert"]}"',
@@ -113,7 +65,7 @@ class Registry:
                 f"    client_auth: {'require' if tls.get('client_auth') else 'none'}",
             ]
         if auth:
-            config += [
+            security += [
                 "  auth:",
                 "    enabled: true",
                 "    methods: [basic]",
@@ -128,7 +80,7 @@ class Registry:
                 "      default_role: admin",
             ]
         path = os.path.join(self.dir, "registry.yaml")
-        Path(path).write_text("\n".join(config) + "\n")
+        Path(path).write_text(sandbox_registry.config_text(self.port, security))
         self.log = open(os.path.join(self.dir, "registry.log"), "wb")
         env = {**os.environ, "KXTX_TEST_REGISTRY_HASH": _HASH}
         self.proc = subprocess.Popen(
@@ -139,22 +91,12 @@ class Registry:
         self._wait(tls is not None)
 
     def _wait(self, tls: bool, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the schema registry exited ({self.proc.returncode}): {self.logged()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    pass
-                if tls:
-                    return
-                urllib.request.urlopen(self.url + "/", timeout=2).read()
-                return
-            except urllib.error.HTTPError:
-                return  # it answers (401 with auth)
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"the schema registry did not listen within {timeout} s: {self.logged()}")
+        try:
+            sandbox_registry.wait_ready(
+                self.url, lambda: self.proc.poll() is not None, Path(self.dir, "registry.log"), timeout, tls
+            )
+        except KxtxError as exc:
+            raise RuntimeError(f"{exc}: {self.logged()}") from None
 
     def logged(self) -> str:
         self.log.flush()
@@ -193,7 +135,7 @@ APICURIO = "3.3.3"
 
 def apicurio_home() -> Path:
     """Apicurio's unpacked Quarkus app, fetched from Maven Central once (158 MB) into kxtx's cache."""
-    home = cache_dir().parent / f"apicurio-registry-{APICURIO}"
+    home = sandbox_registry.cache_dir().parent / f"apicurio-registry-{APICURIO}"
     if (home / "quarkus-run.jar").is_file():
         return home
     from kxtx.sandbox.distribution import mvn_command
@@ -288,5 +230,5 @@ class Apicurio:
 
 
 if __name__ == "__main__":  # test.sh: fetch and build them before the suite (a problem fails there)
-    print(build())
+    print(sandbox_registry.binary(progress=lambda line: print(line, file=sys.stderr)))
     print(apicurio_home())

@@ -42,7 +42,7 @@ StateDirOpt = Annotated[
 
 
 def _row(info: SandboxInfo) -> dict:
-    from kxtx.sandbox.broker import node_state
+    from kxtx.sandbox.broker import node_state, registry_state
 
     row = {
         "running": info.running,
@@ -56,6 +56,15 @@ def _row(info: SandboxInfo) -> dict:
     if info.security is not None:  # not its admin_client: its librdkafka config, with the password
         sec = info.security
         row.update(security=sec.security, client_properties=sec.client_properties, principals=sec.principals)
+    reg = info.registry
+    if reg is not None:  # started with --schema-registry
+        row["schema_registry"] = {
+            "url": reg.url,
+            "state": registry_state(reg),
+            "pid": reg.pid,
+            "version": reg.version,
+            "log": reg.log,
+        }
     row["nodes"] = [
         {
             "id": n.id,
@@ -120,13 +129,22 @@ def start(
             "--heap", metavar="SIZE", help="JVM heap per node (default 1g for one node, 512m each for more)."
         ),
     ] = None,
+    schema_registry: Annotated[
+        bool,
+        typer.Option(
+            "--schema-registry",
+            help="Also run a Schema Registry (AxonOps, Confluent's API, in memory) on a free "
+            "loopback port; sandbox stop stops it. Built once with Go from the Go module proxy "
+            "(needs go), cached.",
+        ),
+    ] = False,
     export: Annotated[
         bool,
         typer.Option(
             "--export",
             help="Print only a line for the shell on stdout, export KXTX_BOOTSTRAP_SERVERS=HOST:PORT "
-            "KXTX_SANDBOX_DIR=DIR: "
-            'eval "$(kxtx sandbox start --port 0 --export)" starts it and sets both, so later '
+            "KXTX_SANDBOX_DIR=DIR (and KXTX_SCHEMA_REGISTRY_URL=URL with --schema-registry): "
+            'eval "$(kxtx sandbox start --port 0 --export)" starts it and sets them, so later '
             "commands, sandbox status and stop included, find it.",
         ),
     ] = False,
@@ -148,6 +166,10 @@ def start(
         from kxtx.sandbox import resolve_distribution
 
         resolve_distribution(kafka_version, progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
+    if schema_registry:  # a first run builds it for minutes: say so (and a missing Go before any JVM)
+        from kxtx.sandbox import registry
+
+        registry.binary(progress=lambda line: typer.echo(f"kxtx: {line}", err=True))
     typer.echo(f"kxtx: starting the sandbox ({brokers} node{'s' if brokers > 1 else ''})...", err=True)
     info = Sandbox(state_dir).start(
         kafka_version=kafka_version,
@@ -157,6 +179,7 @@ def start(
         listeners=listeners,
         brokers=brokers,
         heap=heap,
+        schema_registry=schema_registry,
     )
     # The state dir too: without it `sandbox status` and `stop` look in the default one and miss a
     # sandbox started with --state-dir.
@@ -164,6 +187,8 @@ def start(
         f"export KXTX_BOOTSTRAP_SERVERS={shlex.quote(info.bootstrap)} "
         f"KXTX_SANDBOX_DIR={shlex.quote(str(Path(info.state_dir).resolve()))}"
     )
+    if info.registry is not None:
+        export_line += f" KXTX_SCHEMA_REGISTRY_URL={shlex.quote(info.registry.url)}"
     if export:  # stdout is the shell's to eval; progress stayed on stderr
         typer.echo(export_line)
         return
@@ -178,7 +203,8 @@ def start(
 @app.command()
 @boundary
 def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Show the sandbox and each node's state. Exit 0 when every node runs, 3 when one does not."""
+    """Show the sandbox, each node's state and its schema registry's. Exit 0 when every node (and
+    the registry) runs, 3 when one does not."""
     from kxtx.sandbox import Sandbox
 
     info = Sandbox(state_dir).info()
@@ -193,7 +219,7 @@ def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
 @app.command()
 @boundary
 def stop(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Stop every node, wait until their JVMs are gone, and remove the state directory (data, logs,
+    """Stop every node (and the schema registry), wait until their processes are gone, and remove the state directory (data, logs,
     config). Exit 3 when there is no sandbox at the state directory (nothing was stopped)."""
     from kxtx.sandbox import Sandbox
 

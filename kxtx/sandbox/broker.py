@@ -26,8 +26,9 @@ from kxtx import fast
 from kxtx.errors import KxtxError, UsageError
 from kxtx.fast import jvmcds
 from kxtx.sandbox import nodes as _nodes
+from kxtx.sandbox import registry as _registry
 from kxtx.sandbox.distribution import TOOL_JVM_OPTIONS, KafkaDistribution, require_tool, resolve_distribution
-from kxtx.sandbox.nodes import NodeInfo, SandboxInfo, free_port
+from kxtx.sandbox.nodes import NodeInfo, RegistryInfo, SandboxInfo, free_port
 
 if TYPE_CHECKING:
     from kxtx.sandbox.security import SecureListeners
@@ -90,6 +91,8 @@ class Sandbox:
         if not info.nodes:  # a state file written before multi-node sandboxes
             info.nodes = [asdict(NodeInfo(1, info.port, info.controller_port, str(self.dir), info.pid))]
         info.running = all(node_state(n) == "running" for n in info.node_list())
+        if info.registry is not None:
+            info.running = info.running and registry_state(info.registry) == "running"
         return info
 
     def _save(self, info: SandboxInfo) -> None:
@@ -110,11 +113,13 @@ class Sandbox:
         listeners: SecureListeners | None = None,
         brokers: int = 1,
         jvm_options: tuple[str, ...] | None = None,
+        schema_registry: bool = False,
     ) -> SandboxInfo:
         """Start `brokers` nodes and wait until all answer. `port` is node 1's client port (0 = any
         free port; node i gets port + i - 1). `listeners` customises security (see security).
         `jvm_options` (default: $KXTX_SANDBOX_JVM_OPTIONS) go to every node's JVM after kxtx's own
-        (a later option wins)."""
+        (a later option wins). `schema_registry` starts a Schema Registry beside them
+        (kxtx.sandbox.registry; its binary is built first when it is not cached)."""
         if not 1 <= brokers <= MAX_NODES:
             raise UsageError(f"--brokers {brokers}: choose 1 to {MAX_NODES}")
         existing = self.info()
@@ -124,6 +129,8 @@ class Sandbox:
                 "stop it first or use another --state-dir"
             )
         dist = resolve_distribution(kafka_version, kafka_home)
+        if schema_registry:  # before any JVM starts: a missing Go fails here
+            _registry.binary()
         node_list = self._plan_nodes(brokers, port)
         self._reset_dir(node_list)
         voters = ",".join(f"{n.id}@127.0.0.1:{n.controller_port}" for n in node_list if n.controller_port)
@@ -169,10 +176,40 @@ class Sandbox:
             self._wait_ready(info, node_list, wait_s)
             if listeners is not None:
                 listeners.after_start(info)  # e.g. ACLs, which need a running broker
+            if schema_registry:
+                info.schema_registry = asdict(self._start_registry())
+                self._save(info)
         except BaseException:
             self.stop(remove=False)
             raise
         return info
+
+    def _start_registry(self) -> RegistryInfo:
+        """The registry in its own session (it outlives the CLI, as the nodes do), in memory: its
+        schemas go when the sandbox stops."""
+        folder = self.dir / "schema-registry"
+        folder.mkdir(exist_ok=True)
+        port = free_port()
+        config = folder / "registry.yaml"
+        config.write_text(_registry.config_text(port))
+        log = folder / "registry.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                _registry.command(config),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=folder,
+            )
+        url = f"http://127.0.0.1:{port}"
+        reg = RegistryInfo(url=url, port=port, pid=proc.pid, log=str(log), version=_registry.VERSION)
+        try:
+            _registry.wait_ready(url, lambda: not _nodes.alive(proc.pid), log)
+        except BaseException:
+            _nodes.terminate(proc.pid, 5)
+            raise
+        return reg
 
     def _plan_nodes(self, count: int, port: int) -> list[NodeInfo]:
         voters = _nodes.voter_count(count)
@@ -382,17 +419,26 @@ class Sandbox:
         if info:
             nodes = info.node_list()
             pids = [n.pid for n in nodes]
+            if info.registry is not None:
+                pids.append(info.registry.pid)
             killed = _nodes.terminate_all(pids, wait_s)
             for node in nodes:
                 _settle_cds(node, exited_normally=node.pid not in killed)
             left = [p for p in pids if _nodes.alive(p)]
             if left:  # "stopped" must mean the JVMs are gone; keep the state for another try
                 raise KxtxError(
-                    f"sandbox node process(es) {left} still alive after SIGKILL; state kept in {self.dir}"
+                    f"sandbox process(es) {left} still alive after SIGKILL; state kept in {self.dir}"
                 )
         if remove and self.dir.exists() and (self.dir / STATE_FILE).exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         return info
+
+
+def registry_state(reg: RegistryInfo) -> str:
+    """running | paused (SIGSTOP) | stopped."""
+    if not _nodes.alive(reg.pid):
+        return "stopped"
+    return "paused" if _nodes.paused(reg.pid) else "running"
 
 
 def _settle_cds(node: NodeInfo, exited_normally: bool) -> None:

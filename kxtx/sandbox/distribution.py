@@ -51,20 +51,20 @@ class KafkaDistribution:
 TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
-def _kxtx_cache() -> Path:
+def kxtx_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kxtx"
 
 
 def cache_root() -> Path:
-    return _kxtx_cache() / "kafka"
+    return kxtx_cache() / "kafka"
 
 
 def mvn_command(mvn: str, goal_args: list[str]) -> list[str]:
     """The mvn command line, its local repository under kxtx's cache dir: Maven's default is
     ~/.m2 of Java's user.home, which comes from the password database, not $HOME, so a run with
     another HOME (a test, a CI job) would still fill the real user's ~/.m2."""
-    return [mvn, "-B", f"-Dmaven.repo.local={_kxtx_cache() / 'maven'}", *goal_args]
+    return [mvn, "-B", f"-Dmaven.repo.local={kxtx_cache() / 'maven'}", *goal_args]
 
 
 def require_tool(name: str) -> str:

@@ -189,6 +189,18 @@ class SecurityInfo:
     admin_client: dict[str, str]
 
 
+@dataclass(frozen=True)
+class RegistryInfo:
+    """The sandbox's schema registry (`kxtx sandbox start --schema-registry`): where it listens,
+    its process (the leader of its own process group), its log."""
+
+    url: str
+    port: int
+    pid: int
+    log: str
+    version: str
+
+
 @dataclass
 class SandboxInfo:
     bootstrap: str
@@ -208,11 +220,17 @@ class SandboxInfo:
     heap: str = "1g"
     #: JVM options added to every node's (kept here so a restarted node runs with them too)
     jvm_options: list[str] = field(default_factory=list)
+    #: the schema registry beside the nodes (`RegistryInfo` as a dict; empty when there is none)
+    schema_registry: dict = field(default_factory=dict)
 
     @property
     def security(self) -> SecurityInfo | None:
         """What a secured sandbox added (None for a plaintext one)."""
         return SecurityInfo(**self.extra) if self.extra else None
+
+    @property
+    def registry(self) -> RegistryInfo | None:
+        return RegistryInfo(**self.schema_registry) if self.schema_registry else None
 
     @property
     def distribution(self) -> KafkaDistribution:

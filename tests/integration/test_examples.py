@@ -11,6 +11,7 @@ The scenarios run the example text as found, with these substitutions only:
   `--state-dir` / KXTX_SANDBOX_DIR (and `~/.local/state/kxtx/sandbox` in a path becomes it);
 - the README's first steps run as one bash script (their `eval` line sets the variable the next
   lines use), with `kxtx` a shell function running the kxtx under test, while port 9092 is held;
+  so do its Schema Registry lines (a sandbox with a registry of its own), in a fresh HOME;
 - `kxtx pipe`, which runs until stopped, gets `--until-idle 5` appended;
 - node_exporter's textfile directory (`/var/lib/prometheus/node-exporter`) becomes a temporary one;
 - `kxtx monitor serve`, which runs until stopped, gets `--port 0` for its `--port 9464`, is
@@ -101,12 +102,19 @@ SCENARIOS: dict[str, list[str]] = {
         r"kxtx monitor check --warn open-age=600 --crit hanging=0 --crit lag=10000",
         r"kxtx monitor serve --port 9464 --min-interval 30",
     ],
+    # run as one bash script, in its order (the eval line sets what the next lines use)
     "registry": [
+        r'eval "\$\(kxtx sandbox start --port 0 --export --schema-registry\)"',
+        r"kxtx topic create orders-avro -p 2",
+        r"kxtx topic create enriched-avro",
         r"kxtx produce orders\.jsonl -t orders-avro -k order\.id --value-schema examples/order\.avsc --register "
-        r"--schema-registry http://localhost:8081",
+        r'--schema-registry "\$KXTX_SCHEMA_REGISTRY_URL"',
         r"kxtx pipe --in orders-avro --out enriched-avro --udf enrich\.py:enrich --value-format avro "
-        r"--out-schema examples/enriched\.avsc --register --schema-registry http://localhost:8081",
-        r"kxtx dump partition enriched-avro:0 --records --value-format avro --schema-registry http://localhost:8081",
+        r'--out-schema examples/enriched\.avsc --register --schema-registry "\$KXTX_SCHEMA_REGISTRY_URL" '
+        r"--until-idle 5",
+        r"kxtx dump partition enriched-avro:0 --records --value-format avro "
+        r'--schema-registry "\$KXTX_SCHEMA_REGISTRY_URL"',
+        r"kxtx sandbox stop",
     ],
     "security": [
         r"kxtx sandbox start --security sasl_ssl --port 0",
@@ -122,8 +130,6 @@ ELSEWHERE = {
 }
 NAMES = (
     "orders-enriched",
-    "orders-avro",
-    "enriched-avro",
     "orders",
     "people-bad",
     "people",
@@ -217,8 +223,6 @@ class Ctx:
             words.append(w.replace("~/.local/state/kxtx/sandbox", self.env.get("KXTX_SANDBOX_DIR", "~")))
         if words[:1] == ["kxtx"]:
             words = cli.argv(*words[1:])
-        if "--schema-registry" in words and "KXTX_TEST_REGISTRY" in self.env:  # the test's registry
-            words[words.index("--schema-registry") + 1] = self.env["KXTX_TEST_REGISTRY"]
         if "-b" in words and words[words.index("-b") + 1] == "localhost:9092":
             words[words.index("-b") + 1] = self.kafka.bootstrap
         if words[3:5] == ["sandbox", "start"] and "--port" not in words:
@@ -470,18 +474,77 @@ def test_pipe_examples(ctx):
 
 
 @pytest.mark.spark
-def test_registry_examples(ctx, schema_registry):
-    produce, pipe, dump = (_by("registry", p) for p in SCENARIOS["registry"])
-    ctx.env["KXTX_TEST_REGISTRY"] = schema_registry.url
-    for name, parts in (("orders-avro", 2), ("enriched-avro", 1)):
-        ctx.kafka.create_topic(ctx.names[name], partitions=parts)
-    assert _rows(ctx.run(produce))[0]["records"] == 200
-    ctx.names["enricher"] = f"enricher-{uuid.uuid4().hex[:6]}"
-    summary = _rows(ctx.run(pipe, timeout=900))[-1]
+def test_registry_examples(ctx, tmp_path):
+    """The README's Schema Registry lines pasted into one shell in a fresh HOME (kxtx's cache dir the
+    real one: the Kafka jars and the registry's binary are not fetched again): the eval line starts
+    a sandbox with its registry and sets KXTX_SCHEMA_REGISTRY_URL for the lines after it; its
+    `sandbox stop` leaves no registry process."""
+
+    def line(e: Example) -> int:
+        return int(e.source.split(":")[1])
+
+    steps = [_by("registry", p) for p in SCENARIOS["registry"]]
+    # its own `sandbox stop` (first steps show one too): the one after the eval line
+    steps[-1] = next(
+        e for e in _examples("registry") if e.text == steps[-1].text and line(e) > line(steps[0])
+    )
+    assert [line(e) for e in steps] == list(range(line(steps[0]), line(steps[0]) + len(steps)))
+    home = tmp_path / "home"
+    home.mkdir()
+    script = "\n".join(
+        [
+            "set -e",
+            'kxtx() { "$KXTX_TEST_PYTHON" -m kxtx "$@"; }',
+            *(e.text for e in steps[:-1]),
+            "kxtx sandbox status -o json > status.json",
+            steps[-1].text,
+        ]
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KXTX_", "XDG_"))}
+    env.update(
+        HOME=str(home),
+        XDG_CACHE_HOME=os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
+        KXTX_TEST_PYTHON=sys.executable,
+    )
+    env.update({k: v for k, v in os.environ.items() if k.startswith("KXTX_SANDBOX_JVM")})
+    state = home / ".local" / "state" / "kxtx" / "sandbox"
+    try:
+        r = subprocess.run(
+            ["bash", "-c", script],
+            cwd=ctx.dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        subprocess.run(
+            cli.argv("sandbox", "stop", "--state-dir", str(state)), env=env, capture_output=True, timeout=300
+        )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "kxtx: building" not in r.stderr and "kxtx: fetching" not in r.stderr, r.stderr  # all cached
+    rows = _rows(r)
+    produced = [row["records"] for row in rows if "records" in row and "kind" not in row]
+    assert produced == [200], r.stdout[-2000:]
+    summary = [row for row in rows if "records_in" in row][-1]
     assert summary["records_in"] == 200 and summary["records_out"] == 180, summary
-    rows = [r for r in _rows(ctx.run(dump)) if r["kind"] == "record"]
-    assert len(rows) == 180 and rows[0]["value_subject"] == f"{ctx.names['enriched-avro']}-value", rows[0]
-    assert all(r["value"]["total_cents"] == round(r["value"]["amount"] * 100) for r in rows)
+    records = [row for row in rows if row.get("kind") == "record"]
+    assert len(records) == 180 and records[0]["value_subject"] == "enriched-avro-value", records[0]
+    assert all(row["value"]["total_cents"] == round(row["value"]["amount"] * 100) for row in records)
+    registry = json.loads((ctx.dir / "status.json").read_text())["schema_registry"]
+    assert registry["state"] == "running" and registry["url"].startswith("http://127.0.0.1:"), registry
+    assert not _alive(registry["pid"]), "sandbox stop returned while the schema registry still runs"
+    assert not state.exists()
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 def test_dump_examples(ctx):
