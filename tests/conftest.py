@@ -103,8 +103,8 @@ def _wait_for_leaders(admin, name: str, partitions: int, timeout: float = 30) ->
 #: The test brokers' JIT: C1 only; the protocol and the data are the same, and the brokers take
 #: about half the CPU (bench/README.md, "The test suite's brokers").
 BROKER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
-# ... also for the sandboxes the tests start through the CLI (`kxtx sandbox start`, the README's
-# examples), which read it from the environment.
+# ... also for the sandboxes the tests start through the CLI (`kxtx sandbox start`, the README's and docs/
+# pages' examples), which read it from the environment.
 os.environ.setdefault("KXTX_SANDBOX_JVM_OPTIONS", " ".join(BROKER_JVM_OPTIONS))
 
 #: A one-node test broker's idle work: its controller writes a no-op record to the metadata log

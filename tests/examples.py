@@ -1,6 +1,7 @@
-"""The examples the README and every command's --help show, found the way a reader finds them.
+"""The examples the README, the pages under docs/ and every command's --help show, found the way a
+reader finds them.
 
-- README: every line of a ```bash / ```sh / ```shell
+- README.md and docs/*.md (`pages()`): every line of a ```bash / ```sh / ```shell
   block, every `$ ` line of a ```console block, and every line starting with `kxtx` in an indented
   code block; the whole ```python block(s).
 - --help: every `Example: kxtx ...` or `$ kxtx ...` line of a command's help text or epilog.
@@ -23,7 +24,7 @@ _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(?:[:.][A-Z][A-Z0-9_]*)*(?:\.\.\.)?$
 
 @dataclass(frozen=True)
 class Example:
-    source: str  # "README.md:LINE" or "kxtx pipe --help"
+    source: str  # "README.md:LINE", "docs/pipe.md:LINE" or "kxtx pipe --help"
     text: str  # the command as shown, comment dropped
     synopsis: bool = False
 
@@ -39,9 +40,15 @@ def is_synopsis(text: str) -> bool:
     return any(c in text for c in "[(|") or any(_PLACEHOLDER.match(w) for w in words[1:])
 
 
-def readme_examples(text: str | None = None) -> tuple[list[Example], list[str]]:
-    """(shell examples, python blocks) of the README."""
-    text = text if text is not None else (ROOT / "README.md").read_text()
+def pages() -> list[str]:
+    """The pages whose examples are run: the README and every page under docs/ (the README links
+    each), as paths from the repository root."""
+    return ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
+
+
+def readme_examples(text: str | None = None, page: str = "README.md") -> tuple[list[Example], list[str]]:
+    """(shell examples, python blocks) of one page: the README unless `page` names another."""
+    text = text if text is not None else (ROOT / page).read_text()
     lines = text.splitlines()
     out: list[Example] = []
     python: list[str] = []
@@ -65,24 +72,21 @@ def readme_examples(text: str | None = None) -> tuple[list[Example], list[str]]:
                 )
                 cmd = strip_comment(body) if body is not None else ""
                 if cmd and not raw.strip().startswith("#"):
-                    out.append(Example(f"README.md:{no}", cmd, is_synopsis(cmd)))
+                    out.append(Example(f"{page}:{no}", cmd, is_synopsis(cmd)))
             continue
         if raw.strip().startswith("```"):
             fence = raw.strip()[3:].strip().lower() or "text"
             continue
-        if raw.startswith("    ") and (prev_blank or (out and out[-1].source.startswith("README"))):
+        if raw.startswith("    ") and (prev_blank or (out and out[-1].source.startswith(f"{page}:"))):
             stripped = raw.strip()
             if stripped.startswith("kxtx ") or stripped == "kxtx":
                 cmd = strip_comment(stripped)
-                out.append(Example(f"README.md:{no}", cmd, is_synopsis(cmd)))
+                out.append(Example(f"{page}:{no}", cmd, is_synopsis(cmd)))
             elif (
-                stripped.startswith("[")
-                and out
-                and out[-1].synopsis
-                and out[-1].source == f"README.md:{no - 1}"
+                stripped.startswith("[") and out and out[-1].synopsis and out[-1].source == f"{page}:{no - 1}"
             ):
                 last = out.pop()  # a synopsis continued on the next line
-                out.append(Example(f"README.md:{no}", f"{last.text} {strip_comment(stripped)}", True))
+                out.append(Example(f"{page}:{no}", f"{last.text} {strip_comment(stripped)}", True))
         prev_blank = not raw.strip()
     return out, python
 
@@ -111,5 +115,21 @@ def help_examples() -> list[Example]:
     return out
 
 
+def page_examples() -> tuple[list[Example], list[str]]:
+    """(shell examples, python blocks) of every page (`pages()`), in their order."""
+    shell: list[Example] = []
+    python: list[str] = []
+    for page in pages():
+        found, blocks = readme_examples(page=page)
+        shell += found
+        python += blocks
+    return shell, python
+
+
+def python_blocks() -> list[str]:
+    """The ```python blocks of every page."""
+    return page_examples()[1]
+
+
 def all_examples() -> list[Example]:
-    return readme_examples()[0] + help_examples()
+    return page_examples()[0] + help_examples()

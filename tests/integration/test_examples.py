@@ -1,4 +1,5 @@
-"""Every example in the README and in each command's --help runs against the real test broker.
+"""Every example in the README, in the pages under docs/ and in each command's --help runs against the
+real test broker.
 
 Examples are found by tests/examples.py. Each runnable example belongs to exactly one scenario
 below (`SCENARIOS`: scenario -> regexes of the example texts it runs); `test_every_example_is_covered`
@@ -48,7 +49,7 @@ import pytest
 
 from tests import cli
 from tests.conftest import ROOT
-from tests.examples import Example, all_examples, readme_examples
+from tests.examples import Example, all_examples, python_blocks, readme_examples
 from tests.integration.kafka_io import commit_offset
 
 pytestmark = pytest.mark.kafka
@@ -195,9 +196,9 @@ def test_synopses_name_real_options():
 def test_python_examples_do_what_they_say():
     import pandas as pd
 
-    (block,) = readme_examples()[1]
+    (block,) = python_blocks()  # docs/pipe.md's UDF examples
     ns: dict = {}
-    exec(compile(block, "README.md (python example)", "exec"), ns)
+    exec(compile(block, "docs/pipe.md (python example)", "exec"), ns)
     order = {"amount": 150, "region": "eu", "items": [{"sku": "a"}, {"sku": "b"}]}
     assert ns["keep_big"](order) is order and ns["keep_big"]({"amount": 5}) is None
     assert ns["explode"](order) == [{"key": "a", "value": {"sku": "a"}}, {"key": "b", "value": {"sku": "b"}}]
@@ -388,7 +389,7 @@ def _port_taken(port: int):
 
 
 def test_node_examples(ctx, tmp_path):
-    """The README's incident rehearsal, in its order, on a 3-node sandbox of its own."""
+    """The incident rehearsal of docs/sandbox.md, in its order, on a 3-node sandbox of its own."""
     start, status, kill, restart, stop_node, pause = (_by("nodes", p) for p in SCENARIOS["nodes"])
     ctx.env["KXTX_SANDBOX_DIR"] = str(tmp_path / "sandbox")
 

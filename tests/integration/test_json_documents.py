@@ -123,7 +123,7 @@ class Case:
 
 def connected(proc: subprocess.Popen, s: Scene) -> bool:
     """The command talks to the broker: it has started (a stop before that, while Python loads kxtx,
-    has no command to write a document; see README "Output")."""
+    has no command to write a document; see docs/output.md)."""
     try:
         conns = psutil.Process(proc.pid).net_connections(kind="tcp")
     except psutil.Error:

@@ -226,7 +226,7 @@ def test_poison_record_with_and_without_dlq_on_the_cluster(kafka, cluster, tmp_p
     assert dead.value == b"poison"
 
 
-# Spark speculation (README: safe in executors mode). The losing attempt's Python worker would be
+# Spark speculation (docs/pipe.md: safe in executors mode). The losing attempt's Python worker would be
 # killed by its daemon 2 s after the copy won (spark.python.task.killTimeout); the test keeps it
 # alive, as for an executor that never gets or acts on that kill, so the zombie really comes back.
 SPECULATION = [

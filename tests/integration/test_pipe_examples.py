@@ -1,5 +1,5 @@
 """The example in `kxtx pipe --help` runs as written (with fresh topic and group names), against
-examples/enrich.py; a UDF written for JSON (the README's) that is given raw bytes fails naming the fix."""
+examples/enrich.py; a UDF written for JSON (docs/pipe.md's) that is given raw bytes fails naming the fix."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.examples import readme_examples
+from tests.examples import python_blocks
 from tests.integration.kafka_io import read_committed
 from tests.integration.pipe_helpers import produce
 
@@ -66,23 +66,23 @@ def test_the_help_example_runs(kafka, run_kxtx):
     assert "WARNING: Using incubator modules" not in r.stderr
 
 
-def readme_udf(name: str, tmp_path) -> str:
-    """`--udf` for one function of the README's UDF examples (its python block), in a file of its own
+def docs_udf(name: str, tmp_path) -> str:
+    """`--udf` for one function of the UDF examples (docs/pipe.md's python block), in a file of its own
     (the block's pandas_udf would need Spark to import)."""
-    (block,) = readme_examples()[1]
+    (block,) = python_blocks()
     fn = next(n for n in ast.parse(block).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    path = tmp_path / "readme_udf.py"
+    path = tmp_path / "docs_udf.py"
     path.write_text(f"{ast.get_source_segment(block, fn)}\n")
     return f"{path}:{name}"
 
 
 def test_json_udf_on_raw_bytes_fails_naming_value_format(kafka, run_kxtx, tmp_path):
-    """The example without its --value-format, with the README's filter (`order["amount"]`): the UDF
+    """The example without its --value-format, with docs/pipe.md's filter (`order["amount"]`): the UDF
     gets bytes, and Python's "byte indices must be integers" comes with the fix."""
     argv = help_example(run_kxtx)
     i = argv.index("--value-format")
     del argv[i : i + 2]
-    udf = readme_udf("keep_big", tmp_path)
+    udf = docs_udf("keep_big", tmp_path)
     argv[argv.index("--udf") + 1] = udf
     src, out = kafka.create_topic(), kafka.create_topic()
     produce(kafka.bootstrap, src, [json.dumps(d).encode() for d in orders(20)])

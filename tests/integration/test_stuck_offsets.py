@@ -22,8 +22,8 @@ from tests.integration.kafka_io import read_committed, read_uncommitted, values
 #: Distinct from the session broker's config, so `brokers` starts a broker of its own. The stall
 #: (up to ~45 s) must not get the broker fenced: with the default 9 s session timeout its controller
 #: sometimes fences it on SIGCONT, its partitions are briefly without a leader, and Kafka 4's
-#: coordinator then skips the abort marker of the fenced transaction (KAFKA-20734, see README
-#: "Hanging transactions"): the fresh producer's commit committed `stuck` too, once in ~150 runs.
+#: coordinator then skips the abort marker of the fenced transaction (KAFKA-20734, see
+#: docs/hanging.md): the fresh producer's commit committed `stuck` too, once in ~150 runs.
 #: That is Kafka's bug, not the watchdog's this module tests.
 PRIVATE_CONFIG = {"offsets.topic.num.partitions": "1", "broker.session.timeout.ms": "60000"}
 #: The transactional calls' timeout in this test (the watchdog fires this + its margin later).

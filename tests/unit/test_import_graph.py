@@ -4,7 +4,7 @@ A cycle hidden behind function-level imports works until someone imports the mod
 order or moves an import to the top, and one under `if TYPE_CHECKING:` is a cycle the moment an
 annotation is evaluated; so every `import` counts here, wherever it stands.
 
-The tiers are the folders (README's module map):
+The tiers are the folders (the module map, docs/architecture.md):
 - the base, the modules at the top of kxtx/, imports only the base;
 - the client tier, kxtx/client/, imports only the base and itself;
 - nothing outside kxtx/cli/ (and `python -m kxtx`'s __main__, which starts it) imports kxtx.cli,

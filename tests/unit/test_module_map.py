@@ -1,5 +1,5 @@
-"""The README's module map ("For contributors") names every module of kxtx/, and only those: a
-module added, renamed or split fails here until its row says so."""
+"""The module map (docs/architecture.md, linked from the README's "For contributors") names every
+module of kxtx/, and only those: a module added, renamed or split fails here until its row says so."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import re
 from tests.conftest import ROOT
 
 MARKER = "<!-- module map"
+#: Where the module map lives, from the repository root.
+MAP = "docs/architecture.md"
 
 
 def _map_rows(readme: str) -> dict[str, set[str]]:
@@ -32,11 +34,11 @@ def _tree() -> dict[str, set[str]]:
 
 
 def test_the_module_map_names_every_module():
-    rows, tree = _map_rows((ROOT / "README.md").read_text()), _tree()
+    rows, tree = _map_rows((ROOT / MAP).read_text()), _tree()
     missing = {d: sorted(m - rows.get(d, set())) for d, m in tree.items() if m - rows.get(d, set())}
     gone = {d: sorted(m - tree.get(d, set())) for d, m in rows.items() if m - tree.get(d, set())}
-    assert not missing, f"modules the README's module map does not name (add them to its rows): {missing}"
-    assert not gone, f"the README's module map names modules that do not exist: {gone}"
+    assert not missing, f"modules the module map ({MAP}) does not name (add them to its rows): {missing}"
+    assert not gone, f"the module map ({MAP}) names modules that do not exist: {gone}"
 
 
 def test_the_parser_reads_a_map():
@@ -45,3 +47,10 @@ def test_the_parser_reads_a_map():
         "| `kxtx/pipe/` | `config.py` (settings), `udf.py` |\n| `kxtx/` (top level) | `errors.py` |\n\n## Next\n"
     )
     assert _map_rows(readme) == {"kxtx/pipe/": {"config.py", "udf.py"}, "kxtx/": {"errors.py"}}
+
+
+def test_the_readme_links_the_module_map():
+    """The README's "For contributors" section is one click from the map."""
+    readme = (ROOT / "README.md").read_text()
+    contributors = readme.split("\n## For contributors", 1)[1].split("\n## ", 1)[0]
+    assert f"]({MAP}#the-module-map)" in contributors

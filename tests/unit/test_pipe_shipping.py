@@ -1,4 +1,4 @@
-"""What `kxtx pipe` ships to executors on a cluster needs no kxtx there (README: "What executors
+"""What `kxtx pipe` ships to executors on a cluster needs no kxtx there (docs/pipe.md: "What executors
 need"): the tasks of both modes are pickled as on a cluster, then unpickled and run by a Python in
 which `import kxtx` fails. No Spark job and no broker: the pickles are what Spark would send."""
 
