@@ -19,6 +19,14 @@ from tests import cli
 ROOT = cli.ROOT
 
 
+#: Tests of a fast path's own code (kxtx.fast), which KXTX_FAST=0 turns off: skipped then. The
+#: `fastpath` tests that hold it against the general path run both ways (scripts/test.sh).
+fast_only = pytest.mark.skipif(
+    os.environ.get("KXTX_FAST", "").strip().lower() in ("0", "off", "false", "no"),
+    reason="tests a fast path itself, which KXTX_FAST=0 turns off",
+)
+
+
 def _children_get_default_stop_signals() -> None:
     """A suite started in the background by a non-interactive shell (`bash .ci/run &`) or under
     nohup inherits SIGINT/SIGHUP *ignored*, and every kxtx it starts would too: kxtx keeps an

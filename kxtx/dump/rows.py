@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from kxtx.fast import enabled as fast_enabled
 from kxtx.log import warn_once
 from kxtx.records import OFFSETS_TOPIC, TXN_TOPIC, Record, decode, group_log, txn_log
 from kxtx.timefmt import ISO, iso_ms
@@ -48,11 +49,18 @@ _FAST = {
 }
 
 
+def _general(key: bytes | None, value: bytes | None) -> None:
+    """The fast decoder's stand-in when the switch is off: "not mine", so `decode` takes each."""
+    return None
+
+
 def builder(topic: str, keep: Callable[[DumpRow], bool] | None, with_keys: bool) -> Callable[[list], list]:
     """A function batch -> list of rows (or of (row, raw key) pairs with `with_keys`, for --latest).
 
     `keep` (key-only filters) sees each row before it is kept."""
     type_id, type_name, fast = _FAST[topic]
+    if not fast_enabled("records"):  # KXTX_FAST=0: every record through the general decoders
+        fast = _general
     iso = ISO.get
 
     def build(batch: list) -> list:

@@ -5,7 +5,9 @@ general path that gives the same results: here (the base's: the C loops `native.
 loader `speedups`, the JVM class-data archives `jvmcds`, the garbage collector's pause `gcpause`),
 and in a `fast/` folder of each package that has some (`client/fast`: records handed to librdkafka
 a batch at a time; `produce/fast`: produce's plain and keyed paths; `pipe/fast`: Spark's Python
-daemon, the driver's class-data archive; `schemas/fast`: the column-wise Avro codecs). A general
+daemon, the driver's class-data archive; `schemas/fast`: the column-wise Avro codecs). Two
+straight-line decoders stay beside the general ones they share private layouts with
+(kxtx.records.txn_log.fast_transaction, group_log.fast_offset_commit), switched here too. A general
 module reaches a fast one only at a named switch point (tests/unit/test_import_graph.py lists
 them), and each fast path asks `enabled()` before it runs. What each one buys: bench/README.md.
 
@@ -35,6 +37,9 @@ PATHS: dict[str, str | None] = {
     "pipe-daemon": None,  # Spark's Python daemon importing the installed pyspark
     "avro": None,  # the column-wise Avro encoder and generated decoder
     "gc-pause": None,  # the cyclic garbage collector paused around batches
+    # dump's straight-line decoders of the common __transaction_state and __consumer_offsets
+    # records (kxtx.records: txn_log.fast_transaction, group_log.fast_offset_commit)
+    "records": None,
 }
 
 _OFF = ("0", "off", "false", "no")

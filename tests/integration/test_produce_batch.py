@@ -9,10 +9,12 @@ import json
 
 import pytest
 
+from kxtx import fast
 from tests.integration.kafka_io import read
 from tests.integration.produce_helpers import summary
 
-pytestmark = pytest.mark.kafka
+# fast and general paths compared: CI runs them again with KXTX_FAST=0 (kxtx.fast)
+pytestmark = [pytest.mark.kafka, pytest.mark.fastpath]
 
 #: a local queue far smaller than a batch, so that batches stop at a full queue and go on
 SMALL_QUEUE = ("-X", "queue.buffering.max.messages=300")
@@ -71,7 +73,11 @@ def test_batches_write_what_record_by_record_writes(kafka, run_kxtx, tmp_path, n
         keyed = sorted(((r[0], r[1], r[2]) for r in records), key=lambda r: r[0]) if args else per_partition
         got[batches] = (result, keyed, sorted(r[2] for r in records))
     assert got["1"][2] == got["0"][2]  # the same records
-    assert got["1"][1] == got["0"][1]  # in the same partitions (keyed) and order
+    if args or partitions == 1 or fast.enabled("produce"):
+        # in the same partitions (keyed) and order; unkeyed to several partitions only where the
+        # fast path sends each block to one (KXTX_FAST=0: librdkafka's sticky partitioner, whose
+        # choice depends on timing)
+        assert got["1"][1] == got["0"][1]
     if not args:  # unkeyed: which partition a block went to is random, so are the counts per partition
         for result, _, _ in got.values():
             result.pop("partitions")

@@ -22,7 +22,8 @@ from tests.integration.kafka_io import read
 from tests.integration.produce_helpers import summary
 from tests.integration.test_produce_faults import _start
 
-pytestmark = pytest.mark.kafka
+# fast and general paths compared: CI runs them again with KXTX_FAST=0 (kxtx.fast)
+pytestmark = [pytest.mark.kafka, pytest.mark.fastpath]
 PARTITIONS = 6
 
 

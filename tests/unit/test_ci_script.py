@@ -82,11 +82,13 @@ def test_ci_installs_and_tests_in_a_new_virtualenv(tmp_path):
     # the lint gate (scripts/lint.sh) runs before the first test
     gate = [args.index(a) for a in ("-m ruff format --check .", "-m ruff check .", "-m mypy")]
     assert max(gate) < next(i for i, a in enumerate(args) if a.startswith("-m pytest"))
-    # the unit tests first, then both stages without them (which run at the same time: in either order)
+    # the unit tests first, then both stages without them (which run at the same time: in either
+    # order), and the fastpath tests once more with every fast path off
     pytest_runs = [(v, a) for _, v, a in after_venv if a.startswith("-m pytest")]
     assert pytest_runs[0] == ("", UNIT_RUN)
     assert sorted(pytest_runs[1:]) == [
         ("", "-m pytest -q -n 4 --ignore=tests/unit"),
+        ("", "-m pytest -q -n 4 -m fastpath"),
         ("3.9", "-m pytest -q -n 4 -m versioned --ignore=tests/unit"),
     ]
     assert not Path(venvs[0]).exists()  # removed on exit

@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from kxtx.client.fast import batch
+from tests.conftest import fast_only
 
 
 def _messages(msgs: array, n: int):
@@ -48,6 +49,7 @@ def _unconnected(**conf: object) -> Producer:
     return Producer({"bootstrap.servers": "127.0.0.1:1", "log_level": 0, **conf})
 
 
+@fast_only
 def test_a_full_queue_stops_the_batch_where_it_refused():
     p = _unconnected(**{"queue.buffering.max.messages": 10})
     try:
@@ -62,6 +64,7 @@ def test_a_full_queue_stops_the_batch_where_it_refused():
         p.purge()
 
 
+@fast_only
 def test_a_refused_record_is_named_with_its_error():
     p = _unconnected(**{"message.max.bytes": 1000})
     try:

@@ -8,6 +8,9 @@ from contextlib import nullcontext
 import pytest
 
 from kxtx.fast import gcpause
+from tests.conftest import fast_only
+
+pytestmark = fast_only  # a fast path's own code (kxtx.fast), which KXTX_FAST=0 turns off
 
 
 @pytest.fixture

@@ -559,6 +559,7 @@ SWITCH_POINTS = {
     "kxtx.schemas.codecs": {"kxtx.fast", "kxtx.schemas.fast.avrogen"},  # column-wise Avro, else fastavro
     "kxtx.pipe.spark": {"kxtx.fast", "kxtx.pipe.fast.jvmcds"},  # Spark's daemon module, the driver's CDS
     "kxtx.sandbox.broker": {"kxtx.fast", "kxtx.fast.jvmcds"},  # the nodes' CDS
+    "kxtx.dump.rows": {"kxtx.fast"},  # the records' straight-line decoders (kept beside the general ones)
     # the collector paused around a batch (kxtx.fast.gcpause asks the switch itself)
     "kxtx.cli.dump": {"kxtx.fast.gcpause"},
     "kxtx.pipe.driver": {"kxtx.fast.gcpause"},

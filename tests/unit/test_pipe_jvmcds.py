@@ -7,6 +7,9 @@ import pytest
 
 from kxtx.fast import jvmcds as cds
 from kxtx.pipe.fast import jvmcds
+from tests.conftest import fast_only
+
+pytestmark = fast_only  # a fast path's own code (kxtx.fast), which KXTX_FAST=0 turns off
 
 JAVA = ("/usr/lib/jvm/17/bin/java", 100, 1)
 JARS = [("/venv/pyspark/jars/spark-core.jar", 10, 5), ("/venv/pyspark/jars/py4j.jar", 2, 5)]

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from kxtx.pipe.worker import task
+from tests.conftest import fast_only
 
 
 def job(conf: dict) -> task.Job:
@@ -191,6 +192,7 @@ def test_a_stuck_send_offsets_fails_the_round_for_retry_and_drops_the_producer(w
     assert Hanging.calls == ["begin", "offsets"]
 
 
+@fast_only
 def test_a_task_runs_with_the_cyclic_collector_paused_and_puts_it_back(worker_state, monkeypatch):
     """A round keeps a batch of Messages, values and output tuples alive (kxtx.fast.gcpause): the
     attempt runs with the collector off, the worker gets it back on after a round that fails."""

@@ -13,6 +13,7 @@ from kxtx.errors import FencedError, KafkaOperationError, Unavailable, UsageErro
 from kxtx.produce import DEFAULT_SECONDS_PER_TXN, brokerside, loop
 from kxtx.produce.checkpoint import Checkpoint
 from kxtx.produce.options import ProduceOptions, seconds_limit
+from tests.conftest import fast_only
 
 
 class FakeProducer:
@@ -299,6 +300,7 @@ def _document(summary) -> list:
     return json.loads(rendered, object_pairs_hook=lambda pairs: [list(p) for p in pairs])
 
 
+@fast_only
 def test_the_summary_document(fake, tmp_path, monkeypatch):
     """What `produce -o json` writes from the summary: its keys in their order, "errors" only after
     a bad line, "message" only when there was nothing to do."""

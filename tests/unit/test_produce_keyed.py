@@ -12,6 +12,7 @@ from collections import Counter
 import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2  # the Java client's, in Python
 
+from kxtx import fast as switch
 from kxtx.client.settings import Settings
 from kxtx.errors import InputError
 from kxtx.produce import brokerside, inputs, loop
@@ -19,8 +20,12 @@ from kxtx.produce.fast import keyed, murmur
 from kxtx.produce.mapping import MappingSpec
 from kxtx.produce.options import ProduceOptions
 from tests.binaries import need_native
+from tests.conftest import fast_only
 from tests.unit.test_produce_engine import FakeProducer
 from tests.unit.test_produce_plain import _Msg
+
+#: fast and general paths compared: CI runs them again with KXTX_FAST=0 (kxtx.fast)
+pytestmark = pytest.mark.fastpath
 
 PARTITIONS = 6
 _FAST_FILE = keyed.fast_file
@@ -143,7 +148,10 @@ def run(monkeypatch, paths, fast, partitions=PARTITIONS, fake=None, **opts):
     summary = loop.Run(
         Settings(props={"bootstrap.servers": "x:1"}), ProduceOptions(topic="t", paths=paths, **opts)
     ).execute()
-    assert all(taken) == fast
+    if switch.enabled("produce"):
+        assert all(taken) == fast  # the path under test was taken
+    else:
+        assert not taken  # KXTX_FAST=0: the general path, whatever the test asks
     txns = []
     for txn in made["p"].committed:
         rows = []
@@ -308,6 +316,7 @@ def test_csv_fast_path_equals_general_path(tmp_path, monkeypatch, opts, policy, 
     assert sum(p.records for p in summary.partitions) == summary.records
 
 
+@fast_only
 @pytest.mark.parametrize("block,cut", [(150, True), (1 << 20, False)])
 def test_csv_blocks_without_quotes_are_cut_at_commas(tmp_path, monkeypatch, block, cut):
     """Blocks with no quote, CR or empty line take the comma-cutting reader (and the comparison
@@ -328,6 +337,7 @@ def test_csv_blocks_without_quotes_are_cut_at_commas(tmp_path, monkeypatch, bloc
     assert (calls["csv_split_columns"] > 0) == cut
 
 
+@fast_only
 @pytest.mark.parametrize("block", [7, 150, 1 << 20])
 def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
     monkeypatch.setattr(inputs, "BLOCK_BYTES", block)
@@ -340,6 +350,7 @@ def test_full_queue_loses_and_repeats_nothing(tmp_path, monkeypatch, block):
     assert fast == run(monkeypatch, paths[1:], False, **opts)
 
 
+@fast_only
 def test_unkeyed_records_go_to_one_partition_a_block(tmp_path, monkeypatch):
     monkeypatch.setattr(inputs, "BLOCK_BYTES", 150)
     monkeypatch.setattr(Capture, "produce", _recording_partitions(Capture.produce))

@@ -21,6 +21,7 @@ from kxtx.produce.inputs import Line
 from kxtx.produce.jsondepth import MAX_JSON_DEPTH
 from kxtx.produce.mapping import BadRecord, Mapper, MappingSpec, parse_json
 from tests.binaries import need_native
+from tests.conftest import fast_only
 
 
 @pytest.fixture
@@ -129,6 +130,7 @@ def test_partitions_leave_anything_but_bytes_to_the_caller(native):
         native.partitions([b"a"], 0)
 
 
+@fast_only
 def test_kxtx_speedups_0_turns_them_off(monkeypatch):
     monkeypatch.setattr(speedups, "_module", None)
     monkeypatch.setenv("KXTX_SPEEDUPS", "0")

@@ -23,6 +23,7 @@ case "$2" in
     if [ "${*: -1}" = "tests/unit" ]; then exit "${FAIL_UNIT:-0}"; fi
     stage=1; rc=$RC1
     if [ -n "$KXTX_TEST_KAFKA_VERSION" ]; then stage=2; rc=$RC2; fi
+    if [ "${KXTX_FAST:-}" = "0" ]; then stage=3; rc=${RC3:-0}; fi
     if [ -n "${HOLD:-}" ] && [ "${*: -1}" != "tests/unit" ]; then
       trap 'echo "stage $stage interrupted" >> "$CALLS"; kill $!; exit 2' INT
       sleep "$HOLD" >/dev/null 2>&1 & wait
@@ -34,13 +35,21 @@ esac
 """
 
 
-def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None):
+def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None, rc3: int = 0):
     fake = tmp_path / "python"
     fake.write_text(FAKE_PY)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     calls = tmp_path / "calls"
     base = {k: v for k, v in os.environ.items() if k not in ("KXTX_TEST_KAFKA_VERSION", "KXTX_TEST_WORKERS")}
-    full = {**base, "PYTHON": str(fake), "CALLS": str(calls), "RC1": str(rc1), "RC2": str(rc2)}
+    base.pop("KXTX_FAST", None)
+    full = {
+        **base,
+        "PYTHON": str(fake),
+        "CALLS": str(calls),
+        "RC1": str(rc1),
+        "RC2": str(rc2),
+        "RC3": str(rc3),
+    }
     full.update({"KXTX_TEST_STAGE2_DELAY": "0", **(env or {})})
     r = subprocess.run(
         ["bash", str(ROOT / "scripts" / "test.sh"), *args],
@@ -53,20 +62,26 @@ def run_script(tmp_path, rc1: int, rc2: int, *args: str, env: dict | None = None
 
 
 @pytest.mark.parametrize(
-    "rc1, rc2, ok, report1, report2",
+    "rc1, rc2, rc3, ok, report1, report2, report3",
     [
-        (0, 0, True, "passed", "passed"),
-        (1, 0, False, "FAILED (pytest exit 1)", "passed"),  # the 3.9 stage still runs
-        (0, 1, False, "passed", "FAILED (pytest exit 1)"),
-        (1, 1, False, "FAILED (pytest exit 1)", "FAILED (pytest exit 1)"),
-        (0, 5, True, "passed", "passed"),  # no versioned test selected by the arguments
+        (0, 0, 0, True, "passed", "passed", "passed"),
+        (1, 0, 0, False, "FAILED (pytest exit 1)", "passed", "passed"),  # the 3.9 stage still runs
+        (0, 1, 0, False, "passed", "FAILED (pytest exit 1)", "passed"),  # and the fastpath one
+        (1, 1, 0, False, "FAILED (pytest exit 1)", "FAILED (pytest exit 1)", "passed"),
+        (0, 5, 5, True, "passed", "passed", "passed"),  # no versioned or fastpath test selected
+        (0, 0, 1, False, "passed", "passed", "FAILED (pytest exit 1)"),
     ],
 )
-def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, report2):
-    r, calls = run_script(tmp_path, rc1, rc2, "-k", "x")
+def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, rc3, ok, report1, report2, report3):
+    r, calls = run_script(tmp_path, rc1, rc2, "-k", "x", rc3=rc3)
     pytest_calls = sorted(c for c in calls if "-m pytest" in c)
-    # both stages at once (their order of starting is not fixed); stage 2 at nice 10
-    assert pytest_calls == ["3.9|10|-m pytest -q -n 4 -m versioned -k x", "|0|-m pytest -q -n 4 -k x"]
+    # stages 1 and 2 at once (their order of starting is not fixed); stage 2 at nice 10, then
+    # stage 3 (every fast path off) after it, also at nice 10
+    assert pytest_calls == [
+        "3.9|10|-m pytest -q -n 4 -m versioned -k x",
+        "|0|-m pytest -q -n 4 -k x",
+        "|10|-m pytest -q -n 4 -m fastpath -k x",
+    ]
     assert (r.returncode == 0) is ok
     # stage 2's output after stage 1's, whichever ended first
     assert r.stdout.index("output of stage 1") < r.stdout.index("output of stage 2")
@@ -75,6 +90,11 @@ def test_both_stages_run_and_are_reported(tmp_path, rc1, rc2, ok, report1, repor
     assert re.search(rf"stage 1, whole suite on Kafka 4.x: {re.escape(report1)} \(\d+ s\)", r.stderr)
     assert re.search(
         rf"stage 2, versioned tests on Kafka 3.9: {re.escape(report2)} \(\d+ s, at nice 10\)", r.stderr
+    )
+    assert re.search(
+        rf"stage 3, fastpath tests with every fast path off \(KXTX_FAST=0\): {re.escape(report3)} "
+        r"\(\d+ s, at nice 10\)",
+        r.stderr,
     )
     assert re.search(r"both stages: \d+ s(, CPUs \d+% busy \(\d+ cores\))?", r.stderr)
 
@@ -94,6 +114,7 @@ def test_an_interrupt_stops_both_stages(tmp_path):
     env = {**os.environ, "PYTHON": str(fake), "CALLS": str(calls), "RC1": "0", "RC2": "0", "HOLD": "60"}
     env["KXTX_TEST_STAGE2_DELAY"] = "0"
     env.pop("KXTX_TEST_KAFKA_VERSION", None)
+    env.pop("KXTX_FAST", None)
     # as from a terminal: a process group of its own, SIGINT at its default
     proc = subprocess.Popen(
         ["bash", str(ROOT / "scripts" / "test.sh")],
@@ -139,23 +160,38 @@ def test_compiles_kxtx_before_the_tests(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "workers, args, unit, stage1, stage2",
+    "workers, args, unit, stage1, stage2, stage3",
     [
-        # a whole run: the unit tests on their own first, then both stages without them
-        ("0", (), "-n 0 tests/unit", "-n 0 --ignore=tests/unit", "-n 0 -m versioned --ignore=tests/unit"),
-        ("3", (), "-n 3 tests/unit", "-n 3 --ignore=tests/unit", "-n 3 -m versioned --ignore=tests/unit"),
+        # a whole run: the unit tests on their own first, then both stages without them; the
+        # fastpath tests with every fast path off, unit tests among them
+        (
+            "0",
+            (),
+            "-n 0 tests/unit",
+            "-n 0 --ignore=tests/unit",
+            "-n 0 -m versioned --ignore=tests/unit",
+            "-n 0 -m fastpath",
+        ),
+        (
+            "3",
+            (),
+            "-n 3 tests/unit",
+            "-n 3 --ignore=tests/unit",
+            "-n 3 -m versioned --ignore=tests/unit",
+            "-n 3 -m fastpath",
+        ),
         # arguments given: run as asked (pytest takes the last -n)
-        (None, ("-n", "1"), None, "-n 4 -n 1", "-n 4 -m versioned -n 1"),
+        (None, ("-n", "1"), None, "-n 4 -n 1", "-n 4 -m versioned -n 1", "-n 4 -m fastpath -n 1"),
     ],
 )
-def test_both_stages_take_the_worker_count(tmp_path, workers, args, unit, stage1, stage2):
+def test_both_stages_take_the_worker_count(tmp_path, workers, args, unit, stage1, stage2, stage3):
     env = {"KXTX_TEST_WORKERS": workers} if workers is not None else {}
     _, calls = run_script(tmp_path, 0, 0, *args, env=env)
     pytest_calls = [c.split("|", 2)[2] for c in calls if "-m pytest" in c]
     if unit:
         assert pytest_calls[0] == f"-m pytest -q {unit}"  # before both stages
         pytest_calls = pytest_calls[1:]
-    assert sorted(pytest_calls) == sorted([f"-m pytest -q {stage1}", f"-m pytest -q {stage2}"])
+    assert sorted(pytest_calls) == sorted([f"-m pytest -q {x}" for x in (stage1, stage2, stage3)])
 
 
 def test_failing_unit_tests_fail_the_run_after_both_stages_ran(tmp_path):
