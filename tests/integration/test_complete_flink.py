@@ -98,7 +98,7 @@ def test_a_flink_job_killed_after_pre_commit_is_committed_or_aborted_by_kxtx(kaf
         assert h["owner_hint"].startswith(
             f"looks like Flink's KafkaSink (prefix {prefix!r}, subtask {p // 2}"
         )
-        assert "checkpoint 1)" in h["owner_hint"], h
+        assert "checkpoint 1)" in h["owner_hint"] and "its sink then aborts it" in h["owner_hint"], h
     # ... and inspect txn, from the coordinator
     for tid, (_st, pid, epoch) in coord.items():
         doc = kxtx_on(kafka, "inspect", "txn", tid, "--no-scan", "-o", "json", expect=0).json
@@ -136,3 +136,42 @@ def test_a_flink_job_killed_after_pre_commit_is_committed_or_aborted_by_kxtx(kaf
     lso = end_offsets(kafka.bootstrap, topic)
     assert lso == end_offsets(kafka.bootstrap, topic, committed=False)
     assert lso == {p: hw[p] + 1 for p in range(PARTITIONS)}
+
+
+def test_a_restart_without_state_aborts_it_and_complete_refuses_the_old_epoch(kafka, tmp_path):
+    """The same job started again without its state, with the same prefix: Flink's KafkaSink aborts
+    the lingering transactions of its prefix at start (InitProducerId on PREFIX-SUBTASK-1 and on)
+    and uses those ids again. The records the first run pre-committed are gone for good, and
+    `complete` with the first run's producer id and epoch (what its checkpoint would hold) refuses:
+    it would end the second run's transaction instead."""
+    topic = kafka.create_topic(f"cpl-flink-r-{uuid.uuid4().hex[:6]}", partitions=PARTITIONS)
+    prefix = f"orders-sink-{uuid.uuid4().hex[:6]}"
+    (tmp_path / "first").mkdir()
+    (tmp_path / "again").mkdir()
+    run_until_pre_committed(kafka, topic, prefix, tmp_path / "first")
+    tid = f"{prefix}-0-1"
+    first = {s: _state(kafka, f"{prefix}-{s}-1") for s in range(SUBTASKS)}
+    hw = end_offsets(kafka.bootstrap, topic, committed=False)
+    again = run_until_pre_committed(kafka, topic, prefix, tmp_path / "again")
+
+    # The same ids, open again under the same producer ids, later epochs; the first run's records
+    # were aborted (the LSO is past them and their ABORT marker, held by the second run's).
+    for s, (_st, pid, epoch) in first.items():
+        st, pid_now, epoch_now = _state(kafka, f"{prefix}-{s}-1")
+        assert (st, pid_now) == ("Ongoing", pid) and epoch_now > epoch, (s, first[s], st, epoch_now)
+    assert end_offsets(kafka.bootstrap, topic) == {p: hw[p] + 1 for p in range(PARTITIONS)}
+
+    _st, pid, epoch = first[0]
+    now = _state(kafka, tid)
+    refused = kxtx_on(
+        kafka, "complete", tid, "--commit", "--producer-id", str(pid), "--epoch", str(epoch), "--yes", expect=2
+    )
+    line = f"epoch {epoch} given, but the coordinator's open transaction is producer id {pid}, epoch {now[2]}"
+    assert line in refused.stderr, refused.stderr
+    assert _state(kafka, tid) == now
+
+    # The second run's: subtask 0's committed, subtask 1's aborted. The values repeat the first
+    # run's (the source starts again at index 0): each must be read once.
+    kxtx_on(kafka, "complete", tid, "--commit", "--producer-id", str(pid), "--epoch", str(now[2]), "--yes")
+    kxtx_on(kafka, "complete", f"{prefix}-1-1", "--abort", "--yes")
+    assert _committed(kafka, topic) == sorted(again[0])
