@@ -164,7 +164,16 @@ def test_a_restart_without_state_aborts_it_and_complete_refuses_the_old_epoch(ka
     _st, pid, epoch = first[0]
     now = _state(kafka, tid)
     refused = kxtx_on(
-        kafka, "complete", tid, "--commit", "--producer-id", str(pid), "--epoch", str(epoch), "--yes", expect=2
+        kafka,
+        "complete",
+        tid,
+        "--commit",
+        "--producer-id",
+        str(pid),
+        "--epoch",
+        str(epoch),
+        "--yes",
+        expect=2,
     )
     line = f"epoch {epoch} given, but the coordinator's open transaction is producer id {pid}, epoch {now[2]}"
     assert line in refused.stderr, refused.stderr
