@@ -2,8 +2,9 @@
 
 tests/integration/java/flink/KxtxFlinkPreCommit.java runs in a local MiniCluster (one JVM, no
 cluster): a KafkaSink with DeliveryGuarantee.EXACTLY_ONCE and a transactional id prefix, two
-subtasks, checkpointing on. At checkpoint 1 each subtask's sink flushes and pre-commits its
-transaction (PREFIX-SUBTASK-1), then the job blocks before the checkpoint can complete, so no
+subtasks, checkpointing on. Checkpoint 1 is triggered once each subtask passed its 5 records to
+the sink; there each subtask's sink flushes and pre-commits its transaction (PREFIX-SUBTASK-1),
+then the job blocks before the checkpoint can complete, so no
 committer commits; the test SIGKILLs the JVM there (the Java file says why that point is exact).
 Each subtask writes to two partitions of its own, so the two lingering transactions are independent:
 kxtx names both as Flink's, commits one and aborts the other. The checks read independently of kxtx:
@@ -25,6 +26,7 @@ from tests.integration.txn_helpers import kxtx_on
 pytestmark = [pytest.mark.kafka, pytest.mark.versioned]
 
 SUBTASKS = 2
+PER_SUBTASK = 5  # KxtxFlinkPreCommit.PER_SUBTASK
 PARTITIONS = 2 * SUBTASKS  # subtask s writes to partitions 2s and 2s+1
 
 
@@ -77,7 +79,7 @@ def test_a_flink_job_killed_after_pre_commit_is_committed_or_aborted_by_kxtx(kaf
     flink_s = time.monotonic() - started
     print(f"the Flink job ran {flink_s:.1f} s until both subtasks pre-committed")
     committed_tid, aborted_tid = f"{prefix}-0-1", f"{prefix}-1-1"  # Flink's PREFIX-SUBTASK-CHECKPOINT
-    assert all(pre.values()) and not set(pre[0]) & set(pre[1]), pre
+    assert [len(v) for v in pre.values()] == [PER_SUBTASK] * SUBTASKS and not set(pre[0]) & set(pre[1]), pre
 
     # The coordinator holds both open, the records are on the brokers, the LSO is held at 0.
     coord = {tid: _state(kafka, tid) for tid in (committed_tid, aborted_tid)}
