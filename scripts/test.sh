@@ -41,6 +41,10 @@ busy() { # busy-before total-before busy-after total-after
 # The schema registry the tests start (tests/registry.py), built once into kxtx's cache dir: a Go
 # problem fails here, not inside a fixture.
 "$PY" tests/registry.py >/dev/null || { echo "test.sh: building the schema registry failed" >&2; exit 1; }
+# The Flink job test_complete_flink.py runs (tests/flink.py): Flink's jars from Maven Central and the
+# job compiled, once, into kxtx's cache dir; here, because both stages run the test and must not run
+# Maven into the same repository at once.
+"$PY" tests/flink.py >/dev/null || { echo "test.sh: building the Flink job failed" >&2; exit 1; }
 
 # Both Kafka versions before any test: the stages run at once and must not fetch jars into the
 # same Maven repository concurrently; a Maven problem fails here, not inside a fixture.

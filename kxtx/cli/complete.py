@@ -59,8 +59,9 @@ def complete(
     """Commit or abort one open transaction as its producer would: EndTxn with its producer id and
     epoch, after which the coordinator writes the markers on every partition.
 
-    For a lingering transaction whose writer will not end it (a Flink job restarted without the
-    checkpoint that pre-committed it, an abandoned two-phase commit). Decide from the writer's own
+    For a lingering transaction whose writer will not end it (a Flink job stopped between a
+    checkpoint's pre-commit and its commit and not started again with its prefix, an abandoned
+    two-phase commit). Decide from the writer's own
     state, not from kxtx: the plan shows a hint at the writer from the id's shape. --producer-id and
     --epoch must match the coordinator's open transaction, and the state must be Ongoing: otherwise
     it refuses, saying what the coordinator has (exit 2, nothing changed). Needs WRITE on the

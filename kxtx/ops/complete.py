@@ -122,8 +122,8 @@ def complete(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> CompleteRe
     """EndTxn for the transaction in `desc` (checked by `check`), then verify."""
     tps = sorted(desc.partitions)
     before = cluster.offsets(tps)
-    end_txn(cluster, desc, commit)
-    after, done = _wait_for_state(cluster, desc, "CompleteCommit" if commit else "CompleteAbort")
+    answered = end_txn(cluster, desc, commit)
+    after, done = _wait_for_state(cluster, desc, "CompleteCommit" if commit else "CompleteAbort", answered)
     rows = wait_for_lso(cluster, tps, before, marker="COMMIT" if commit else "ABORT")
     return CompleteResult(
         desc.transactional_id,
@@ -136,10 +136,12 @@ def complete(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> CompleteRe
     )
 
 
-def end_txn(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> None:
+def end_txn(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> tuple[int, int] | None:
     """EndTxn(committed=commit) with the transaction's producer id and epoch, to the id's current
     coordinator (found again on each try: it may move), asked again while the coordinator moves,
-    loads or still writes the previous markers (CONCURRENT_TRANSACTIONS)."""
+    loads or still writes the previous markers (CONCURRENT_TRANSACTIONS). Returns the producer id
+    and epoch the coordinator answered (EndTxn v5, transactions v2: the bumped epoch, or a new
+    producer id at epoch 0 when the epoch was exhausted), None from an older coordinator."""
     from kafka.protocol.metadata import CoordinatorType
     from kafka.protocol.producer.transaction import EndTxnRequest
 
@@ -168,7 +170,7 @@ def end_txn(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> None:
     doing = f"EndTxn {'COMMIT' if commit else 'ABORT'} for transactional id {tid!r}"
     need = Need("WRITE", "TransactionalId", tid)
     try:
-        ride_out(send, doing, cluster.settings.timeout, need=need, renew=cluster.close)
+        response = ride_out(send, doing, cluster.settings.timeout, need=need, renew=cluster.close)
     except Exception as exc:
         err = translate(exc, doing, need=need)
         if "fenced" in str(err):
@@ -178,18 +180,24 @@ def end_txn(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> None:
                 f"{desc.producer_epoch} (no longer current); run `kxtx inspect txn {tid}` to see what it has"
             ) from exc
         raise err from exc
+    pid, epoch = getattr(response, "producer_id", None), getattr(response, "producer_epoch", None)
+    return (pid, epoch) if isinstance(pid, int) and isinstance(epoch, int) and pid >= 0 else None
 
 
-def _wait_for_state(cluster: Cluster, desc: CoordinatorTxn, want: str) -> tuple[CoordinatorTxn, bool]:
-    """The coordinator's answer once it reached `want` with this producer (transactions v2, KIP-890,
-    bump the epoch at every end: epoch + 1 is the same producer), or its last answer."""
+def _wait_for_state(
+    cluster: Cluster, desc: CoordinatorTxn, want: str, answered: tuple[int, int] | None = None
+) -> tuple[CoordinatorTxn, bool]:
+    """The coordinator's answer once it reached `want` with this producer, or its last answer.
+    Transactions v2 (KIP-890) bump the epoch at every end: epoch + 1 is the same producer, and so
+    is what EndTxn `answered`: at an exhausted epoch (32766) the coordinator ends the transaction
+    and gives the producer a new producer id at epoch 0."""
     deadline = time.monotonic() + min(VERIFY_S, cluster.settings.timeout)
     while True:
         now = describe(cluster, desc.transactional_id)
-        same = now.producer_id == desc.producer_id and now.producer_epoch in (
-            desc.producer_epoch,
-            desc.producer_epoch + 1,
-        )
+        same = (
+            now.producer_id == desc.producer_id
+            and now.producer_epoch in (desc.producer_epoch, desc.producer_epoch + 1)
+        ) or (now.producer_id, now.producer_epoch) == answered
         if (now.state == want and same) or time.monotonic() >= deadline:
             return now, now.state == want and same
         time.sleep(0.2)

@@ -55,7 +55,8 @@ def _flink(m: re.Match[str]) -> str:
     return (
         f"looks like Flink's KafkaSink (prefix {m['prefix']!r}, subtask {m['subtask']}, checkpoint "
         f"{m['checkpoint']}): commit only if that checkpoint completed and pre-committed this "
-        "transaction (its producer id and epoch are in the checkpoint's state); otherwise abort"
+        "transaction (its producer id and epoch are in the checkpoint's state), and before the job "
+        "starts again with this prefix without that state (its sink then aborts it); otherwise abort"
     )
 
 

@@ -24,7 +24,7 @@ from kafka.errors import NotLeaderForPartitionError as NotLeader
 
 from tests import cli
 from tests.integration.kafka_io import end_offsets, read_committed, wait_until
-from tests.integration.txn_helpers import LowLevel, kxtx_on
+from tests.integration.txn_helpers import LowLevel, bump_epoch, kxtx_on
 
 pytestmark = [pytest.mark.kafka, pytest.mark.versioned]
 
@@ -187,6 +187,48 @@ def test_a_transaction_the_coordinator_timed_out_is_refused(kafka):
     assert "the outcome asked for" not in r.stderr  # it asked for a commit
     assert state(kafka, tid) == ("CompleteAbort", pid, epoch)
     assert end_offsets(kafka.bootstrap, topic) == before and committed_values(kafka, topic) == []
+
+
+def test_an_exhausted_epoch_ends_with_a_new_producer_id(kafka):
+    """The producer's epoch at 32766 (Short.MAX_VALUE - 1, "exhausted"): under transactions v2
+    (Kafka 4) the coordinator commits, and since the epoch cannot be bumped again it gives the
+    producer a new producer id at epoch 0 (in EndTxn's answer and in DescribeTransactions). That
+    is the same producer's transaction ended, not another's: `complete` reports success. Kafka 3.9
+    (v1) keeps the producer id and epoch."""
+    if kafka.sandbox is None:
+        pytest.skip("bumps the epoch on a raw connection to a one-broker sandbox")
+    topic = kafka.create_topic(f"cpl-x-{uuid.uuid4().hex[:6]}", partitions=PARTITIONS)
+    tid = f"cpl-x-{uuid.uuid4().hex[:8]}"
+    ll = LowLevel(kafka.bootstrap)
+    try:
+        p = ll.init(tid)
+    finally:
+        ll.close()
+    # 32765: the abandoned producer's own InitProducerId then takes the epoch to 32766
+    assert bump_epoch(kafka.bootstrap, tid, 32765 - p.producer_epoch) == (p.producer_id, 32765)
+    values = abandon(kafka, tid, topic)
+    assert state(kafka, tid) == ("Ongoing", p.producer_id, 32766)
+    r = run(
+        kafka,
+        tid,
+        "--commit",
+        "--producer-id",
+        str(p.producer_id),
+        "--epoch",
+        "32766",
+        "--yes",
+        "-o",
+        "json",
+        expect=0,
+    )
+    assert r.json["ok"] is True and r.json["coordinator_done"] is True, r.stdout
+    assert committed_values(kafka, topic) == sorted(values)
+    st, pid_after, epoch_after = state(kafka, tid)
+    if kafka.major >= 4:
+        assert (st, epoch_after) == ("CompleteCommit", 0) and pid_after != p.producer_id
+    else:
+        assert (st, pid_after, epoch_after) == ("CompleteCommit", p.producer_id, 32766)
+    assert r.json["after"] == {"state": st, "producer_id": pid_after, "producer_epoch": epoch_after}
 
 
 def test_unknown_id(kafka):

@@ -10,6 +10,8 @@ The coordinator never learns about the partition, so no marker ever comes: the L
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import time
 from dataclasses import dataclass
 
@@ -238,3 +240,49 @@ def make_hanging(
         return p, starts
     finally:
         ll.close()
+
+
+def _uvarint(n: int) -> bytes:
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([low])
+        out += bytes([low | 0x80])
+
+
+def _init_producer_id_v4(tid: str, correlation_id: int) -> bytes:
+    """InitProducerId v4 (flexible: request header v2), size-prefixed, for a new producer (-1/-1)."""
+    t = tid.encode()
+    header = struct.pack(">hhih", 22, 4, correlation_id, 4) + b"kxtx" + b"\x00"
+    body = _uvarint(len(t) + 1) + t + struct.pack(">iqh", 60_000, -1, -1) + b"\x00"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def bump_epoch(bootstrap: str, tid: str, times: int, window: int = 500) -> tuple[int, int]:
+    """InitProducerId for `tid` `times` times in a row, each bumping its producer epoch by one:
+    (producer id, epoch) of the last answer. Pipelined on one raw connection to the broker of a
+    one-broker `bootstrap` (its coordinator): the broker serves a connection's requests one after
+    another, so none is refused as concurrent, and 32,765 take seconds where kafka-python's
+    request/response round trips take a minute and a half."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    answers = sock.makefile("rb")
+    sent = got = 0
+    last = (-1, -1)
+    try:
+        while got < times:
+            if sent < times and sent - got < window:
+                k = min(window - (sent - got), times - sent)
+                sock.sendall(b"".join(_init_producer_id_v4(tid, sent + i) for i in range(k)))
+                sent += k
+            (size,) = struct.unpack(">i", answers.read(4))
+            # response header v1 (correlation id, no tags), throttle, error, producer id, epoch
+            _corr, _tags, _throttle, error, pid, epoch = struct.unpack(">ibihqh", answers.read(size)[:21])
+            assert error == 0, f"InitProducerId {got + 1} of {times} for {tid!r}: error {error}"
+            last, got = (pid, epoch), got + 1
+    finally:
+        answers.close()
+        sock.close()
+    return last

@@ -32,7 +32,17 @@ UUID = "8d0f3c2e-5b1a-4c7d-9e2f-0a1b2c3d4e5f"
         (f"app-{UUID}-StreamThread-12", ["exactly_once_v2", "thread 12", "restarting"]),
         ("wordcount-0_3", ["Kafka Streams exactly_once (v1", "task 0_3", "never commit"]),
         # Flink KafkaSink
-        ("prefix-0-42", ["Flink's KafkaSink", "'prefix'", "subtask 0", "checkpoint 42", "pre-committed"]),
+        (
+            "prefix-0-42",
+            [
+                "Flink's KafkaSink",
+                "'prefix'",
+                "subtask 0",
+                "checkpoint 42",
+                "pre-committed",
+                "its sink then aborts it",
+            ],
+        ),
         ("orders-sink-17-1003", ["Flink", "'orders-sink'", "subtask 17", "checkpoint 1003"]),
         # Spring Kafka's documented prefix
         ("tx-0", ["Spring Kafka", "'tx-'"]),
