@@ -49,7 +49,7 @@ _FAST = {
 }
 
 
-def _general(key: bytes | None, value: bytes | None) -> None:
+def _general(_key: bytes | None, _value: bytes | None) -> None:
     """The fast decoder's stand-in when the switch is off: "not mine", so `decode` takes each."""
     return None
 
