@@ -49,7 +49,7 @@ _FAST = {
 }
 
 
-def _general(_key: bytes | None, _value: bytes | None) -> None:
+def _general(*_: object) -> None:
     """The fast decoder's stand-in when the switch is off: "not mine", so `decode` takes each."""
     return None
 
@@ -58,9 +58,9 @@ def builder(topic: str, keep: Callable[[DumpRow], bool] | None, with_keys: bool)
     """A function batch -> list of rows (or of (row, raw key) pairs with `with_keys`, for --latest).
 
     `keep` (key-only filters) sees each row before it is kept."""
-    type_id, type_name, fast = _FAST[topic]
-    if not fast_enabled("records"):  # KXTX_FAST=0: every record through the general decoders
-        fast = _general
+    type_id, type_name, decoder = _FAST[topic]
+    # KXTX_FAST=0: every record through the general decoders
+    fast: Callable[[bytes | None, bytes | None], Any] = decoder if fast_enabled("records") else _general
     iso = ISO.get
 
     def build(batch: list) -> list:
