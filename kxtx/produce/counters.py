@@ -112,16 +112,12 @@ class Stats:
             r[2] += 1
 
     def sampled(self, err: KafkaError | None, msg: Any) -> None:
-        """The report of a counted record: it extends the partition's offset range only."""
-        if err is not None:
-            self.delivery_error = self.delivery_error or err
-            return
-        p, o = msg.partition(), msg.offset()
-        r = self.txn_ranges.get(p)
-        if r is None:
-            self.txn_ranges[p] = [o, o, 0]
-        else:
-            r[0], r[1] = min(r[0], o), max(r[1], o)
+        """The report of a counted record: it extends the partition's offset range only (the
+        fast paths counted it already). `delivered`'s bookkeeping, its count taken back: that
+        one stays straight-line, as librdkafka calls it once per record."""
+        self.delivered(err, msg)
+        if err is None:
+            self.txn_ranges[msg.partition()][2] -= 1
 
     def other_delivered(self, err: KafkaError | None, msg: Any) -> None:  # noqa: ARG002 - librdkafka's delivery callback
         """Checkpoint and dead-letter records: only their errors matter."""

@@ -376,3 +376,27 @@ def test_a_fence_raised_by_poll_names_the_transactional_id(fake, tmp_path):
         run.execute()
     assert "after committing 3,000 records" in str(info.value)
     assert made["p"].committed and len(made["p"].committed) == 1  # the first transaction only
+
+
+def test_delivery_reports_extend_the_open_transactions_ranges():
+    """A delivered record widens its partition's offset range and counts; a sampled one (counted
+    already by a fast path) only widens it; an error is kept and changes no range."""
+    from types import SimpleNamespace
+
+    from kxtx.produce.counters import Stats
+
+    def msg(p, o):
+        return SimpleNamespace(partition=lambda: p, offset=lambda: o)
+
+    stats = Stats("t", "x")
+    stats.sampled(None, msg(1, 7))
+    stats.delivered(None, msg(0, 5))
+    stats.delivered(None, msg(0, 3))
+    stats.sampled(None, msg(0, 9))
+    stats.sampled(None, msg(1, 4))
+    stats.delivered(None, msg(1, 8))
+    assert stats.txn_ranges == {0: [3, 9, 2], 1: [4, 8, 1]}
+    err = KafkaError(KafkaError._MSG_TIMED_OUT)
+    stats.sampled(err, msg(0, 1))
+    stats.delivered(KafkaError(KafkaError._MSG_TIMED_OUT), msg(0, 1))
+    assert stats.txn_ranges == {0: [3, 9, 2], 1: [4, 8, 1]} and stats.delivery_error == err
