@@ -20,7 +20,7 @@ from kxtx.client.clients import ride_out, translate
 from kxtx.client.model import CoordinatorTxn
 from kxtx.errors import KxtxError, Refused
 from kxtx.ops import decide, fence
-from kxtx.ops.fence import FencedPartition, ProducerState, wait_for_lso
+from kxtx.ops.fence import FencedPartition, ProducerState, offsets_row, wait_for_lso
 from kxtx.ops.owners import owner_hint
 from kxtx.results import Result
 from kxtx.timefmt import iso_ms
@@ -105,16 +105,7 @@ def plan(cluster: Cluster, desc: CoordinatorTxn, commit: bool) -> dict:
         "timeout_ms": desc.timeout_ms,
         "txn_start_time": iso_ms(desc.start_time_ms) if desc.start_time_ms >= 0 else None,
         "verdict": decide.txn_verdict(desc, int(time.time() * 1000), []),
-        "partitions": [
-            {
-                "topic": t,
-                "partition": p,
-                "lso": offsets[(t, p)].lso,
-                "high_watermark": offsets[(t, p)].high_watermark,
-                "held_back": offsets[(t, p)].held_back,
-            }
-            for t, p in tps
-        ],
+        "partitions": [offsets_row(tp, offsets[tp]) for tp in tps],
     }
 
 

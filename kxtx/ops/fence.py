@@ -84,18 +84,23 @@ def plan(cluster: Cluster, desc: CoordinatorTxn) -> dict:
         "verdict": decide.txn_verdict(desc, int(time.time() * 1000), []),
         "partitions": [
             {
-                "topic": t,
-                "partition": p,
-                "lso": offsets[(t, p)].lso,
-                "high_watermark": offsets[(t, p)].high_watermark,
-                "held_back": offsets[(t, p)].held_back,
+                **offsets_row(tp, offsets[tp]),
                 # unread: fencing still aborts there, but kxtx cannot check it afterwards
-                "unseen": None
-                if offsets[(t, p)].held_back is not None
-                else unseen_reason((t, p), offsets[(t, p)].why),
+                "unseen": None if offsets[tp].held_back is not None else unseen_reason(tp, offsets[tp].why),
             }
-            for t, p in tps
+            for tp in tps
         ],
+    }
+
+
+def offsets_row(tp: TP, offsets: Offsets) -> dict:
+    """A partition of a preview (`fence`, `complete`): its LSO, high watermark and what it holds back."""
+    return {
+        "topic": tp[0],
+        "partition": tp[1],
+        "lso": offsets.lso,
+        "high_watermark": offsets.high_watermark,
+        "held_back": offsets.held_back,
     }
 
 

@@ -27,3 +27,25 @@ def test_verdict(before, after, moved, unseen):
     assert (row.unseen is not None) is unseen
     if unseen:
         assert WHY in row.unseen and "kxtx audit-markers --topic L --partition 0" in row.unseen
+
+
+def test_the_previews_partitions():
+    """`fence` and `complete` previews list each partition's offsets in one shape; fence's adds
+    why an unread one cannot be checked afterwards."""
+    from kxtx.client.model import CoordinatorTxn
+    from kxtx.ops import complete, fence
+
+    class Cluster:
+        def offsets(self, tps):
+            return {("a", 0): Offsets(5, 9), ("b", 2): Offsets(None, 3, WHY)}
+
+    desc = CoordinatorTxn("tid", 1, "Ongoing", 42, 3, 60000, -1, frozenset({("b", 2), ("a", 0)}))
+    rows = [
+        {"topic": "a", "partition": 0, "lso": 5, "high_watermark": 9, "held_back": 4},
+        {"topic": "b", "partition": 2, "lso": None, "high_watermark": 3, "held_back": None},
+    ]
+    assert complete.plan(Cluster(), desc, True)["partitions"] == rows
+    fenced = fence.plan(Cluster(), desc)["partitions"]
+    assert [list(r) for r in fenced] == [[*rows[0], "unseen"]] * 2
+    assert fenced[0] == {**rows[0], "unseen": None}
+    assert fenced[1]["unseen"].startswith("offsets not read (LEADER_NOT_AVAILABLE")
