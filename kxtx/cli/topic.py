@@ -84,21 +84,6 @@ def create(
     emit(row, fmt, title=f"topic {name}")
 
 
-COUNT_COLUMNS = [
-    "kind",
-    "partition",
-    "records",
-    "read_committed",
-    "committed_records",
-    "aborted_records",
-    "open_records",
-    "non_transactional_records",
-    "markers",
-    "lso",
-    "hw",
-]
-
-
 @app.command("count")
 @boundary(rows="partitions")
 def count(
@@ -120,14 +105,14 @@ def count(
     partition without a leader is not counted: it is named on stderr (and under "unseen"), and the
     exit is 75."""
     from kxtx.dump.partition import parse_target
-    from kxtx.ops.topics import count_records
+    from kxtx.ops.topics import COUNTS, count_records
 
     topic, partitions = parse_target(target)
     unseen: dict[int, str] = {}
     rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions, unseen)
     if choose(fmt) is OutputFormat.table:  # the total first, where a long table does not hide it
         rows = rows[-1:] + rows[:-1]
-    emit_rows(rows, fmt, COUNT_COLUMNS, title=f"records in {topic}")
+    emit_rows(rows, fmt, ["kind", "partition", *COUNTS, "lso", "hw"], title=f"records in {topic}")
     held = [r["partition"] for r in rows if r["kind"] == "partition" and r["open_records"]]
     if held:  # why each open record's transaction holds the LSO, and what ends it
         from kxtx.cli.hanging import say_held
