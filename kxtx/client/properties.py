@@ -148,19 +148,17 @@ def _translate_jaas(out: dict[str, str], source: str) -> None:
 
 
 # --- stores ------------------------------------------------------------------------------------------
-def _read_store(path: str, key: str, source: str) -> bytes:
+def _read_store(path: str, key: str, source: str) -> tuple[bytes, str]:
+    """The store `key` names and its kind, "PEM" or "PKCS12"; a JKS store is an error."""
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(f"{source}: {key} {path}: {exc.strerror or exc}") from None
-
-
-def _store_kind(data: bytes) -> str:
     if data.lstrip().startswith(b"-----BEGIN"):
-        return "PEM"
+        return data, "PEM"
     if data[:4] == _JKS_MAGIC:
-        return "JKS"
-    return "PKCS12"
+        raise ConfigError(_jks_message(source, key, path))
+    return data, "PKCS12"
 
 
 def _jks_message(source: str, key: str, path: str) -> str:
@@ -199,10 +197,7 @@ def _translate_truststore(out: dict[str, str], source: str) -> None:
     path = out.pop("ssl.truststore.location", None)
     if path is None:
         return
-    data = _read_store(path, "ssl.truststore.location", source)
-    kind = _store_kind(data)
-    if kind == "JKS":
-        raise ConfigError(_jks_message(source, "ssl.truststore.location", path))
+    data, kind = _read_store(path, "ssl.truststore.location", source)
     if kind == "PEM":
         out.setdefault("ssl.ca.location", path)
         return
@@ -225,10 +220,7 @@ def _translate_keystore(out: dict[str, str], source: str) -> None:
     path = out.pop("ssl.keystore.location", None)
     if path is None:
         return
-    data = _read_store(path, "ssl.keystore.location", source)
-    kind = _store_kind(data)
-    if kind == "JKS":
-        raise ConfigError(_jks_message(source, "ssl.keystore.location", path))
+    data, kind = _read_store(path, "ssl.keystore.location", source)
     if kind == "PEM":  # Java's PEM keystore: private key and certificate chain in one file
         out.setdefault("ssl.certificate.location", path)
         out.setdefault("ssl.key.location", path)
