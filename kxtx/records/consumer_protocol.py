@@ -40,9 +40,7 @@ def decode_subscription(raw: bytes) -> dict[str, Any] | None:
     Returns None for zero-length bytes ("none"); raises DecodeError when the bytes do not fit."""
     if not raw:
         return None
-    version, p = read_int16(raw, 0)
-    if version < 0:
-        raise DecodeError(f"negative subscription version {version}")
+    version, p = _read_version(raw, "subscription")
     topics, p = _read_strings(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     out: dict[str, Any] = {
@@ -64,9 +62,7 @@ def decode_assignment(raw: bytes) -> dict[str, Any] | None:
     """Assigned partitions per topic and user data size (same layout in v0-v3)."""
     if not raw:
         return None
-    version, p = read_int16(raw, 0)
-    if version < 0:
-        raise DecodeError(f"negative assignment version {version}")
+    version, p = _read_version(raw, "assignment")
     assigned, p = _read_topic_partitions(raw, p)
     user_data, p = read_nullable_bytes(raw, p)
     _check_end(raw, p, version, "assignment")
@@ -75,6 +71,14 @@ def decode_assignment(raw: bytes) -> dict[str, Any] | None:
         "assigned_partitions": assigned,
         "user_data_size": None if user_data is None else len(user_data),
     }
+
+
+def _read_version(raw: bytes, what: str) -> tuple[int, int]:
+    """The embedded protocol's int16 version and where the rest starts; a negative one is an error."""
+    version, p = read_int16(raw, 0)
+    if version < 0:
+        raise DecodeError(f"negative {what} version {version}")
+    return version, p
 
 
 def _check_end(raw: bytes, p: int, version: int, what: str) -> None:

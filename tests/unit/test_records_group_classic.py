@@ -330,6 +330,9 @@ NULL_ARRAY = e.i32(-1)
         ),
         # truncated inside the partitions array of the only topic
         (decode_assignment, ASSIGN_V3[:-6], "truncated at byte 22: need 4 more"),
+        # a negative version is no version: named with what was decoded
+        (decode_subscription, e.i16(-1) + NULL_ARRAY + e.nbytes(None), "negative subscription version -1"),
+        (decode_assignment, e.i16(-2) + NULL_ARRAY + e.nbytes(None), "negative assignment version -2"),
     ],
 )
 def test_consumer_protocol_null_and_truncated_arrays(decoder, raw, expected):
