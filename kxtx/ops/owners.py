@@ -14,19 +14,22 @@ from collections.abc import Callable
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 
+#: what ends a `kxtx pipe` transaction, in either mode
+_PIPE_RERUN = (
+    "rerunning the same pipe line fences and aborts it and reprocesses from the committed offsets; "
+    "do not commit it by hand"
+)
+
+
 def _kxtx_pipe_member(m: re.Match[str]) -> str:
     return (
         f"looks like a `kxtx pipe` id in executors mode (pipe {m['pipe']!r}, input "
-        f"{m['topic']}:{m['partition']}): rerunning the same pipe line fences and aborts it and "
-        "reprocesses from the committed offsets; do not commit it by hand"
+        f"{m['topic']}:{m['partition']}): {_PIPE_RERUN}"
     )
 
 
 def _kxtx_pipe(_m: re.Match[str]) -> str:
-    return (
-        "looks like a `kxtx pipe` id (driver mode): rerunning the same pipe line fences and aborts it "
-        "and reprocesses from the committed offsets; do not commit it by hand"
-    )
+    return f"looks like a `kxtx pipe` id (driver mode): {_PIPE_RERUN}"
 
 
 def _kxtx_produce(m: re.Match[str]) -> str:
