@@ -1,7 +1,8 @@
 """Schema Registry serdes (issue 45): kxtx against hand-written confluent-kafka loops, and kxtx's
 Avro pipe against its JSON pipe. Not a timed test: run it by hand.
 
-    python bench/bench_registry.py [--records 1000000] [--rounds 2] [--cases produce,pipe]
+    python bench/bench_registry.py [--records 1000000] [--rounds 2] [--cases produce,pipe,quix]
+                                   [--quix-python PATH]
 
 Cases:
   produce  1M JSON lines (~80-byte documents) to Avro, one partition: `kxtx produce FILE
@@ -12,6 +13,13 @@ Cases:
            the same documents as JSON (`--value-format json`), and registry_hand.py's loop (consume
            read_committed -> AvroDeserializer -> UDF -> AvroSerializer -> produce, offsets in the
            transaction)
+  quix     the pipe case's Avro input and UDF, `kxtx pipe --value-format avro --out-schema out.avsc`
+           against a Quix Streams application (bench/registry_quix.py: processing_guarantee
+           "exactly-once", Quix's AvroDeserializer and AvroSerializer through the registry), each
+           timed from launch until it exits with all RECORDS committed; the ratio is Quix's time
+           over kxtx's. Quix Streams pins an older confluent-kafka than kxtx's, so it runs with
+           the interpreter of a venv of its own: `--quix-python` (default $KXTX_BENCH_QUIX_PYTHON,
+           else this one); `python -m venv /tmp/quix && /tmp/quix/bin/pip install quixstreams`
 
 Every run gets a fresh output topic; runs are interleaved round by round after a warm-up round;
 wall time, the process tree's CPU seconds and peak RSS come from wait4 (for a pipe that undercounts:
@@ -123,8 +131,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--cases", default="produce,pipe")
+    ap.add_argument("--cases", default="produce,pipe", help="produce, pipe, quix (comma-separated)")
+    ap.add_argument(
+        "--quix-python",
+        default=os.environ.get("KXTX_BENCH_QUIX_PYTHON", sys.executable),
+        help="a python with quixstreams installed (the quix case)",
+    )
     args = ap.parse_args()
+    if "quix" in args.cases:
+        found = subprocess.run([args.quix_python, "-c", "import quixstreams"], capture_output=True)
+        if found.returncode != 0:
+            raise SystemExit(
+                f"bench_registry: {args.quix_python} cannot import quixstreams (the quix case): "
+                "python -m venv /tmp/quix && /tmp/quix/bin/pip install quixstreams, then --quix-python /tmp/quix/bin/python"
+            )
     from kxtx.sandbox import Sandbox
     from tests.registry import Registry
 
@@ -178,7 +198,7 @@ def main() -> None:
                 flush=True,
             )
 
-        if "pipe" in args.cases:
+        if "pipe" in args.cases or "quix" in args.cases:
             avro_in, json_in = (
                 create_topic(bootstrap, 2, "reg-bench-avro"),
                 create_topic(bootstrap, 2, "reg-bench-json"),
@@ -201,11 +221,12 @@ def main() -> None:
                 capture_output=True,
                 env=env,
             )
-            subprocess.run(
-                kxtx("produce", str(jsonl), "-t", json_in, "-b", bootstrap, "-k", "id"),
-                check=True,
-                capture_output=True,
-            )
+            if "pipe" in args.cases:
+                subprocess.run(
+                    kxtx("produce", str(jsonl), "-t", json_in, "-b", bootstrap, "-k", "id"),
+                    check=True,
+                    capture_output=True,
+                )
             udf = str(ROOT / "bench" / "registry_udfs.py") + ":enrich"
             common = ["-b", bootstrap, "--udf", udf, "--max-records", str(n), "--from", "earliest"]
 
@@ -245,6 +266,29 @@ def main() -> None:
             def hand_pipe(out: str) -> list[str]:
                 register(url, f"{out}-value", OUT_SCHEMA)
                 return [*hand, "pipe", avro_in, out, url, str(out_avsc), bootstrap, str(n)]
+
+            def quix_pipe(out: str) -> list[str]:
+                register(url, f"{out}-value", OUT_SCHEMA)
+                quix = str(ROOT / "bench" / "registry_quix.py")
+                group = f"g-{uuid.uuid4().hex[:8]}"
+                return [args.quix_python, quix, avro_in, out, url, str(out_avsc), bootstrap, str(n), group]
+
+            if "quix" in args.cases:
+                med = interleaved(
+                    "quix", {"kxtx-avro": kxtx_avro, "quix": quix_pipe}, args.rounds, bootstrap, n
+                )
+                print(
+                    json.dumps(
+                        {
+                            "case": "quix",
+                            "median": med,
+                            "quix/kxtx-avro": ratio(med["quix"], med["kxtx-avro"]),
+                        }
+                    ),
+                    flush=True,
+                )
+            if "pipe" not in args.cases:
+                return
 
             med = interleaved(
                 "pipe",

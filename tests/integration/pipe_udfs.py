@@ -122,6 +122,11 @@ def registry_enrich(order):
     return {"id": order["id"], "name": order["name"].upper(), "total": (order.get("amount") or 0) * 2}
 
 
+def registry_interop(order):
+    """registry_enrich, the input's nullable `note` passed on as it came (None, "" or a text)."""
+    return {**registry_enrich(order), "note": order.get("note")}
+
+
 def registry_shape(order):
     """How many fields the decoded record had: 3 for version 1 of the schema, 4 for version 2."""
     return {"id": order["id"], "name": order.get("note") or order["name"], "total": float(len(order))}

@@ -115,6 +115,104 @@ def out_schema_file(tmp_path: Path, fmt: str, text: str | None = None) -> Path:
     return path
 
 
+# --- the interop round trips (produce -> pipe -> dump, read back by confluent-kafka's serdes) ------
+#: the input and output schemas above with a nullable `note`: a proto3 `optional` field in Protobuf,
+#: whose presence (unset, set to "", set) must survive each step
+NOTE = {"name": "note", "type": ["null", "string"], "default": None}
+INTEROP_IN = {
+    "avro": ("order.avsc", json.dumps({**AVRO_V1, "fields": [*AVRO_V1["fields"], NOTE]})),
+    "jsonschema": (
+        "order.json",
+        json.dumps(
+            {**JSON_SCHEMA, "properties": {**JSON_SCHEMA["properties"], "note": {"type": ["string", "null"]}}}
+        ),
+    ),
+    "protobuf": ("order.proto", PROTO.replace("}\n", "  optional string note = 4;\n}\n")),
+}
+INTEROP_OUT = {
+    "avro": ("enriched.avsc", json.dumps({**OUT_AVRO, "fields": [*OUT_AVRO["fields"], NOTE]})),
+    "jsonschema": (
+        "enriched.json",
+        json.dumps(
+            {**OUT_JSON, "properties": {**OUT_JSON["properties"], "note": {"type": ["string", "null"]}}}
+        ),
+    ),
+    "protobuf": ("enriched.proto", OUT_PROTO.replace("}\n", "  optional string note = 4;\n}\n")),
+}
+
+
+def interop_docs(n: int) -> list[dict]:
+    """docs(n) with a note: null (unset), "" (set, empty) or a text, by turns."""
+    return [{**d, "note": [None, "", f"x{d['id']}"][d["id"] % 3]} for d in docs(n)]
+
+
+def interop_enriched(rows: list[dict]) -> list[dict]:
+    """What pipe_udfs.registry_interop makes of interop_docs."""
+    return [
+        {"id": d["id"], "name": d["name"].upper(), "total": d["amount"] * 2, "note": d["note"]} for d in rows
+    ]
+
+
+def interop_file(tmp_path: Path, schemas: dict, fmt: str) -> Path:
+    name, text = schemas[fmt]
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def proto_class(text: str, message: int = 0):
+    """The message class of a .proto text's message number `message`, built at run time as kxtx
+    builds its own (protoc as a library, then message_factory), where a user has protoc's
+    generated code."""
+    import base64
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from kxtx.schemas.protocodec import compile_proto
+
+    serialized, _ = compile_proto(text)
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName(f"{fdp.package}.{fdp.message_type[message].name}")
+    )
+
+
+def confluent_read(url: str, fmt: str, topic: str, values: list[bytes], proto: str | None = None) -> list:
+    """`values` as confluent-kafka's own deserializers read them: dicts for Avro and JSON Schema
+    (the writer's schema fetched from the registry at `url` by the schema id in each value),
+    messages of `proto`'s first message for Protobuf (from the generated class, as a user reads
+    them; the registry is not asked)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    client = SchemaRegistryClient({"url": url, "timeout": 10})
+    if fmt == "avro":
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+        de = AvroDeserializer(client)
+    elif fmt == "jsonschema":
+        from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+
+        de = JSONDeserializer(None, schema_registry_client=client)
+    else:
+        from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+
+        assert proto is not None
+        de = ProtobufDeserializer(proto_class(proto), {"use.deprecated.format": False})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    return [de(v, ctx) for v in values]
+
+
+def as_dict(message) -> dict:
+    """A Protobuf message as dump shows it: every field, None where a field with presence is unset."""
+    return {
+        f.name: getattr(message, f.name) if not f.has_presence or message.HasField(f.name) else None
+        for f in message.DESCRIPTOR.fields
+    }
+
+
 class Vanishing:
     """A loopback forwarder in front of `registry` that, at the first request whose bytes match
     `trigger` (a regex), stops the registry and closes every connection and its own listener, so

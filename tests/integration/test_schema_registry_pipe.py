@@ -15,9 +15,17 @@ from tests.integration.kafka_io import read_committed
 from tests.integration.pipe_helpers import committed_offsets, run_in_process
 from tests.integration.registry_helpers import (
     AVRO_V2,
+    INTEROP_IN,
+    INTEROP_OUT,
     OUT_PROTO,
+    as_dict,
+    confluent_read,
     docs,
+    interop_docs,
+    interop_enriched,
+    interop_file,
     out_schema_file,
+    proto_class,
     records_of,
     schema_file,
     write_jsonl,
@@ -50,27 +58,51 @@ def enriched(rows: list[dict]) -> list[dict]:
 
 
 @pytest.mark.parametrize("fmt", ["avro", "jsonschema", "protobuf"])
-def test_the_udf_gets_decoded_records_and_its_results_are_encoded(
-    kafka, spark_session, schema_registry, run_kxtx, tmp_path, fmt
+def test_each_format_round_trips_produce_pipe_dump_on_each_registry(
+    kafka, spark_session, each_registry, run_kxtx, tmp_path, fmt
 ):
+    """produce -> pipe -> dump against AxonOps and against Apicurio: the UDF gets decoded records
+    and its results are encoded with the output's schema; what kxtx wrote, before the pipe and
+    after, reads back with confluent-kafka's own deserializers, and dump shows the same. A nullable
+    `note` (proto3 `optional`) keeps which records left it unset, set it to "" or to a text:
+    `HasField` for Confluent's Protobuf reader, null for Avro, JSON Schema and dump."""
+    if fmt == "protobuf":
+        pytest.importorskip("grpc_tools")
+    url, env = each_registry.url, {"KXTX_SCHEMA_REGISTRY_URL": each_registry.url}
     src, out = kafka.create_topic(partitions=2), kafka.create_topic(partitions=2)
-    produce(run_kxtx, schema_registry, src, tmp_path, fmt, docs(100))
+    rows = interop_docs(60)
+    produce(run_kxtx, each_registry, src, tmp_path, fmt, rows, interop_file(tmp_path, INTEROP_IN, fmt))
     summary = run_in_process(
         kafka,
         spark_session,
         [src],
         out,
-        "registry_enrich",
-        registry=schema_registry.url,
+        "registry_interop",
+        registry=url,
         value_format=fmt,
-        out_schema=str(out_schema_file(tmp_path, fmt)),
+        out_schema=str(interop_file(tmp_path, INTEROP_OUT, fmt)),
         register=True,
     )
-    assert (summary.records_in, summary.records_out) == (100, 100)
-    rows = records_of(run_kxtx, out, fmt, {"KXTX_SCHEMA_REGISTRY_URL": schema_registry.url})
-    assert sorted((r["value"] for r in rows), key=lambda d: d["id"]) == enriched(docs(100))
-    assert {r["value_subject"] for r in rows} == {f"{out}-value"}
-    assert {r["key"] for r in rows} == {str(i) for i in range(100)}  # the input's keys, as they were
+    assert (summary.records_in, summary.records_out) == (60, 60)
+    expected = interop_enriched(rows)
+
+    def by_id(values):
+        return sorted(values, key=lambda d: d["id"])
+
+    for topic, schemas, want in [(src, INTEROP_IN, rows), (out, INTEROP_OUT, expected)]:
+        records = read_committed(kafka.bootstrap, topic)
+        got = confluent_read(url, fmt, topic, [r.value for r in records], schemas[fmt][1])
+        if fmt == "protobuf":
+            set_ = {m.id for m in got if m.HasField("note")}
+            assert set_ == {d["id"] for d in want if d["note"] is not None}, topic
+            got = [as_dict(m) for m in got]
+        assert by_id(got) == want, topic
+        assert {r.key for r in records} == {str(i).encode() for i in range(60)}  # the input's keys
+
+    dumped = records_of(run_kxtx, out, fmt, env)
+    assert by_id(r["value"] for r in dumped) == expected
+    assert {r["value_subject"] for r in dumped} == {f"{out}-value"}
+    assert {r["key"] for r in dumped} == {str(i) for i in range(60)}
 
 
 def test_a_new_compatible_version_mid_stream_reaches_the_udf_as_written(
@@ -252,24 +284,6 @@ message Order {
   }
 }
 """
-
-
-def proto_class(text: str):
-    """The message class of a .proto text's first message, built at run time as kxtx builds its
-    own (protoc as a library, then message_factory): no generated code."""
-    import base64
-
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-    from kxtx.schemas.protocodec import compile_proto
-
-    serialized, _ = compile_proto(text)
-    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName(f"{fdp.package}.{fdp.message_type[0].name}")
-    )
 
 
 def test_a_protobuf_pass_through_keeps_which_fields_with_presence_were_set(
