@@ -25,6 +25,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,7 @@ class ExecutorPipe(PipeCore):
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
             run=self.run_token,
             failover_s=self.settings.failover,
+            debug=logger.isEnabledFor(logging.DEBUG),
             # local tasks share the driver's disk (as driver mode's spool does): a UDF failure in
             # one stops the others of its round
             stop_file=os.path.join(batch.spool, f"kxtx-udf-failed-{self.run_token}") if batch.spool else None,
