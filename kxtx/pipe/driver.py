@@ -27,7 +27,6 @@ from kxtx.pipe.offsets import Committed, batch_offsets
 from kxtx.pipe.txn import Abortable, TxnProducer
 from kxtx.pipe.worker import transform as tf
 from kxtx.pipe.worker.outputs import to_records
-from kxtx.wording import plural
 
 if TYPE_CHECKING:
     from confluent_kafka import TopicPartition
@@ -53,6 +52,8 @@ class DriverPipe(PipeCore):
         self._rebalanced = False
         self.committed = Committed()
         self._next_catch_up = 0.0
+        #: aborted transactions in a row, and when they give up
+        self.streak = rounds.Streak(MAX_ATTEMPTS, "aborted transaction")
 
     # --- setup -----------------------------------------------------------------------------------
     def _prepare_mode(self, loaded: LoadedUdf) -> None:
@@ -178,7 +179,7 @@ class DriverPipe(PipeCore):
         """With nothing read and unprocessed: commit, in a transaction of offsets only, the
         position of partitions that moved past aborted records and markers since the last commit
         (see kxtx.pipe.offsets), so the group's lag is 0 when nothing is left to read."""
-        if now < self._next_catch_up or self.stats.consecutive_aborts:
+        if now < self._next_catch_up or self.streak.n:
             return  # after an abort the batch is read again first
         self._next_catch_up = now + 1.0
         behind = self.committed.behind(self.consumer, self._assignment, self.settings.timeout)
@@ -200,23 +201,28 @@ class DriverPipe(PipeCore):
     # --- one transaction -------------------------------------------------------------------------
     def _process_batch(self) -> None:
         batch, self.pending = self.pending, []
+        began = time.monotonic()
         try:
             with gcpause.paused():  # the batch's output tables and records: see kxtx.fast.gcpause
                 self._transact(batch)
-            self.stats.consecutive_aborts = 0
-        except Abortable as exc:
-            # Abort, rewind to the last committed offsets (= the first record of this batch in
-            # each partition) and read again: a rebalance that caused it is served on the way.
+            self.streak.ok()
+        except Exception as exc:
+            # An abortable Kafka error, or a schema registry that did not answer (retriable: the
+            # batch's new schema ids are fetched before the job). Abort, rewind to the last
+            # committed offsets (= the first record of this batch in each partition) and read
+            # again: a rebalance that caused it is served on the way.
+            registry = exc if isinstance(exc, Unavailable) and getattr(exc, "retriable", False) else None
+            if not isinstance(exc, Abortable) and registry is None:
+                raise
             self.stats.aborted += 1
-            self.stats.consecutive_aborts += 1
             self.txn.abort(exc)
             self._seek_to_first(batch)
-            n = self.stats.consecutive_aborts
-            if n >= MAX_ATTEMPTS:
-                error = Unavailable if exc.unavailable else KafkaOperationError  # 75: run again
-                raise error(
-                    f"gave up after {plural(n, 'aborted transaction')} in a row; last error: {exc}"
-                ) from None
+            unavailable = registry is not None or getattr(exc, "unavailable", False)
+            # exit 75 when it is the cluster or the registry: run again (KafkaOperationError else);
+            # while they do not answer, the streak ends at KXTX_FAILOVER_TIMEOUT (rounds.Streak)
+            n = self.streak.failed(
+                str(exc), self.settings.failover, unavailable, began, type(registry) if registry else None
+            )
             logger.warning(
                 "transaction aborted (%s); rewound %d records, retrying (%d/%d)",
                 exc,

@@ -25,6 +25,7 @@ transaction, so killing it loses nothing: a restart continues from the committed
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -77,9 +78,9 @@ class ExecutorPipe(PipeCore):
         self.admin: Any = None  # a confluent-kafka AdminClient, from prepare() on
         self.tokens: dict[tuple[str, int], str] = {}
         self.lag: int | None = None
-        self._failed_rounds = 0
-        #: when the current streak of failed rounds began (monotonic), None while rounds succeed
-        self._failing_since: float | None = None
+        self.streak = rounds.Streak(MAX_FAILED_ROUNDS, "failed round")
+        #: when the current round began (monotonic): a streak of failed rounds counts from the first's
+        self._round_began: float | None = None
         self._plan_s = 0.0
         self._unpaused: list = []
         #: this run's token, committed by its tasks (see rounds.taken_over)
@@ -119,6 +120,7 @@ class ExecutorPipe(PipeCore):
             executor_log=not sparkmod.is_local(self.session.sparkContext.master),
             run=self.run_token,
             failover_s=self.settings.failover,
+            debug=logger.isEnabledFor(logging.DEBUG),
             # local tasks share the driver's disk (as driver mode's spool does): a UDF failure in
             # one stops the others of its round
             stop_file=os.path.join(batch.spool, f"kxtx-udf-failed-{self.run_token}") if batch.spool else None,
@@ -192,20 +194,21 @@ class ExecutorPipe(PipeCore):
                     return
             planned = time.monotonic()
             plans = self._plan(budget)
-            began = time.monotonic()
+            began = self._round_began = time.monotonic()
             self._plan_s = began - planned
-            failures = self._failed_rounds
+            failures = self.streak.n
             got = self._round(plans) if plans else 0
             now = time.monotonic()
             if got:
                 self._last_data = now
                 if self.stats.first_record is None:
                     self.stats.first_record = began
-            elif self._failed_rounds > failures or self._unreadable_since is not None or self.lost():
+            elif self.streak.n > failures or self._unreadable_since is not None or self.lost():
                 # A failed round is not an idle one: its records are still there; nor is one
                 # that could not read a partition's end (its leader moving), or that had no
                 # partitions because the group was lost (its coordinator down). (A run whose
-                # rounds keep failing ends after MAX_FAILED_ROUNDS, one that cannot read a
+                # rounds keep failing ends after MAX_FAILED_ROUNDS or, failing because nothing
+                # answers, after KXTX_FAILOVER_TIMEOUT (rounds.Streak); one that cannot read a
                 # partition or stays without its group for longer than KXTX_FAILOVER_TIMEOUT,
                 # with an error.)
                 self._last_data = now
@@ -432,7 +435,7 @@ class ExecutorPipe(PipeCore):
             said = ", ".join(f"{n} {status}" for status, n in sorted(how.items()))
             self._failed(f"{failed} task(s) failed ({said}){why}", unavailable == failed)
         else:
-            self._failed_rounds, self._failing_since = 0, None
+            self.streak.ok()
         return got
 
     def _watch_fences(self, committed: dict) -> None:
@@ -457,22 +460,12 @@ class ExecutorPipe(PipeCore):
                 del self._fenced[key]
 
     def _failed(self, why: str, unavailable: bool = False) -> None:
-        """`unavailable`: every task failed with an error of a cluster failing over: giving up is
-        then exit 75 (run the same command again), as in driver mode."""
-        self._failed_rounds += 1
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        # Rounds that fail while the cluster or the schema registry does not answer each wait out
-        # their tasks' retries (a frozen registry: 3 tries of --timeout per task and round): the
-        # streak as a whole has the one bound of a failover, KXTX_FAILOVER_TIMEOUT, as produce has.
-        over = unavailable and now - self._failing_since >= self.settings.failover
-        if self._failed_rounds >= MAX_FAILED_ROUNDS or over:
-            error = Unavailable if unavailable else KafkaOperationError
-            took = f" in {now - self._failing_since:.0f}s (KXTX_FAILOVER_TIMEOUT)" if over else " in a row"
-            raise error(f"gave up after {self._failed_rounds} failed rounds{took}; last: {why}")
-        logger.warning("round failed (%s); retrying (%d/%d)", why, self._failed_rounds, MAX_FAILED_ROUNDS)
-        time.sleep(min(2.0, 0.1 * 2**self._failed_rounds))
+        """`unavailable`: every task failed with an error of a cluster failing over or a schema
+        registry that did not answer: giving up is then exit 75 (run the same command again), as
+        in driver mode, and the streak as a whole has the one bound of a failover (rounds.Streak)."""
+        n = self.streak.failed(why, self.settings.failover, unavailable, began=self._round_began)
+        logger.warning("round failed (%s); retrying (%d/%d)", why, n, MAX_FAILED_ROUNDS)
+        time.sleep(min(2.0, 0.1 * 2**n))
 
     # --- progress and shutdown -------------------------------------------------------------------
     def _lag(self) -> int | None:

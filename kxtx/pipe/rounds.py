@@ -1,12 +1,16 @@
 """Pure helpers of `kxtx pipe`'s loops: how big a round (executors mode) or a transaction (driver
-mode) may be, and the --debug line that says where a round's time went."""
+mode) may be, when a streak of failed ones gives up (`Streak`), and the --debug line that says
+where a round's time went."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
+from kxtx.errors import KafkaOperationError, Unavailable
 from kxtx.log import logger
+from kxtx.wording import plural
 
 if TYPE_CHECKING:
     from kxtx.pipe.worker.task import TaskResult
@@ -38,6 +42,47 @@ def log_round(plans: list, results: list[TaskResult], plan_s: float, job_s: floa
             for k in ("task_s", "init_s", "consume_s", "udf_s", "produce_s", "commit_s")
         ),
     )
+
+
+class Streak:
+    """Failed rounds (executors mode) or aborted transactions (driver mode) in a row, and when
+    they give up: after `most` of them, or, while they fail because the cluster or the schema
+    registry does not answer, once KXTX_FAILOVER_TIMEOUT has passed since the first of them
+    began. Each such failure waits out its own retries (a frozen registry: 3 tries of --timeout
+    per request), so a count alone held a run for `most` times that (issue 62): the time bound
+    makes the whole ride-out one bound, as a broker outage has."""
+
+    def __init__(self, most: int, unit: str) -> None:
+        self.most, self.unit = most, unit
+        #: failures in a row, and when the first of them began (monotonic; None while none failed)
+        self.n = 0
+        self.since: float | None = None
+
+    def ok(self) -> None:
+        """One succeeded: the streak ends."""
+        self.n, self.since = 0, None
+
+    def failed(
+        self,
+        why: str,
+        bound: float,
+        unavailable: bool,
+        began: float | None = None,
+        error: type[KafkaOperationError] | None = None,
+    ) -> int:
+        """Count a failure (which began at `began`, monotonic; now if not given) and return how
+        many in a row; when the streak is over, raise `error` (by default `Unavailable`, exit 75,
+        when `unavailable`, else `KafkaOperationError`) saying why it gave up, `why` last."""
+        now = time.monotonic()
+        self.n += 1
+        if self.since is None:
+            self.since = now if began is None else min(began, now)
+        over = unavailable and now - self.since >= bound
+        if self.n >= self.most or over:
+            error = error or (Unavailable if unavailable else KafkaOperationError)
+            took = f" in {now - self.since:.0f}s (KXTX_FAILOVER_TIMEOUT)" if over else " in a row"
+            raise error(f"gave up after {plural(self.n, self.unit)}{took}; last: {why}")
+        return self.n
 
 
 def run_token() -> str:

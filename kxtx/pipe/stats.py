@@ -77,7 +77,6 @@ class Stats:
     dlq: int = 0
     transactions: int = 0
     aborted: int = 0
-    consecutive_aborts: int = 0
     #: executors mode: commits whose task result was lost (see task._recovered)
     lost_results: int = 0
     consume_s: float = 0.0

@@ -181,10 +181,20 @@ class AvroCodec:
                 return self._decode_one(payload)
             except Exception:  # noqa: BLE001 - fastavro below reads it or says why not
                 pass
+        buf = io.BytesIO(payload)
         try:
-            return self._read(io.BytesIO(payload), self.schema, None)
+            return self._read(buf, self.schema, None)
         except Exception as exc:  # noqa: BLE001 - truncated or foreign bytes
-            raise Mismatch(f"not an Avro record of this schema: {type(exc).__name__}: {exc}") from None
+            # fastavro's EOFError often has no message, and a number cut short is an IndexError
+            if isinstance(exc, EOFError) or (isinstance(exc, IndexError) and buf.tell() >= len(payload)):
+                why = (
+                    "the value ends before the record does "
+                    f"({len(payload)} byte{'' if len(payload) == 1 else 's'} after the "
+                    f"{framing.HEADER}-byte header)"
+                )
+            else:
+                why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise Mismatch(f"not an Avro record of this schema: {why}") from None
 
     def fields(self) -> dict[str, Any] | None:
         """Top-level field name -> its Avro type, for a record schema (CSV columns are text)."""

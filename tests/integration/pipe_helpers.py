@@ -71,12 +71,13 @@ def run_in_process(
     udf: str,
     registry: str | None = None,
     registry_timeout: float = 30.0,
+    failover: float | None = None,
     **config,
 ):
     """The pipe engine in this process on the shared SparkSession (the `spark_session` fixture),
     as `kxtx pipe` runs it, until it stops (`until_idle`, 2 s unless given, or `max_records`);
     returns its summary. `udf` names a function of pipe_udfs; `config` sets other PipeConfig
-    fields (`mode` "driver" unless given)."""
+    fields (`mode` "driver" unless given); `failover` is KXTX_FAILOVER_TIMEOUT."""
     from kxtx.pipe.modes import run
     from kxtx.pipe.runconfig import PipeConfig
 
@@ -94,6 +95,8 @@ def run_in_process(
     if registry is not None:  # a schema registry's URL (tests/registry.py)
         settings.registry = {"schema.registry.url": registry}
         settings.timeout = registry_timeout
+    if failover is not None:
+        settings.failover = failover
     return run(settings, cfg, session=session)
 
 

@@ -200,6 +200,7 @@ def test_a_registry_that_stops_answering_is_exit_75_and_the_rerun_continues_exac
     common = dict(
         registry=schema_registry.url, value_format="avro", group="g-registry-down", registry_timeout=1.0
     )
+    common["failover"] = 5.0  # each batch waits ~4 s for the frozen registry: given up at the second
     assert run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common).records_out == 40
     v2 = tmp_path / "v2.avsc"
     v2.write_text(json.dumps(AVRO_V2))  # a schema id this pipe has not seen: it must ask the registry
@@ -217,6 +218,7 @@ def test_a_registry_that_stops_answering_is_exit_75_and_the_rerun_continues_exac
         run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common)
     assert down.value.exit_code == ExitCode.RETRY
     assert f"schema registry {schema_registry.url} did not answer" in str(down.value)
+    assert "aborted transactions in " in str(down.value)  # ridden out to KXTX_FAILOVER_TIMEOUT
     assert len(read_committed(kafka.bootstrap, out)) == 40
     summary = run_in_process(kafka, spark_session, [src], out, "registry_enrich", **common)
     assert summary.records_out == 40

@@ -11,6 +11,7 @@ import pytest
 from kxtx.client.settings import Settings
 from kxtx.errors import Unavailable, partial_of
 from kxtx.pipe import executors
+from kxtx.pipe.rounds import Streak
 from kxtx.pipe.runconfig import PipeConfig
 from kxtx.pipe.stats import Stats
 from kxtx.signals import Guard
@@ -24,7 +25,8 @@ class Loop(executors.ExecutorPipe):
         self.settings = Settings()
         self.stats, self.progress, self.lag = Stats(), None, 0
         self.signals = Guard()
-        self._failed_rounds, self._next_progress, self._failing_since = 0, 0.0, None
+        self.streak, self._next_progress = Streak(executors.MAX_FAILED_ROUNDS, "failed round"), 0.0
+        self._round_began = None
         self._unreadable_since = self._lost_since = None
         self.rounds, self.ran = list(rounds), []
         self.assign_after, self.served = assign_after, 0
@@ -45,7 +47,7 @@ class Loop(executors.ExecutorPipe):
         if outcome == "fail":
             self._failed("Spark job failed: lost executor")
             return 0
-        self._failed_rounds = 0
+        self.streak.ok()
         self.stats.add_batch(outcome, outcome, 0, 0)
         return outcome
 

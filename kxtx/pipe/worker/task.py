@@ -38,6 +38,7 @@ Tasks never raise for Kafka or UDF errors: they return a `TaskResult` (its `stat
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -120,6 +121,18 @@ class Job:
     #: where they are (the run ends at this round anyway). None on a cluster: the tasks there do
     #: not share a disk, and their round runs to its end.
     stop_file: str | None = None
+    #: the driver runs with --debug: the tasks' librdkafka log lines are shown (see `client_log`)
+    debug: bool = False
+
+
+def client_log(job: Job) -> logging.Logger:
+    """The logger of a task's librdkafka clients, as every kxtx client has (kxtx.client.clients):
+    without one, librdkafka writes its own lines (`%4|...|GETPID|... Coordinator load in progress`,
+    `CONFWARN` for a consumer property given to the producer) to the worker's stderr, which a
+    local run shares with the user's terminal. Shown only with --debug, as the driver's are."""
+    log = logging.getLogger("kxtx.librdkafka")
+    log.setLevel(logging.DEBUG if job.debug else logging.CRITICAL)
+    return log
 
 
 @dataclass(frozen=True)
@@ -233,6 +246,7 @@ def producer_conf(job: Job, tid: str) -> dict:
         **tw.producer_conf(job.conf, **{"enable.sparse.connections": False}),
         **job.conf,
         "transactional.id": tid,
+        "logger": client_log(job),
     }
 
 
@@ -287,6 +301,7 @@ def consumer_conf(job: Job) -> dict:
         **job.conf,
         **exactly_once(job.group, job.start),
         "enable.partition.eof": True,
+        "logger": client_log(job),
     }
 
 
