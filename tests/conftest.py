@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kxtx import fast
 from tests import cli
 
 ROOT = cli.ROOT
@@ -22,7 +23,7 @@ ROOT = cli.ROOT
 #: Tests of a fast path's own code (kxtx.fast), which KXTX_FAST=0 turns off: skipped then. The
 #: `fastpath` tests that hold it against the general path run both ways (scripts/test.sh).
 fast_only = pytest.mark.skipif(
-    os.environ.get("KXTX_FAST", "").strip().lower() in ("0", "off", "false", "no"),
+    fast.every_path_off(),
     reason="tests a fast path itself, which KXTX_FAST=0 turns off",
 )
 

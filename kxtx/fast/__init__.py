@@ -52,7 +52,13 @@ def enabled(path: str, env: Mapping[str, str] | None = None) -> bool:
     alias = PATHS[path]
     if env is None:
         env = os.environ
-    for variable in (ENV, alias) if alias else (ENV,):
-        if env.get(variable, "").strip().lower() in _OFF:
-            return False
-    return True
+    return not any(_off(variable, env) for variable in ((ENV, alias) if alias else (ENV,)))
+
+
+def every_path_off(env: Mapping[str, str] | None = None) -> bool:
+    """Whether KXTX_FAST turns every fast path off (in `env`, or the process's environment)."""
+    return _off(ENV, os.environ if env is None else env)
+
+
+def _off(variable: str, env: Mapping[str, str]) -> bool:
+    return env.get(variable, "").strip().lower() in _OFF

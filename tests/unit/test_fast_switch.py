@@ -55,3 +55,17 @@ def test_the_switch_reads_the_environment(monkeypatch):
     assert not fast.enabled("produce")
     monkeypatch.delenv("KXTX_FAST")
     assert fast.enabled("produce")
+
+
+@pytest.mark.parametrize(
+    "env, off",
+    [
+        ({}, False),
+        ({"KXTX_FAST": "1"}, False),
+        ({"KXTX_FAST": "0"}, True),
+        ({"KXTX_FAST": " Off "}, True),
+        ({"KXTX_SPEEDUPS": "0"}, False),
+    ],  # an older variable turns one path off, not every one
+)
+def test_every_path_off_is_kxtx_fast_alone(env, off):
+    assert fast.every_path_off(env) is off
