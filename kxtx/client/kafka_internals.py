@@ -33,12 +33,12 @@ USED = (
     "_find_coordinator_id",
 )
 
-_checked: set[int] = set()  # id() of the admin classes already checked
+_checked: set[type] = set()  # the admin classes already checked (held: an id() can be reused)
 
 
 def check(admin: KafkaAdminClient) -> None:
     """Raise a KxtxError naming kafka-python's version if an internal kxtx uses is missing."""
-    if id(type(admin)) in _checked:
+    if type(admin) in _checked:
         return
     for path in USED:
         obj: Any = admin
@@ -52,7 +52,7 @@ def check(admin: KafkaAdminClient) -> None:
                     "sends its WriteTxnMarkers, EndTxn and Fetch requests through: install the "
                     "range kxtx is tested with (pip install 'kafka-python>=3.0,<4')"
                 )
-    _checked.add(id(type(admin)))
+    _checked.add(type(admin))
 
 
 def run(admin: KafkaAdminClient, coro_fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> Any:
