@@ -4,8 +4,9 @@ on the very librdkafka client behind a confluent-kafka `Producer`.
 Why. On the fast paths of `kxtx produce`, one `Producer.produce()` call per record was most of the
 process's own CPU work (argument parsing, a call into the extension, a message of its own for each
 record), and the gap to kcat (bench/README.md, "Against kcat"). confluent-kafka's `produce_batch`
-takes a dict per record and is slower than `produce()`. `rd_kafka_produce_batch` takes an array of
-`rd_kafka_message_t`, built here for a whole run of records with loops in C.
+takes a dict per record and costs what `produce()` does, or more with keys (bench/README.md, "The
+speed annex, path by path"). `rd_kafka_produce_batch` takes an array of `rd_kafka_message_t`, built
+here for a whole run of records with loops in C.
 
 How. The client is the producer's own: `rd_kafka_t *` is the first field of confluent-kafka's
 `Handle` after the object header (src/confluent_kafka/src/confluent_kafka.h, the same in every
