@@ -194,7 +194,7 @@ def kxtx_pipe(
         max_records=n,
         value_format=value_format,
     )
-    s = run(Settings(props={"bootstrap.servers": bootstrap}, timeout=60), cfg, session=session)
+    s = run(Settings(props={"bootstrap.servers": bootstrap}, timeout=60), cfg, session=session).to_dict()
     batch_ms = 1000 * s["processing_s"] / max(1, s["transactions"])
     return {
         "records_per_s": round(s["processing_records_per_s"]),
