@@ -129,19 +129,38 @@ def main() -> None:
                 if case == "kxtx-batch-py":
                     env["KXTX_SPEEDUPS"] = "0"
                 out = subprocess.run(
-                    [sys.executable, __file__, "--bootstrap", a.bootstrap, "--records", str(a.records),
-                     "--partitions", str(a.partitions), "--one", case, shape],
-                    env=env, check=True, capture_output=True, text=True,
+                    [
+                        sys.executable,
+                        __file__,
+                        "--bootstrap",
+                        a.bootstrap,
+                        "--records",
+                        str(a.records),
+                        "--partitions",
+                        str(a.partitions),
+                        "--one",
+                        case,
+                        shape,
+                    ],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
                 ).stdout
                 res = json.loads(out.strip().splitlines()[-1])
                 results.setdefault((shape, case), []).append(res)
-                print(f"round {r + 1} {shape:6} {case:16} hand {res['hand_wall']:.2f} s / {res['hand_cpu']:.2f} "
-                      f"CPU s; with commit {res['wall']:.2f} / {res['cpu']:.2f}", file=sys.stderr)
+                print(
+                    f"round {r + 1} {shape:6} {case:16} hand {res['hand_wall']:.2f} s / {res['hand_cpu']:.2f} "
+                    f"CPU s; with commit {res['wall']:.2f} / {res['cpu']:.2f}",
+                    file=sys.stderr,
+                )
     print(f"\n{a.records} records, {a.rounds} rounds, medians (wall / CPU s)\n")
     print("| shape | case | handing over | with the commit | CPU ÷ produce() |")
     print("|---|---|---|---|---|")
     for shape in shapes:
-        base = statistics.median(x["cpu"] for x in results[(shape, "produce")]) if "produce" in cases else None
+        base = (
+            statistics.median(x["cpu"] for x in results[(shape, "produce")]) if "produce" in cases else None
+        )
         for case in cases:
             rs = results[(shape, case)]
             hw, hc = (statistics.median(x[k] for x in rs) for k in ("hand_wall", "hand_cpu"))
