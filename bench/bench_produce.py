@@ -104,7 +104,7 @@ def hand_loop(
     from orjson import loads
 
     topic = new_topic(bootstrap, CASES[case][0])
-    t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
+    t0, cpu0 = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     p = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -166,7 +166,7 @@ def hand_loop(
         p.commit_transaction(30)
         commits.append(time.perf_counter() - c0)
     end = time.perf_counter()
-    cpu = _cpu(resource.RUSAGE_SELF) - cpu0
+    cpu = cpu_seconds(resource.RUSAGE_SELF) - cpu0
     elapsed = end - t0
     drop_topic(bootstrap, topic)
     return {
@@ -182,7 +182,7 @@ def hand_loop(
     }
 
 
-def _cpu(who) -> float:
+def cpu_seconds(who) -> float:
     """CPU seconds (user + system, all threads: librdkafka's too) of this process or of its
     waited-for children. On a machine shared with other work, records per CPU second vary far
     less than records per second, so they are reported beside them."""
@@ -193,7 +193,7 @@ def _cpu(who) -> float:
 def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dict:
     """(b) kxtx produce as a user runs it; returns its summary plus wall time and peak RSS."""
     topic = new_topic(bootstrap, partitions)
-    t0, cpu0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
+    t0, cpu0 = time.perf_counter(), cpu_seconds(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -232,7 +232,7 @@ def run_kxtx(bootstrap: str, path: Path, *args: str, partitions: int = 1) -> dic
     out, err = proc.communicate()
     watcher.join()
     wall = time.perf_counter() - t0
-    cpu = _cpu(resource.RUSAGE_CHILDREN) - cpu0  # the whole process: start-up and imports too
+    cpu = cpu_seconds(resource.RUSAGE_CHILDREN) - cpu0  # the whole process: start-up and imports too
     if proc.returncode != 0:
         raise SystemExit(f"kxtx produce failed ({proc.returncode}): {err.decode()}")
     drop_topic(bootstrap, topic)

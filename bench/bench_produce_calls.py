@@ -25,14 +25,11 @@ import sys
 import time
 import uuid
 
+from bench_produce import cpu_seconds, drop_topic
+
 CASES = ("produce", "confluent-batch", "kxtx-batch", "kxtx-batch-py")
 SHAPES = ("plain", "keyed")
 RUN = 5000  # records per batch call, as kxtx's fast paths hand them over
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def one(case: str, shape: str, bootstrap: str, records: int, partitions: int) -> dict:
@@ -63,7 +60,7 @@ def one(case: str, shape: str, bootstrap: str, records: int, partitions: int) ->
         if batcher is None:
             raise SystemExit("kxtx's batch path is not usable here")
     p.begin_transaction()
-    wall, cpu = time.perf_counter(), _cpu()
+    wall, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     if case == "produce":
         produce = p.produce
         if keys is None:
@@ -93,9 +90,10 @@ def one(case: str, shape: str, bootstrap: str, records: int, partitions: int) ->
             nxt, failed = batcher.produce(topic, 0 if keys is None else targets, values, k, end, keys)
             if nxt != end or failed:
                 raise SystemExit(f"batch stopped at {nxt} of {end}, {len(failed)} failed")
-    handed = time.perf_counter() - wall, _cpu() - cpu
+    handed = time.perf_counter() - wall, cpu_seconds(resource.RUSAGE_SELF) - cpu
     p.commit_transaction(60)
-    done = time.perf_counter() - wall, _cpu() - cpu
+    done = time.perf_counter() - wall, cpu_seconds(resource.RUSAGE_SELF) - cpu
+    drop_topic(bootstrap, topic)  # a run's 1M records left on the broker would slow the later runs
     return {
         "case": case,
         "shape": shape,
