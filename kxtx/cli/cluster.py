@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    FormatOpt,
-    TimeoutOpt,
-    boundary,
-    connection,
+    Shared,
+    command,
 )
 from kxtx.cli.output import OutputFormat, choose, emit
 
 
-@boundary
+@command()
 def cluster(
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Check the connection: brokers, controller, metadata.version, transaction.version (KIP-890)
     and group.version (null in -o json, "not supported" in the table, on brokers without them)."""
     from kxtx.ops import clusterinfo as lib
 
-    info = lib.describe(connection(bootstrap, config, command_config, timeout))
-    if choose(fmt) is OutputFormat.table:
+    info = lib.describe(shared.settings())
+    if choose(shared.fmt) is OutputFormat.table:
         info.update({k: "not supported" for k in lib.FEATURES if info.get(k) is None})
-    emit(info, fmt, title="cluster")
+    emit(info, shared.fmt, title="cluster")

@@ -1,15 +1,18 @@
-"""Shared options (declared once, as Annotated aliases), the error boundary, and run state."""
+"""Shared options (declared once: Annotated aliases, and `@command`, which gives every command its
+shared ones), the error boundary, and run state."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
+import inspect
 import logging
 import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar, overload
 
 import typer
 
@@ -19,6 +22,7 @@ from kxtx.errors import Interrupted, KxtxError, partial_of
 from kxtx.exitcodes import ExitCode
 
 if TYPE_CHECKING:
+    from kxtx.client.admin import Cluster
     from kxtx.client.settings import Settings
 
 P = ParamSpec("P")
@@ -158,6 +162,98 @@ SubjectStrategyOpt = Annotated[
 ]
 
 
+@dataclasses.dataclass(frozen=True)
+class Shared:
+    """The shared options of one command run, as `@command` hands them over: the output format,
+    --dry-run and --yes of a destructive command, and the connection options, which become the one
+    Settings object on `settings()` (not before: a usage error in the command's own options is
+    reported first, and a command that needs no cluster never reads a client.properties)."""
+
+    fmt: OutputFormat | None = None
+    dry_run: bool = False
+    yes: bool = False
+    bootstrap: list[str] | None = None
+    config: list[str] | None = None
+    command_config: str | None = None
+    timeout: float | None = None
+    schema_registry: str | None = None
+
+    def settings(self) -> Settings:
+        return connection(
+            self.bootstrap, self.config, self.command_config, self.timeout, self.schema_registry
+        )
+
+    def cluster(self) -> Cluster:
+        """The admin client of these settings (a context manager)."""
+        from kxtx.client.admin import Cluster
+
+        return Cluster(self.settings())
+
+
+#: the options `@command` appends, in this order (the order --help lists them in), by the flag that
+#: asks for each: (parameter name, its Annotated alias, default)
+_SHARED_OPTIONS: tuple[tuple[str, str, object, object], ...] = (
+    ("dry_run", "dry_run", DryRunOpt, False),
+    ("yes", "yes", YesOpt, False),
+    ("connect", "bootstrap", BootstrapOpt, None),
+    ("connect", "config", ConfigOpt, None),
+    ("connect", "command_config", CommandConfigOpt, None),
+    ("connect", "timeout", TimeoutOpt, None),
+    ("registry", "schema_registry", RegistryOpt, None),
+)
+
+
+def command(
+    *,
+    rows: str | None = None,
+    connect: bool = True,
+    registry: bool = False,
+    dry_run: bool = False,
+    yes: bool = False,
+    fmt: object = FormatOpt,
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Declare a command's shared options once: the decorated function takes its own options and a
+    keyword `shared: Shared`; the command typer sees has the shared options appended (-b, -X,
+    --command-config, --timeout with `connect`; --schema-registry with `registry`; --dry-run and
+    --yes for a destructive command; --format, or the Annotated alias given as `fmt`, or none with
+    `fmt=None`), in that order. It is the error boundary too (`boundary`, with `rows`).
+
+    Refused at import: a function without `shared`, or one that declares a shared option itself."""
+    flags = {"connect": connect, "registry": registry, "dry_run": dry_run, "yes": yes}
+    wanted = [(name, alias, default) for flag, name, alias, default in _SHARED_OPTIONS if flags[flag]]
+    if fmt is not None:
+        wanted.append(("fmt", fmt, None))
+
+    def decorate(fn: Callable[..., R]) -> Callable[..., R]:
+        # typer reads the signature as given: the annotations evaluated here, once (the modules
+        # use `from __future__ import annotations`; `Shared` may be imported for type checking only)
+        sig = inspect.signature(fn, eval_str=True, globals={**fn.__globals__, "Shared": Shared})
+        if "shared" not in sig.parameters:
+            raise TypeError(f"{fn.__qualname__}: a @command takes `shared: Shared`")
+        taken = [name for name, _alias, _default in wanted if name in sig.parameters]
+        if taken:
+            raise TypeError(f"{fn.__qualname__}: declares shared option(s) {taken} that @command adds")
+        names = [name for name, _alias, _default in wanted]
+
+        @functools.wraps(fn)
+        def with_shared(*args: object, **kwargs: object) -> R:
+            given: dict[str, Any] = {name: kwargs.pop(name) for name in names if name in kwargs}
+            return fn(*args, shared=Shared(**given), **kwargs)
+
+        own = [p for p in sig.parameters.values() if p.name != "shared"]
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=alias
+            )
+            for name, alias, default in wanted
+        ]
+        with_shared.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+        with_shared.__annotations__ = {p.name: p.annotation for p in own + added}
+        return _bounded(with_shared, rows)
+
+    return decorate
+
+
 def connection(
     bootstrap: list[str] | None = None,
     config: list[str] | None = None,
@@ -204,6 +300,8 @@ def boundary(fn: Callable[P, R] | None = None, *, rows: str | None = None) -> Ca
     `-o json` stdout gets one document whatever the outcome (kxtx.cli.output.Document), written
     here once the exit code is known. `rows`: the document's key for the rows of a command that
     emits rows (`@boundary(rows="hanging")`). The command's output format is its `fmt` parameter.
+    Commands get it through `@command`; `boundary` itself is for bodies run as a command
+    (`exit_code_of`).
 
     Tracebacks only with --debug; never with locals (they may hold SASL passwords)."""
     if fn is None:

@@ -11,15 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
-    TimeoutOpt,
-    YesOpt,
-    boundary,
-    connection,
+    Shared,
+    command,
 )
 from kxtx.cli.plan import Done, Plan, run
 from kxtx.exitcodes import ExitCode
@@ -28,7 +21,7 @@ if TYPE_CHECKING:
     from kxtx.ops.complete import CompleteResult
 
 
-@boundary
+@command(dry_run=True, yes=True)
 def complete(
     transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
     commit: Annotated[bool, typer.Option("--commit", help="Commit the open transaction.")] = False,
@@ -48,13 +41,8 @@ def complete(
             "--epoch", metavar="N", help="The transaction's producer epoch; must be the coordinator's."
         ),
     ] = None,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Commit or abort one open transaction as its producer would: EndTxn with its producer id and
     epoch, after which the coordinator writes the markers on every partition.
@@ -70,13 +58,12 @@ def complete(
     partition's LSO was read and moved; 75 when a partition could not be read (its row says
     `unseen` and how to check its marker later) or the coordinator stayed unavailable; 1 when the
     coordinator did not finish or an LSO did not move."""
-    from kxtx.client.admin import Cluster
     from kxtx.errors import UsageError
     from kxtx.ops import complete as lib
 
     if commit == abort:
         raise UsageError("name the outcome: --commit or --abort (one of them)")
-    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+    with shared.cluster() as cluster:
         # describe, and refuse what does not match, before any plan is shown
         desc = lib.describe(cluster, transactional_id)
         lib.check(desc, producer_id, epoch, commit)
@@ -91,9 +78,7 @@ def complete(
         title = f"plan: complete {transactional_id} --{rows['outcome']}"
         run(
             Plan(rows, title, question, act=lambda: _done(lib.complete(cluster, desc, commit))),
-            dry_run,
-            yes,
-            fmt,
+            shared,
         )
 
 

@@ -11,14 +11,9 @@ import typer
 
 from kxtx.cli import dump_partition
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    FormatOpt,
     OutputFormat,
-    TimeoutOpt,
-    boundary,
-    connection,
+    Shared,
+    command,
     exit_code_of,
 )
 from kxtx.cli.output import choose, emit_row_batches, emit_rows
@@ -138,7 +133,7 @@ def _start(from_beginning: bool, from_offset: int | None, since: str | None) -> 
 
 
 @app.command("txn-state")
-@boundary(rows="records")
+@command(rows="records")
 def txn_state(
     transactional_id: Annotated[
         list[str] | None,
@@ -169,11 +164,8 @@ def txn_state(
     limit: LimitOpt = None,
     latest: LatestOpt = False,
     workers: WorkersOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions. -o json: the rows are under
@@ -191,11 +183,11 @@ def txn_state(
         states=state or [],
         producer_ids=producer_id or [],
     )
-    _dump(connection(bootstrap, config, command_config, timeout), req, fmt, workers, _txn_cell, TXN_COLUMNS)
+    _dump(shared.settings(), req, shared.fmt, workers, _txn_cell, TXN_COLUMNS)
 
 
 @app.command("offsets")
-@boundary(rows="records")
+@command(rows="records")
 def offsets(
     group: Annotated[
         list[str] | None,
@@ -235,11 +227,8 @@ def offsets(
     limit: LimitOpt = None,
     latest: LatestOpt = False,
     workers: WorkersOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
@@ -260,9 +249,9 @@ def offsets(
         include_uncommitted=include_uncommitted,
     )
     _dump(
-        connection(bootstrap, config, command_config, timeout),
+        shared.settings(),
         req,
-        fmt,
+        shared.fmt,
         workers,
         _offsets_cell,
         OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []),

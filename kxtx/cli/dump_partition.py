@@ -10,16 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    FormatOpt,
     OutputFormat,
-    RegistryOpt,
-    TimeoutOpt,
+    Shared,
     ValueFormat,
-    boundary,
-    connection,
+    command,
 )
 from kxtx.cli.output import choose, emit, emit_row_batches, emit_rows
 
@@ -31,7 +25,7 @@ if TYPE_CHECKING:
 _RECORDS = "Records (--records)"
 
 
-@boundary(rows="batches")
+@command(rows="batches", registry=True)
 def partition_cmd(
     target: Annotated[
         str,
@@ -91,12 +85,8 @@ def partition_cmd(
             rich_help_panel=_RECORDS,
         ),
     ] = 16,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    schema_registry: RegistryOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Show a data partition's record batches over the wire (no broker disk needed): producer id and
     epoch, sequence, transactional and control flags, markers (COMMIT / ABORT), compression, and
@@ -114,7 +104,7 @@ def partition_cmd(
         raise UsageError("--around-lso excludes --from and --to")
     texts = around_lso(around) if around is not None else (start or "earliest", end or "hw")
     first, last = parse_from(texts[0]), parse_to(texts[1])
-    settings = connection(bootstrap, config, command_config, timeout, schema_registry)
+    settings = shared.settings()
     decode = None
     from kxtx.schemas.codecs import REGISTRY_FORMATS
 
@@ -126,7 +116,7 @@ def partition_cmd(
         )
     dumps = dump_partitions(settings, topic, partitions, first, last, records)
     summaries = [d.summary for d in dumps]
-    fmt = choose(fmt)
+    fmt = choose(shared.fmt)
     if fmt is OutputFormat.json:
         from kxtx.cli.output import Streamed
 

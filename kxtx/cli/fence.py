@@ -7,31 +7,14 @@ from typing import Annotated
 
 import typer
 
-from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
-    TimeoutOpt,
-    YesOpt,
-    boundary,
-    connection,
-)
+from kxtx.cli.common import Shared, command
 from kxtx.cli.plan import Done, Plan, run
 from kxtx.exitcodes import ExitCode
 
 
-@boundary
+@command(dry_run=True, yes=True)
 def fence(
-    transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")], *, shared: Shared
 ) -> None:
     """Fence a transactional id: abort its open transaction and fence the producer using it.
 
@@ -41,10 +24,9 @@ def fence(
     required. Exit 0 when the LSO of every partition it held was read and moved; 75 when a
     partition could not be read (no leader, a broker down: its row says `unseen`, and how to check
     its marker later); 1 when one was read and did not move."""
-    from kxtx.client.admin import Cluster
     from kxtx.ops import fence as lib
 
-    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+    with shared.cluster() as cluster:
         desc = lib.describe(cluster, transactional_id)
 
         def act() -> Done:
@@ -71,4 +53,4 @@ def fence(
             question=f"Fence {transactional_id!r} and abort its open transaction?",
             act=act,
         )
-        run(plan, dry_run, yes, fmt)
+        run(plan, shared)

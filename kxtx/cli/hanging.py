@@ -11,18 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
     MaxTimeoutOpt,
     PartitionOpt,
-    TimeoutOpt,
+    Shared,
     TopicOpt,
-    YesOpt,
-    boundary,
-    connection,
+    command,
 )
 from kxtx.cli.output import annotate, emit_rows
 from kxtx.cli.plan import marker_plan, run
@@ -181,17 +174,14 @@ def _row(h: HangingTxn) -> dict:
     return row
 
 
-@boundary(rows="hanging")
+@command(rows="hanging")
 def find_hanging(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     broker_id: BrokerIdOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
 
@@ -201,12 +191,12 @@ def find_hanging(
     not yet past the timeout) is named on stderr with why, when it ends and the command that ends it
     now, and leaves the exit code as it is. -o json: the rows are under "hanging", the others under
     "lso_held"."""
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     cluster.close()
     emit_rows(
         [_row(h) for h in report.hanging],
-        fmt,
+        shared.fmt,
         COLUMNS,
         title=f"hanging transactions ({plural(report.partitions_checked, 'partition')} checked)",
     )
@@ -221,20 +211,15 @@ def find_hanging(
         raise typer.Exit(unseen_exit(list(report.errors.values())))
 
 
-@boundary(rows="transactions")
+@command(rows="transactions", dry_run=True, yes=True)
 def abort_hanging(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     broker_id: BrokerIdOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
     drop_committed: DropCommittedOpt = False,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Find hanging transactions, show the plan, then abort each one with a marker.
 
@@ -247,7 +232,7 @@ def abort_hanging(
     under "transactions"."""
     from kxtx.ops import abort
 
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
     with cluster:
         kept = [] if drop_committed else _keep_committed(cluster, report)
@@ -256,7 +241,7 @@ def abort_hanging(
             if not kept:
                 held = f" ({plural(look, 'stuck LSO')} not hanging: above)" if look else ""
                 typer.echo(f"kxtx: nothing hangs; nothing to abort{held}", err=True)
-            emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
+            emit_rows([], shared.fmt, RESULT_COLUMNS, title="abort results")
             code = (
                 ExitCode.PROBLEM_FOUND
                 if kept
@@ -271,7 +256,7 @@ def abort_hanging(
             {"kind": "plan", **t.plan_row(), **_offsets(evidence.get(t.expected.tp)), "action": "abort"}
             for t in targets
         ]
-        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS)), dry_run, yes, fmt)
+        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS)), shared)
         if kept:  # aborted what could be; the committed ones still hang, waiting for repair-markers
             raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
@@ -304,7 +289,7 @@ def _offsets(h: HangingTxn | None) -> dict:
     return {"lso": h.lso, "high_watermark": h.high_watermark, "held_back": h.held_back}
 
 
-@boundary(rows="transactions")
+@command(rows="transactions", dry_run=True, yes=True)
 def abort_cmd(
     topic: Annotated[str, typer.Option("--topic", "-t", help="Topic of the open transaction.")],
     partition: Annotated[int, typer.Option("--partition", "-p", help="Partition of the open transaction.")],
@@ -324,13 +309,8 @@ def abort_cmd(
         ),
     ] = None,
     drop_committed: DropCommittedOpt = False,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Abort one open transaction on one partition (needs ALTER or CLUSTER_ACTION on the Cluster).
 
@@ -347,7 +327,7 @@ def abort_cmd(
             "give either --start-offset, or --producer-id with --producer-epoch "
             "(and optionally --coordinator-epoch)"
         )
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     with Cluster(settings) as cluster:
         t = abort.manual_target(
             cluster, (topic, partition), start_offset, producer_id, producer_epoch, coordinator_epoch
@@ -360,7 +340,7 @@ def abort_cmd(
                 from kxtx.log import logger
 
                 logger.warning(_left_for_repair(topic, partition, t.expected.producer_id, why))
-                emit_rows([], fmt, RESULT_COLUMNS, title="abort results")
+                emit_rows([], shared.fmt, RESULT_COLUMNS, title="abort results")
                 raise typer.Exit(ExitCode.PROBLEM_FOUND)
         o = cluster.offsets([t.expected.tp])[t.expected.tp]
         plan = [
@@ -373,4 +353,4 @@ def abort_cmd(
                 "action": "abort",
             }
         ]
-        run(marker_plan(cluster, [t], plan, (PLAN_COLUMNS, RESULT_COLUMNS)), dry_run, yes, fmt)
+        run(marker_plan(cluster, [t], plan, (PLAN_COLUMNS, RESULT_COLUMNS)), shared)

@@ -8,16 +8,11 @@ from typing import Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    FormatOpt,
     MaxTimeoutOpt,
     OutputFormat,
-    TimeoutOpt,
+    Shared,
     TopicOpt,
-    boundary,
-    connection,
+    command,
     exit_unseen,
 )
 from kxtx.cli.output import choose, emit, emit_rows
@@ -30,7 +25,7 @@ app = typer.Typer(
 
 
 @app.command("txn")
-@boundary
+@command()
 def txn(
     transactional_id: Annotated[str, typer.Argument(metavar="TRANSACTIONAL_ID")],
     no_history: Annotated[
@@ -45,11 +40,8 @@ def txn(
         ),
     ] = False,
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """The coordinator's view, each partition's view (open offset, LSO, high watermark), the history
     from __transaction_state and a one-line verdict. For the id of a kxtx pipe in executors mode, which
@@ -58,13 +50,12 @@ def txn(
     from dataclasses import replace
 
     from kxtx.cli.progress import sweep
-    from kxtx.client.admin import Cluster
     from kxtx.ops.inspection import inspect_txn
     from kxtx.ops.pipeids import PipeView
 
     line = sweep("inspect txn: DescribeProducers") if not no_scan else None
     try:
-        with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+        with shared.cluster() as cluster:
             out = inspect_txn(
                 cluster,
                 transactional_id,
@@ -76,33 +67,29 @@ def txn(
     finally:
         if line:
             line.done()
-    if not isinstance(out, PipeView) or choose(fmt) is not OutputFormat.table:
-        emit(out, fmt, title=f"transaction {transactional_id}")
+    if not isinstance(out, PipeView) or choose(shared.fmt) is not OutputFormat.table:
+        emit(out, shared.fmt, title=f"transaction {transactional_id}")
         if isinstance(out, dict):
             exit_unseen([f"not seen: {line}" for line in out.get("unseen") or []], out.get("unseen") or [])
         return
     # a pipe's ids: its table, then each id's view as `inspect txn ID` shows it (nested tables
     # cannot hold them)
-    emit(replace(out, details=[]), fmt, title=f"pipe {transactional_id}")
+    emit(replace(out, details=[]), shared.fmt, title=f"pipe {transactional_id}")
     for member, view in zip(out.transactional_ids, out.details):
-        emit(view, fmt, title=f"transaction {member.transactional_id}")
+        emit(view, shared.fmt, title=f"transaction {member.transactional_id}")
 
 
 @app.command("partition")
-@boundary
+@command()
 def partition(
     topic_partition: Annotated[str, typer.Argument(metavar="TOPIC:PARTITION")],
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """LSO, high watermark, records held back, every open transaction (with its transactional id
     when known, why it holds the LSO and what ends it) and the consumer groups it blocks. What
     could not be read (no leader, a broker down) is named under "unseen", and the exit is 75."""
-    from kxtx.client.admin import Cluster
     from kxtx.errors import UsageError
     from kxtx.ops.inspection import inspect_partition
     from kxtx.parsers import parse_topic_partitions
@@ -110,11 +97,11 @@ def partition(
     tp = parse_topic_partitions(topic_partition)
     if tp.partitions is None or len(tp.partitions) != 1:
         raise UsageError(f"{topic_partition!r}: expected one TOPIC:PARTITION, e.g. orders:3")
-    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+    with shared.cluster() as cluster:
         out = inspect_partition(
             cluster, (tp.topic, tp.partitions[0]), max_timeout_minutes=parse_minutes(max_transaction_timeout)
         )
-    emit(out, fmt, title=topic_partition)
+    emit(out, shared.fmt, title=topic_partition)
     unseen = out["unseen"] or {}
     exit_unseen(
         [f"{topic_partition}: {what} not seen: {why}" for what, why in unseen.items()], list(unseen.values())
@@ -137,16 +124,13 @@ GROUP_COLUMNS = [
 
 
 @app.command("group")
-@boundary
+@command()
 def group(
     group_id: Annotated[str, typer.Argument(metavar="GROUP")],
     topic: TopicOpt = None,
     max_transaction_timeout: MaxTimeoutOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """A consumer group's view, right on transactional topics: per partition its committed offset,
     the LSO and high watermark, the read_committed lag (the records a read_committed consumer still
@@ -154,12 +138,11 @@ def group(
     kafka-consumer-groups.sh shows) and the part of it that is only markers and aborted records,
     and, where the LSO holds the group back, the open transaction that holds it, with why and the
     command that ends it. Exit 75 when something could not be read (named on stderr)."""
-    from kxtx.client.admin import Cluster
     from kxtx.monitor.group import inspect_group
 
-    with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+    with shared.cluster() as cluster:
         out = inspect_group(cluster, group_id, topic, parse_minutes(max_transaction_timeout))
-    if choose(fmt) is OutputFormat.table:
+    if choose(shared.fmt) is OutputFormat.table:
         rows = [
             {
                 **r,
@@ -170,9 +153,9 @@ def group(
             }
             for r in out["partitions"]
         ]
-        emit_rows(rows, fmt, GROUP_COLUMNS, title=f"group {group_id}")
+        emit_rows(rows, shared.fmt, GROUP_COLUMNS, title=f"group {group_id}")
     else:
-        emit(out, fmt, title=f"group {group_id}")
+        emit(out, shared.fmt, title=f"group {group_id}")
     unseen = out["unseen"] or []
     exit_unseen(
         [f"{u['name']}: {u['what']} not seen: {u['why']}" for u in unseen], [u["why"] for u in unseen]

@@ -13,17 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
     PartitionOpt,
-    TimeoutOpt,
+    Shared,
     TopicOpt,
-    YesOpt,
-    boundary,
-    connection,
+    command,
 )
 from kxtx.cli.output import emit_rows, is_tty
 from kxtx.cli.plan import marker_plan, run
@@ -150,17 +143,14 @@ def _row(f: Finding) -> dict:
     return row
 
 
-@boundary(rows="findings")
+@command(rows="findings")
 def audit_markers(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     since: SinceOpt = None,
     from_offset: FromOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Find transactions whose coordinator decided a marker that a partition never got.
 
@@ -175,12 +165,12 @@ def audit_markers(
     are under "findings"."""
     from kxtx.ops.markers import NEEDS_ACTION
 
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     cluster, _scope, report = _run(settings, topic, partition, since, from_offset)
     cluster.close()
     emit_rows(
         [_row(f) for f in report.findings],
-        fmt,
+        shared.fmt,
         COLUMNS,
         title=f"lost markers ({plural(report.decisions, 'transaction')} on "
         f"{plural(report.partitions_checked, 'partition')} checked)",
@@ -214,7 +204,7 @@ def _unseen_exit(report: Report) -> None:
         raise typer.Exit(unseen_exit(list(report.unseen.values())))
 
 
-@boundary(rows="transactions")
+@command(rows="transactions", dry_run=True, yes=True)
 def repair_markers(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
@@ -234,13 +224,8 @@ def repair_markers(
             "--abort", help="With --topic and --partition: abort the undetermined open records there."
         ),
     ] = False,
-    dry_run: DryRunOpt = False,
-    yes: YesOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Write the marker each coordinator decided where it was lost and the records are still open.
 
@@ -263,7 +248,7 @@ def repair_markers(
     explicit = "COMMIT" if commit else "ABORT" if abort_ else None
     if explicit and (topic is None or partition is None):
         raise UsageError(f"--{explicit.lower()} needs --topic and --partition: it decides for one partition")
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     cluster, scope, report = _run(settings, topic, partition, since, from_offset)
     with cluster:
         targets = plan_repairs(cluster, report, explicit, scope)
@@ -276,7 +261,7 @@ def repair_markers(
                 )
         if not targets:
             typer.echo("kxtx: no lost marker to write", err=True)
-            emit_rows([], fmt, RESULT_COLUMNS, title="repair results")
+            emit_rows([], shared.fmt, RESULT_COLUMNS, title="repair results")
             _unseen_exit(report)
             return
         offsets = report.offsets
@@ -290,7 +275,7 @@ def repair_markers(
             }
             for t in targets
         ]
-        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS), "repair"), dry_run, yes, fmt)
+        run(marker_plan(cluster, targets, plan, (PLAN_COLUMNS, RESULT_COLUMNS), "repair"), shared)
         _unseen_exit(report)
 
 

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
     MaxTimeoutOpt,
-    TimeoutOpt,
-    boundary,
-    connection,
+    Shared,
+    command,
 )
 from kxtx.parsers import parse_minutes
 
@@ -101,8 +97,21 @@ def _collect(
             line.done()
 
 
+#: collect's --format: every command's, and Prometheus's text format
+MonitorFormatOpt = Annotated[
+    MonitorFormat | None,
+    typer.Option(
+        "--format",
+        "-o",
+        help="table, json, jsonl (as every command; default: table on a terminal, jsonl "
+        "otherwise, nothing with --textfile) or prometheus (the text exposition format).",
+        rich_help_panel="Output",
+    ),
+]
+
+
 @app.command("collect")
-@boundary
+@command(fmt=MonitorFormatOpt)
 def collect_cmd(
     topic: TopicOpt = None,
     group: GroupOpt = None,
@@ -121,20 +130,8 @@ def collect_cmd(
     textfile_name: Annotated[
         str, typer.Option("--textfile-name", metavar="NAME", help="The file name in --textfile DIR.")
     ] = "kxtx.prom",
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: Annotated[
-        MonitorFormat | None,
-        typer.Option(
-            "--format",
-            "-o",
-            help="table, json, jsonl (as every command; default: table on a terminal, jsonl "
-            "otherwise, nothing with --textfile) or prometheus (the text exposition format).",
-            rich_help_panel="Output",
-        ),
-    ] = None,
+    *,
+    shared: Shared,
 ) -> None:
     """One pass over the cluster: transaction health as a table, json, jsonl, Prometheus's text format
     or a node_exporter textfile.
@@ -151,7 +148,8 @@ def collect_cmd(
 
     if textfile is not None:
         exposition.textfile_path(textfile, textfile_name)
-    settings = connection(bootstrap, config, command_config, timeout)
+    fmt = cast("MonitorFormat | None", shared.fmt)  # MonitorFormatOpt: prometheus too
+    settings = shared.settings()
     started = time.monotonic()
     try:
         snap = _collect(
@@ -206,7 +204,7 @@ def _without_lag_0(doc: dict) -> dict:
 
 
 @app.command("check")
-@boundary
+@command(fmt=None)
 def check_cmd(
     topic: TopicOpt = None,
     group: GroupOpt = None,
@@ -236,10 +234,8 @@ def check_cmd(
     max_transaction_timeout: MaxTimeoutOpt = None,
     lag_scan_max: LagScanOpt = 1000,
     audit_markers: AuditMarkersOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """A Nagios/Icinga/Sensu-style check: one status line on stdout with perfdata after '|'. Exit codes
     are the plugin API's, unlike every other kxtx command: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no
@@ -259,7 +255,7 @@ def check_cmd(
             from kxtx.errors import UsageError
 
             raise UsageError("a lost-markers threshold needs --audit-markers SINCE (the window audited)")
-        settings = connection(bootstrap, config, command_config, timeout)
+        settings = shared.settings()
         snap = _collect(settings, topic, group, max_transaction_timeout, lag_scan_max, audit_markers)
     except Exception as exc:  # noqa: BLE001 - any failure is the plugin API's UNKNOWN, not kxtx's 1 (WARNING)
         from kxtx.client.clients import translate
@@ -278,7 +274,7 @@ def check_cmd(
 
 
 @app.command("serve")
-@boundary
+@command(fmt=None)
 def serve_cmd(
     port: Annotated[
         int, typer.Option("--port", min=0, max=65535, help="HTTP port (0: any free port).")
@@ -313,10 +309,8 @@ def serve_cmd(
     max_transaction_timeout: MaxTimeoutOpt = None,
     lag_scan_max: LagScanOpt = 1000,
     audit_markers: AuditMarkersOpt = None,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """A Prometheus exporter: GET /metrics runs a collection (the metrics of `collect -o prometheus`,
     plus kxtx_collections_total and kxtx_collection_failures_total). A down cluster is kxtx_up 0 and
@@ -331,7 +325,7 @@ def serve_cmd(
     from kxtx.monitor import exposition
     from kxtx.monitor.serve import Exporter, server
 
-    settings = connection(bootstrap, config, command_config, timeout)
+    settings = shared.settings()
     # no call of a collection waits longer than a scrape does (a frozen cluster cost each call the
     # whole --timeout)
     settings = dataclasses.replace(settings, timeout=min(settings.timeout, bound))

@@ -134,7 +134,7 @@ def _dumps(obj: Any, indent: int | None = None) -> str:
 
 
 #: Where a command's rows go in its json document when it names no key (a command that emits rows
-#: names its key in `@boundary(rows=...)`; tests/integration/test_json_documents.py checks).
+#: names its key in `@command(rows=...)`; tests/integration/test_json_documents.py checks).
 ROWS_KEY = "rows"
 #: The keys every json document has, whatever the command.
 STATUS_KEYS = ("status", "exit_code", "error")

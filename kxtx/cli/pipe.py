@@ -11,16 +11,10 @@ import typer
 from kxtx.cli.common import (
     REGISTRY_PANEL,
     STATE,
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    FormatOpt,
-    RegistryOpt,
+    Shared,
     SubjectStrategyOpt,
-    TimeoutOpt,
     ValueFormat,
-    boundary,
-    connection,
+    command,
     is_tty,
 )
 from kxtx.cli.output import emit
@@ -52,7 +46,7 @@ class StartFrom(str, Enum):
     latest = "latest"
 
 
-@boundary
+@command(registry=True)
 def pipe(
     inputs: Annotated[
         list[str],
@@ -213,12 +207,8 @@ def pipe(
         typer.Option("--register", rich_help_panel=_SR, help="Register the --out-schema file first."),
     ] = False,
     subject_strategy: SubjectStrategyOpt = "topic",
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    schema_registry: RegistryOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Transform records between topics with a PySpark UDF, exactly once.
 
@@ -264,16 +254,16 @@ def pipe(
             spark_ui=spark_ui,
             debug=STATE.debug,
         ).resolve()
-        settings = connection(bootstrap, config, command_config, timeout, schema_registry)
+        settings = shared.settings()
         progress = _progress(is_tty(sys.stderr))
         try:
             summary = run(settings, cfg, progress, signals=signals)
         except PipeInterrupted as exc:
             progress.done()
-            emit(exc.summary, fmt, title="kxtx pipe")
+            emit(exc.summary, shared.fmt, title="kxtx pipe")
             raise
         progress.done()
-        emit(summary, fmt, title="kxtx pipe")
+        emit(summary, shared.fmt, title="kxtx pipe")
 
 
 def _line(p: PipeProgress) -> str:

@@ -3,7 +3,9 @@
 A destructive command (abort-hanging, abort, repair-markers, fence; any new one too) works out what
 it would do, builds a `Plan` and hands it to `run`:
 
-    run(Plan(rows, title="plan: ...", question="Do it?", act=do_it, columns=COLUMNS), dry_run, yes, fmt)
+    run(Plan(rows, title="plan: ...", question="Do it?", act=do_it, columns=COLUMNS), shared)
+
+(`shared`: the command's `kxtx.cli.common.Shared`, for --dry-run, --yes and --format)
 
 `run` then, in this order:
 
@@ -35,12 +37,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from kxtx.cli.common import confirm_or_refuse
-from kxtx.cli.output import OutputFormat, emit
+from kxtx.cli.output import emit
 from kxtx.errors import carry, partial_of
 from kxtx.exitcodes import ExitCode
 from kxtx.wording import plural
 
 if TYPE_CHECKING:
+    from kxtx.cli.common import Shared
     from kxtx.client.admin import Cluster
     from kxtx.ops.abort import Target
 
@@ -74,8 +77,9 @@ class Plan:
         return isinstance(self.rows, list) and not self.rows
 
 
-def run(plan: Plan, dry_run: bool, yes: bool, fmt: OutputFormat | None) -> None:
+def run(plan: Plan, shared: Shared) -> None:
     """Show `plan`, stop on --dry-run, confirm, act once, report (the module docstring)."""
+    dry_run, fmt = shared.dry_run, shared.fmt
     emit(plan.rows, fmt, plan.columns, title=plan.title)
     if plan.preflight is not None:
         from kxtx.errors import KxtxError
@@ -90,7 +94,7 @@ def run(plan: Plan, dry_run: bool, yes: bool, fmt: OutputFormat | None) -> None:
     if dry_run:
         typer.echo("kxtx: dry run: nothing was changed", err=True)
         raise typer.Exit(ExitCode.OK if plan.empty else ExitCode.PROBLEM_FOUND)
-    confirm_or_refuse(yes, plan.question)
+    confirm_or_refuse(shared.yes, plan.question)
     done = plan.act()
     emit(done.result, fmt, done.columns, title=done.title)
     if done.warnings:

@@ -11,17 +11,10 @@ import typer
 from kxtx.cli.common import (
     REGISTRY_PANEL,
     STATE,
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
-    RegistryOpt,
+    Shared,
     SubjectStrategyOpt,
-    TimeoutOpt,
-    boundary,
+    command,
     complete_words,
-    connection,
     is_tty,
 )
 from kxtx.cli.output import emit
@@ -52,7 +45,7 @@ def _bytes(text: str) -> int:
     return int(m.group(1)) * _UNITS[(m.group(2) or "")[:1].lower()]
 
 
-@boundary
+@command(registry=True, dry_run=True)
 def produce(
     files: Annotated[
         list[str],
@@ -242,13 +235,8 @@ def produce(
             "file is refused).",
         ),
     ] = False,
-    dry_run: DryRunOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    schema_registry: RegistryOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Load files into a topic exactly once, in transactions, resumable after a crash.
 
@@ -292,18 +280,19 @@ def produce(
     progress = Progress(_line, tty=True) if is_tty(sys.stderr) else None
     summary: DryRunSummary | Summary
     try:
-        if dry_run:  # the settings are read (-X transaction.timeout.ms bounds --seconds-per-txn), not used
-            props = connection(bootstrap, config, command_config, timeout).props
+        if shared.dry_run:
+            # the settings are read (-X transaction.timeout.ms bounds --seconds-per-txn), not used
+            props = shared.settings().props
             summary = run_dry(opts, progress, props)
         else:
-            settings = connection(bootstrap, config, command_config, timeout, schema_registry)
+            settings = shared.settings()
             summary = Run(settings, opts, progress).execute()
     finally:
         if progress:
             progress.done()
     if isinstance(summary, Summary) and summary.message:
         typer.echo(f"kxtx: {summary.message}", err=True)
-    emit(summary, fmt, title="kxtx produce")
+    emit(summary, shared.fmt, title="kxtx produce")
     # committed (or nothing to do): the producer's records are all delivered, the checkpoint reader closed
     STATE.released = isinstance(summary, Summary)
     if isinstance(summary, DryRunSummary) and summary.bad_lines and on_error == "fail":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kxtx.cli.common import FormatOpt, OutputFormat, boundary
+from kxtx.cli.common import OutputFormat, Shared, command
 from kxtx.cli.output import emit
 from kxtx.exitcodes import ExitCode
 
@@ -81,7 +81,7 @@ def _row(info: SandboxInfo) -> dict:
 
 
 @app.command()
-@boundary
+@command(connect=False)
 def start(
     kafka_version: Annotated[
         str,
@@ -148,14 +148,15 @@ def start(
             "commands, sandbox status and stop included, find it.",
         ),
     ] = False,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Start the nodes (jars from Maven Central, cached), wait until all answer, print the bootstrap."""
     from kxtx.errors import UsageError
     from kxtx.parsers import parse_kv_list
     from kxtx.sandbox import Sandbox
 
-    if export and fmt is OutputFormat.json:  # stdout is either the shell's line or one document
+    if export and shared.fmt is OutputFormat.json:  # stdout is either the shell's line or one document
         raise UsageError("--export and -o json exclude each other: --export prints only the export line")
     listeners = None
     if security is not Security.plaintext:
@@ -196,36 +197,36 @@ def start(
     # The one place credentials are printed on purpose: throwaway users of a loopback broker.
     for user, path in (info.security.client_properties if info.security else {}).items():
         row[f"{user}.properties"] = Path(path).read_text()
-    emit(row, fmt, title="sandbox")
+    emit(row, shared.fmt, title="sandbox")
     typer.echo(export_line, err=True)  # for a shell: copy it (or start with --export and eval)
 
 
 @app.command()
-@boundary
-def status(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+@command(connect=False)
+def status(state_dir: StateDirOpt = None, *, shared: Shared) -> None:
     """Show the sandbox, each node's state and its schema registry's. Exit 0 when every node (and
     the registry) runs, 3 when one does not."""
     from kxtx.sandbox import Sandbox
 
     info = Sandbox(state_dir).info()
     if info is None:
-        emit({"running": False, "state_dir": str(Sandbox(state_dir).dir)}, fmt, title="sandbox")
+        emit({"running": False, "state_dir": str(Sandbox(state_dir).dir)}, shared.fmt, title="sandbox")
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
-    emit(_row(info), fmt, title="sandbox")
+    emit(_row(info), shared.fmt, title="sandbox")
     if not info.running:
         raise typer.Exit(ExitCode.PROBLEM_FOUND)
 
 
 @app.command()
-@boundary
-def stop(state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
+@command(connect=False)
+def stop(state_dir: StateDirOpt = None, *, shared: Shared) -> None:
     """Stop every node (and the schema registry), wait until their processes are gone, and remove the state directory (data, logs,
     config). Exit 3 when there is no sandbox at the state directory (nothing was stopped)."""
     from kxtx.sandbox import Sandbox
 
     sandbox = Sandbox(state_dir)
     info = sandbox.stop()
-    emit({"stopped": info is not None, "state_dir": str(sandbox.dir)}, fmt, title="sandbox")
+    emit({"stopped": info is not None, "state_dir": str(sandbox.dir)}, shared.fmt, title="sandbox")
     if info is None:  # a script's `stop` must not pass for one that stopped a broker
         typer.echo(
             f"kxtx: no sandbox at {sandbox.dir}: nothing stopped (--state-dir or KXTX_SANDBOX_DIR "
@@ -257,36 +258,33 @@ def _node_action(state_dir: str | None, node_id: int, action: str, fmt: OutputFo
     )
 
 
-@app.command("stop-node")
-@boundary
-def stop_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Stop one node with SIGTERM (controlled shutdown: its leaderships move first); data is kept."""
-    _node_action(state_dir, node_id, "stop_node", fmt)
+#: the node commands: name -> (the Sandbox method, the help line)
+NODE_ACTIONS = {
+    "stop-node": (
+        "stop_node",
+        "Stop one node with SIGTERM (controlled shutdown: its leaderships move first); data is kept.",
+    ),
+    "kill-node": (
+        "kill_node",
+        "Kill one node with SIGKILL, as a crash; its leaderships move when the controller fences it.",
+    ),
+    "start-node": (
+        "start_node",
+        "Start a stopped or killed node again with its data; waits until it is back in the cluster.",
+    ),
+    "pause-node": ("pause_node", "Freeze one node with SIGSTOP, like a long GC pause, until `resume-node`."),
+    "resume-node": ("resume_node", "Let a paused node run again (SIGCONT)."),
+}
 
 
-@app.command("kill-node")
-@boundary
-def kill_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Kill one node with SIGKILL, as a crash; its leaderships move when the controller fences it."""
-    _node_action(state_dir, node_id, "kill_node", fmt)
+def _node_command(name: str, action: str, doc: str) -> None:
+    def node_command(node_id: NodeArg, state_dir: StateDirOpt = None, *, shared: Shared) -> None:
+        _node_action(state_dir, node_id, action, shared.fmt)
+
+    node_command.__doc__ = doc
+    node_command.__name__ = node_command.__qualname__ = action
+    app.command(name)(command(connect=False)(node_command))
 
 
-@app.command("start-node")
-@boundary
-def start_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Start a stopped or killed node again with its data; waits until it is back in the cluster."""
-    _node_action(state_dir, node_id, "start_node", fmt)
-
-
-@app.command("pause-node")
-@boundary
-def pause_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Freeze one node with SIGSTOP, like a long GC pause, until `resume-node`."""
-    _node_action(state_dir, node_id, "pause_node", fmt)
-
-
-@app.command("resume-node")
-@boundary
-def resume_node(node_id: NodeArg, state_dir: StateDirOpt = None, fmt: FormatOpt = None) -> None:
-    """Let a paused node run again (SIGCONT)."""
-    _node_action(state_dir, node_id, "resume_node", fmt)
+for _name, (_action, _doc) in NODE_ACTIONS.items():
+    _node_command(_name, _action, _doc)

@@ -8,14 +8,8 @@ from typing import Annotated
 import typer
 
 from kxtx.cli.common import (
-    BootstrapOpt,
-    CommandConfigOpt,
-    ConfigOpt,
-    DryRunOpt,
-    FormatOpt,
-    TimeoutOpt,
-    boundary,
-    connection,
+    Shared,
+    command,
     exit_unseen,
 )
 from kxtx.cli.output import OutputFormat, annotate, choose, emit, emit_rows
@@ -24,7 +18,7 @@ app = typer.Typer(help="Create topics; count their records.", no_args_is_help=Tr
 
 
 @app.command("create")
-@boundary
+@command(dry_run=True)
 def create(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Topic name.")],
     partitions: Annotated[
@@ -56,12 +50,8 @@ def create(
             "--if-not-exists", help="A topic that exists already is a success (exit 0), left as it is."
         ),
     ] = False,
-    dry_run: DryRunOpt = False,
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Create a topic and wait until every partition has a leader.
 
@@ -76,25 +66,22 @@ def create(
 
     spec = TopicSpec(name, partitions, replication_factor, parse_kv_list(topic_config, "--topic-config"))
     row = create_topic(
-        connection(bootstrap, config, command_config, timeout),
+        shared.settings(),
         spec,
         if_not_exists=if_not_exists,
-        validate_only=dry_run,
+        validate_only=shared.dry_run,
     )
-    emit(row, fmt, title=f"topic {name}")
+    emit(row, shared.fmt, title=f"topic {name}")
 
 
 @app.command("count")
-@boundary(rows="partitions")
+@command(rows="partitions")
 def count(
     target: Annotated[
         str, typer.Argument(metavar="TOPIC[:P,...]", help="Topic, or some of its partitions: orders:0,2.")
     ],
-    bootstrap: BootstrapOpt = None,
-    config: ConfigOpt = None,
-    command_config: CommandConfigOpt = None,
-    timeout: TimeoutOpt = None,
-    fmt: FormatOpt = None,
+    *,
+    shared: Shared,
 ) -> None:
     """Count a topic's records per partition and in total: all data records (records, as
     read_uncommitted reads them) and what a read_committed consumer reads now (read_committed), with
@@ -109,17 +96,16 @@ def count(
 
     topic, partitions = parse_target(target)
     unseen: dict[int, str] = {}
-    rows = count_records(connection(bootstrap, config, command_config, timeout), topic, partitions, unseen)
-    if choose(fmt) is OutputFormat.table:  # the total first, where a long table does not hide it
+    rows = count_records(shared.settings(), topic, partitions, unseen)
+    if choose(shared.fmt) is OutputFormat.table:  # the total first, where a long table does not hide it
         rows = rows[-1:] + rows[:-1]
-    emit_rows(rows, fmt, ["kind", "partition", *COUNTS, "lso", "hw"], title=f"records in {topic}")
+    emit_rows(rows, shared.fmt, ["kind", "partition", *COUNTS, "lso", "hw"], title=f"records in {topic}")
     held = [r["partition"] for r in rows if r["kind"] == "partition" and r["open_records"]]
     if held:  # why each open record's transaction holds the LSO, and what ends it
         from kxtx.cli.hanging import say_held
-        from kxtx.client.admin import Cluster
         from kxtx.ops.hanging import held_lsos
 
-        with Cluster(connection(bootstrap, config, command_config, timeout)) as cluster:
+        with shared.cluster() as cluster:
             say_held(held_lsos(cluster, topic, held))
     if unseen:
         from kxtx.wording import plural

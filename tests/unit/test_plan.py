@@ -6,6 +6,7 @@ import json
 import pytest
 import typer
 
+from kxtx.cli.common import Shared
 from kxtx.cli.output import OutputFormat
 from kxtx.cli.plan import Done, Plan, run
 from kxtx.errors import KxtxError, Refused
@@ -35,7 +36,7 @@ def _exit(fn) -> int:
 )
 def test_a_dry_run_shows_the_plan_and_exits_3_unless_it_is_empty(capsys, rows, code):
     acted: list = []
-    assert _exit(lambda: run(_plan(rows, acted), True, False, JSONL)) == code
+    assert _exit(lambda: run(_plan(rows, acted), Shared(fmt=JSONL, dry_run=True, yes=False))) == code
     out, err = capsys.readouterr()
     assert acted == [] and "dry run: nothing was changed" in err
     assert [json.loads(x) for x in out.splitlines()] == (rows if isinstance(rows, list) else [rows])
@@ -44,13 +45,13 @@ def test_a_dry_run_shows_the_plan_and_exits_3_unless_it_is_empty(capsys, rows, c
 def test_without_a_terminal_and_without_yes_it_refuses_before_acting(capsys):
     acted: list = []
     with pytest.raises(Refused):
-        run(_plan([{"kind": "plan"}], acted), False, False, JSONL)
+        run(_plan([{"kind": "plan"}], acted), Shared(fmt=JSONL, dry_run=False, yes=False))
     assert acted == []
 
 
 def test_yes_acts_once_and_reports_the_result_after_the_plan(capsys):
     acted: list = []
-    run(_plan([{"kind": "plan"}], acted), False, True, JSONL)
+    run(_plan([{"kind": "plan"}], acted), Shared(fmt=JSONL, dry_run=False, yes=True))
     assert acted == [1]
     assert [json.loads(x)["kind"] for x in capsys.readouterr().out.splitlines()] == ["plan", "result"]
 
@@ -58,7 +59,7 @@ def test_yes_acts_once_and_reports_the_result_after_the_plan(capsys):
 def test_the_result_exit_code_and_warnings_come_last(capsys):
     acted: list = []
     plan = _plan([{"kind": "plan"}], acted, warnings=["w1"], exit_code=ExitCode.RETRY)
-    assert _exit(lambda: run(plan, False, True, JSONL)) == ExitCode.RETRY
+    assert _exit(lambda: run(plan, Shared(fmt=JSONL, dry_run=False, yes=True))) == ExitCode.RETRY
     assert acted == [1]
 
 
@@ -70,6 +71,6 @@ def test_a_failed_preflight_stops_a_real_run_and_only_warns_on_a_dry_run(capsys)
     plan = _plan([{"kind": "plan"}], acted)
     plan.preflight = preflight
     with pytest.raises(KxtxError):
-        run(plan, False, True, JSONL)
-    assert _exit(lambda: run(plan, True, True, JSONL)) == ExitCode.PROBLEM_FOUND
+        run(plan, Shared(fmt=JSONL, dry_run=False, yes=True))
+    assert _exit(lambda: run(plan, Shared(fmt=JSONL, dry_run=True, yes=True))) == ExitCode.PROBLEM_FOUND
     assert acted == []
