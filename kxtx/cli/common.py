@@ -190,6 +190,38 @@ class Shared:
         return Cluster(self.settings())
 
 
+class Options:
+    """Options that several commands share, declared once: a frozen dataclass whose fields are
+    annotated with the options' Annotated aliases and carry their defaults. A command parameter
+    annotated with such a class stands for its fields, in their order, in --help (`@command`
+    expands it) and arrives as one instance.
+
+        @dataclasses.dataclass(frozen=True)
+        class Scope(Options):
+            topic: TopicOpt = None
+            partition: PartitionOpt = None
+
+        @command()
+        def find(*, scope: Scope, shared: Shared) -> None: ...
+    """
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+
+    @classmethod
+    def parameters(cls) -> list[inspect.Parameter]:
+        import typing
+
+        hints = typing.get_type_hints(cls, include_extras=True)
+        return [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
+            )
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        ]
+
+
 #: the options `@command` appends, in this order (the order --help lists them in), by the flag that
 #: asks for each: (parameter name, its Annotated alias, default)
 _SHARED_OPTIONS: tuple[tuple[str, str, object, object], ...] = (
@@ -218,7 +250,9 @@ def command(
     --yes for a destructive command; --format, or the Annotated alias given as `fmt`, or none with
     `fmt=None`), in that order. It is the error boundary too (`boundary`, with `rows`).
 
-    Refused at import: a function without `shared`, or one that declares a shared option itself."""
+    A parameter annotated with an `Options` class stands for that group of options.
+    Refused at import: a function without `shared`, or an option declared twice (by the function,
+    a group, or `@command`)."""
     flags = {"connect": connect, "registry": registry, "dry_run": dry_run, "yes": yes}
     wanted = [(name, alias, default) for flag, name, alias, default in _SHARED_OPTIONS if flags[flag]]
     if fmt is not None:
@@ -230,25 +264,40 @@ def command(
         sig = inspect.signature(fn, eval_str=True, globals={**fn.__globals__, "Shared": Shared})
         if "shared" not in sig.parameters:
             raise TypeError(f"{fn.__qualname__}: a @command takes `shared: Shared`")
-        taken = [name for name, _alias, _default in wanted if name in sig.parameters]
-        if taken:
-            raise TypeError(f"{fn.__qualname__}: declares shared option(s) {taken} that @command adds")
+        params: list[inspect.Parameter] = []
+        groups: dict[str, type[Options]] = {}
+        for param in sig.parameters.values():
+            if param.name == "shared":
+                continue
+            if isinstance(param.annotation, type) and issubclass(param.annotation, Options):
+                groups[param.name] = param.annotation
+                params += param.annotation.parameters()
+            else:
+                params.append(param)
+        params += [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=alias)
+            for name, alias, default in wanted
+        ]
+        seen = [p.name for p in params]
+        twice = sorted({name for name in seen if seen.count(name) > 1})
+        if twice:
+            raise TypeError(f"{fn.__qualname__}: declares option(s) {twice} that @command adds")
         names = [name for name, _alias, _default in wanted]
 
         @functools.wraps(fn)
-        def with_shared(*args: object, **kwargs: object) -> R:
-            given: dict[str, Any] = {name: kwargs.pop(name) for name in names if name in kwargs}
+        def with_shared(*args: object, **kwargs: Any) -> R:
+            given = {name: kwargs.pop(name) for name in names if name in kwargs}
+            for name, cls in groups.items():
+                kwargs[name] = cls(**{f: kwargs.pop(f) for f in cls.names() if f in kwargs})
             return fn(*args, shared=Shared(**given), **kwargs)
 
-        own = [p for p in sig.parameters.values() if p.name != "shared"]
-        added = [
-            inspect.Parameter(
-                name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=alias
-            )
-            for name, alias, default in wanted
-        ]
-        with_shared.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
-        with_shared.__annotations__ = {p.name: p.annotation for p in own + added}
+        # after a keyword-only parameter, every later one is keyword-only too (typer passes all by name)
+        kinds = [p.kind for p in params]
+        if inspect.Parameter.KEYWORD_ONLY in kinds:
+            first = kinds.index(inspect.Parameter.KEYWORD_ONLY)
+            params = params[:first] + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[first:]]
+        with_shared.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        with_shared.__annotations__ = {p.name: p.annotation for p in params}
         return _bounded(with_shared, rows)
 
     return decorate

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated
@@ -11,6 +12,7 @@ import typer
 
 from kxtx.cli import dump_partition
 from kxtx.cli.common import (
+    Options,
     OutputFormat,
     Shared,
     command,
@@ -107,6 +109,36 @@ LatestOpt = Annotated[
 ]
 
 
+@dataclasses.dataclass(frozen=True)
+class Reading(Options):
+    """How both internal-topic dumps read: which partitions, from where, until when, by how many."""
+
+    partition: PartitionOpt = None
+    from_beginning: FromBeginningOpt = False
+    from_offset: FromOffsetOpt = None
+    since: SinceOpt = None
+    follow: FollowOpt = False
+    limit: LimitOpt = None
+    latest: LatestOpt = False
+    workers: WorkersOpt = None
+
+    def request(self, topic: str, ids: list[str] | None, **only: object) -> DumpRequest:
+        """The dump of `topic` as these options ask, keyed by `ids`, with the command's own filters."""
+        from kxtx.dump.runner import DumpRequest
+
+        start = _start(self.from_beginning, self.from_offset, self.since)
+        return DumpRequest(
+            topic=topic,
+            partitions=self.partition,
+            ids=ids or [],
+            start=start,
+            follow=self.follow,
+            limit=self.limit,
+            latest=self.latest,
+            **only,  # type: ignore[arg-type]
+        )
+
+
 def _start(from_beginning: bool, from_offset: int | None, since: str | None) -> Start:
     from kxtx.dump.runner import Start
     from kxtx.errors import UsageError
@@ -156,34 +188,17 @@ def txn_state(
         list[int] | None,
         typer.Option("--producer-id", metavar="N", help="Only records of this producer id (repeatable)."),
     ] = None,
-    partition: PartitionOpt = None,
-    from_beginning: FromBeginningOpt = False,
-    from_offset: FromOffsetOpt = None,
-    since: SinceOpt = None,
-    follow: FollowOpt = False,
-    limit: LimitOpt = None,
-    latest: LatestOpt = False,
-    workers: WorkersOpt = None,
     *,
+    reading: Reading,
     shared: Shared,
 ) -> None:
     """Decode __transaction_state: every state each transactional id went through (states by name,
     the numeric code in json), expirations as explicit deletions. -o json: the rows are under
     "records"."""
-    from kxtx.dump.runner import TXN_TOPIC, DumpRequest
+    from kxtx.dump.runner import TXN_TOPIC
 
-    req = DumpRequest(
-        topic=TXN_TOPIC,
-        partitions=partition,
-        ids=transactional_id or [],
-        start=_start(from_beginning, from_offset, since),
-        follow=follow,
-        limit=limit,
-        latest=latest,
-        states=state or [],
-        producer_ids=producer_id or [],
-    )
-    _dump(shared.settings(), req, shared.fmt, workers, _txn_cell, TXN_COLUMNS)
+    req = reading.request(TXN_TOPIC, transactional_id, states=state or [], producer_ids=producer_id or [])
+    _dump(shared.settings(), req, shared.fmt, reading.workers, _txn_cell, TXN_COLUMNS)
 
 
 @app.command("offsets")
@@ -219,31 +234,19 @@ def offsets(
             "marked pending / aborted in the txn column (reads the raw batches and their markers).",
         ),
     ] = False,
-    partition: PartitionOpt = None,
-    from_beginning: FromBeginningOpt = False,
-    from_offset: FromOffsetOpt = None,
-    since: SinceOpt = None,
-    follow: FollowOpt = False,
-    limit: LimitOpt = None,
-    latest: LatestOpt = False,
-    workers: WorkersOpt = None,
     *,
+    reading: Reading,
     shared: Shared,
 ) -> None:
     """Decode __consumer_offsets: offset commits, classic group metadata (consumer-protocol
     subscriptions and assignments decoded), KIP-848 consumer, share and streams group records.
     By default only what the coordinator materializes (transactional commits once committed). -o json:
     the rows are under "records"."""
-    from kxtx.dump.runner import OFFSETS_TOPIC, DumpRequest
+    from kxtx.dump.runner import OFFSETS_TOPIC
 
-    req = DumpRequest(
-        topic=OFFSETS_TOPIC,
-        partitions=partition,
-        ids=group or [],
-        start=_start(from_beginning, from_offset, since),
-        follow=follow,
-        limit=limit,
-        latest=latest,
+    req = reading.request(
+        OFFSETS_TOPIC,
+        group,
         topics=topic or [],
         types=record_type or [],
         include_uncommitted=include_uncommitted,
@@ -252,7 +255,7 @@ def offsets(
         shared.settings(),
         req,
         shared.fmt,
-        workers,
+        reading.workers,
         _offsets_cell,
         OFFSETS_COLUMNS + (["txn"] if include_uncommitted else []),
     )

@@ -12,6 +12,7 @@ import typer
 
 from kxtx.cli.common import (
     MaxTimeoutOpt,
+    Options,
     PartitionOpt,
     Shared,
     TopicOpt,
@@ -86,13 +87,17 @@ RESULT_COLUMNS = [
 ]
 
 
-def _scan(
-    settings: Settings,
-    topic: str | None,
-    partition: int | None,
-    broker_id: int | None,
-    max_timeout: str | None,
-) -> tuple[Cluster, Report]:
+@dataclasses.dataclass(frozen=True)
+class HangingScope(Options):
+    """find-hanging's and abort-hanging's scope options."""
+
+    topic: TopicOpt = None
+    partition: PartitionOpt = None
+    broker_id: BrokerIdOpt = None
+    max_transaction_timeout: MaxTimeoutOpt = None
+
+
+def _scan(settings: Settings, scope: HangingScope) -> tuple[Cluster, Report]:
     """Run find-hanging and log its warnings (stderr); the caller decides the exit code."""
     from kxtx.cli.progress import sweep
     from kxtx.client.admin import Cluster
@@ -104,8 +109,8 @@ def _scan(
     try:
         report = find_hanging(
             cluster,
-            Scope(topic, partition, broker_id),
-            parse_minutes(max_timeout),
+            Scope(scope.topic, scope.partition, scope.broker_id),
+            parse_minutes(scope.max_transaction_timeout),
             progress=line.calls if line else None,
         )
     finally:
@@ -176,11 +181,8 @@ def _row(h: HangingTxn) -> dict:
 
 @command(rows="hanging")
 def find_hanging(
-    topic: TopicOpt = None,
-    partition: PartitionOpt = None,
-    broker_id: BrokerIdOpt = None,
-    max_transaction_timeout: MaxTimeoutOpt = None,
     *,
+    scope: HangingScope,
     shared: Shared,
 ) -> None:
     """Find open transactions that no coordinator will ever end (Kafka's KIP-664 algorithm).
@@ -192,7 +194,7 @@ def find_hanging(
     now, and leaves the exit code as it is. -o json: the rows are under "hanging", the others under
     "lso_held"."""
     settings = shared.settings()
-    cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
+    cluster, report = _scan(settings, scope)
     cluster.close()
     emit_rows(
         [_row(h) for h in report.hanging],
@@ -213,12 +215,9 @@ def find_hanging(
 
 @command(rows="transactions", dry_run=True, yes=True)
 def abort_hanging(
-    topic: TopicOpt = None,
-    partition: PartitionOpt = None,
-    broker_id: BrokerIdOpt = None,
-    max_transaction_timeout: MaxTimeoutOpt = None,
-    drop_committed: DropCommittedOpt = False,
     *,
+    scope: HangingScope,
+    drop_committed: DropCommittedOpt = False,
     shared: Shared,
 ) -> None:
     """Find hanging transactions, show the plan, then abort each one with a marker.
@@ -233,7 +232,7 @@ def abort_hanging(
     from kxtx.ops import abort
 
     settings = shared.settings()
-    cluster, report = _scan(settings, topic, partition, broker_id, max_transaction_timeout)
+    cluster, report = _scan(settings, scope)
     with cluster:
         kept = [] if drop_committed else _keep_committed(cluster, report)
         look = say_held(report.held)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kxtx.cli.common import (
+    Options,
     PartitionOpt,
     Shared,
     TopicOpt,
@@ -103,15 +104,30 @@ def _window(since: str | None, from_offset: int | None, topic: str | None) -> Wi
     return Window(since_ms, from_offset)
 
 
-def _run(
-    settings: Settings, topic: str | None, partition: int | None, since: str | None, from_offset: int | None
-) -> tuple[Cluster, Scope, Report]:
+@dataclasses.dataclass(frozen=True)
+class MarkersScope(Options):
+    """audit-markers' and repair-markers' scope options."""
+
+    topic: TopicOpt = None
+    partition: PartitionOpt = None
+    since: SinceOpt = None
+    from_offset: FromOpt = None
+
+    def flags(self) -> str:
+        """The options that scope a next command as this run was (--from is this run's own)."""
+        flags = f" --topic {self.topic}" if self.topic else ""
+        flags += f" --partition {self.partition}" if self.partition is not None else ""
+        return flags + (f" --since {self.since}" if self.since else "")
+
+
+def _run(settings: Settings, options: MarkersScope) -> tuple[Cluster, Scope, Report]:
     """The audit, its warnings logged (stderr), progress shown on a terminal."""
+    topic = options.topic
     from kxtx.client.admin import Cluster
     from kxtx.log import logger
     from kxtx.ops.audit import Scope, audit
 
-    scope, window = Scope(topic, partition), _window(since, from_offset, topic)
+    scope, window = Scope(topic, options.partition), _window(options.since, options.from_offset, topic)
     cluster = Cluster(settings)
     progress = (lambda what: typer.echo(f"kxtx: {what}", err=True)) if is_tty(sys.stderr) else None
     from kxtx.dump.shards import default_count
@@ -145,11 +161,8 @@ def _row(f: Finding) -> dict:
 
 @command(rows="findings")
 def audit_markers(
-    topic: TopicOpt = None,
-    partition: PartitionOpt = None,
-    since: SinceOpt = None,
-    from_offset: FromOpt = None,
     *,
+    options: MarkersScope,
     shared: Shared,
 ) -> None:
     """Find transactions whose coordinator decided a marker that a partition never got.
@@ -166,7 +179,7 @@ def audit_markers(
     from kxtx.ops.markers import NEEDS_ACTION
 
     settings = shared.settings()
-    cluster, _scope, report = _run(settings, topic, partition, since, from_offset)
+    cluster, _scope, report = _run(settings, options)
     cluster.close()
     emit_rows(
         [_row(f) for f in report.findings],
@@ -179,9 +192,7 @@ def audit_markers(
     act = [f for f in report.findings if f.kind in NEEDS_ACTION]
     if act:
         # what to run next, scoped as this run was
-        scope = f" --topic {topic}" if topic else ""
-        scope += f" --partition {partition}" if partition is not None else ""
-        scope += f" --since {since}" if since else ""
+        scope = options.flags()
         typer.echo(
             f"kxtx: {plural(len(act), 'lost marker')} {'needs' if len(act) == 1 else 'need'} action in {checked}: "
             f"`kxtx repair-markers{scope} --dry-run` shows the markers it would write",
@@ -206,10 +217,8 @@ def _unseen_exit(report: Report) -> None:
 
 @command(rows="transactions", dry_run=True, yes=True)
 def repair_markers(
-    topic: TopicOpt = None,
-    partition: PartitionOpt = None,
-    since: SinceOpt = None,
-    from_offset: FromOpt = None,
+    *,
+    options: MarkersScope,
     commit: Annotated[
         bool,
         typer.Option(
@@ -224,7 +233,6 @@ def repair_markers(
             "--abort", help="With --topic and --partition: abort the undetermined open records there."
         ),
     ] = False,
-    *,
     shared: Shared,
 ) -> None:
     """Write the marker each coordinator decided where it was lost and the records are still open.
@@ -246,10 +254,10 @@ def repair_markers(
     if commit and abort_:
         raise UsageError("--commit and --abort exclude each other")
     explicit = "COMMIT" if commit else "ABORT" if abort_ else None
-    if explicit and (topic is None or partition is None):
+    if explicit and (options.topic is None or options.partition is None):
         raise UsageError(f"--{explicit.lower()} needs --topic and --partition: it decides for one partition")
     settings = shared.settings()
-    cluster, scope, report = _run(settings, topic, partition, since, from_offset)
+    cluster, scope, report = _run(settings, options)
     with cluster:
         targets = plan_repairs(cluster, report, explicit, scope)
         for f in report.findings:

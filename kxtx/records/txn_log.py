@@ -97,49 +97,33 @@ def fast_transaction(key: bytes | None, value: bytes | None) -> tuple[dict, int 
         else:
             return None
         last, started = _TIMES.unpack_from(value, p)
+        tags = None
         if version == 0:
             if p + 16 != len(value):
                 return None
-            return (
-                {"transactional_id": tid},
-                0,
-                {
-                    "producer_id": pid,
-                    "producer_epoch": epoch,
-                    "transaction_timeout_ms": timeout,
-                    "transaction_status": name,
-                    "transaction_partitions": parts,
-                    "transaction_last_update_timestamp_ms": last,
-                    "transaction_last_update_time": _iso(last) or iso_ms(last),
-                    "transaction_start_timestamp_ms": started,
-                    "transaction_start_time": _iso(started) or iso_ms(started),
-                    "transaction_status_code": code,
-                },
-            )
-        tail = value[p + 16 :]
-        tags = _TAILS.get(tail) or _tags_v1(tail)
-        if tags is None:
-            return None
-        return (
-            {"transactional_id": tid},
-            1,
-            {
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "transaction_timeout_ms": timeout,
-                "transaction_status": name,
-                "transaction_partitions": parts,
-                "transaction_last_update_timestamp_ms": last,
-                "transaction_last_update_time": _iso(last) or iso_ms(last),
-                "transaction_start_timestamp_ms": started,
-                "transaction_start_time": _iso(started) or iso_ms(started),
-                "previous_producer_id": tags[0],
-                "next_producer_id": tags[1],
-                "client_transaction_version": tags[2],
-                "next_producer_epoch": tags[3],
-                "transaction_status_code": code,
-            },
-        )
+        else:
+            tail = value[p + 16 :]
+            tags = _TAILS.get(tail) or _tags_v1(tail)
+            if tags is None:
+                return None
+        fields = {
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "transaction_timeout_ms": timeout,
+            "transaction_status": name,
+            "transaction_partitions": parts,
+            "transaction_last_update_timestamp_ms": last,
+            "transaction_last_update_time": _iso(last) or iso_ms(last),
+            "transaction_start_timestamp_ms": started,
+            "transaction_start_time": _iso(started) or iso_ms(started),
+        }
+        if tags is not None:  # v1's tag-only fields, in TXN_VALUE's order, before the code as in `decode`
+            fields["previous_producer_id"] = tags[0]
+            fields["next_producer_id"] = tags[1]
+            fields["client_transaction_version"] = tags[2]
+            fields["next_producer_epoch"] = tags[3]
+        fields["transaction_status_code"] = code
+        return {"transactional_id": tid}, version, fields
     except (struct.error, IndexError, ValueError):
         return None
 

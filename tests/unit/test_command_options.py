@@ -4,6 +4,7 @@ and `shared` carries what was given. No broker: small typer apps run with typer'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Annotated
@@ -12,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from kxtx.cli.common import MaxTimeoutOpt, OutputFormat, Shared, command
+from kxtx.cli.common import MaxTimeoutOpt, Options, OutputFormat, PartitionOpt, Shared, TopicOpt, command
 from kxtx.errors import UsageError
 from kxtx.exitcodes import ExitCode
 
@@ -181,7 +182,7 @@ def test_refuses_a_function_without_shared():
 
 
 def test_refuses_an_option_declared_twice():
-    with pytest.raises(TypeError, match=r"declares shared option\(s\) \['timeout'\]"):
+    with pytest.raises(TypeError, match=r"declares option\(s\) \['timeout'\]"):
 
         @command()
         def act(timeout: float = 1.0, *, shared: Shared):
@@ -211,3 +212,35 @@ def test_the_cluster_commands_declare_no_shared_option_themselves():
             "FormatOpt",
         ):
             assert not re.search(rf"\b{alias}\b", text), f"{path.name} declares {alias}: use @command"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope(Options):
+    topic: TopicOpt = None
+    partition: PartitionOpt = None
+
+
+def test_a_group_of_options_stands_in_its_place_and_arrives_as_one():
+    @command(fmt=None, connect=False)
+    def act(
+        name: Annotated[str, typer.Argument()],
+        *,
+        scope: Scope,
+        last: Annotated[bool, typer.Option("--last")] = False,
+        shared: Shared,
+    ):
+        SEEN.append((name, scope, last))
+
+    app = app_of(act)
+    assert options_of(app) == ["name", "--topic", "--partition", "--last"]
+    assert invoke(app, "n", "-p", "3", "--last").exit_code == 0
+    assert invoke(app, "m").exit_code == 0
+    assert [("n", Scope(partition=3), True), ("m", Scope(), False)] == SEEN
+
+
+def test_refuses_a_group_option_declared_twice():
+    with pytest.raises(TypeError, match=r"declares option\(s\) \['topic'\]"):
+
+        @command()
+        def act(topic: str = "", *, scope: Scope, shared: Shared):
+            pass
