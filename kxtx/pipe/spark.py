@@ -349,14 +349,25 @@ def _run_job(sc: Any, table: pa.Table, job: BatchJob) -> pa.Table:  # sc: a Spar
 def stop(session: Any) -> None:
     """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
     workers): when kxtx exits, nothing it started is left running."""
-    spark_internals.quiet_accumulator_server(session.sparkContext)
+    # The accumulator server's reader polls the JVM's connection once a second until it closes,
+    # and SparkContext.stop waited for that poll, most of a stop's time (bench/README.md, "kxtx's
+    # Avro pipe against Quix Streams exactly-once"). Its shutdown is asked for before the JVM is
+    # ended, whose exit closes the connection: the server's thread then ends at once. (A JVM this
+    # process did not launch keeps running: the shutdown waits for the poll, as it did.)
+    accumulators = spark_internals.take_accumulator_server(session.sparkContext)
     if _JvmStderr.current is not None:
         _JvmStderr.current.stopping = True
     try:
         session.stop()
     except Exception:  # noqa: BLE001 - shutting down anyway
         pass
+    closing = None
+    if accumulators is not None:
+        closing = threading.Thread(target=accumulators.shutdown, name="kxtx-accumulators-stop", daemon=True)
+        closing.start()
     _end_jvm()
+    if closing is not None:
+        closing.join()
 
 
 def _end_jvm(grace: float = 15.0) -> None:
