@@ -138,8 +138,8 @@ class PipeCore:
         UDF (a local import: a typo is reported in milliseconds, before any network round trip or
         connection timeout), then the cluster and the topics (kxtx.pipe.preflight), then the
         registry's schemas and Spark, then what the mode needs. Spark's JVM is launched while the
-        schemas are looked up (their half second or so is hidden in the launch's seconds); when
-        that lookup fails, its error is the run's and the JVM is ended unused."""
+        schemas are looked up (the lookup's time hides in the launch's); when that lookup fails,
+        its error is the run's, reported once the launch is over, and the JVM is ended unused."""
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
         mode = "record" if self.cfg.record_input else "value"
@@ -155,8 +155,8 @@ class PipeCore:
         if self.session is None:
             starting = sparkmod.begin(self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui)
         try:
-            # before the Spark context: a registry or schema problem is reported as it is, not
-            # after the whole of Spark's start
+            # before the Spark context: a registry or schema problem waits for the JVM's launch
+            # only, not for the whole of Spark's start
             self._schemas(loaded)
             self.signals.check()
         except BaseException:
