@@ -136,8 +136,10 @@ class PipeCore:
     def prepare(self) -> None:
         """Everything that can fail before a record is consumed, the fastest to fail first: the
         UDF (a local import: a typo is reported in milliseconds, before any network round trip or
-        connection timeout), then the cluster and the topics (kxtx.pipe.preflight), then Spark (a
-        JVM start takes seconds), then what the mode needs."""
+        connection timeout), then the cluster and the topics (kxtx.pipe.preflight), then the
+        registry's schemas and Spark, then what the mode needs. Spark's JVM is launched while the
+        schemas are looked up (the lookup's time hides in the launch's); when that lookup fails,
+        its error is the run's, reported once the launch is over, and the JVM is ended unused."""
         target = udfmod.locate(self.cfg.udf)
         sparkmod.require_pyspark()
         mode = "record" if self.cfg.record_input else "value"
@@ -148,13 +150,21 @@ class PipeCore:
             if not sparkmod.needs_session(exc):
                 raise
         preflight.check(self.settings, self.cfg.inputs, self.cfg.output_topics())
-        # before Spark: a registry or schema problem stops the run in a second, not after a JVM start
-        self._schemas(loaded)
         self.signals.check()
+        starting = None
         if self.session is None:
-            self.session = sparkmod.start(
-                self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui
-            )
+            starting = sparkmod.begin(self.cfg.master, self.cfg.spark_conf, self.cfg.debug, self.cfg.spark_ui)
+        try:
+            # before the Spark context: a registry or schema problem waits for the JVM's launch
+            # only, not for the whole of Spark's start
+            self._schemas(loaded)
+            self.signals.check()
+        except BaseException:
+            if starting is not None:
+                starting.abandon()
+            raise
+        if starting is not None:
+            self.session = starting.session()
         if loaded is None:  # e.g. @udf("string") parses its type with a live SparkContext
             loaded = udfmod.load(target, mode)
             if self.encoder is None:

@@ -106,9 +106,25 @@ def start(
     app_name: str = "kxtx-pipe",
 ) -> Any:  # the SparkSession (pyspark's objects are typed Any here, as py4j's)
     """Start (or join) the SparkSession for this run."""
+    return begin(master, conf, debug, ui, app_name).session()
+
+
+def begin(
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    debug: bool = False,
+    ui: bool = False,
+    app_name: str = "kxtx-pipe",
+) -> Starting:
+    """Begin starting the SparkSession for this run (`start`'s arguments): the JVM is launched on
+    a thread of its own while the caller goes on; `Starting.session()` waits for it and makes the
+    session, `Starting.abandon()` ends it unused."""
     require_pyspark()
     from pyspark import SparkConf
 
+    # The environment is set here, on the caller's thread, before the launch thread exists: a
+    # variable added while another thread iterates os.environ (urllib's proxy lookup, in a
+    # registry request) raises there.
     if is_local(master) or not os.environ.get("PYSPARK_PYTHON"):
         # Workers must unpickle the UDF with the same interpreter and packages as the driver. On a
         # cluster a PYSPARK_PYTHON the user set is kept (the path can differ on the executors).
@@ -142,43 +158,93 @@ def start(
     spark_conf = SparkConf()
     for key, value in settings.items():
         spark_conf.set(key, value)
-    try:
-        session = _session(spark_conf, debug)
-    except Exception as exc:
-        raise SparkError(
-            f"could not start Spark (master {master}; is Java 17+ installed and JAVA_HOME set?): "
-            f"{first_line(exc)}"
-        ) from exc
-    session.sparkContext.setLogLevel("WARN" if debug else "ERROR")
-    logger.info("Spark %s started, master %s", session.version, master)
-    return session
+    return Starting(spark_conf, master, debug)
 
 
-def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a SparkSession
-    """The JVM (launched here unless this process has one), then the context and the session.
+class Starting:
+    """A SparkSession being started (`begin`). The JVM's launch (seconds) runs on a thread of its
+    own, so `kxtx pipe` looks its schemas up in the registry meanwhile (bench/README.md, "kxtx's
+    Avro pipe against Quix Streams exactly-once"); the context and the session, which set
+    environment variables of their own, are made in `session()`, on the caller's turn. Either
+    `session()` or `abandon()` must follow."""
 
-    The JVM gets a session of its own, so a terminal's SIGINT/SIGHUP reaches kxtx only (which
-    stops it: it also exits when its stdin, a pipe from kxtx, closes), and its stderr goes
-    through `_JvmStderr`. PySpark's launcher is not interrupted by a signal (see
-    kxtx.signals.Guard), so the JVM always finishes starting and can be stopped. The context is
-    created off the main thread: PySpark installs a SIGINT handler that raises KeyboardInterrupt
-    anywhere (e.g. inside a py4j call) when created on the main thread."""
-    from pyspark import SparkContext
+    def __init__(self, spark_conf: Any, master: str, debug: bool) -> None:  # a SparkConf
+        self.conf, self.master, self.debug = spark_conf, master, debug
+        self._gateway: Any = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if not spark_internals.jvm_running():  # else the context joins the JVM this process has
+            self._thread = threading.Thread(target=self._launch, name="kxtx-jvm-launch", daemon=True)
+            self._thread.start()
+
+    def _launch(self) -> None:
+        try:
+            self._gateway = _launch_jvm(self.conf, self.debug)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by session() on the caller's thread
+            self._error = exc
+
+    def _launched(self) -> Any:
+        """Wait for the launch; its gateway (None: the JVM was running already)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        return self._gateway
+
+    def session(self) -> Any:  # a SparkSession
+        try:
+            session = _session(self.conf, self._launched())
+        except Exception as exc:
+            raise SparkError(
+                f"could not start Spark (master {self.master}; is Java 17+ installed and JAVA_HOME "
+                f"set?): {first_line(exc)}"
+            ) from exc
+        finally:
+            self._gateway = None  # the session's, or ended with its failure
+        session.sparkContext.setLogLevel("WARN" if self.debug else "ERROR")
+        logger.info("Spark %s started, master %s", session.version, self.master)
+        return session
+
+    def abandon(self) -> None:
+        """The run stopped before it needed Spark (a check failed, a stop signal): wait for the
+        launch (a launching JVM cannot be interrupted, see `_launch_jvm`) and end the JVM."""
+        try:
+            gateway = self._launched()
+        except BaseException:  # noqa: BLE001 - the launch failed: nothing runs; the run's own error stands
+            return
+        self._gateway = None
+        if gateway is not None:
+            # Killed, not let to exit: a class archive written now would hold only the launch's
+            # classes, and later starts would map it instead of the whole of Spark's.
+            _end_jvm(gateway, keep_archive=False)
+
+
+def _launch_jvm(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf; a py4j gateway
+    """The JVM, in a session of its own, so a terminal's SIGINT/SIGHUP reaches kxtx only (which
+    stops it: it also exits when its stdin, a pipe from kxtx, closes), its stderr going through
+    `_JvmStderr`. PySpark's launcher is not interrupted by a signal (see kxtx.signals.Guard), so
+    the JVM always finishes starting and can be stopped."""
     from pyspark.java_gateway import launch_gateway
+
+    stderr = _JvmStderr(debug)
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": stderr.fd, "start_new_session": True})
+    except Exception as exc:
+        stderr.close()
+        raise SparkError(stderr.last_line() or first_line(exc)) from exc
+    stderr.close()
+    return gateway
+
+
+def _session(spark_conf: Any, gateway: Any) -> Any:  # a SparkConf, a py4j gateway; a SparkSession
+    """The context (on the JVM of `gateway`, launched by `_launch_jvm`; None: the JVM this process
+    has), then the session. The context is created off the main thread: PySpark installs a SIGINT
+    handler that raises KeyboardInterrupt anywhere (e.g. inside a py4j call) when created on the
+    main thread."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    gateway = None
-    launched = not spark_internals.jvm_running()
-    if launched:
-        stderr = _JvmStderr(debug)
-        try:
-            gateway = launch_gateway(
-                spark_conf, popen_kwargs={"stderr": stderr.fd, "start_new_session": True}
-            )
-        except Exception as exc:
-            stderr.close()
-            raise SparkError(stderr.last_line() or first_line(exc)) from exc
-        stderr.close()
     made: dict = {}
 
     def create() -> None:
@@ -193,8 +259,8 @@ def _session(spark_conf: Any, debug: bool = False) -> Any:  # a SparkConf, a Spa
     thread.start()
     thread.join()
     if "error" in made:
-        if launched:
-            _end_jvm()
+        if gateway is not None:
+            _end_jvm(gateway)
         raise made["error"]
     return made["session"]
 
@@ -349,24 +415,37 @@ def _run_job(sc: Any, table: pa.Table, job: BatchJob) -> pa.Table:  # sc: a Spar
 def stop(session: Any) -> None:
     """Stop the session and, if this process launched it, the JVM (and with it Spark's Python
     workers): when kxtx exits, nothing it started is left running."""
-    spark_internals.quiet_accumulator_server(session.sparkContext)
+    # The accumulator server's reader polls the JVM's connection once a second until it closes,
+    # and SparkContext.stop waited for that poll, most of a stop's time (bench/README.md, "kxtx's
+    # Avro pipe against Quix Streams exactly-once"). Its shutdown is asked for before the JVM is
+    # ended, whose exit closes the connection: the server's thread then ends at once. (A JVM this
+    # process did not launch keeps running: the shutdown waits for the poll, as it did.)
+    accumulators = spark_internals.take_accumulator_server(session.sparkContext)
     if _JvmStderr.current is not None:
         _JvmStderr.current.stopping = True
     try:
         session.stop()
     except Exception:  # noqa: BLE001 - shutting down anyway
         pass
+    closing = None
+    if accumulators is not None:
+        closing = threading.Thread(target=accumulators.shutdown, name="kxtx-accumulators-stop", daemon=True)
+        closing.start()
     _end_jvm()
+    if closing is not None:
+        closing.join()
 
 
-def _end_jvm(grace: float = 15.0) -> None:
+def _end_jvm(gateway: Any = None, keep_archive: bool = True, grace: float = 15.0) -> None:
     """Close the JVM's stdin (PySpark's gateway server exits on EOF), wait, kill if it lingers;
-    forget the gateway so a later start launches a new JVM."""
+    forget the gateway so a later start launches a new JVM. `gateway`: a JVM's that no context has
+    taken up (pyspark knows only a context's). Without `keep_archive`, a JVM that would write the
+    class archive at exit (kxtx.pipe.fast.jvmcds) is killed instead: the archive is dropped."""
     import subprocess
 
     global _CDS_PENDING
 
-    gateway = spark_internals.forget_gateway()
+    gateway = spark_internals.forget_gateway() or gateway
     proc = getattr(gateway, "proc", None)
     if gateway is None or proc is None:
         return
@@ -378,18 +457,22 @@ def _end_jvm(grace: float = 15.0) -> None:
         proc.stdin.close()
     except OSError:
         pass
-    if _CDS_PENDING is not None and not _stopping():
-        # Writing the class archive at exit is slow, and many times slower on a loaded
-        # machine: killed at the usual grace it is lost, and the next start writes it again. Not
-        # when a stop signal ends the run: the user wants out, and would wait the whole grace
-        # (bench/README.md, "The task consumer's settings, and Spark's start and stop").
-        grace = max(grace, jvmcds.WRITE_GRACE_S)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it", grace)
+    if _CDS_PENDING is not None and not keep_archive:
         proc.kill()
         proc.wait()
+    else:
+        if _CDS_PENDING is not None and not _stopping():
+            # Writing the class archive at exit is slow, and many times slower on a loaded
+            # machine: killed at the usual grace it is lost, and the next start writes it again.
+            # Not when a stop signal ends the run: the user wants out, and would wait the whole
+            # grace (bench/README.md, "The task consumer's settings, and Spark's start and stop").
+            grace = max(grace, jvmcds.WRITE_GRACE_S)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            logger.info("the Spark JVM did not exit within %.0f s of its stdin closing: killing it", grace)
+            proc.kill()
+            proc.wait()
     jvmcds.settle(_CDS_PENDING, proc.returncode)
     _CDS_PENDING = None
 

@@ -4,7 +4,8 @@ kxtx launches Spark's JVM itself (its own stderr, its own session, so a terminal
 kxtx only) and ends it itself (a pipe's exit must not wait for Spark's shutdown hooks). pyspark has
 no public call for either, so kxtx reads and resets `SparkContext`'s class-level JVM handles:
 `_lock`, `_gateway`, `_jvm` and `_active_spark_context`, the ones `SparkContext.__init__` and
-`stop()` use.
+`stop()` use. It also takes a context's accumulator server (`_accumulatorServer`) to shut it down
+itself, while the JVM exits (`take_accumulator_server`).
 
 Written against pyspark 4.0 to 4.3, the range pyproject.toml allows; checked once per process, so
 a pyspark that renamed them fails with one line naming its version.
@@ -67,9 +68,13 @@ def temp_dir(sc: Any) -> str | None:
     return getattr(sc, "_temp_dir", None)
 
 
-def quiet_accumulator_server(sc: Any) -> None:
-    """Silence the accumulator server's error handler: the JVM closing its connection on stop can
-    race the reader thread, which then prints an EOFError traceback that means nothing to a user."""
+def take_accumulator_server(sc: Any) -> Any:
+    """Take the accumulator server away from its SparkContext, so the context's stop does not wait
+    for it; the server (None when it had none), for the caller to shut down. Its error handler is
+    silenced: the JVM closing its connection on stop can race the reader thread, which then prints
+    an EOFError traceback that means nothing to a user."""
     server = getattr(sc, "_accumulatorServer", None)
     if server is not None:
         server.handle_error = lambda *args: None
+        sc._accumulatorServer = None
+    return server

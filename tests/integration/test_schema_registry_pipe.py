@@ -5,6 +5,8 @@ answering, with exactly once checked by counting the output."""
 from __future__ import annotations
 
 import json
+import subprocess
+import uuid
 
 import pytest
 
@@ -12,7 +14,7 @@ from kxtx.client.registry import RegistryError, RegistryUnavailable
 from kxtx.exitcodes import ExitCode
 from kxtx.pipe.core import UdfFailed
 from tests.integration.kafka_io import read_committed
-from tests.integration.pipe_helpers import committed_offsets, run_in_process
+from tests.integration.pipe_helpers import UDFS, committed_offsets, run_in_process
 from tests.integration.registry_helpers import (
     AVRO_V2,
     INTEROP_IN,
@@ -189,6 +191,41 @@ def test_an_incompatible_output_schema_is_refused_before_the_run(
     assert refused.value.status == 409, refused.value
     assert f"subject {out}-value" in str(refused.value)
     assert len(read_committed(kafka.bootstrap, out)) == 5  # the second run consumed nothing
+
+
+def test_a_schema_refused_while_the_jvm_launches_is_the_error_and_no_jvm_is_left(
+    kafka, schema_registry, run_kxtx, tmp_path
+):
+    """`kxtx pipe` launches Spark's JVM while it looks the output schema up (kxtx.pipe.core
+    prepare): a refusal is still the run's error and exit code, and the JVM it launched is ended
+    before kxtx exits (its command line carries the marker setting)."""
+    src, out = kafka.create_topic(), kafka.create_topic()
+    marker = f"kxtx-test-{uuid.uuid4().hex[:12]}"
+    r = run_kxtx(
+        "pipe",
+        "--in",
+        src,
+        "--out",
+        out,
+        "--udf",
+        f"{UDFS}:registry_enrich",
+        "--value-format",
+        "avro",
+        "--out-schema",
+        str(out_schema_file(tmp_path, "avro")),
+        "--schema-registry",
+        schema_registry.url,
+        "--until-idle",
+        "2",
+        "--spark-conf",
+        f"spark.kxtx.test.marker={marker}",
+        expect=1,
+        timeout=180,
+    )
+    assert f"not registered under subject {out}-value" in r.stderr, r.stderr
+    assert "could not start Spark" not in r.stderr
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.returncode == 1, f"a JVM outlived kxtx: {left.stdout}"
 
 
 def test_a_registry_that_stops_answering_is_exit_75_and_the_rerun_continues_exactly_once(

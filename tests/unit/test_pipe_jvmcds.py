@@ -146,3 +146,36 @@ def test_a_jvm_writing_the_archive_gets_the_time_to_finish_it(tmp_path, monkeypa
     spark._end_jvm()
     assert waited == [grace]
     assert spark._CDS_PENDING is None
+
+
+def test_a_jvm_ended_unused_is_killed_and_its_archive_dropped(tmp_path, monkeypatch):
+    """A pipe whose schema lookup failed while the JVM launched (kxtx.pipe.spark.Starting.abandon):
+    an archive written at that JVM's exit would hold only the launch's classes."""
+    from kxtx.pipe import spark
+
+    done = []
+
+    class Proc:
+        returncode = None
+        stdin = open(os.devnull, "w")
+
+        def kill(self):
+            done.append("kill")
+            self.returncode = -9
+
+        def wait(self, timeout=None):
+            done.append(("wait", timeout))
+
+    class Gateway:
+        proc = Proc()
+
+        def shutdown(self):
+            pass
+
+    pending = tmp_path / "key.1.2.tmp"
+    pending.write_bytes(b"half an archive")
+    monkeypatch.setattr(spark, "_CDS_PENDING", pending)
+    spark._end_jvm(Gateway(), keep_archive=False)  # a gateway no SparkContext has taken up
+    assert done == ["kill", ("wait", None)]
+    assert not pending.exists() and not (tmp_path / "key.jsa").exists()
+    assert spark._CDS_PENDING is None
