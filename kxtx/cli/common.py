@@ -179,8 +179,16 @@ class Shared:
     schema_registry: str | None = None
 
     def settings(self) -> Settings:
-        return connection(
-            self.bootstrap, self.config, self.command_config, self.timeout, self.schema_registry
+        """The one Settings object these connection options make (kxtx.client.settings.resolve)."""
+        from kxtx.client.settings import resolve
+        from kxtx.parsers import parse_kv_list
+
+        return resolve(
+            self.bootstrap,
+            parse_kv_list(self.config),
+            self.command_config,
+            self.timeout,
+            registry_url=self.schema_registry,
         )
 
     def cluster(self) -> Cluster:
@@ -281,7 +289,9 @@ def command(
         seen = [p.name for p in params]
         twice = sorted({name for name in seen if seen.count(name) > 1})
         if twice:
-            raise TypeError(f"{fn.__qualname__}: declares option(s) {twice} that @command adds")
+            raise TypeError(
+                f"{fn.__qualname__}: declares option(s) {twice} twice (the function, an Options group, @command)"
+            )
         names = [name for name, _alias, _default in wanted]
 
         @functools.wraps(fn)
@@ -301,20 +311,6 @@ def command(
         return _bounded(with_shared, rows)
 
     return decorate
-
-
-def connection(
-    bootstrap: list[str] | None = None,
-    config: list[str] | None = None,
-    command_config: str | None = None,
-    timeout: float | None = None,
-    schema_registry: str | None = None,
-) -> Settings:
-    """Build the one Settings object from the shared connection options."""
-    from kxtx.client.settings import resolve
-    from kxtx.parsers import parse_kv_list
-
-    return resolve(bootstrap, parse_kv_list(config), command_config, timeout, registry_url=schema_registry)
 
 
 # --- the error boundary -----------------------------------------------------------------------------
